@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "graphloom",
+		Short:         "Build, augment and query GraphRAG indices",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       buildVersion(),
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().Bool("quiet", false, "no progress bars")
+	root.AddCommand(newIndexCmd(), newStatsCmd(), newVersionCmd())
+	return root
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print graphloom's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "graphloom %s\n", buildVersion())
+			return err
+		},
+	}
+}
+
+// bar returns a progress callback drawing a bar on stderr when it is a terminal and
+// --quiet is off, and a no-op otherwise; call the returned finish when done.
+func bar(cmd *cobra.Command, desc string) (progress func(done, total int), finish func()) {
+	quiet, _ := cmd.Flags().GetBool("quiet")
+	if quiet || !term.IsTerminal(int(os.Stderr.Fd())) {
+		return func(int, int) {}, func() {}
+	}
+	var b *progressbar.ProgressBar
+	return func(done, total int) {
+			if b == nil {
+				b = progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription(desc), progressbar.OptionShowCount(),
+					progressbar.OptionShowIts(), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100e6))
+			}
+			_ = b.Set(done)
+		}, func() {
+			if b != nil {
+				_ = b.Finish()
+			}
+		}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// requireFlags turns missing required flags into a usage error.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			return usageError{fmt.Errorf("%s: --%s is required", cmd.Name(), n)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+func newStatsCmd() *cobra.Command {
+	var path string
+	var asJSON bool
+	var top int
+	cmd := &cobra.Command{
+		Use:   "stats --index INDEX",
+		Short: "Print counts and structure of an index",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "index"); err != nil {
+				return err
+			}
+			ix, err := graphio.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			s := graphio.ComputeStats(ix, top)
+			if st, err := os.Stat(path); err == nil {
+				s.SizeBytes = st.Size()
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			return printStats(cmd, path, s)
+		},
+	}
+	cmd.Flags().StringVar(&path, "index", "", "index file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
+	return cmd
+}
+
+func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "index\t%s (%.1f KiB)\n", path, float64(s.SizeBytes)/1024)
+	fmt.Fprintf(w, "documents\t%d (%d duplicate passages merged)\n", s.Documents, s.Duplicates)
+	fmt.Fprintf(w, "chunks\t%d (%d tokens, %s)\n", s.Chunks, s.Tokens, s.Tokenizer)
+	fmt.Fprintf(w, "entities\t%d (avg. degree %.2f)\n", s.Entities, s.AvgEntityDegree)
+	fmt.Fprintf(w, "facts\t%d (%d augmented)\n", s.Facts, s.AugmentedFacts)
+	fmt.Fprintf(w, "hyperedges\t%d (isolated %.1f%%, %.2f entities each)\n", s.Hyperedges, 100*s.IsolatedHyperedges, s.EntitiesPerHyperedge)
+	fmt.Fprintf(w, "synonym edges\t%d\n", s.SynonymEdges)
+	fmt.Fprintf(w, "runs\t%d\n", s.Runs)
+	if s.Extractor != "" {
+		fmt.Fprintf(w, "extractor\t%s\n", s.Extractor)
+	}
+	if s.Embedder != "" {
+		kinds := make([]string, 0, len(s.Embeddings))
+		for k := range s.Embeddings {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, "embedder\t%s %v\n", s.Embedder, kinds)
+	}
+	if len(s.TopEntities) > 0 {
+		fmt.Fprintf(w, "top entities\t")
+		for i, e := range s.TopEntities {
+			if i > 0 {
+				fmt.Fprint(w, ", ")
+			}
+			fmt.Fprintf(w, "%s (%d)", e.Name, e.Degree)
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,285 @@
+package graphio
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Magic starts every index file.
+const Magic = "GLOOMIDX"
+
+const (
+	codecRaw  = 0
+	codecZstd = 1
+
+	endSection = "end"
+
+	maxSectionName = 255
+	// maxSection bounds a section's declared size; larger claims are corruption.
+	maxSection = 1 << 40
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Errors the reader wraps, so callers can tell problems apart with errors.Is.
+var (
+	ErrNotIndex    = errors.New("not a graphloom index (wrong magic)")
+	ErrVersion     = errors.New("unsupported index format version")
+	ErrChecksum    = errors.New("checksum mismatch (file corrupt)")
+	ErrTruncated   = errors.New("truncated")
+	ErrCorrupt     = errors.New("corrupt index")
+	errTrailing    = errors.New("trailing bytes after the end section")
+	zstdEncoderOpt = []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1)}
+)
+
+// Write encodes ix in format v1 to w. The output is a pure function of ix: writing the
+// same index twice gives the same bytes.
+func Write(w io.Writer, ix *Index) error {
+	if err := ix.Validate(); err != nil {
+		return fmt.Errorf("graphio: write: %w", err)
+	}
+	zw, err := zstd.NewWriter(nil, zstdEncoderOpt...)
+	if err != nil {
+		return fmt.Errorf("graphio: write: %w", err)
+	}
+	defer zw.Close()
+	head := make([]byte, 0, 12)
+	head = append(head, Magic...)
+	head = binary.LittleEndian.AppendUint32(head, FormatVersion)
+	if _, err := w.Write(head); err != nil {
+		return fmt.Errorf("graphio: write header: %w", err)
+	}
+	all := append(append([]section{}, sections...), optionalSections(ix)...)
+	for _, s := range all {
+		var e enc
+		if err := s.encode(ix, &e); err != nil {
+			return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
+		}
+		if err := writeSection(w, s.name, codecZstd, zw.EncodeAll(e.b, nil), uint64(len(e.b))); err != nil {
+			return err
+		}
+	}
+	var e enc
+	e.uvarint(uint64(len(all)))
+	return writeSection(w, endSection, codecRaw, e.b, uint64(len(e.b)))
+}
+
+// Section header: name length (1 byte), name, codec (1 byte), raw length (8),
+// stored length (8), CRC32C (4) of everything before it in the header and the payload.
+func writeSection(w io.Writer, name string, codec byte, payload []byte, rawLen uint64) error {
+	h := make([]byte, 0, 2+len(name)+20)
+	h = append(h, byte(len(name)))
+	h = append(h, name...)
+	h = append(h, codec)
+	h = binary.LittleEndian.AppendUint64(h, rawLen)
+	h = binary.LittleEndian.AppendUint64(h, uint64(len(payload)))
+	crc := crc32.Update(crc32.Checksum(h, castagnoli), castagnoli, payload)
+	h = binary.LittleEndian.AppendUint32(h, crc)
+	if _, err := w.Write(h); err != nil {
+		return fmt.Errorf("graphio: write section %q: %w", name, err)
+	}
+	if _, err := w.Write(payload); err != nil {
+		return fmt.Errorf("graphio: write section %q: %w", name, err)
+	}
+	return nil
+}
+
+// WriteFile writes ix to path atomically: to a temporary file in the same directory,
+// fsynced, then renamed over path, so a crash leaves either the old or the new index.
+func WriteFile(path string, ix *Index) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	tmp := f.Name()
+	if err = f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = Write(bw, ix); err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("graphio: %s: fsync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync() // make the rename durable; not all filesystems support it
+		d.Close()
+	}
+	return nil
+}
+
+// ReadFile reads the index at path. Errors name the file and the problem.
+func ReadFile(path string) (*Index, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("graphio: %w", err)
+	}
+	defer f.Close()
+	ix, err := Read(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	return ix, nil
+}
+
+// Read decodes an index from r, one section at a time. A wrong magic, an unknown
+// version, a checksum mismatch, a truncated stream or a malformed section is an error
+// wrapping ErrNotIndex, ErrVersion, ErrChecksum, ErrTruncated or ErrCorrupt; it never
+// panics on bad input.
+func Read(r io.Reader) (*Index, error) {
+	head := make([]byte, 12)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	if m := min(n, len(Magic)); string(head[:m]) != Magic[:m] {
+		return nil, ErrNotIndex
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: empty file", ErrTruncated)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: header has %d of 12 bytes", ErrTruncated, n)
+	}
+	if v := binary.LittleEndian.Uint32(head[8:]); v != FormatVersion {
+		return nil, fmt.Errorf("%w %d (this graphloom reads version %d)", ErrVersion, v, FormatVersion)
+	}
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxSection))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+
+	ix := &Index{}
+	seen := map[string]bool{}
+	next := 0 // index into sections of the next required section
+	count := 0
+	for {
+		name, payload, err := readSection(r, zr)
+		if err != nil {
+			return nil, err
+		}
+		if name == endSection {
+			d := &dec{b: payload}
+			n := d.uvarint()
+			if err := d.done(endSection); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			if n != uint64(count) {
+				return nil, fmt.Errorf("%w: end section counts %d sections, file has %d", ErrCorrupt, n, count)
+			}
+			break
+		}
+		count++
+		if seen[name] {
+			return nil, fmt.Errorf("%w: section %q appears twice", ErrCorrupt, name)
+		}
+		seen[name] = true
+		if next < len(sections) {
+			if name != sections[next].name {
+				return nil, fmt.Errorf("%w: expected section %q, found %q", ErrCorrupt, sections[next].name, name)
+			}
+			if err := sections[next].decode(ix, &dec{b: payload}); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			next++
+			continue
+		}
+		if _, err := decodeOptional(ix, name, payload); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		// Unknown optional sections are skipped: a newer writer may add some.
+	}
+	if next < len(sections) {
+		return nil, fmt.Errorf("%w: missing section %q", ErrCorrupt, sections[next].name)
+	}
+	var one [1]byte
+	if n, _ := r.Read(one[:]); n > 0 {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, errTrailing)
+	}
+	if err := ix.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	// Fact ids are derived from entity names, so they are recomputed, not stored.
+	for i := range ix.Facts {
+		f := &ix.Facts[i]
+		f.ID = FactID(ix.Entities[f.Subject].Name, f.Predicate, ix.Entities[f.Object].Name)
+	}
+	return ix, nil
+}
+
+func readSection(r io.Reader, zr *zstd.Decoder) (string, []byte, error) {
+	var nl [1]byte
+	if _, err := io.ReadFull(r, nl[:]); err != nil {
+		return "", nil, fmt.Errorf("%w: stream ends before the end section", ErrTruncated)
+	}
+	h := make([]byte, 1+int(nl[0])+1+8+8+4)
+	h[0] = nl[0]
+	if _, err := io.ReadFull(r, h[1:]); err != nil {
+		return "", nil, fmt.Errorf("%w: section header cut short", ErrTruncated)
+	}
+	nameLen := int(nl[0])
+	name := string(h[1 : 1+nameLen])
+	p := h[1+nameLen:]
+	codec := p[0]
+	rawLen := binary.LittleEndian.Uint64(p[1:])
+	storedLen := binary.LittleEndian.Uint64(p[9:])
+	want := binary.LittleEndian.Uint32(p[17:])
+	if storedLen > maxSection || rawLen > maxSection {
+		return "", nil, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
+	}
+	var buf bytes.Buffer
+	if n, err := io.CopyN(&buf, r, int64(storedLen)); err != nil {
+		return "", nil, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, n, storedLen)
+	}
+	stored := buf.Bytes()
+	if got := crc32.Update(crc32.Checksum(h[:len(h)-4], castagnoli), castagnoli, stored); got != want {
+		return "", nil, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
+	}
+	switch codec {
+	case codecRaw:
+		if rawLen != storedLen {
+			return "", nil, fmt.Errorf("%w: section %q: raw length %d ≠ stored %d", ErrCorrupt, name, rawLen, storedLen)
+		}
+		return name, stored, nil
+	case codecZstd:
+		// Never trust rawLen for the allocation: the decoder grows the buffer as it goes.
+		out, err := zr.DecodeAll(stored, make([]byte, 0, min(rawLen, 64*storedLen+1024)))
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: section %q: zstd: %v", ErrCorrupt, name, err)
+		}
+		if uint64(len(out)) != rawLen {
+			return "", nil, fmt.Errorf("%w: section %q decompresses to %d bytes, header says %d", ErrCorrupt, name, len(out), rawLen)
+		}
+		return name, out, nil
+	}
+	return "", nil, fmt.Errorf("%w: section %q: unknown codec %d", ErrCorrupt, name, codec)
+}

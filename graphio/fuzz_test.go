@@ -1,0 +1,58 @@
+package graphio
+
+import (
+	"bytes"
+	"testing"
+)
+
+// FuzzRead feeds arbitrary bytes to the reader: it must return an index or an error,
+// never panic, hang or allocate without bound.
+func FuzzRead(f *testing.F) {
+	valid := encode(f, sampleIndex(f))
+	f.Add(valid)
+	f.Add(valid[:len(valid)/2])
+	f.Add([]byte(Magic))
+	f.Add(encode(f, &Index{}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := Read(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		// Whatever decodes must be usable and re-encode.
+		if _, _, err := ix.Adjacency(HippoGraph|HyperGraph, nil); err != nil {
+			t.Fatalf("decoded index has a broken graph: %v", err)
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, ix); err != nil {
+			t.Fatalf("decoded index does not re-encode: %v", err)
+		}
+	})
+}
+
+// FuzzSections feeds arbitrary payloads straight to the section decoders, past the
+// checksums that keep FuzzRead's mutations out of them.
+func FuzzSections(f *testing.F) {
+	ix := sampleIndex(f)
+	for _, s := range sections {
+		var e enc
+		if err := s.encode(ix, &e); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(e.b)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		for _, s := range sections {
+			got := &Index{}
+			if err := s.decode(got, &dec{b: payload}); err != nil {
+				continue
+			}
+			if got.Validate() == nil {
+				var buf bytes.Buffer
+				if err := Write(&buf, got); err != nil {
+					t.Fatalf("section %q decoded to an index that does not encode: %v", s.name, err)
+				}
+			}
+		}
+		_, _ = decodeOptional(&Index{}, "emb.entity", payload)
+	})
+}

@@ -1,0 +1,262 @@
+package graphio
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestIDsMatchHippoRAG(t *testing.T) {
+	// Expected values computed with Python's hashlib exactly as HippoRAG does.
+	assert.Equal(t, "fact-41aa94f494fd93512b16fa920ed78266", FactID("barack obama", "born in", "hawaii"))
+	assert.Equal(t, "entity-2714c0b860afae126a17b13d9483a758", EntityID("barack obama"))
+	assert.Equal(t, "chunk-a8b6377a3f4b7623b94881b3bff76c8a", ChunkID("Title", "Some text."))
+	assert.Equal(t, `("o'brien", 'x', 'y')`, FactString("o'brien", "x", "y"))
+}
+
+func TestNormalizeName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Barack Obama", "barack obama"},
+		{"  New   York City! ", "new york city"},
+		{"O'Brien-Smith", "o brien smith"},
+		{"Zürich", "zürich"},
+		{"!!!", ""},
+		{"1843", "1843"},
+	} {
+		assert.Equal(t, tc.want, NormalizeName(tc.in), tc.in)
+	}
+}
+
+// sampleIndex builds a small index with every record kind.
+func sampleIndex(t testing.TB) *Index {
+	ix := &Index{Meta: Meta{Created: "2026-01-01T00:00:00Z", Corpus: "x.json", Tokenizer: "cl100k_base", Embedder: "test"}}
+	b := NewBuilder(ix, "")
+	d, _ := b.AddDocument("Alpha", "Alice met Bob in Paris.", "x.json#0")
+	c0, _ := b.AddChunk(d, 0, "Alpha", "Alice met Bob in Paris.", 7)
+	d1, _ := b.AddDocument("Beta", "Bob lives in Paris. Carol is Bob's sister.", "x.json#1")
+	c1, _ := b.AddChunk(d1, 0, "Beta", "Bob lives in Paris. Carol is Bob's sister.", 11)
+	_, _, err := b.AddFact("Alice", "met", "Bob", c0)
+	require.NoError(t, err)
+	_, _, err = b.AddFact("Bob", "lives in", "Paris", c1)
+	require.NoError(t, err)
+	_, _, err = b.AddFact("Carol", "sister of", "Bob", c1)
+	require.NoError(t, err)
+	b.AddMention(b.Entity("Paris", "GPE"), c0)
+	b.AddHyperedge("Alice met Bob in Paris.", []int32{b.Entity("Alice", ""), b.Entity("Bob", ""), b.Entity("Paris", "")}, c0, 8)
+	b.AddSynonym(b.Entity("Alice", ""), b.Entity("Carol", ""), 0.85)
+	ix.Embeddings = map[NodeKind]*Embedding{}
+	for _, k := range []NodeKind{KindEntity, KindChunk, KindFact, KindHyperedge} {
+		m := &Embedding{Dim: 3, Data: make([]float32, 3*ix.count(k))}
+		for i := range m.Data {
+			m.Data[i] = float32(i) * 0.25
+		}
+		ix.Embeddings[k] = m
+	}
+	ix.Blobs = map[string][]byte{"embedder": []byte("idf-table")}
+	return ix
+}
+
+func encode(t testing.TB, ix *Index) []byte {
+	var buf bytes.Buffer
+	require.NoError(t, Write(&buf, ix))
+	return buf.Bytes()
+}
+
+func TestBuilderMergesDuplicates(t *testing.T) {
+	ix := &Index{}
+	b := NewBuilder(ix, "")
+	d, isNew := b.AddDocument("T", "x", "a#0")
+	assert.True(t, isNew)
+	d2, isNew := b.AddDocument("T", "x", "a#1")
+	assert.False(t, isNew)
+	assert.Equal(t, d, d2)
+	assert.Equal(t, 2, ix.Documents[0].Count)
+	c0, _ := b.AddChunk(d, 0, "T", "x", 1)
+	c1, _ := b.AddChunk(d, 1, "T", "y", 1)
+	f, isNew, err := b.AddFact("Barack  Obama", "born in", "Hawaii", c0)
+	require.NoError(t, err)
+	assert.True(t, isNew)
+	f2, isNew, err := b.AddFact("barack obama", "Born in", "HAWAII", c1)
+	require.NoError(t, err)
+	assert.False(t, isNew)
+	assert.Equal(t, f, f2)
+	assert.Equal(t, []int32{c0, c1}, ix.Facts[f].Chunks)
+	assert.Equal(t, float32(2), ix.Facts[f].Weight)
+	// The same chunk stating it again adds no support.
+	_, _, _ = b.AddFact("Barack Obama", "born in", "Hawaii", c1)
+	assert.Equal(t, float32(2), ix.Facts[f].Weight)
+	assert.Len(t, ix.Entities, 2)
+	assert.Equal(t, []string{"Barack  Obama", "barack obama", "Barack Obama"}, ix.Entities[0].Surface)
+	_, _, err = b.AddFact("X", "is", "x", c0)
+	assert.Error(t, err, "subject = object")
+	_, _, err = b.AddFact("X", "!!", "Y", c0)
+	assert.Error(t, err, "empty predicate")
+}
+
+func TestTypedEdges(t *testing.T) {
+	ix := sampleIndex(t)
+	edges, ns := ix.TypedEdges(HippoGraph)
+	assert.Equal(t, NodeSpace{Entities: len(ix.Entities), Chunks: 2}, ns)
+	var facts, syns, ec int
+	for _, e := range edges {
+		switch e.Type {
+		case EdgeFact:
+			facts++
+		case EdgeSynonym:
+			syns++
+			assert.InDelta(t, 0.85, e.Weight, 1e-6)
+		case EdgeEntityChunk:
+			ec++
+			k, _ := ns.Kind(e.V)
+			assert.Equal(t, KindChunk, k)
+		}
+	}
+	assert.Equal(t, 3, facts)
+	assert.Equal(t, 1, syns)
+	// alice,bob,paris in c0; bob,paris,carol in c1.
+	assert.Equal(t, 6, ec)
+	csr, ns2, err := ix.Adjacency(HyperGraph, nil)
+	require.NoError(t, err)
+	require.NoError(t, csr.Validate())
+	assert.Equal(t, len(ix.Entities)+2+1, ns2.N())
+	h := ns2.Hyperedge(0)
+	assert.Equal(t, int32(4), csr.RowPtr[h+1]-csr.RowPtr[h], "hyperedge joins 3 entities and 1 chunk")
+}
+
+func TestRoundTripAndDeterminism(t *testing.T) {
+	ix := sampleIndex(t)
+	data := encode(t, ix)
+	got, err := Read(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Equal(t, ix, got)
+	assert.Equal(t, data, encode(t, got), "re-encoding a decoded index gives the same bytes")
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "i.gl")
+	ix := sampleIndex(t)
+	require.NoError(t, WriteFile(path, ix))
+	got, err := ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, ix, got)
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 1, "no temporary file left behind")
+	// A failing write leaves the old file in place.
+	bad := sampleIndex(t)
+	bad.Facts[0].Subject = 99
+	require.Error(t, WriteFile(path, bad))
+	got, err = ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, ix, got)
+	entries, _ = os.ReadDir(dir)
+	assert.Len(t, entries, 1)
+}
+
+func TestReadErrors(t *testing.T) {
+	data := encode(t, sampleIndex(t))
+	wrongVersion := bytes.Clone(data)
+	wrongVersion[8] = 7
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"empty", nil, ErrTruncated},
+		{"wrong magic", append([]byte("PK\x03\x04"), data[4:]...), ErrNotIndex},
+		{"json file", []byte(`[{"title":"x"}]`), ErrNotIndex},
+		{"wrong version", wrongVersion, ErrVersion},
+		{"truncated header", data[:10], ErrTruncated},
+		{"truncated mid section", data[:len(data)/2], ErrTruncated},
+		{"end section missing", data[:len(data)-4], ErrTruncated},
+		{"trailing garbage", append(bytes.Clone(data), 0), ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(tc.data))
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, tc.want), "got %v", err)
+		})
+	}
+}
+
+func TestEveryFlippedByteIsDetected(t *testing.T) {
+	data := encode(t, sampleIndex(t))
+	for i := 12; i < len(data); i++ {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x10
+		_, err := Read(bytes.NewReader(bad))
+		require.Error(t, err, "flipping byte %d went unnoticed", i)
+	}
+	// A byte inside a payload is caught by its checksum.
+	bad := bytes.Clone(data)
+	bad[len(data)/2] ^= 0xff
+	_, err := Read(bytes.NewReader(bad))
+	assert.ErrorIs(t, err, ErrChecksum)
+}
+
+func TestEveryTruncationIsDetected(t *testing.T) {
+	data := encode(t, sampleIndex(t))
+	for n := 0; n < len(data); n++ {
+		_, err := Read(bytes.NewReader(data[:n]))
+		require.Error(t, err, "truncation at %d went unnoticed", n)
+		assert.True(t, errors.Is(err, ErrTruncated) || errors.Is(err, ErrNotIndex), "truncation at %d: %v", n, err)
+	}
+}
+
+func TestRemoveRunRestoresBytes(t *testing.T) {
+	ix := sampleIndex(t)
+	before := encode(t, ix)
+	ix.Runs = append(ix.Runs, Run{ID: "aug-1", Kind: "augment"})
+	b := NewBuilder(ix, "aug-1")
+	carol, _ := b.EntityIndex("carol")
+	dave := b.Entity("Dave", "")
+	b.AddMention(dave, 1)
+	_, isNew, err := b.AddFactIDs(carol, "friend of", dave, []int32{0, 1})
+	require.NoError(t, err)
+	require.True(t, isNew)
+	alice, _ := b.EntityIndex("alice")
+	_, isNew, err = b.AddFactIDs(alice, "met", carol, []int32{1})
+	require.NoError(t, err)
+	require.True(t, isNew)
+	b.Entity("Alice", "PERSON") // must not modify an extracted entity
+	b.AddSynonym(dave, carol, 0.9)
+	b.AddMention(alice, 1)
+	for _, k := range []NodeKind{KindEntity, KindFact} {
+		m := ix.Embeddings[k]
+		for m.Rows() < ix.count(k) {
+			m.Data = append(m.Data, 9, 9, 9)
+		}
+	}
+	require.NoError(t, ix.Validate())
+	assert.NotEqual(t, before, encode(t, ix))
+
+	require.NoError(t, ix.RemoveRun("aug-1"))
+	assert.Equal(t, before, encode(t, ix))
+	assert.Error(t, ix.RemoveRun("aug-1"), "unknown run")
+}
+
+func TestRandomIndexRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 20; trial++ {
+		ix := &Index{}
+		b := NewBuilder(ix, "")
+		d, _ := b.AddDocument("doc", "text", "src")
+		nc := 1 + rng.IntN(20)
+		for c := 0; c < nc; c++ {
+			b.AddChunk(d, int32(c), "doc", string(rune('a'+c)), int32(c))
+		}
+		for f := 0; f < rng.IntN(50); f++ {
+			_, _, _ = b.AddFact(string(rune('A'+rng.IntN(10))), "p", string(rune('K'+rng.IntN(10))), int32(rng.IntN(nc)))
+		}
+		data := encode(t, ix)
+		got, err := Read(bytes.NewReader(data))
+		require.NoError(t, err)
+		assert.Equal(t, data, encode(t, got))
+	}
+}

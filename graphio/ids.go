@@ -1,0 +1,100 @@
+package graphio
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"strings"
+	"unicode"
+)
+
+// NormalizeName is HippoRAG's node-identity normalisation: lower-case, every
+// character that is not a letter or digit becomes a space, and runs of spaces
+// collapse to one (HippoRAG strips only the ends; collapsing makes "New  York" and
+// "New York" the same node). Unlike HippoRAG's ASCII-only regular expression, letters
+// and digits of any script are kept, so "Zürich" stays "zürich" instead of "z rich";
+// for ASCII text the two agree.
+func NormalizeName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		space = true
+	}
+	return b.String()
+}
+
+// AlnumLen counts the letters and digits of s (HippoRAG skips synonym edges for
+// names with two or fewer).
+func AlnumLen(s string) int {
+	n := 0
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// ChunkID is HippoRAG's passage id: "chunk-" + md5(title + "\n" + text).
+func ChunkID(title, text string) string { return "chunk-" + md5Hex(title+"\n"+text) }
+
+// DocumentID identifies an input passage by its title and text.
+func DocumentID(title, text string) string { return "doc-" + md5Hex(title+"\n"+text) }
+
+// EntityID is HippoRAG's entity id: "entity-" + md5(normalised name).
+func EntityID(name string) string { return "entity-" + md5Hex(name) }
+
+// FactID is HippoRAG's fact id: "fact-" + md5 of the Python tuple repr
+// "('s', 'p', 'o')" of the normalised triple.
+func FactID(s, p, o string) string { return "fact-" + md5Hex(FactString(s, p, o)) }
+
+// FactString renders a triple as the Python tuple repr HippoRAG stores facts as.
+func FactString(s, p, o string) string {
+	return "(" + pyRepr(s) + ", " + pyRepr(p) + ", " + pyRepr(o) + ")"
+}
+
+// pyRepr quotes a string like Python's repr does for printable text: single quotes,
+// or double quotes when the string holds a single quote and no double quote.
+func pyRepr(s string) string {
+	q := byte('\'')
+	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == rune(q):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+// HyperedgeID identifies a hyperedge by its text segment.
+func HyperedgeID(text string) string { return "hyper-" + md5Hex(text) }

@@ -1,0 +1,335 @@
+package graphio
+
+import (
+	"fmt"
+	"slices"
+)
+
+// FormatVersion is the version of the on-disk index format this package writes.
+const FormatVersion = 1
+
+// NodeKind names a kind of graph node; each kind has its own embedding matrix.
+type NodeKind uint8
+
+// Node kinds. The order is the order of node blocks in a [NodeSpace].
+const (
+	KindEntity NodeKind = iota
+	KindChunk
+	KindHyperedge
+	KindFact // facts are not graph nodes in HippoRAG 2, but they are embedded
+	numKinds
+)
+
+var kindNames = [...]string{"entity", "chunk", "hyperedge", "fact"}
+
+func (k NodeKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ParseNodeKind parses a node kind name as printed by NodeKind.String.
+func ParseNodeKind(s string) (NodeKind, error) {
+	for i, n := range kindNames {
+		if n == s {
+			return NodeKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("graphio: unknown node kind %q", s)
+}
+
+// Meta describes an index as a whole.
+type Meta struct {
+	Created   string `json:"created"`             // RFC 3339 time the index was first built
+	Corpus    string `json:"corpus,omitempty"`    // the corpus path it was built from
+	Tokenizer string `json:"tokenizer,omitempty"` // tokenizer used for chunking, e.g. "cl100k_base"
+	Extractor string `json:"extractor,omitempty"` // extractor identity, e.g. "rule" or "llm:gpt-4o-mini"
+	Embedder  string `json:"embedder,omitempty"`  // embedder identity; all embedding matrices share it
+	Graphloom string `json:"graphloom,omitempty"` // version of graphloom that built it
+}
+
+// Document is one input passage or file after duplicate passages were merged.
+type Document struct {
+	ID     string // "doc-"+md5(title+"\n"+text)
+	Title  string
+	Source string // where it came from: file path, with "#n" for the n-th record of a JSON/JSONL file
+	Count  int    // how many identical copies the input held (≥ 1)
+}
+
+// Chunk is a retrieval unit: a whole passage, or a piece of a long one.
+type Chunk struct {
+	ID     string // "chunk-"+md5(title+"\n"+text), HippoRAG's passage id
+	Doc    int32  // index of its document in Index.Documents
+	Order  int32  // position within the document, from 0
+	Title  string // the document title, or "<title> [chunk k]" for the k-th piece (from 1)
+	Text   string
+	Tokens int32 // tokens of Text under Meta.Tokenizer
+}
+
+// Content is the passage string HippoRAG embeds and evaluates on: title, newline, text.
+func (c *Chunk) Content() string { return c.Title + "\n" + c.Text }
+
+// Entity is a node of the knowledge graph, identified by its normalised name.
+type Entity struct {
+	ID      string   // "entity-"+md5(Name)
+	Name    string   // normalised name, see NormalizeName
+	Surface []string // surface forms seen in the text, in order of first sight
+	Type    string   // entity type from the extractor (e.g. PERSON, GPE) or ""
+	Run     string   // run that added it; "" when extracted
+}
+
+// Mention records that an entity occurs in a chunk (an entity–chunk edge).
+type Mention struct {
+	Entity, Chunk int32
+	Run           string // run that added it; "" when extracted
+}
+
+// Fact is a (subject, predicate, object) triple between two entities.
+type Fact struct {
+	ID        string  // "fact-"+md5("('s', 'p', 'o')")
+	Subject   int32   // entity index
+	Predicate string  // normalised predicate
+	Object    int32   // entity index
+	Chunks    []int32 // chunks that state it (or, for augmented facts, that it cites), ascending
+	Weight    float32 // support: number of (chunk, triple) occurrences
+	Run       string  // run that added it; "" when extracted
+}
+
+// Hyperedge is an n-ary fact: a verbatim text segment linking its entities.
+type Hyperedge struct {
+	ID       string  // "hyper-"+md5(Text)
+	Text     string  // the verbatim 1–3 sentence knowledge segment
+	Entities []int32 // member entities in order of appearance
+	Chunks   []int32 // source chunks, ascending
+	Score    float32 // extractor's importance/completeness score
+	Run      string  // run that added it; "" when extracted
+}
+
+// Synonym is an undirected similarity edge between two entities (A < B).
+type Synonym struct {
+	A, B   int32
+	Cosine float32
+	Run    string // run that added it; "" when extracted
+}
+
+// Run records one job that changed an index, such as an augmentation.
+type Run struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`    // e.g. "augment"
+	Created string `json:"created"` // RFC 3339
+	Params  string `json:"params"`  // JSON of the job's configuration
+	Summary string `json:"summary"` // JSON of the job's report
+}
+
+// Embedding is a row-major float32 matrix with one row per node of a kind.
+type Embedding struct {
+	Dim  int
+	Data []float32 // len = rows × Dim
+}
+
+// Rows returns the number of rows.
+func (e *Embedding) Rows() int {
+	if e == nil || e.Dim == 0 {
+		return 0
+	}
+	return len(e.Data) / e.Dim
+}
+
+// Row returns row i as a slice aliasing the matrix.
+func (e *Embedding) Row(i int) []float32 { return e.Data[i*e.Dim : (i+1)*e.Dim] }
+
+// Index is a graphloom index: a corpus, its knowledge graph and its embeddings.
+type Index struct {
+	Meta       Meta
+	Documents  []Document
+	Chunks     []Chunk
+	Entities   []Entity
+	Mentions   []Mention
+	Facts      []Fact
+	Hyperedges []Hyperedge
+	Synonyms   []Synonym
+	Runs       []Run
+	// Embeddings holds one matrix per embedded node kind; rows follow the order of the
+	// corresponding slice (Entities, Chunks, Hyperedges, Facts).
+	Embeddings map[NodeKind]*Embedding
+	// Blobs holds opaque state of pipeline components keyed by name, e.g. the built-in
+	// embedder's IDF table under "embedder".
+	Blobs map[string][]byte
+}
+
+// count returns the number of records of a node kind.
+func (ix *Index) count(k NodeKind) int {
+	switch k {
+	case KindEntity:
+		return len(ix.Entities)
+	case KindChunk:
+		return len(ix.Chunks)
+	case KindHyperedge:
+		return len(ix.Hyperedges)
+	case KindFact:
+		return len(ix.Facts)
+	}
+	return 0
+}
+
+// Validate checks that every cross reference is in range and every embedding matrix
+// has one row per record. The reader calls it, so a decoded index is always safe to use.
+func (ix *Index) Validate() error {
+	nd, nc, ne := int32(len(ix.Documents)), int32(len(ix.Chunks)), int32(len(ix.Entities))
+	in := func(v, n int32) bool { return v >= 0 && v < n }
+	for i, c := range ix.Chunks {
+		if !in(c.Doc, nd) {
+			return fmt.Errorf("graphio: chunk %d refers to document %d of %d", i, c.Doc, nd)
+		}
+	}
+	for i, m := range ix.Mentions {
+		if !in(m.Entity, ne) || !in(m.Chunk, nc) {
+			return fmt.Errorf("graphio: mention %d refers to entity %d of %d, chunk %d of %d", i, m.Entity, ne, m.Chunk, nc)
+		}
+	}
+	for i, f := range ix.Facts {
+		if !in(f.Subject, ne) || !in(f.Object, ne) {
+			return fmt.Errorf("graphio: fact %d refers to entities %d,%d of %d", i, f.Subject, f.Object, ne)
+		}
+		for _, c := range f.Chunks {
+			if !in(c, nc) {
+				return fmt.Errorf("graphio: fact %d refers to chunk %d of %d", i, c, nc)
+			}
+		}
+	}
+	for i, h := range ix.Hyperedges {
+		for _, e := range h.Entities {
+			if !in(e, ne) {
+				return fmt.Errorf("graphio: hyperedge %d refers to entity %d of %d", i, e, ne)
+			}
+		}
+		for _, c := range h.Chunks {
+			if !in(c, nc) {
+				return fmt.Errorf("graphio: hyperedge %d refers to chunk %d of %d", i, c, nc)
+			}
+		}
+	}
+	for i, s := range ix.Synonyms {
+		if !in(s.A, ne) || !in(s.B, ne) || s.A == s.B {
+			return fmt.Errorf("graphio: synonym edge %d joins entities %d,%d of %d", i, s.A, s.B, ne)
+		}
+	}
+	for k, e := range ix.Embeddings {
+		if k >= numKinds {
+			return fmt.Errorf("graphio: embedding for unknown node kind %d", k)
+		}
+		if e == nil || e.Dim <= 0 {
+			return fmt.Errorf("graphio: %s embedding has no dimension", k)
+		}
+		if len(e.Data) != ix.count(k)*e.Dim {
+			return fmt.Errorf("graphio: %s embedding has %d values, want %d rows × %d", k, len(e.Data), ix.count(k), e.Dim)
+		}
+	}
+	return nil
+}
+
+// RemoveRun deletes every record that run added and the run itself, renumbering the
+// remaining records. Because runs only append, removing the newest run restores the
+// index as it was before that run, byte for byte once written. It returns an error if
+// the run is unknown, or if a record that survives refers to one the run added.
+func (ix *Index) RemoveRun(run string) error {
+	if run == "" {
+		return fmt.Errorf("graphio: remove run: empty run id")
+	}
+	ri := slices.IndexFunc(ix.Runs, func(r Run) bool { return r.ID == run })
+	if ri < 0 {
+		return fmt.Errorf("graphio: remove run: no run %q in this index", run)
+	}
+	// Entities: keep and renumber.
+	remap := make([]int32, len(ix.Entities))
+	var keptEnt []Entity
+	for i, e := range ix.Entities {
+		if e.Run == run {
+			remap[i] = -1
+			continue
+		}
+		remap[i] = int32(len(keptEnt))
+		keptEnt = append(keptEnt, e)
+	}
+	keepRows := func(k NodeKind, keep func(i int) bool) {
+		e := ix.Embeddings[k]
+		if e == nil || e.Dim == 0 {
+			return
+		}
+		var out []float32
+		for i := 0; i < e.Rows(); i++ {
+			if keep(i) {
+				out = append(out, e.Row(i)...)
+			}
+		}
+		e.Data = out
+	}
+	keepRows(KindEntity, func(i int) bool { return remap[i] >= 0 })
+	mapEnt := func(what string, i int, e int32) (int32, error) {
+		if remap[e] < 0 {
+			return 0, fmt.Errorf("graphio: remove run %q: %s %d refers to entity %q the run added", run, what, i, ix.Entities[e].Name)
+		}
+		return remap[e], nil
+	}
+	var err error
+	var mentions []Mention
+	for i, m := range ix.Mentions {
+		if m.Run == run {
+			continue
+		}
+		if m.Entity, err = mapEnt("mention", i, m.Entity); err != nil {
+			return err
+		}
+		mentions = append(mentions, m)
+	}
+	var facts []Fact
+	keepFact := make([]bool, len(ix.Facts))
+	for i, f := range ix.Facts {
+		if f.Run == run {
+			continue
+		}
+		if f.Subject, err = mapEnt("fact", i, f.Subject); err != nil {
+			return err
+		}
+		if f.Object, err = mapEnt("fact", i, f.Object); err != nil {
+			return err
+		}
+		keepFact[i] = true
+		facts = append(facts, f)
+	}
+	keepRows(KindFact, func(i int) bool { return keepFact[i] })
+	var hypers []Hyperedge
+	keepHyper := make([]bool, len(ix.Hyperedges))
+	for i, h := range ix.Hyperedges {
+		if h.Run == run {
+			continue
+		}
+		ents := make([]int32, len(h.Entities))
+		for j, e := range h.Entities {
+			if ents[j], err = mapEnt("hyperedge", i, e); err != nil {
+				return err
+			}
+		}
+		h.Entities = ents
+		keepHyper[i] = true
+		hypers = append(hypers, h)
+	}
+	keepRows(KindHyperedge, func(i int) bool { return keepHyper[i] })
+	var syns []Synonym
+	for i, s := range ix.Synonyms {
+		if s.Run == run {
+			continue
+		}
+		if s.A, err = mapEnt("synonym edge", i, s.A); err != nil {
+			return err
+		}
+		if s.B, err = mapEnt("synonym edge", i, s.B); err != nil {
+			return err
+		}
+		syns = append(syns, s)
+	}
+	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms = keptEnt, mentions, facts, hypers, syns
+	ix.Runs = slices.Delete(ix.Runs, ri, ri+1)
+	return nil
+}

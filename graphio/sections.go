@@ -1,0 +1,322 @@
+package graphio
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// A section codec turns one part of an Index into bytes and back.
+type section struct {
+	name   string
+	encode func(ix *Index, e *enc) error
+	decode func(ix *Index, d *dec) error
+}
+
+// sections lists the required sections in file order. Embedding matrices ("emb.<kind>")
+// and blobs ("blob.<name>") follow them.
+var sections = []section{
+	{"meta", encMeta, decMeta},
+	{"documents", encDocuments, decDocuments},
+	{"chunks", encChunks, decChunks},
+	{"entities", encEntities, decEntities},
+	{"mentions", encMentions, decMentions},
+	{"facts", encFacts, decFacts},
+	{"hyperedges", encHyperedges, decHyperedges},
+	{"synonyms", encSynonyms, decSynonyms},
+	{"runs", encRuns, decRuns},
+}
+
+func encMeta(ix *Index, e *enc) error {
+	b, err := json.Marshal(ix.Meta)
+	e.b = append(e.b, b...)
+	return err
+}
+
+func decMeta(ix *Index, d *dec) error {
+	if err := json.Unmarshal(d.b, &ix.Meta); err != nil {
+		d.fail("meta: %v", err)
+	}
+	d.b = nil
+	return d.done("meta")
+}
+
+func encRuns(ix *Index, e *enc) error {
+	runs := ix.Runs
+	if runs == nil {
+		runs = []Run{}
+	}
+	b, err := json.Marshal(runs)
+	e.b = append(e.b, b...)
+	return err
+}
+
+func decRuns(ix *Index, d *dec) error {
+	if err := json.Unmarshal(d.b, &ix.Runs); err != nil {
+		d.fail("runs: %v", err)
+	}
+	if len(ix.Runs) == 0 {
+		ix.Runs = nil
+	}
+	d.b = nil
+	return d.done("runs")
+}
+
+func encDocuments(ix *Index, e *enc) error {
+	n := len(ix.Documents)
+	e.uvarint(uint64(n))
+	e.strs(n, func(i int) string { return ix.Documents[i].ID })
+	e.strs(n, func(i int) string { return ix.Documents[i].Title })
+	e.strs(n, func(i int) string { return ix.Documents[i].Source })
+	for _, doc := range ix.Documents {
+		e.uvarint(uint64(doc.Count))
+	}
+	return nil
+}
+
+func decDocuments(ix *Index, d *dec) error {
+	n := d.count("documents", 4)
+	ix.Documents = make([]Document, n)
+	d.strs(n, func(i int, s string) { ix.Documents[i].ID = s })
+	d.strs(n, func(i int, s string) { ix.Documents[i].Title = s })
+	d.strs(n, func(i int, s string) { ix.Documents[i].Source = s })
+	for i := range ix.Documents {
+		ix.Documents[i].Count = int(d.uvarint())
+	}
+	return d.done("documents")
+}
+
+func encChunks(ix *Index, e *enc) error {
+	n := len(ix.Chunks)
+	e.uvarint(uint64(n))
+	for _, c := range ix.Chunks {
+		e.uvarint(uint64(c.Doc))
+		e.uvarint(uint64(c.Order))
+		e.uvarint(uint64(c.Tokens))
+	}
+	e.strs(n, func(i int) string { return ix.Chunks[i].Title })
+	e.strs(n, func(i int) string { return ix.Chunks[i].Text })
+	return nil
+}
+
+func decChunks(ix *Index, d *dec) error {
+	n := d.count("chunks", 5)
+	ix.Chunks = make([]Chunk, n)
+	for i := range ix.Chunks {
+		c := &ix.Chunks[i]
+		c.Doc, c.Order, c.Tokens = d.u32("document"), d.u32("order"), d.u32("tokens")
+	}
+	d.strs(n, func(i int, s string) { ix.Chunks[i].Title = s })
+	d.strs(n, func(i int, s string) { ix.Chunks[i].Text = s })
+	for i := range ix.Chunks {
+		ix.Chunks[i].ID = ChunkID(ix.Chunks[i].Title, ix.Chunks[i].Text)
+	}
+	return d.done("chunks")
+}
+
+// u32 reads a non-negative int32 stored as a uvarint.
+func (d *dec) u32(what string) int32 {
+	v := d.uvarint()
+	if v > 1<<31-1 {
+		d.fail("%s %d out of range", what, v)
+		return 0
+	}
+	return int32(v)
+}
+
+// surfaceSep joins an entity's surface forms; it cannot occur in text we keep.
+const surfaceSep = "\x00"
+
+func encEntities(ix *Index, e *enc) error {
+	n := len(ix.Entities)
+	e.uvarint(uint64(n))
+	e.strs(n, func(i int) string { return ix.Entities[i].Name })
+	e.strs(n, func(i int) string { return strings.Join(ix.Entities[i].Surface, surfaceSep) })
+	e.strs(n, func(i int) string { return ix.Entities[i].Type })
+	e.strs(n, func(i int) string { return ix.Entities[i].Run })
+	return nil
+}
+
+func decEntities(ix *Index, d *dec) error {
+	n := d.count("entities", 4)
+	ix.Entities = make([]Entity, n)
+	d.strs(n, func(i int, s string) { ix.Entities[i].Name = s; ix.Entities[i].ID = EntityID(s) })
+	d.strs(n, func(i int, s string) {
+		if s != "" {
+			ix.Entities[i].Surface = strings.Split(s, surfaceSep)
+		}
+	})
+	d.strs(n, func(i int, s string) { ix.Entities[i].Type = s })
+	d.strs(n, func(i int, s string) { ix.Entities[i].Run = s })
+	return d.done("entities")
+}
+
+func encMentions(ix *Index, e *enc) error {
+	n := len(ix.Mentions)
+	e.uvarint(uint64(n))
+	for _, m := range ix.Mentions {
+		e.uvarint(uint64(m.Entity))
+		e.uvarint(uint64(m.Chunk))
+	}
+	e.strs(n, func(i int) string { return ix.Mentions[i].Run })
+	return nil
+}
+
+func decMentions(ix *Index, d *dec) error {
+	n := d.count("mentions", 3)
+	ix.Mentions = make([]Mention, n)
+	for i := range ix.Mentions {
+		ix.Mentions[i].Entity, ix.Mentions[i].Chunk = d.u32("entity"), d.u32("chunk")
+	}
+	d.strs(n, func(i int, s string) { ix.Mentions[i].Run = s })
+	return d.done("mentions")
+}
+
+func encFacts(ix *Index, e *enc) error {
+	n := len(ix.Facts)
+	e.uvarint(uint64(n))
+	for _, f := range ix.Facts {
+		e.uvarint(uint64(f.Subject))
+		e.uvarint(uint64(f.Object))
+		e.f32(f.Weight)
+	}
+	e.strs(n, func(i int) string { return ix.Facts[i].Predicate })
+	e.lists(n, func(i int) []int32 { return ix.Facts[i].Chunks })
+	e.strs(n, func(i int) string { return ix.Facts[i].Run })
+	return nil
+}
+
+func decFacts(ix *Index, d *dec) error {
+	n := d.count("facts", 8)
+	ix.Facts = make([]Fact, n)
+	for i := range ix.Facts {
+		f := &ix.Facts[i]
+		f.Subject, f.Object = d.u32("subject"), d.u32("object")
+		f.Weight = d.f32()
+	}
+	d.strs(n, func(i int, s string) { ix.Facts[i].Predicate = s })
+	d.lists(n, func(i int, v []int32) { ix.Facts[i].Chunks = v })
+	d.strs(n, func(i int, s string) { ix.Facts[i].Run = s })
+	return d.done("facts")
+}
+
+func encHyperedges(ix *Index, e *enc) error {
+	n := len(ix.Hyperedges)
+	e.uvarint(uint64(n))
+	for _, h := range ix.Hyperedges {
+		e.f32(h.Score)
+	}
+	e.strs(n, func(i int) string { return ix.Hyperedges[i].Text })
+	e.lists(n, func(i int) []int32 { return ix.Hyperedges[i].Entities })
+	e.lists(n, func(i int) []int32 { return ix.Hyperedges[i].Chunks })
+	e.strs(n, func(i int) string { return ix.Hyperedges[i].Run })
+	return nil
+}
+
+func decHyperedges(ix *Index, d *dec) error {
+	n := d.count("hyperedges", 8)
+	ix.Hyperedges = make([]Hyperedge, n)
+	for i := range ix.Hyperedges {
+		ix.Hyperedges[i].Score = d.f32()
+	}
+	d.strs(n, func(i int, s string) { ix.Hyperedges[i].Text = s; ix.Hyperedges[i].ID = HyperedgeID(s) })
+	d.lists(n, func(i int, v []int32) { ix.Hyperedges[i].Entities = v })
+	d.lists(n, func(i int, v []int32) { ix.Hyperedges[i].Chunks = v })
+	d.strs(n, func(i int, s string) { ix.Hyperedges[i].Run = s })
+	return d.done("hyperedges")
+}
+
+func encSynonyms(ix *Index, e *enc) error {
+	n := len(ix.Synonyms)
+	e.uvarint(uint64(n))
+	for _, s := range ix.Synonyms {
+		e.uvarint(uint64(s.A))
+		e.uvarint(uint64(s.B))
+		e.f32(s.Cosine)
+	}
+	e.strs(n, func(i int) string { return ix.Synonyms[i].Run })
+	return nil
+}
+
+func decSynonyms(ix *Index, d *dec) error {
+	n := d.count("synonyms", 7)
+	ix.Synonyms = make([]Synonym, n)
+	for i := range ix.Synonyms {
+		s := &ix.Synonyms[i]
+		s.A, s.B = d.u32("entity"), d.u32("entity")
+		s.Cosine = d.f32()
+	}
+	d.strs(n, func(i int, s string) { ix.Synonyms[i].Run = s })
+	return d.done("synonyms")
+}
+
+// optional sections: embeddings and blobs, in a deterministic order.
+func optionalSections(ix *Index) []section {
+	var out []section
+	kinds := make([]int, 0, len(ix.Embeddings))
+	for k := range ix.Embeddings {
+		kinds = append(kinds, int(k))
+	}
+	sort.Ints(kinds)
+	for _, k := range kinds {
+		m := ix.Embeddings[NodeKind(k)]
+		out = append(out, section{name: "emb." + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+			e.uvarint(uint64(m.Dim))
+			e.b = append(e.b, shuffle4(m.Data)...)
+			return nil
+		}})
+	}
+	names := make([]string, 0, len(ix.Blobs))
+	for n := range ix.Blobs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		blob := ix.Blobs[n]
+		out = append(out, section{name: "blob." + n, encode: func(_ *Index, e *enc) error {
+			e.b = append(e.b, blob...)
+			return nil
+		}})
+	}
+	return out
+}
+
+// decodeOptional decodes an "emb.*" or "blob.*" section; it reports false for a name it
+// does not know.
+func decodeOptional(ix *Index, name string, payload []byte) (bool, error) {
+	switch {
+	case strings.HasPrefix(name, "emb."):
+		k, err := ParseNodeKind(strings.TrimPrefix(name, "emb."))
+		if err != nil {
+			return false, nil
+		}
+		d := &dec{b: payload}
+		dim := d.uvarint()
+		if d.err == nil && (dim == 0 || dim > 1<<20 || len(d.b)%(4*int(dim)) != 0) {
+			d.fail("embedding of dimension %d cannot hold %d bytes", dim, len(d.b))
+		}
+		if d.err != nil {
+			return true, d.done(name)
+		}
+		if ix.Embeddings == nil {
+			ix.Embeddings = map[NodeKind]*Embedding{}
+		}
+		if _, dup := ix.Embeddings[k]; dup {
+			return true, fmt.Errorf("section %q appears twice", name)
+		}
+		ix.Embeddings[k] = &Embedding{Dim: int(dim), Data: unshuffle4(d.b)}
+		return true, nil
+	case strings.HasPrefix(name, "blob."):
+		if ix.Blobs == nil {
+			ix.Blobs = map[string][]byte{}
+		}
+		key := strings.TrimPrefix(name, "blob.")
+		if _, dup := ix.Blobs[key]; dup {
+			return true, fmt.Errorf("section %q appears twice", name)
+		}
+		ix.Blobs[key] = payload
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,209 @@
+package graphio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// enc appends the column encodings used inside sections.
+type enc struct{ b []byte }
+
+func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) f32(v float32)    { e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(v)) }
+
+// strs writes a string column: every length, then every byte. Grouping lengths and
+// text compresses better than interleaving them.
+func (e *enc) strs(n int, at func(i int) string) {
+	for i := 0; i < n; i++ {
+		e.uvarint(uint64(len(at(i))))
+	}
+	for i := 0; i < n; i++ {
+		e.b = append(e.b, at(i)...)
+	}
+}
+
+// lists writes an int32-list column: every length, then every value as a signed delta
+// from its predecessor in the list (small for the sorted lists of chunk ids).
+func (e *enc) lists(n int, at func(i int) []int32) {
+	for i := 0; i < n; i++ {
+		e.uvarint(uint64(len(at(i))))
+	}
+	for i := 0; i < n; i++ {
+		prev := int64(0)
+		for _, v := range at(i) {
+			e.varint(int64(v) - prev)
+			prev = int64(v)
+		}
+	}
+}
+
+// errCorrupt marks a section whose payload passed its checksum but does not decode.
+var errCorrupt = errors.New("malformed payload")
+
+// dec reads what enc wrote. The first error sticks; every count is checked against the
+// bytes left so a corrupt length cannot make it allocate more than the input holds.
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) fail(format string, a ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errCorrupt, fmt.Sprintf(format, a...))
+	}
+}
+
+func (d *dec) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a length of items that each take at least minBytes encoded bytes.
+func (d *dec) count(what string, minBytes int) int {
+	v := d.uvarint()
+	if d.err != nil {
+		return 0
+	}
+	if minBytes > 0 && v > uint64(len(d.b)/minBytes) || v > math.MaxInt32 {
+		d.fail("%s count %d exceeds the %d bytes left", what, v, len(d.b))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *dec) i32(what string) int32 {
+	v := d.varint()
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		d.fail("%s %d out of int32 range", what, v)
+		return 0
+	}
+	return int32(v)
+}
+
+func (d *dec) f32() float32 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 4 {
+		d.fail("short float")
+		return 0
+	}
+	v := math.Float32frombits(binary.LittleEndian.Uint32(d.b))
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *dec) strs(n int, set func(i int, s string)) {
+	lens := make([]int, n)
+	total := 0
+	for i := range lens {
+		l := d.uvarint()
+		if l > uint64(len(d.b)) {
+			d.fail("string length %d exceeds the %d bytes left", l, len(d.b))
+		}
+		if d.err != nil {
+			return
+		}
+		lens[i] = int(l)
+		total += int(l)
+		if total > len(d.b) {
+			d.fail("strings need %d bytes, %d left", total, len(d.b))
+			return
+		}
+	}
+	for i, l := range lens {
+		set(i, string(d.b[:l]))
+		d.b = d.b[l:]
+	}
+}
+
+func (d *dec) lists(n int, set func(i int, v []int32)) {
+	lens := make([]int, n)
+	total := 0
+	for i := range lens {
+		lens[i] = d.count("list", 0)
+		total += lens[i]
+		if total > len(d.b) {
+			d.fail("lists need %d values, %d bytes left", total, len(d.b))
+		}
+		if d.err != nil {
+			return
+		}
+	}
+	for i, l := range lens {
+		var v []int32
+		if l > 0 {
+			v = make([]int32, l)
+		}
+		prev := int64(0)
+		for j := range v {
+			prev += d.varint()
+			if prev < math.MinInt32 || prev > math.MaxInt32 {
+				d.fail("list value %d out of int32 range", prev)
+			}
+			if d.err != nil {
+				return
+			}
+			v[j] = int32(prev)
+		}
+		set(i, v)
+	}
+}
+
+func (d *dec) done(section string) error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d unread bytes", len(d.b))
+	}
+	if d.err != nil {
+		return fmt.Errorf("section %q: %w", section, d.err)
+	}
+	return nil
+}
+
+// shuffle4 transposes float32 data into four byte planes (all first bytes, then all
+// second bytes, …), which lets zstd find the redundancy in exponents and zeros.
+func shuffle4(v []float32) []byte {
+	n := len(v)
+	out := make([]byte, 4*n)
+	for i, f := range v {
+		u := math.Float32bits(f)
+		out[i] = byte(u)
+		out[n+i] = byte(u >> 8)
+		out[2*n+i] = byte(u >> 16)
+		out[3*n+i] = byte(u >> 24)
+	}
+	return out
+}
+
+func unshuffle4(b []byte) []float32 {
+	n := len(b) / 4
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(b[i]) | uint32(b[n+i])<<8 | uint32(b[2*n+i])<<16 | uint32(b[3*n+i])<<24)
+	}
+	return out
+}

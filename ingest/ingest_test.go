@@ -1,0 +1,183 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func write(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestLoadFormats(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, content string
+		titles              []string
+		skipped             int
+	}{
+		{"json array", "a.json", `[{"title":"A","text":"Alpha text."},{"title":"B","text":"Beta text."}]`, []string{"A", "B"}, 0},
+		{"jsonl with optional fields", "b.jsonl", "{\"id\":\"x1\",\"text\":\"One.\"}\n\n{\"title\":\"T\",\"text\":\"Two.\"}\n{\"text\":\"Three.\"}\n", []string{"x1", "T", ""}, 0},
+		{"jsonl in .json", "c.json", "{\"title\":\"A\",\"text\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n", []string{"A", "B"}, 0},
+		{"gfm-rag object", "d.json", `{"Paris": "Capital of France.", "Lyon": "A city."}`, []string{"Paris", "Lyon"}, 0},
+		{"bom and bad records", "e.json", "\ufeff[{\"title\":\"A\",\"text\":\"ok\"},{\"title\":\"B\"},{\"title\":\"C\",\"text\":\"  \"},{\"title\":\"D\",\"text\":\"bad \xff\xfe\"}]", []string{"A"}, 3},
+		{"jsonl malformed line", "f.jsonl", "{\"text\":\"ok\"}\n{\"text\": oops}\n", []string{""}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(t, dir, tc.file, tc.content)
+			ps, skipped, err := Load(p, false)
+			require.NoError(t, err)
+			var titles []string
+			for _, x := range ps {
+				titles = append(titles, x.Title)
+			}
+			assert.Equal(t, tc.titles, titles)
+			assert.Len(t, skipped, tc.skipped)
+			if tc.skipped > 0 {
+				_, _, err := Load(p, true)
+				assert.ErrorContains(t, err, "strict")
+			}
+		})
+	}
+}
+
+func TestLoadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "Plain text file.\n")
+	write(t, dir, "sub/b.md", "# The Heading\n\nMarkdown body.\n")
+	write(t, dir, "sub/c.md", "no heading here")
+	write(t, dir, "bin.txt", "abc\x00def")
+	write(t, dir, "latin1.txt", "caf\xe9")
+	write(t, dir, "empty.md", "   \n")
+	write(t, dir, ".hidden/x.txt", "hidden")
+	write(t, dir, "image.png", "\x89PNG")
+	ps, skipped, err := Load(dir, false)
+	require.NoError(t, err)
+	require.Len(t, ps, 3)
+	assert.Equal(t, "a", ps[0].Title)
+	assert.Equal(t, "Plain text file.", ps[0].Text)
+	assert.Equal(t, "The Heading", ps[1].Title)
+	assert.Equal(t, "c", ps[2].Title)
+	reasons := map[string]string{}
+	for _, s := range skipped {
+		reasons[filepath.Base(s.Source)] = s.Reason
+	}
+	assert.Equal(t, map[string]string{"bin.txt": "binary content (NUL bytes)", "latin1.txt": "not valid UTF-8", "empty.md": "empty text"}, reasons)
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, content, want string }{
+		{"syntax error names the line", "[\n{\"text\":\"a\"},\n{\"text\": }\n]", "x.json:3: malformed JSON"},
+		{"truncated array", "[{\"text\":\"a\"}", "malformed JSON"},
+		{"not a corpus", "hello", "not a corpus"},
+		{"empty file", "", "no usable passages"},
+		{"nothing usable", `[{"title":"x"}]`, "no usable passages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(t, dir, "x.json", tc.content)
+			_, _, err := Load(p, false)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, _, err := Load(filepath.Join(dir, "missing.json"), false)
+	assert.ErrorContains(t, err, "missing.json")
+}
+
+// sentences of varying length, numbered so chunks can be checked.
+func longText(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "Sentence number %d tells of the harbour and the %s. ", i, strings.Repeat("old ", i%7))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func TestSplitLongPassage(t *testing.T) {
+	tok, err := NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	cfg := Config{ChunkTokens: 80, OverlapTokens: 25, Encoding: "cl100k_base"}
+	ch, err := NewChunker(cfg, tok)
+	require.NoError(t, err)
+	text := longText(40)
+	pieces := ch.Split("Doc", text)
+	require.Greater(t, len(pieces), 5)
+	seg, _ := NewSegmenter()
+	starts := map[int]bool{}
+	for _, s := range seg.Sentences(text) {
+		starts[s.Start] = true
+	}
+	prevEnd := 0
+	for k, p := range pieces {
+		assert.Equal(t, fmt.Sprintf("Doc [chunk %d]", k+1), p.Title)
+		assert.LessOrEqual(t, p.Tokens, cfg.ChunkTokens+2, "chunk %d", k) // re-encoding may merge at most at the seams
+		at := strings.Index(text, p.Text)
+		require.GreaterOrEqual(t, at, 0, "chunk %d is a substring", k)
+		assert.True(t, starts[at], "chunk %d starts on a sentence", k)
+		if k > 0 {
+			assert.Less(t, at, prevEnd, "chunk %d overlaps its predecessor", k)
+			assert.LessOrEqual(t, tok.Count(text[at:prevEnd]), cfg.OverlapTokens+1)
+		} else {
+			assert.Equal(t, 0, at)
+		}
+		prevEnd = at + len(p.Text)
+	}
+	assert.Equal(t, len(text), prevEnd, "chunks cover the text")
+
+	short := ch.Split("Short", "Just a few words.")
+	assert.Equal(t, []Piece{{Title: "Short", Text: "Just a few words.", Tokens: 5}}, short)
+}
+
+func TestSplitOverlongSentence(t *testing.T) {
+	tok, err := NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	ch, err := NewChunker(Config{ChunkTokens: 20, OverlapTokens: 5, Encoding: "cl100k_base"}, tok)
+	require.NoError(t, err)
+	text := strings.Repeat("日本語の文章と絵文字🙂が続きます", 20)
+	pieces := ch.Split("Long", text)
+	require.Greater(t, len(pieces), 3)
+	var joined strings.Builder
+	for _, p := range pieces {
+		assert.True(t, utf8.ValidString(p.Text), "chunk %q is valid UTF-8", p.Title)
+		joined.WriteString(p.Text)
+	}
+	assert.Equal(t, text, joined.String(), "an over-long sentence is cut without overlap or loss")
+}
+
+func TestBuildMergesDuplicatesAndIsStable(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "c.json", fmt.Sprintf(`[{"title":"A","text":"Alpha."},{"title":"A","text":"Alpha."},{"title":"L","text":%q}]`, longText(400)))
+	cfg := DefaultConfig()
+	var calls int
+	ix, rep, err := Build(context.Background(), p, cfg, func(done, total int) { calls++ })
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Records)
+	assert.Equal(t, 2, rep.Documents)
+	assert.Equal(t, 1, rep.Duplicates)
+	assert.Equal(t, 2, ix.Documents[0].Count)
+	assert.Equal(t, 2, calls)
+	require.Greater(t, len(ix.Chunks), 3, "the long passage is split")
+	assert.Equal(t, "Alpha.", ix.Chunks[0].Text)
+	assert.Equal(t, "A", ix.Chunks[0].Title)
+	assert.Equal(t, "L [chunk 1]", ix.Chunks[1].Title)
+	for _, c := range ix.Chunks[1:] {
+		assert.LessOrEqual(t, int(c.Tokens), 1202)
+	}
+	ix2, _, err := Build(context.Background(), p, cfg, nil)
+	require.NoError(t, err)
+	for i := range ix.Chunks {
+		assert.Equal(t, ix.Chunks[i].ID, ix2.Chunks[i].ID)
+	}
+}

@@ -1,0 +1,307 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Passage is one input text with its title and where it came from.
+type Passage struct {
+	Title  string
+	Text   string
+	Source string // "path#i" for the i-th element of a JSON file, "path:n" for line n of JSONL, or the file path
+}
+
+// Skipped is an input that was left out, and why.
+type Skipped struct {
+	Source string `json:"source"`
+	Reason string `json:"reason"`
+}
+
+// ErrNoPassages is returned when an input holds nothing usable.
+var ErrNoPassages = errors.New("no usable passages")
+
+// Load reads the passages of a corpus at path: a directory (every .txt, .md and
+// .markdown file below it, hidden ones excepted), a .jsonl/.ndjson file, or a .json file
+// holding an array of {"title","text"} objects, JSONL, or a {title: text} object.
+// Records that are not valid UTF-8, look binary, are empty or lack a text are skipped
+// and listed; with strict set they are an error. A file that cannot be parsed at all is
+// an error naming the file and line.
+func Load(path string, strict bool) ([]Passage, []Skipped, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ingest: %w", err)
+	}
+	var l loader
+	if st.IsDir() {
+		err = l.dir(path)
+	} else {
+		err = l.file(path)
+	}
+	if err != nil {
+		return nil, l.skipped, err
+	}
+	if strict && len(l.skipped) > 0 {
+		s := l.skipped[0]
+		return nil, l.skipped, fmt.Errorf("ingest: %s: %s (and %d more skipped inputs; strict mode)", s.Source, s.Reason, len(l.skipped)-1)
+	}
+	if len(l.passages) == 0 {
+		return nil, l.skipped, fmt.Errorf("ingest: %s: %w (%d inputs skipped)", path, ErrNoPassages, len(l.skipped))
+	}
+	return l.passages, l.skipped, nil
+}
+
+type loader struct {
+	passages []Passage
+	skipped  []Skipped
+}
+
+func (l *loader) skip(source, reason string) {
+	l.skipped = append(l.skipped, Skipped{Source: source, Reason: reason})
+}
+
+// add validates and keeps one record.
+func (l *loader) add(source, title, text string) {
+	switch {
+	case !utf8.ValidString(text) || !utf8.ValidString(title):
+		l.skip(source, "not valid UTF-8")
+	case strings.IndexByte(text, 0) >= 0:
+		l.skip(source, "binary content (NUL bytes)")
+	case strings.TrimSpace(text) == "":
+		l.skip(source, "empty text")
+	default:
+		l.passages = append(l.passages, Passage{Title: title, Text: text, Source: source})
+	}
+}
+
+var textExts = map[string]bool{".txt": true, ".md": true, ".markdown": true}
+
+func (l *loader) dir(root string) error {
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != root && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && textExts[strings.ToLower(filepath.Ext(p))] {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ingest: %s: %w", root, err)
+	}
+	sort.Strings(files)
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		text := strings.TrimSpace(string(bytes.TrimPrefix(b, bom)))
+		l.add(p, fileTitle(p, text), text)
+	}
+	return nil
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// fileTitle is a Markdown file's leading "# " heading, or the file name without its
+// extension.
+func fileTitle(path, text string) string {
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".md" || ext == ".markdown" {
+		first, _, _ := strings.Cut(text, "\n")
+		if h, ok := strings.CutPrefix(strings.TrimSpace(first), "# "); ok && utf8.ValidString(h) {
+			return strings.TrimSpace(h)
+		}
+	}
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
+func (l *loader) file(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	if b, _ := br.Peek(3); bytes.Equal(b, bom) {
+		_, _ = br.Discard(3)
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext == ".jsonl" || ext == ".ndjson" {
+		return l.jsonl(path, br)
+	}
+	first, err := firstByte(br)
+	if err != nil {
+		return fmt.Errorf("ingest: %s: %w", path, err)
+	}
+	switch {
+	case first == '[':
+		return l.jsonArray(path, br)
+	case first == '{' && ext != ".json":
+		return l.jsonl(path, br)
+	case first == '{':
+		// A .json file starting with an object: JSONL, or one {title: text} object.
+		all, err := io.ReadAll(br)
+		if err != nil {
+			return fmt.Errorf("ingest: %s: %w", path, err)
+		}
+		line, _, _ := bytes.Cut(all, []byte("\n"))
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(line, &probe) == nil && probe["text"] != nil {
+			return l.jsonl(path, bytes.NewReader(all))
+		}
+		return l.jsonObject(path, all)
+	}
+	return fmt.Errorf("ingest: %s: not a corpus: expected a JSON array, JSONL or a {title: text} object (first byte %q)", path, first)
+}
+
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.ReadByte()
+		if err == io.EOF {
+			return 0, ErrNoPassages
+		}
+		if err != nil {
+			return 0, err
+		}
+		if b != ' ' && b != '\n' && b != '\r' && b != '\t' {
+			return b, br.UnreadByte()
+		}
+	}
+}
+
+// record is one JSON corpus record. Text is required; title and id are optional.
+type record struct {
+	ID    json.RawMessage `json:"id"`
+	Title *string         `json:"title"`
+	Text  *string         `json:"text"`
+}
+
+// addRecord decodes one raw JSON record. encoding/json silently replaces invalid UTF-8
+// with U+FFFD, so the raw bytes are checked first.
+func (l *loader) addRecord(source string, raw []byte) {
+	if !utf8.Valid(raw) {
+		l.skip(source, "not valid UTF-8")
+		return
+	}
+	var r record
+	if err := json.Unmarshal(raw, &r); err != nil {
+		l.skip(source, "malformed record: "+err.Error())
+		return
+	}
+	if r.Text == nil {
+		l.skip(source, `record has no "text" string`)
+		return
+	}
+	title := ""
+	if r.Title != nil {
+		title = *r.Title
+	} else if len(r.ID) > 0 {
+		var s string
+		if json.Unmarshal(r.ID, &s) == nil {
+			title = s
+		} else {
+			title = string(r.ID)
+		}
+	}
+	l.add(source, title, *r.Text)
+}
+
+func (l *loader) jsonArray(path string, r io.Reader) error {
+	// Decode element by element so one bad record is skipped, not fatal.
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("ingest: %s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(path, data, dec.InputOffset(), err)
+	}
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return syntaxError(path, data, dec.InputOffset(), err)
+		}
+		l.addRecord(fmt.Sprintf("%s#%d", path, i), raw)
+	}
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(path, data, dec.InputOffset(), err)
+	}
+	return nil
+}
+
+func syntaxError(path string, data []byte, off int64, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	line := 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n"))
+	return fmt.Errorf("ingest: %s:%d: malformed JSON: %w", path, line, err)
+}
+
+func (l *loader) jsonl(path string, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			l.addRecord(fmt.Sprintf("%s:%d", path, n), bytes.TrimSpace(line))
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("ingest: %s:%d: %w", path, n, err)
+		}
+	}
+}
+
+// jsonObject reads GFM-RAG's dataset_corpus.json form: {"title": "text", ...}, in file order.
+func (l *loader) jsonObject(path string, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(path, data, dec.InputOffset(), err)
+	}
+	for i := 0; dec.More(); i++ {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxError(path, data, dec.InputOffset(), err)
+		}
+		title, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return syntaxError(path, data, dec.InputOffset(), err)
+		}
+		source := fmt.Sprintf("%s#%d", path, i)
+		var text string
+		if !utf8.Valid(raw) {
+			l.skip(source, "not valid UTF-8")
+		} else if json.Unmarshal(raw, &text) != nil {
+			l.skip(source, "value is not a string")
+		} else {
+			l.add(source, title, text)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(path, data, dec.InputOffset(), err)
+	}
+	return nil
+}
