@@ -5,14 +5,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kg"
 )
 
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
-	var corpus, out string
-	var asJSON bool
+	kcfg := kg.DefaultConfig()
+	var corpus, out, extractor string
+	var asJSON, noGraph bool
 	cmd := &cobra.Command{
 		Use:   "index --corpus PATH --out INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
@@ -33,14 +36,31 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				return err
 			}
 			ix.Meta.Graphloom = buildVersion()
+			var krep *kg.Report
+			if !noGraph {
+				ex, err := newExtractor(extractor)
+				if err != nil {
+					return err
+				}
+				krep, err = kg.Build(cmd.Context(), ix, ex, nil, kcfg, stageBars(cmd))
+				if err != nil {
+					return err
+				}
+			}
 			if err := graphio.WriteFile(out, ix); err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep, "graph": krep})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "indexed %s → %s: %d documents (%d duplicates merged, %d skipped), %d chunks, %d tokens\n",
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "indexed %s → %s: %d documents (%d duplicates merged, %d skipped), %d chunks, %d tokens\n",
 				corpus, out, rep.Documents, rep.Duplicates, len(rep.Skipped), rep.Chunks, rep.Tokens)
+			if krep != nil {
+				fmt.Fprintf(w, "graph: %d entities, %d facts, %d hyperedges (%.1f%% isolated), %d synonym edges; %d chunks failed, %d invalid triples\n",
+					krep.Entities, krep.Facts, krep.Hyperedges, 100*krep.IsolatedHyper, krep.SynonymEdges, krep.FailedChunks, krep.InvalidTriples)
+				fmt.Fprintf(w, "time (s): %v\n", krep.StageSeconds)
+			}
 			return nil
 		},
 	}
@@ -51,5 +71,17 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.IntVar(&cfg.ChunkTokens, "chunk-tokens", cfg.ChunkTokens, "most tokens per chunk")
 	f.IntVar(&cfg.OverlapTokens, "overlap-tokens", cfg.OverlapTokens, "most tokens a chunk repeats from the previous one")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline) or llm")
+	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
+	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "keep n-ary hyperedges")
+	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	return cmd
+}
+
+func newExtractor(name string) (extract.Extractor, error) {
+	switch name {
+	case "rule":
+		return extract.NewRule(extract.DefaultRuleConfig()), nil
+	}
+	return nil, usageError{fmt.Errorf("unknown extractor %q (want rule or llm)", name)}
 }

@@ -71,6 +71,19 @@ func bar(cmd *cobra.Command, desc string) (progress func(done, total int), finis
 		}
 }
 
+// stageBars returns a progress factory drawing one bar per named stage.
+func stageBars(cmd *cobra.Command) func(stage string) func(done, total int) {
+	var finish func()
+	return func(stage string) func(done, total int) {
+		if finish != nil {
+			finish()
+		}
+		var p func(done, total int)
+		p, finish = bar(cmd, stage)
+		return p
+	}
+}
+
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -1,0 +1,102 @@
+// Package embed turns text into vectors: the built-in hashed TF-IDF embedder that
+// needs no download, and an embedder backed by an OpenAI-compatible /embeddings
+// endpoint. An index records which embedder made its vectors; [ForIndex] reopens that
+// embedder and refuses a different one.
+package embed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// An Embedder maps texts to L2-normalised vectors of a fixed dimension.
+type Embedder interface {
+	// Identity names the embedder and its parameters; vectors are only comparable
+	// between embedders of equal identity.
+	Identity() string
+	Dim() int
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// blobKey is where an embedder keeps its state in an index.
+const blobKey = "embedder"
+
+// ErrMismatch is returned when an index was embedded by another embedder.
+var ErrMismatch = fmt.Errorf("embedder mismatch")
+
+// ForIndex returns the embedder that made ix's vectors: the hashed embedder is rebuilt
+// from the state stored in the index; an API embedder must be supplied (api, possibly
+// nil) and must have the identity the index records.
+func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
+	id := ix.Meta.Embedder
+	switch {
+	case id == "":
+		return nil, fmt.Errorf("embed: the index has no embeddings; rebuild it with `graphloom index`")
+	case strings.HasPrefix(id, hashedPrefix):
+		h, err := UnmarshalHashed(ix.Blobs[blobKey])
+		if err != nil {
+			return nil, fmt.Errorf("embed: index embedder state: %w", err)
+		}
+		if h.Identity() != id {
+			return nil, fmt.Errorf("embed: %w: index records %q but its stored state is %q", ErrMismatch, id, h.Identity())
+		}
+		return h, nil
+	default:
+		if api == nil {
+			return nil, fmt.Errorf("embed: %w: the index was embedded with %q; configure that embedding model (GRAPHLOOM_EMBED_BASE_URL, GRAPHLOOM_EMBED_MODEL)", ErrMismatch, id)
+		}
+		if api.Identity() != id {
+			return nil, fmt.Errorf("embed: %w: the index was embedded with %q, the configured embedder is %q", ErrMismatch, id, api.Identity())
+		}
+		return api, nil
+	}
+}
+
+// Store records e as the embedder of ix (its identity, and its state if it has any).
+func Store(ix *graphio.Index, e Embedder) error {
+	ix.Meta.Embedder = e.Identity()
+	if h, ok := e.(*Hashed); ok {
+		b, err := h.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		if ix.Blobs == nil {
+			ix.Blobs = map[string][]byte{}
+		}
+		ix.Blobs[blobKey] = b
+	} else {
+		delete(ix.Blobs, blobKey)
+	}
+	return nil
+}
+
+// Matrix embeds texts in batches into a row-major matrix, calling progress after each.
+func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress func(done, total int)) (*graphio.Embedding, error) {
+	m := &graphio.Embedding{Dim: e.Dim(), Data: make([]float32, 0, len(texts)*e.Dim())}
+	if batch <= 0 {
+		batch = 256
+	}
+	for lo := 0; lo < len(texts); lo += batch {
+		hi := min(lo+batch, len(texts))
+		vs, err := e.Embed(ctx, texts[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) != hi-lo {
+			return nil, fmt.Errorf("embed: %s returned %d vectors for %d texts", e.Identity(), len(vs), hi-lo)
+		}
+		for _, v := range vs {
+			if len(v) != m.Dim {
+				return nil, fmt.Errorf("embed: %s returned a vector of dimension %d, want %d", e.Identity(), len(v), m.Dim)
+			}
+			m.Data = append(m.Data, v...)
+		}
+		if progress != nil {
+			progress(hi, len(texts))
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,295 @@
+package embed
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+const hashedPrefix = "hash-tfidf"
+
+// probes is the number of coordinates each feature is hashed to (weight 1/√probes each).
+const probes = 4
+
+// HashedConfig holds the built-in embedder's parameters.
+type HashedConfig struct {
+	// Dim is the vector dimension features are hashed into; default 768.
+	Dim int
+	// MinGram and MaxGram bound the character n-grams taken from each word (padded
+	// with spaces); defaults 3 and 4. They make "Varrant" and "Varant" close.
+	MinGram, MaxGram int
+	// CharWeight scales the character n-gram part against the word part; default 1.
+	CharWeight float64
+	// IDFBuckets is the size of the hashed document-frequency table; default 2^20.
+	IDFBuckets int
+}
+
+// DefaultHashedConfig returns the defaults.
+func DefaultHashedConfig() HashedConfig {
+	return HashedConfig{Dim: 768, MinGram: 3, MaxGram: 4, CharWeight: 1, IDFBuckets: 1 << 20}
+}
+
+// Hashed is the built-in offline embedder: words and character n-grams, weighted by
+// sublinear term frequency × inverse document frequency (fitted on the corpus), hashed
+// with random signs into Dim coordinates and L2-normalised. It needs no model file;
+// its fitted state (the document-frequency table) is stored in the index.
+type Hashed struct {
+	cfg  HashedConfig
+	docs uint32   // documents the IDF was fitted on
+	df   []uint32 // document frequency per feature bucket
+	id   string
+}
+
+// NewHashed returns an unfitted embedder (every feature gets the same IDF until Fit).
+func NewHashed(cfg HashedConfig) (*Hashed, error) {
+	d := DefaultHashedConfig()
+	if cfg.Dim == 0 {
+		cfg.Dim = d.Dim
+	}
+	if cfg.MinGram == 0 && cfg.MaxGram == 0 {
+		cfg.MinGram, cfg.MaxGram = d.MinGram, d.MaxGram
+	}
+	if cfg.CharWeight == 0 {
+		cfg.CharWeight = d.CharWeight
+	}
+	if cfg.IDFBuckets == 0 {
+		cfg.IDFBuckets = d.IDFBuckets
+	}
+	if cfg.Dim < 8 || cfg.Dim > 1<<16 || cfg.MinGram < 1 || cfg.MaxGram < cfg.MinGram || cfg.IDFBuckets < 1 || cfg.CharWeight < 0 {
+		return nil, fmt.Errorf("embed: invalid hashed embedder config %+v", cfg)
+	}
+	h := &Hashed{cfg: cfg, df: make([]uint32, cfg.IDFBuckets)}
+	h.updateID()
+	return h, nil
+}
+
+func (h *Hashed) updateID() {
+	sum := sha256.New()
+	var b [4]byte
+	for _, v := range h.df {
+		binary.LittleEndian.PutUint32(b[:], v)
+		sum.Write(b[:])
+	}
+	binary.LittleEndian.PutUint32(b[:], h.docs)
+	sum.Write(b[:])
+	h.id = fmt.Sprintf("%s:v3:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
+		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum.Sum(nil)[:6]))
+}
+
+// Identity implements Embedder; it changes with the fitted statistics.
+func (h *Hashed) Identity() string { return h.id }
+
+// Dim implements Embedder.
+func (h *Hashed) Dim() int { return h.cfg.Dim }
+
+// feature is a hashed feature: its bucket in the DF table, its coordinate, its sign,
+// and whether it is a word (else a character n-gram).
+type feature struct {
+	h    uint64
+	word bool
+}
+
+func hash64(s string) uint64 {
+	f := fnv.New64a()
+	f.Write([]byte(s))
+	// fnv's low bits mix poorly for short strings; finish with a splitmix step.
+	x := f.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// words splits text into lower-case letter/digit runs.
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// features returns the feature hashes of text with their counts: its words, and the
+// character n-grams of its words joined by single spaces (so n-grams also span word
+// boundaries, which keeps "tallow point" close to "tallow point lighthouse").
+func (h *Hashed) features(text string) map[feature]int {
+	out := map[feature]int{}
+	ws := words(text)
+	for _, w := range ws {
+		out[feature{hash64("w\x00" + w), true}]++
+	}
+	if len(ws) == 0 {
+		return out
+	}
+	r := []rune(" " + strings.Join(ws, " ") + " ")
+	for n := h.cfg.MinGram; n <= h.cfg.MaxGram; n++ {
+		for i := 0; i+n <= len(r); i++ {
+			out[feature{hash64("c\x00" + string(r[i:i+n])), false}]++
+		}
+	}
+	return out
+}
+
+// Fit sets the document frequencies from a corpus (typically the chunks).
+func (h *Hashed) Fit(texts []string) {
+	for i := range h.df {
+		h.df[i] = 0
+	}
+	h.docs = uint32(len(texts))
+	for _, t := range texts {
+		for f := range h.features(t) {
+			h.df[f.h%uint64(len(h.df))]++
+		}
+	}
+	h.updateID()
+}
+
+func (h *Hashed) idf(f feature) float64 {
+	df := float64(h.df[f.h%uint64(len(h.df))])
+	return math.Log((1+float64(h.docs))/(1+df)) + 1
+}
+
+// Vector embeds one text.
+func (h *Hashed) Vector(text string) []float32 {
+	var wv, cv = make([]float64, h.cfg.Dim), make([]float64, h.cfg.Dim)
+	for f, tf := range h.features(text) {
+		// Words are weighted by TF-IDF; character n-grams by sublinear TF alone, since
+		// their IDF would stress exactly the rare n-grams in which two spellings of a
+		// name differ. The weight is spread over the probes, keeping the norm.
+		w := (1 + math.Log(float64(tf))) / 2
+		v := cv
+		if f.word {
+			v = wv
+			w *= h.idf(f)
+		}
+		// Each feature lands on `probes` coordinates with independent signs, so two
+		// features colliding on one coordinate share only a quarter of their weight
+		// (with a single probe, two one-word names that collide would be identical).
+		x := f.h
+		for p := 0; p < probes; p++ {
+			x = x*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+			y := x ^ x>>29
+			if y>>63 == 1 {
+				v[int((y>>20)%uint64(h.cfg.Dim))] -= w
+			} else {
+				v[int((y>>20)%uint64(h.cfg.Dim))] += w
+			}
+		}
+	}
+	normalize := func(v []float64) {
+		var s float64
+		for _, x := range v {
+			s += x * x
+		}
+		if s > 0 {
+			s = 1 / math.Sqrt(s)
+			for i := range v {
+				v[i] *= s
+			}
+		}
+	}
+	normalize(wv)
+	normalize(cv)
+	out := make([]float32, h.cfg.Dim)
+	var s float64
+	for i := range out {
+		x := wv[i] + h.cfg.CharWeight*cv[i]
+		out[i] = float32(x)
+		s += x * x
+	}
+	if s > 0 {
+		inv := float32(1 / math.Sqrt(s))
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+	return out
+}
+
+// Embed implements Embedder, in parallel over texts.
+func (h *Hashed) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/16))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(texts); i += workers {
+				out[i] = h.Vector(texts[i])
+			}
+		}(w)
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// MarshalBinary encodes the configuration and the fitted table (sparse: only non-zero
+// buckets), for storage in the index.
+func (h *Hashed) MarshalBinary() ([]byte, error) {
+	b := []byte("HTF1")
+	for _, v := range []uint64{uint64(h.cfg.Dim), uint64(h.cfg.MinGram), uint64(h.cfg.MaxGram),
+		math.Float64bits(h.cfg.CharWeight), uint64(h.cfg.IDFBuckets), uint64(h.docs)} {
+		b = binary.AppendUvarint(b, v)
+	}
+	prev := 0
+	for i, v := range h.df {
+		if v != 0 {
+			b = binary.AppendUvarint(b, uint64(i-prev))
+			b = binary.AppendUvarint(b, uint64(v))
+			prev = i
+		}
+	}
+	return b, nil
+}
+
+// UnmarshalHashed decodes an embedder written by MarshalBinary.
+func UnmarshalHashed(b []byte) (*Hashed, error) {
+	if len(b) < 4 || string(b[:4]) != "HTF1" {
+		return nil, fmt.Errorf("not a hashed embedder state")
+	}
+	b = b[4:]
+	var vals [6]uint64
+	for i := range vals {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("truncated hashed embedder state")
+		}
+		vals[i], b = v, b[n:]
+	}
+	if vals[4] == 0 || vals[4] > 1<<26 || vals[0] > 1<<16 || vals[1] > 64 || vals[2] > 64 {
+		return nil, fmt.Errorf("implausible hashed embedder state %v", vals)
+	}
+	h, err := NewHashed(HashedConfig{Dim: int(vals[0]), MinGram: int(vals[1]), MaxGram: int(vals[2]),
+		CharWeight: math.Float64frombits(vals[3]), IDFBuckets: int(vals[4])})
+	if err != nil {
+		return nil, err
+	}
+	h.docs = uint32(vals[5])
+	pos := 0
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("corrupt hashed embedder state")
+		}
+		b = b[n:]
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, fmt.Errorf("corrupt hashed embedder state")
+		}
+		b = b[n:]
+		pos += int(d)
+		if pos >= len(h.df) || d > uint64(len(h.df)) {
+			return nil, fmt.Errorf("corrupt hashed embedder state: bucket %d of %d", pos, len(h.df))
+		}
+		h.df[pos] = uint32(v)
+	}
+	h.updateID()
+	return h, nil
+}

@@ -1,0 +1,456 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jdkato/prose/v2"
+
+	"github.com/graphloom/graphloom/ingest"
+)
+
+// RuleConfig holds the knobs of the offline rule extractor.
+type RuleConfig struct {
+	// Workers is the number of goroutines, each with its own tagger; 0 = GOMAXPROCS.
+	Workers int
+	// MaxPredicateWords bounds the words between subject and object that can form a
+	// predicate; longer spans are not taken as a relation. Default 10.
+	MaxPredicateWords int
+	// ResolvePronouns replaces he/she/him/her by the most recent person-like subject of
+	// the chunk, as EXT++ asks of its LLM. Default true.
+	ResolvePronouns bool
+}
+
+// DefaultRuleConfig returns the defaults.
+func DefaultRuleConfig() RuleConfig {
+	return RuleConfig{MaxPredicateWords: 10, ResolvePronouns: true}
+}
+
+// Rule is the offline extractor: prose v2 tokens, part-of-speech tags and named
+// entities, and sentence patterns. It needs no network and no model files.
+//
+// Entities are named-entity spans and proper-noun sequences (capitalised nouns and
+// adjectives inside them, linked by "of", plural possessives and name particles), dates
+// and years, and the common noun phrases that copulas assign as types. Triples come
+// from patterns within a sentence: subject–verb–object with the verb group as predicate
+// ("X founded Y", "X was born in Y"), verb carried over coordinated objects and trailing
+// prepositional phrases ("X married Y in Z" gives (X, married in, Z)), copula with a noun
+// ("X is a harbour town" gives (X, is a, harbour town); "X is the daughter of Y" gives
+// (X, daughter of, Y)), appositions ("X, the harbourmaster of Y," gives (X, harbourmaster
+// of, Y)) and alias introductions ("X, known as Y," gives (X, known as, Y) and an alias
+// pair). Every sentence naming two or more entities becomes a hyperedge.
+type Rule struct {
+	cfg RuleConfig
+}
+
+// NewRule returns a rule extractor.
+func NewRule(cfg RuleConfig) *Rule {
+	if cfg.MaxPredicateWords <= 0 {
+		cfg.MaxPredicateWords = 10
+	}
+	return &Rule{cfg: cfg}
+}
+
+// Name implements Extractor.
+func (r *Rule) Name() string { return "rule" }
+
+// Extract implements Extractor.
+func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) ([]Result, error) {
+	workers := r.cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(chunks)))
+	out := make([]Result, len(chunks))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wk, err := r.newWorker()
+		if err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := range jobs {
+				out[i] = wk.chunk(chunks[i].Text)
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(done, len(chunks))
+				}
+				mu.Unlock()
+			}
+		}(w)
+	}
+	var err error
+	for i := range chunks {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("extract: %w", err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
+// ruleWorker holds one goroutine's models (prose's tagger is not documented as safe
+// for concurrent use).
+type ruleWorker struct {
+	cfg   RuleConfig
+	model *prose.Model
+	seg   *ingest.Segmenter
+}
+
+func (r *Rule) newWorker() (*ruleWorker, error) {
+	seg, err := ingest.NewSegmenter()
+	if err != nil {
+		return nil, err
+	}
+	return &ruleWorker{cfg: r.cfg, model: prose.ModelFromData("graphloom-rule"), seg: seg}, nil
+}
+
+// ExtractText runs the rule extractor on one text (convenient for tests and for the
+// offline augmentation, which extracts from concatenated evidence).
+func (r *Rule) ExtractText(text string) (Result, error) {
+	w, err := r.newWorker()
+	if err != nil {
+		return Result{}, err
+	}
+	return w.chunk(text), nil
+}
+
+type token struct {
+	text, tag, ner string
+	start, end     int // byte offsets in the sentence, -1 when not aligned
+}
+
+type span struct {
+	i, j int // token range [i, j)
+	text string
+	typ  string
+}
+
+// chunkState carries what pronoun resolution needs across the sentences of a chunk.
+type chunkState struct {
+	person string // last person-like sentence subject
+}
+
+func (w *ruleWorker) chunk(text string) Result {
+	var res Result
+	seen := map[string]bool{}
+	st := &chunkState{}
+	for _, s := range w.seg.Sentences(text) {
+		sent := strings.TrimSpace(text[s.Start:s.End])
+		if sent == "" {
+			continue
+		}
+		w.sentence(sent, st, &res, seen)
+	}
+	return res
+}
+
+func (w *ruleWorker) tag(sent string) []token {
+	doc, err := prose.NewDocument(sent, prose.WithSegmentation(false), prose.UsingModel(w.model))
+	if err != nil {
+		return nil
+	}
+	pt := doc.Tokens()
+	toks := make([]token, len(pt))
+	cur := 0
+	for i, t := range pt {
+		toks[i] = token{text: t.Text, tag: t.Tag, ner: t.Label, start: -1, end: -1}
+		if at := strings.Index(sent[cur:], t.Text); at >= 0 && at <= 16 && t.Text != "" {
+			toks[i].start, toks[i].end = cur+at, cur+at+len(t.Text)
+			cur = toks[i].end
+		}
+	}
+	return toks
+}
+
+func (w *ruleWorker) sentence(sent string, st *chunkState, res *Result, seen map[string]bool) {
+	toks := w.tag(sent)
+	if len(toks) == 0 {
+		return
+	}
+	spans := entitySpans(sent, toks)
+	if w.cfg.ResolvePronouns {
+		spans = resolvePronouns(toks, spans, st)
+	}
+	for _, sp := range spans {
+		key := sp.text + "\x00" + sp.typ
+		if !seen[key] {
+			seen[key] = true
+			res.Entities = append(res.Entities, Entity{Text: sp.text, Type: sp.typ})
+		}
+	}
+	p := patterns{toks: toks, spans: spans, maxWords: w.cfg.MaxPredicateWords, res: res, seen: seen}
+	p.run()
+	// Remember the sentence subject for pronouns in the next sentence.
+	if len(spans) > 0 && spans[0].i <= 2 && spans[0].typ != "DATE" {
+		if spans[0].typ == "PERSON" || spans[0].typ == "" || isPersonName(spans[0].text) {
+			st.person = spans[0].text
+		}
+	}
+	var names []string
+	for _, sp := range spans {
+		if !containsFold(names, sp.text) {
+			names = append(names, sp.text)
+		}
+	}
+	if len(names) >= 2 {
+		res.Hyperedges = append(res.Hyperedges, Hyperedge{Text: sent, Entities: names, Score: float32(len(names))})
+	}
+}
+
+func containsFold(xs []string, s string) bool {
+	for _, x := range xs {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPersonName guesses a person name: two or three capitalised words.
+func isPersonName(s string) bool {
+	f := strings.Fields(s)
+	if len(f) < 2 || len(f) > 3 {
+		return false
+	}
+	for _, w := range f {
+		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsUpper(r) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	// Capitalised words that do not start a name on their own.
+	nameStop = toSet("The", "A", "An", "This", "That", "These", "Those", "It", "He", "She", "They", "We", "I", "You",
+		"His", "Her", "Their", "Its", "Our", "In", "On", "At", "After", "Before", "When", "While", "During", "Although",
+		"However", "But", "And", "Or", "If", "As", "By", "For", "From", "With", "Without", "Yes", "No", "Not", "There",
+		"Here", "Then", "Now", "Once", "Every", "Each", "Some", "Many", "Most", "All", "Both", "What", "Who", "Why",
+		"How", "Where", "Which", "Whose", "Later", "Still", "Only", "Even", "So", "Mr", "Mrs", "Ms", "Miss", "Dr", "Sir",
+		"Madam", "Mx", "Do", "Don")
+	honorifics = toSet("Mr", "Mrs", "Ms", "Miss", "Dr", "Sir", "Madam", "Mx", "Mr.", "Mrs.", "Ms.", "Dr.")
+	months     = toSet("January", "February", "March", "April", "May", "June", "July", "August", "September",
+		"October", "November", "December")
+	particles = toSet("de", "van", "von", "da", "del", "della", "der", "den", "la", "le", "du", "bin", "ibn", "al")
+	copulas   = toSet("is", "was", "are", "were", "be", "been", "being", "became", "becomes", "become", "remains", "remained")
+)
+
+func toSet(xs ...string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func capitalised(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r)
+}
+
+func isAlnumWord(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// properish reports whether token i can be part of a name.
+func properish(toks []token, i int) bool {
+	t := toks[i]
+	if !capitalised(t.text) || !isAlnumWord(t.text) || months[t.text] {
+		return false
+	}
+	switch t.tag {
+	case "NNP", "NNPS":
+		return true
+	case "NN", "NNS", "JJ", "VBN", "VBG", "FW":
+		// A capitalised common word is part of a name inside a sentence, or at its start
+		// when a proper noun follows ("Grey Widow …").
+		if i > 0 {
+			return true
+		}
+		return i+1 < len(toks) && (toks[i+1].tag == "NNP" || toks[i+1].tag == "NNPS") && capitalised(toks[i+1].text)
+	}
+	return false
+}
+
+func isYear(s string) bool {
+	if len(s) != 4 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s[0] == '1' || s[0] == '2'
+}
+
+func isDay(s string) bool {
+	if len(s) == 0 || len(s) > 2 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// entitySpans finds names and dates in a tagged sentence.
+func entitySpans(sent string, toks []token) []span {
+	var out []span
+	for i := 0; i < len(toks); {
+		// Dates: [day] Month [day,] [year] or a bare year.
+		if months[toks[i].text] || isYear(toks[i].text) && toks[i].tag == "CD" {
+			j, k := i, i
+			if j > 0 && isDay(toks[j-1].text) && (len(out) == 0 || out[len(out)-1].j <= j-1) {
+				k = j - 1
+			}
+			if months[toks[j].text] {
+				j++
+				if j < len(toks) && isDay(toks[j].text) {
+					j++
+					if j < len(toks) && toks[j].text == "," {
+						j++
+					}
+				}
+				if j < len(toks) && isYear(toks[j].text) {
+					j++
+				} else if k == i && (j == i+1) {
+					// A month alone ("in May") is not a date we keep.
+					i++
+					continue
+				}
+			} else {
+				j++
+			}
+			for j > k && toks[j-1].text == "," {
+				j--
+			}
+			out = append(out, span{i: k, j: j, typ: "DATE"})
+			i = j
+			continue
+		}
+		if !properish(toks, i) || honorifics[toks[i].text] {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(toks) {
+			switch {
+			case properish(toks, j):
+				j++
+				continue
+			case (toks[j].text == "of" && j-i == 1 || particles[toks[j].text]) && j+1 < len(toks) && properish(toks, j+1):
+				j += 2
+				continue
+			case toks[j].text == "'" && toks[j].tag == "POS" && j+1 < len(toks) && properish(toks, j+1):
+				j += 2
+				continue
+			}
+			break
+		}
+		if j-i == 1 && nameStop[toks[i].text] {
+			i++
+			continue
+		}
+		// Drop a leading stop word such as "The" tagged as a proper noun.
+		if nameStop[toks[i].text] && j-i > 1 {
+			i++
+		}
+		out = append(out, span{i: i, j: j, typ: nerType(toks[i:j])})
+		i = j
+	}
+	for k := range out {
+		out[k].text = surface(sent, toks, out[k].i, out[k].j)
+	}
+	return out
+}
+
+// nerType is the majority named-entity label of a span's tokens, or "".
+func nerType(toks []token) string {
+	count := map[string]int{}
+	best, n := "", 0
+	for _, t := range toks {
+		if len(t.ner) > 2 && (t.ner[0] == 'B' || t.ner[0] == 'I') {
+			l := t.ner[2:]
+			count[l]++
+			if count[l] > n {
+				best, n = l, count[l]
+			}
+		}
+	}
+	return best
+}
+
+// surface is the original text of tokens [i, j), or their words joined by spaces.
+func surface(sent string, toks []token, i, j int) string {
+	if toks[i].start >= 0 && toks[j-1].end >= 0 && toks[i].start < toks[j-1].end {
+		return sent[toks[i].start:toks[j-1].end]
+	}
+	words := make([]string, 0, j-i)
+	for _, t := range toks[i:j] {
+		words = append(words, t.text)
+	}
+	return strings.Join(words, " ")
+}
+
+var personPronouns = toSet("he", "she", "him", "her")
+
+// resolvePronouns adds spans for personal pronouns, naming the chunk's last person.
+func resolvePronouns(toks []token, spans []span, st *chunkState) []span {
+	if st.person == "" {
+		return spans
+	}
+	var out []span
+	k := 0
+	for i, t := range toks {
+		for k < len(spans) && spans[k].i <= i {
+			out = append(out, spans[k])
+			k++
+		}
+		if t.tag == "PRP" && personPronouns[strings.ToLower(t.text)] && !inSpans(spans, i) {
+			// "her" as a possessive determiner ("her father") is tagged PRP$; PRP "her" is an object.
+			out = append(out, span{i: i, j: i + 1, text: st.person, typ: "PERSON"})
+		}
+	}
+	out = append(out, spans[k:]...)
+	return out
+}
+
+func inSpans(spans []span, i int) bool {
+	for _, s := range spans {
+		if i >= s.i && i < s.j {
+			return true
+		}
+	}
+	return false
+}

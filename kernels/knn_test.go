@@ -1,0 +1,156 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDotMatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 7, 16, 31, 32, 33, 100, 768, 1025} {
+		a, b := make([]float32, n), make([]float32, n)
+		var want float64
+		for i := range a {
+			a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			want += float64(a[i]) * float64(b[i])
+		}
+		assert.InDelta(t, want, float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
+		assert.InDelta(t, float64(dotGeneric(a, b)), float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
+	}
+}
+
+// randomUnit returns n L2-normalised rows; with density < 1 most coordinates are zero.
+// Rows come in near-duplicate pairs so some similarities pass a high threshold.
+func randomUnit(rng *rand.Rand, n, dim int, density float64) []float32 {
+	data := make([]float32, n*dim)
+	for i := 0; i < n; i++ {
+		row := data[i*dim : (i+1)*dim]
+		if i%2 == 1 {
+			copy(row, data[(i-1)*dim:i*dim])
+			for d := range row {
+				if rng.Float64() < density/4 {
+					row[d] += float32(rng.NormFloat64()) * 0.3
+				}
+			}
+		} else {
+			for d := range row {
+				if rng.Float64() < density {
+					row[d] = float32(rng.NormFloat64())
+				}
+			}
+		}
+		var s float64
+		for _, v := range row {
+			s += float64(v) * float64(v)
+		}
+		if s == 0 {
+			row[0], s = 1, 1
+		}
+		for d := range row {
+			row[d] /= float32(math.Sqrt(s))
+		}
+	}
+	return data
+}
+
+func bruteForce(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbor {
+	n := len(data) / dim
+	out := make([][]Neighbor, n)
+	for i := 0; i < n; i++ {
+		if skip != nil && skip[i] {
+			continue
+		}
+		t := topK{k: cfg.K}
+		for j := 0; j < n; j++ {
+			if i == j || skip != nil && skip[j] {
+				continue
+			}
+			var s float64
+			for d := 0; d < dim; d++ {
+				s += float64(data[i*dim+d]) * float64(data[j*dim+d])
+			}
+			if float32(s) >= cfg.MinScore {
+				t.offer(Neighbor{int32(j), float32(s)})
+			}
+		}
+		out[i] = t.sorted()
+	}
+	return out
+}
+
+func sameNeighbors(t *testing.T, want, got [][]Neighbor) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Len(t, got[i], len(want[i]), "row %d", i)
+		for k := range want[i] {
+			assert.Equal(t, want[i][k].Index, got[i][k].Index, "row %d rank %d", i, k)
+			assert.InDelta(t, want[i][k].Score, got[i][k].Score, 1e-5)
+		}
+	}
+}
+
+func TestSimilarRowsExactPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		name    string
+		density float64
+		k       int
+		min     float32
+	}{
+		{"sparse inverted index", 0.05, 5, 0.5},
+		{"dense blocked", 1, 3, 0.6},
+		{"sparse, cap binds", 0.1, 1, 0.2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, dim = 120, 64
+			data := randomUnit(rng, n, dim, tc.density)
+			skip := make([]bool, n)
+			skip[7], skip[50] = true, true
+			cfg := KNNConfig{K: tc.k, MinScore: tc.min}
+			got, err := SimilarRows(data, dim, skip, cfg)
+			require.NoError(t, err)
+			want := bruteForce(data, dim, skip, cfg)
+			sameNeighbors(t, want, got)
+			pairs := 0
+			for _, r := range got {
+				pairs += len(r)
+			}
+			assert.Greater(t, pairs, n/4, "the test data has similar pairs")
+			assert.Empty(t, got[7])
+		})
+	}
+}
+
+func TestSimilarRowsIVFRecall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n, dim = 600, 32
+	data := randomUnit(rng, n, dim, 1)
+	cfg := KNNConfig{K: 3, MinScore: 0.5, ExactLimit: 100, Seed: 1}
+	got, err := SimilarRows(data, dim, nil, cfg)
+	require.NoError(t, err)
+	want := bruteForce(data, dim, nil, cfg)
+	found, total := 0, 0
+	for i := range want {
+		total += len(want[i])
+		for _, w := range want[i] {
+			for _, g := range got[i] {
+				if g.Index == w.Index {
+					found++
+				}
+			}
+		}
+	}
+	require.Greater(t, total, 0)
+	assert.Greater(t, float64(found)/float64(total), 0.9, "IVF recall")
+}
+
+func TestSimilarRowsErrorsAndTopK(t *testing.T) {
+	_, err := SimilarRows(make([]float32, 10), 3, nil, KNNConfig{K: 1})
+	assert.Error(t, err)
+	assert.Equal(t, []Neighbor{{2, 5}, {0, 3}}, TopK([]float32{3, 1, 5, 3}, 2))
+}

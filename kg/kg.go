@@ -1,0 +1,252 @@
+// Package kg builds the knowledge graph of an index: it runs an extractor over the
+// chunks, merges entities, triples and hyperedges into the index, embeds chunks,
+// entities, facts and hyperedges, and links entities by synonym edges (HippoRAG 2's
+// entity resolution).
+package kg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
+)
+
+// Config holds the graph-construction knobs.
+type Config struct {
+	// SynonymThreshold is the least cosine between entity embeddings for a synonym
+	// edge; HippoRAG 2: 0.8.
+	SynonymThreshold float32
+	// SynonymMax caps synonym neighbours per entity; HippoRAG 2 stops after 100.
+	SynonymMax int
+	// SynonymMinAlnum skips entities whose names have fewer letters and digits; HippoRAG 2
+	// skips names of 2 or fewer, so 3.
+	SynonymMinAlnum int
+	// ExactKNNLimit is the most entities compared exactly when embeddings are dense;
+	// beyond it an IVF index is used (see kernels.SimilarRows). 0 = 20,000.
+	ExactKNNLimit int
+	// EmbedBatch is the number of texts per embedding request; HippoRAG 2: 8–16 for
+	// local models, 64 suits APIs. Default 64.
+	EmbedBatch int
+	// Hyperedges keeps the extractor's hyperedges (HyperGraphRAG); default true.
+	Hyperedges bool
+}
+
+// DefaultConfig returns HippoRAG 2's defaults.
+func DefaultConfig() Config {
+	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true}
+}
+
+// Report summarises a graph build.
+type Report struct {
+	Chunks          int            `json:"chunks"`
+	FailedChunks    int            `json:"failed_chunks"`
+	Entities        int            `json:"entities"`
+	Facts           int            `json:"facts"`
+	InvalidTriples  int            `json:"invalid_triples"`
+	Hyperedges      int            `json:"hyperedges"`
+	SynonymEdges    int            `json:"synonym_edges"`
+	IsolatedHyper   float64        `json:"isolated_hyperedge_fraction"`
+	StageSeconds    map[string]any `json:"stage_seconds"`
+	FailureExamples []string       `json:"failure_examples,omitempty"`
+}
+
+// Progress returns the progress callback for a named stage.
+type Progress func(stage string) func(done, total int)
+
+func (p Progress) stage(name string) func(done, total int) {
+	if p == nil {
+		return nil
+	}
+	return p(name)
+}
+
+// Build extracts and embeds the knowledge graph of ix, whose documents and chunks are
+// already ingested, replacing any graph it had. A nil embedder uses the built-in
+// hashed embedder fitted on the chunks.
+func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb embed.Embedder, cfg Config, progress Progress) (*Report, error) {
+	if len(ix.Chunks) == 0 {
+		return nil, fmt.Errorf("kg: the index has no chunks")
+	}
+	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
+	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms, ix.Embeddings = nil, nil, nil, nil, nil, nil
+	stage := func(name string, t0 time.Time) { rep.StageSeconds[name] = round3(time.Since(t0).Seconds()) }
+
+	t0 := time.Now()
+	in := make([]extract.Chunk, len(ix.Chunks))
+	for i, c := range ix.Chunks {
+		in[i] = extract.Chunk{ID: c.ID, Title: c.Title, Text: c.Text}
+	}
+	results, err := ex.Extract(ctx, in, progress.stage("extract"))
+	if err != nil {
+		return rep, fmt.Errorf("kg: extract: %w", err)
+	}
+	ix.Meta.Extractor = ex.Name()
+	stage("extract", t0)
+
+	t0 = time.Now()
+	b := graphio.NewBuilder(ix, "")
+	for ci, r := range results {
+		if r.Failed != "" {
+			rep.FailedChunks++
+			if len(rep.FailureExamples) < 5 {
+				rep.FailureExamples = append(rep.FailureExamples, fmt.Sprintf("%s: %s", ix.Chunks[ci].ID, r.Failed))
+			}
+			continue
+		}
+		merge(b, int32(ci), r, cfg, rep)
+	}
+	stage("merge", t0)
+
+	if emb == nil {
+		h, err := embed.NewHashed(embed.DefaultHashedConfig())
+		if err != nil {
+			return rep, err
+		}
+		texts := make([]string, len(ix.Chunks))
+		for i := range ix.Chunks {
+			texts[i] = ix.Chunks[i].Content()
+		}
+		h.Fit(texts)
+		emb = h
+	}
+	t0 = time.Now()
+	if err := EmbedAll(ctx, ix, emb, cfg.EmbedBatch, progress.stage("embed")); err != nil {
+		return rep, err
+	}
+	stage("embed", t0)
+
+	t0 = time.Now()
+	n, err := AddSynonyms(ix, "", 0, cfg)
+	if err != nil {
+		return rep, err
+	}
+	stage("synonyms", t0)
+
+	st := graphio.ComputeStats(ix, 0)
+	rep.Entities, rep.Facts, rep.Hyperedges, rep.SynonymEdges = st.Entities, st.Facts, st.Hyperedges, n
+	rep.IsolatedHyper = st.IsolatedHyperedges
+	return rep, nil
+}
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+// merge adds one chunk's extraction to the index.
+func merge(b *graphio.Builder, chunk int32, r extract.Result, cfg Config, rep *Report) {
+	for _, e := range r.Entities {
+		if id := b.Entity(e.Text, e.Type); id >= 0 {
+			b.AddMention(id, chunk)
+		}
+	}
+	for _, t := range r.Triples {
+		if _, _, err := b.AddFact(t.Subject, t.Predicate, t.Object, chunk); err != nil {
+			rep.InvalidTriples++
+		}
+	}
+	if !cfg.Hyperedges {
+		return
+	}
+	for _, h := range r.Hyperedges {
+		var ents []int32
+		for _, name := range h.Entities {
+			if id := b.Entity(name, ""); id >= 0 {
+				ents = append(ents, id)
+			}
+		}
+		b.AddHyperedge(h.Text, ents, chunk, h.Score)
+	}
+}
+
+// FactText is the text a fact is embedded as: "subject predicate object".
+func FactText(ix *graphio.Index, f *graphio.Fact) string {
+	return ix.Entities[f.Subject].Name + " " + f.Predicate + " " + ix.Entities[f.Object].Name
+}
+
+// EmbedAll embeds every chunk, entity, fact and hyperedge of ix with emb and records emb
+// as the index's embedder.
+func EmbedAll(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch int, progress func(done, total int)) error {
+	ix.Embeddings = map[graphio.NodeKind]*graphio.Embedding{}
+	return embedFrom(ctx, ix, emb, batch, progress, map[graphio.NodeKind]int{})
+}
+
+// EmbedNew embeds the records appended after the first rows already embedded of each
+// kind (as augmentation appends), with the index's own embedder.
+func EmbedNew(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch int) error {
+	from := map[graphio.NodeKind]int{}
+	for k, m := range ix.Embeddings {
+		from[k] = m.Rows()
+	}
+	return embedFrom(ctx, ix, emb, batch, nil, from)
+}
+
+func embedFrom(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch int, progress func(done, total int), from map[graphio.NodeKind]int) error {
+	texts := map[graphio.NodeKind][]string{}
+	for i := from[graphio.KindChunk]; i < len(ix.Chunks); i++ {
+		texts[graphio.KindChunk] = append(texts[graphio.KindChunk], ix.Chunks[i].Content())
+	}
+	for i := from[graphio.KindEntity]; i < len(ix.Entities); i++ {
+		texts[graphio.KindEntity] = append(texts[graphio.KindEntity], ix.Entities[i].Name)
+	}
+	for i := from[graphio.KindFact]; i < len(ix.Facts); i++ {
+		texts[graphio.KindFact] = append(texts[graphio.KindFact], FactText(ix, &ix.Facts[i]))
+	}
+	for i := from[graphio.KindHyperedge]; i < len(ix.Hyperedges); i++ {
+		texts[graphio.KindHyperedge] = append(texts[graphio.KindHyperedge], ix.Hyperedges[i].Text)
+	}
+	total := 0
+	for _, t := range texts {
+		total += len(t)
+	}
+	done := 0
+	for _, k := range []graphio.NodeKind{graphio.KindChunk, graphio.KindEntity, graphio.KindFact, graphio.KindHyperedge} {
+		m, err := embed.Matrix(ctx, emb, texts[k], batch, func(d, _ int) {
+			if progress != nil {
+				progress(done+d, total)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("kg: embed %ss: %w", k, err)
+		}
+		done += len(texts[k])
+		if old := ix.Embeddings[k]; old != nil {
+			old.Data = append(old.Data, m.Data...)
+		} else {
+			ix.Embeddings[k] = m
+		}
+	}
+	return embed.Store(ix, emb)
+}
+
+// AddSynonyms links entities whose embeddings have cosine ≥ cfg.SynonymThreshold, at
+// most cfg.SynonymMax neighbours each, skipping names with fewer than
+// cfg.SynonymMinAlnum letters and digits. Only entities at index ≥ from are queried
+// (0 = all); edges are tagged with run. It returns the number of new edges.
+func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, error) {
+	m := ix.Embeddings[graphio.KindEntity]
+	if m == nil || len(ix.Entities) == 0 {
+		return 0, nil
+	}
+	skip := make([]bool, len(ix.Entities))
+	for i, e := range ix.Entities {
+		skip[i] = graphio.AlnumLen(e.Name) < cfg.SynonymMinAlnum
+	}
+	nbrs, err := kernels.SimilarRows(m.Data, m.Dim, skip, kernels.KNNConfig{
+		K: cfg.SynonymMax, MinScore: cfg.SynonymThreshold, ExactLimit: cfg.ExactKNNLimit, Seed: 42,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("kg: synonyms: %w", err)
+	}
+	b := graphio.NewBuilder(ix, run)
+	n := 0
+	for i := from; i < len(nbrs); i++ {
+		for _, nb := range nbrs[i] {
+			if b.AddSynonym(int32(i), nb.Index, nb.Score) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
