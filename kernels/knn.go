@@ -2,14 +2,13 @@ package kernels
 
 import (
 	"container/heap"
-	"math"
 	"fmt"
+	"math"
 	"math/rand"
 	"runtime"
 	"sort"
 	"sync"
-
-	)
+)
 
 // Neighbor is a row of a matrix and its similarity to a query.
 type Neighbor struct {
