@@ -1,0 +1,788 @@
+package llm
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // RoleSystem, RoleDeveloper, RoleUser or RoleAssistant
+	Content string `json:"content"`
+}
+
+// System returns a system message.
+func System(content string) Message { return Message{Role: RoleSystem, Content: content} }
+
+// User returns a user message.
+func User(content string) Message { return Message{Role: RoleUser, Content: content} }
+
+// Assistant returns an assistant message (a previous answer, or a few-shot example).
+func Assistant(content string) Message { return Message{Role: RoleAssistant, Content: content} }
+
+// ChatRequest is one chat completion request.
+type ChatRequest struct {
+	Messages []Message
+	// Temperature overrides Config.Temperature when non-nil.
+	Temperature *float64
+	// MaxTokens overrides Config.MaxTokens when positive.
+	MaxTokens int
+	// JSONMode asks the server for a JSON object (response_format json_object).
+	// Servers differ in how well they enforce it: parse answers with ParseJSON anyway.
+	JSONMode bool
+	// Stage labels the request in Usage ("extract", "summarize", …); default "chat".
+	// It does not change the answer and is not part of the cache key.
+	Stage string
+}
+
+// Temp returns a pointer to t, for ChatRequest.Temperature.
+func Temp(t float64) *float64 { return &t }
+
+// ChatResponse is the answer to a ChatRequest.
+type ChatResponse struct {
+	Content          string
+	PromptTokens     int
+	CompletionTokens int
+	// FinishReason is the server's: "stop", or "length" when the answer was cut at
+	// MaxTokens.
+	FinishReason string
+	// Cached is true when the answer cost no HTTP call: it came from the cache, or
+	// from an identical request in flight at the same time.
+	Cached bool
+}
+
+// Option configures what Config cannot hold: collaborators rather than settings.
+type Option func(*clientOptions)
+
+type clientOptions struct {
+	httpClient *http.Client
+	sleep      func(context.Context, time.Duration) error
+}
+
+// WithHTTPClient makes the client send requests through hc (a proxy, custom TLS, a
+// test transport). By default each Client has its own transport keeping up to
+// Concurrency idle connections.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *clientOptions) { o.httpClient = hc }
+}
+
+// WithSleep replaces the wait between retries. sleep must return early with
+// ctx.Err() when ctx ends. Tests use it to observe backoff without waiting.
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(o *clientOptions) { o.sleep = sleep }
+}
+
+// Client talks to an OpenAI-compatible server (Ollama, vLLM, llama.cpp server,
+// OpenAI) through the official openai-go SDK, adding bounded concurrency, retries
+// with backoff, an on-disk response cache and accounting. It is safe for concurrent
+// use; create one per server and share it.
+type Client struct {
+	cfg       Config
+	chat      openai.ChatCompletionService
+	embed     openai.EmbeddingService
+	ownClient *http.Client // closed by Close; nil when the caller supplied one
+	sem       chan struct{}
+	cache     *diskCache
+	usage     *usageTracker
+	sleep     func(context.Context, time.Duration) error
+
+	mu      sync.Mutex
+	flights map[string]*flight
+}
+
+// flight is a chat request in progress that identical requests wait for.
+type flight struct {
+	done chan struct{}
+	resp ChatResponse
+	err  error
+}
+
+// New returns a client for cfg, with defaults filled in. It fails on an invalid
+// configuration or an unusable cache directory; an unconfigured chat or embeddings
+// side only fails when used (ErrNotConfigured).
+func New(cfg Config, opts ...Option) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o clientOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Client{
+		cfg:     cfg,
+		sem:     make(chan struct{}, cfg.Concurrency),
+		usage:   newUsageTracker(),
+		sleep:   o.sleep,
+		flights: make(map[string]*flight),
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	hc := o.httpClient
+	if hc == nil {
+		tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+			tr = dt.Clone()
+		}
+		tr.MaxIdleConnsPerHost = cfg.Concurrency
+		hc = &http.Client{Transport: tr}
+		c.ownClient = hc
+	}
+	// The services, unlike openai.NewClient, read nothing from the environment:
+	// everything comes from cfg. Retries are ours (MaxRetries 0 here).
+	common := []option.RequestOption{option.WithHTTPClient(hc), option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		common = append(common, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		c.chat = openai.NewChatCompletionService(slices.Concat(common, []option.RequestOption{option.WithBaseURL(cfg.BaseURL)})...)
+	}
+	if u := cfg.embedBaseURL(); u != "" {
+		c.embed = openai.NewEmbeddingService(slices.Concat(common, []option.RequestOption{option.WithBaseURL(u)})...)
+	}
+	if cfg.CacheDir != "" {
+		cache, err := openCache(cfg.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		c.cache = cache
+	}
+	return c, nil
+}
+
+// Config returns the client's configuration, defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// String describes the client without its API key.
+func (c *Client) String() string { return "llm.Client{" + c.cfg.String() + "}" }
+
+// GoString is String, so %#v does not print the key.
+func (c *Client) GoString() string { return c.String() }
+
+// Usage returns a snapshot of the client's accounting.
+func (c *Client) Usage() Usage { return c.usage.snapshot() }
+
+// Close releases idle connections. The client remains usable.
+func (c *Client) Close() {
+	if c.ownClient != nil {
+		c.ownClient.CloseIdleConnections()
+	}
+}
+
+// Chat sends one chat completion request, or answers it from the cache. Timeouts,
+// network errors, 429, 5xx and malformed answers are retried with backoff; the
+// returned error is an *APIError (see Classify), a context error, or
+// ErrNotConfigured.
+func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	stage := cmp.Or(req.Stage, kindChat)
+	c.usage.add(stage, func(u *Counters) { u.Requests++ })
+	if !c.cfg.Configured() {
+		return ChatResponse{}, fmt.Errorf("llm: chat: %w", ErrNotConfigured)
+	}
+	k, err := c.chatKey(req)
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	if c.cache == nil {
+		return c.sendChat(ctx, stage, k)
+	}
+	key, err := hashKey(k)
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	for {
+		f, leader := c.join(key)
+		if leader {
+			resp, err := c.chatThroughCache(ctx, stage, key, k)
+			c.land(key, f, resp, err)
+			return resp, err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ChatResponse{}, fmt.Errorf("llm: chat: %w", ctx.Err())
+		}
+		if f.err != nil && Classify(f.err) == KindCanceled && ctx.Err() == nil {
+			continue // the request we waited for was cancelled, not ours: send it ourselves
+		}
+		if f.err != nil {
+			c.usage.add(stage, func(u *Counters) { u.Errors++ })
+			return ChatResponse{}, f.err
+		}
+		c.usage.add(stage, func(u *Counters) { u.Deduplicated++ })
+		resp := f.resp
+		resp.Cached = true
+		return resp, nil
+	}
+}
+
+// join registers a request for key; the first caller leads, later ones wait for it.
+func (c *Client) join(key string) (*flight, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.flights[key]; ok {
+		return f, false
+	}
+	f := &flight{done: make(chan struct{})}
+	c.flights[key] = f
+	return f, true
+}
+
+func (c *Client) land(key string, f *flight, resp ChatResponse, err error) {
+	c.mu.Lock()
+	delete(c.flights, key)
+	c.mu.Unlock()
+	f.resp, f.err = resp, err
+	close(f.done)
+}
+
+func (c *Client) chatThroughCache(ctx context.Context, stage, key string, k chatKey) (ChatResponse, error) {
+	e, st := c.cache.get(key, kindChat)
+	switch st {
+	case cacheHit:
+		c.usage.add(stage, func(u *Counters) { u.CacheHits++ })
+		return ChatResponse{
+			Content:          e.Chat.Content,
+			PromptTokens:     e.Chat.PromptTokens,
+			CompletionTokens: e.Chat.CompletionTokens,
+			FinishReason:     e.Chat.FinishReason,
+			Cached:           true,
+		}, nil
+	case cacheCorrupt:
+		c.usage.add(stage, func(u *Counters) { u.CacheCorrupt++ })
+	}
+	resp, err := c.sendChat(ctx, stage, k)
+	if err != nil {
+		return resp, err
+	}
+	err = c.cache.put(cacheEntry{Kind: kindChat, Key: key, Model: k.Model, Chat: &cachedChat{
+		Content:          resp.Content,
+		PromptTokens:     resp.PromptTokens,
+		CompletionTokens: resp.CompletionTokens,
+		FinishReason:     resp.FinishReason,
+	}})
+	if err != nil {
+		c.usage.add(stage, func(u *Counters) { u.CacheWriteErrors++ })
+	}
+	return resp, nil
+}
+
+// chatKey resolves req against the configuration into everything that shapes the
+// answer, validating it on the way.
+func (c *Client) chatKey(req ChatRequest) (chatKey, error) {
+	k := chatKey{
+		V:              cacheVersion,
+		Kind:           kindChat,
+		BaseURL:        canonicalBaseURL(c.cfg.BaseURL),
+		Model:          c.cfg.Model,
+		Messages:       slices.Clone(req.Messages),
+		Temperature:    c.cfg.Temperature,
+		MaxTokens:      c.cfg.MaxTokens,
+		MaxTokensField: "max_tokens",
+		JSONMode:       req.JSONMode,
+	}
+	if req.Temperature != nil {
+		k.Temperature = *req.Temperature
+	}
+	if req.MaxTokens > 0 {
+		k.MaxTokens = req.MaxTokens
+	}
+	if c.cfg.MaxCompletionTokensField {
+		k.MaxTokensField = "max_completion_tokens"
+	}
+	switch {
+	case len(k.Messages) == 0:
+		return k, errors.New("llm: chat: request has no messages")
+	case math.IsNaN(k.Temperature) || math.IsInf(k.Temperature, 0) || k.Temperature < 0:
+		return k, fmt.Errorf("llm: chat: invalid temperature %g", k.Temperature)
+	}
+	for i, m := range k.Messages {
+		switch m.Role {
+		case RoleSystem, RoleDeveloper, RoleUser, RoleAssistant:
+		default:
+			return k, fmt.Errorf("llm: chat: message %d: unknown role %q", i, m.Role)
+		}
+	}
+	return k, nil
+}
+
+func (c *Client) sendChat(ctx context.Context, stage string, k chatKey) (ChatResponse, error) {
+	msgs := make([]openai.ChatCompletionMessageParamUnion, len(k.Messages))
+	for i, m := range k.Messages {
+		switch m.Role {
+		case RoleSystem:
+			msgs[i] = openai.SystemMessage(m.Content)
+		case RoleDeveloper:
+			msgs[i] = openai.DeveloperMessage(m.Content)
+		case RoleUser:
+			msgs[i] = openai.UserMessage(m.Content)
+		case RoleAssistant:
+			msgs[i] = openai.AssistantMessage(m.Content)
+		}
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:       k.Model,
+		Messages:    msgs,
+		Temperature: openai.Float(k.Temperature),
+	}
+	if k.MaxTokens > 0 {
+		if k.MaxTokensField == "max_completion_tokens" {
+			params.MaxCompletionTokens = openai.Int(int64(k.MaxTokens))
+		} else {
+			params.MaxTokens = openai.Int(int64(k.MaxTokens))
+		}
+	}
+	if k.JSONMode {
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONObject: &shared.ResponseFormatJSONObjectParam{},
+		}
+	}
+	var resp ChatResponse
+	err := c.do(ctx, kindChat, stage, func(ctx context.Context, into option.RequestOption) error {
+		var raw []byte
+		if _, err := c.chat.New(ctx, params, option.WithResponseBodyInto(&raw), into); err != nil {
+			return err
+		}
+		var cc openai.ChatCompletion
+		if err := json.Unmarshal(raw, &cc); err != nil {
+			return &badResponseError{msg: "chat completion is not valid JSON", err: err}
+		}
+		if len(cc.Choices) == 0 {
+			return &badResponseError{msg: "chat completion has no choices" + serverErrorMessage(raw)}
+		}
+		resp = ChatResponse{
+			Content:          cc.Choices[0].Message.Content,
+			PromptTokens:     int(cc.Usage.PromptTokens),
+			CompletionTokens: int(cc.Usage.CompletionTokens),
+			FinishReason:     cc.Choices[0].FinishReason,
+		}
+		return nil
+	})
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	c.usage.add(stage, func(u *Counters) {
+		u.PromptTokens += int64(resp.PromptTokens)
+		u.CompletionTokens += int64(resp.CompletionTokens)
+	})
+	return resp, nil
+}
+
+// serverErrorMessage extracts {"error": {"message": …}} (or {"error": "…"}) from a
+// 200 body some servers send instead of an answer.
+func serverErrorMessage(raw []byte) string {
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) != nil || len(body.Error) == 0 {
+		return ""
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(body.Error, &obj) == nil && obj.Message != "":
+		return ": " + obj.Message
+	case json.Unmarshal(body.Error, &s) == nil && s != "":
+		return ": " + s
+	}
+	return ""
+}
+
+// ChatJSON sends req and decodes the answer's JSON into v with ParseJSON. An answer
+// that holds no usable JSON is counted as Unparseable in Usage and returned as an
+// error for which Classify gives KindUnparseable, alongside the response.
+func (c *Client) ChatJSON(ctx context.Context, req ChatRequest, v any) (ChatResponse, error) {
+	resp, err := c.Chat(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	if err := ParseJSON(resp.Content, v); err != nil {
+		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Unparseable++ })
+		return resp, fmt.Errorf("stage %s: %w", cmp.Or(req.Stage, kindChat), err)
+	}
+	return resp, nil
+}
+
+// ChatAll sends every request, up to Config.Concurrency at a time, and calls onDone
+// (when not nil) once per request as it completes. onDone calls never overlap, so it
+// may update shared state without locking. ChatAll returns when all are done, with
+// ctx.Err() if the context ended first (the requests not sent by then fail with it).
+func (c *Client) ChatAll(ctx context.Context, reqs []ChatRequest, onDone func(i int, resp ChatResponse, err error)) error {
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+	)
+	// Twice the HTTP slots, so cache hits and backoff waits do not idle the server.
+	for range min(len(reqs), 2*c.cfg.Concurrency) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(reqs) {
+					return
+				}
+				resp, err := c.Chat(ctx, reqs[i])
+				if onDone != nil {
+					mu.Lock()
+					onDone(i, resp, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Embed returns the embeddings of texts, in input order. Texts are sent in batches
+// of Config.EmbedBatchSize, concurrently; each vector is cached on its own as soon
+// as its batch is answered, so an interrupted call loses nothing received. Equal
+// texts are sent once.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	const stage = kindEmbed
+	c.usage.add(stage, func(u *Counters) { u.Requests += int64(len(texts)) })
+	if !c.cfg.EmbedConfigured() {
+		return nil, fmt.Errorf("llm: embed: %w", ErrNotConfigured)
+	}
+	type item struct {
+		key, text string
+		idx       []int
+		vec       []float32
+	}
+	base := canonicalBaseURL(c.cfg.embedBaseURL())
+	var items []*item
+	byKey := make(map[string]*item, len(texts))
+	dups := 0
+	for i, t := range texts {
+		key, err := hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Input: t})
+		if err != nil {
+			return nil, err
+		}
+		if it, ok := byKey[key]; ok {
+			it.idx = append(it.idx, i)
+			dups++
+			continue
+		}
+		it := &item{key: key, text: t, idx: []int{i}}
+		byKey[key] = it
+		items = append(items, it)
+	}
+	if dups > 0 {
+		c.usage.add(stage, func(u *Counters) { u.Deduplicated += int64(dups) })
+	}
+
+	var missing []*item
+	for _, it := range items {
+		if c.cache == nil {
+			missing = append(missing, it)
+			continue
+		}
+		e, st := c.cache.get(it.key, kindEmbed)
+		switch st {
+		case cacheHit:
+			it.vec, _ = decodeVector(e.Embedding, e.Dim) // get validated it
+			c.usage.add(stage, func(u *Counters) { u.CacheHits++ })
+			continue
+		case cacheCorrupt:
+			c.usage.add(stage, func(u *Counters) { u.CacheCorrupt++ })
+		}
+		missing = append(missing, it)
+	}
+
+	if len(missing) > 0 {
+		bctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			firstErr error
+		)
+		for batch := range slices.Chunk(missing, c.cfg.EmbedBatchSize) {
+			wg.Go(func() {
+				inputs := make([]string, len(batch))
+				for i, it := range batch {
+					inputs[i] = it.text
+				}
+				vecs, err := c.sendEmbed(bctx, stage, inputs)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil || (Classify(firstErr) == KindCanceled && Classify(err) != KindCanceled) {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				for i, it := range batch {
+					it.vec = vecs[i]
+					if c.cache == nil {
+						continue
+					}
+					err := c.cache.put(cacheEntry{Kind: kindEmbed, Key: it.key, Model: c.cfg.EmbedModel,
+						Embedding: encodeVector(vecs[i]), Dim: len(vecs[i])})
+					if err != nil {
+						c.usage.add(stage, func(u *Counters) { u.CacheWriteErrors++ })
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return nil, firstErr
+		}
+	}
+
+	out := make([][]float32, len(texts))
+	for _, it := range items {
+		for j, i := range it.idx {
+			if j == 0 {
+				out[i] = it.vec
+			} else {
+				out[i] = slices.Clone(it.vec)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) sendEmbed(ctx context.Context, stage string, inputs []string) ([][]float32, error) {
+	params := openai.EmbeddingNewParams{
+		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
+		Model:          c.cfg.EmbedModel,
+		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+	}
+	var (
+		vecs   [][]float32
+		tokens int64
+	)
+	err := c.do(ctx, kindEmbed, stage, func(ctx context.Context, into option.RequestOption) error {
+		var raw []byte
+		if _, err := c.embed.New(ctx, params, option.WithResponseBodyInto(&raw), into); err != nil {
+			return err
+		}
+		var er openai.CreateEmbeddingResponse
+		if err := json.Unmarshal(raw, &er); err != nil {
+			return &badResponseError{msg: "embeddings answer is not valid JSON", err: err}
+		}
+		if len(er.Data) != len(inputs) {
+			return &badResponseError{msg: fmt.Sprintf("embeddings answer has %d vectors for %d inputs%s",
+				len(er.Data), len(inputs), serverErrorMessage(raw))}
+		}
+		vecs = make([][]float32, len(inputs))
+		for _, d := range er.Data {
+			i := int(d.Index)
+			switch {
+			case d.Index < 0 || i >= len(inputs) || vecs[i] != nil:
+				return &badResponseError{msg: fmt.Sprintf("embeddings answer has a bad or repeated index %d", d.Index)}
+			case len(d.Embedding) == 0:
+				return &badResponseError{msg: fmt.Sprintf("embeddings answer has an empty vector at index %d", i)}
+			}
+			v := make([]float32, len(d.Embedding))
+			for j, x := range d.Embedding {
+				v[j] = float32(x)
+			}
+			vecs[i] = v
+		}
+		tokens = er.Usage.PromptTokens
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.usage.add(stage, func(u *Counters) { u.PromptTokens += tokens })
+	return vecs, nil
+}
+
+// do runs attempt until it succeeds, fails for good, or ctx ends, holding one
+// concurrency slot per attempt and bounding each by Config.Timeout. attempt must
+// pass its option through to the SDK call (it captures the HTTP response, so status
+// and headers survive bodies the SDK cannot parse).
+func (c *Client) do(ctx context.Context, op, stage string, attempt func(context.Context, option.RequestOption) error) error {
+	for n := 0; ; n++ {
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("llm: %s: %w", op, ctx.Err())
+		}
+		var hr *http.Response
+		actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		start := time.Now()
+		err := attempt(actx, option.WithResponseInto(&hr))
+		elapsed := time.Since(start)
+		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		<-c.sem
+		c.usage.add(stage, func(u *Counters) { u.Calls++; u.RequestTime += elapsed })
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("llm: %s: %w", op, ctx.Err())
+		}
+		ae := c.classify(op, stage, err, hr, timedOut)
+		ae.Attempts = n + 1
+		c.usage.add(stage, func(u *Counters) { u.failure(ae.Kind) })
+		if !ae.Retryable || n >= c.cfg.retries() {
+			c.usage.add(stage, func(u *Counters) { u.Errors++ })
+			return ae
+		}
+		c.usage.add(stage, func(u *Counters) { u.Retries++ })
+		if err := c.sleep(ctx, c.backoff(n, ae)); err != nil {
+			return fmt.Errorf("llm: %s: waiting to retry after %s: %w", op, ae.Kind, err)
+		}
+	}
+}
+
+// classify turns a failed attempt into an *APIError.
+func (c *Client) classify(op, stage string, err error, hr *http.Response, timedOut bool) *APIError {
+	ae := &APIError{Op: op, Stage: stage}
+	var (
+		oe  *openai.Error
+		bre *badResponseError
+	)
+	var header http.Header
+	if hr != nil && hr.StatusCode >= 400 {
+		ae.Status, header = hr.StatusCode, hr.Header
+	}
+	if errors.As(err, &oe) {
+		// The SDK error holds the request (and its Authorization header): keep
+		// only the status and the server's message.
+		ae.Status, ae.Message = oe.StatusCode, oe.Message
+		if oe.Response != nil {
+			header = oe.Response.Header
+		}
+	} else {
+		ae.Err = err
+	}
+	switch {
+	case ae.Status == http.StatusTooManyRequests:
+		ae.Kind, ae.Retryable = KindRateLimited, true
+	case ae.Status == http.StatusRequestTimeout:
+		ae.Kind, ae.Retryable = KindTimeout, true
+	case ae.Status >= 500:
+		ae.Kind, ae.Retryable = KindServerError, true
+	case ae.Status >= 400:
+		ae.Kind = KindClientError
+	case timedOut || isTimeoutError(err):
+		ae.Kind, ae.Retryable = KindTimeout, true
+		ae.Message = fmt.Sprintf("no answer within %v", c.cfg.Timeout)
+	case errors.As(err, &bre):
+		ae.Kind, ae.Retryable, ae.Message = KindBadResponse, true, bre.Error()
+	case isNetworkError(err):
+		ae.Kind, ae.Retryable, ae.Message = KindNetwork, true, err.Error()
+	default:
+		ae.Kind, ae.Message = KindOther, err.Error()
+	}
+	if ae.Status != 0 && ae.Message == "" {
+		ae.Message = http.StatusText(ae.Status)
+	}
+	if header != nil {
+		ae.retryAfter, ae.hasRetryAfter = parseRetryAfter(header, time.Now())
+	}
+	ae.Message = c.redact(ae.Message)
+	return ae
+}
+
+// redact removes the API key from text (a server may echo it in an error) and
+// bounds its length.
+func (c *Client) redact(text string) string {
+	if c.cfg.APIKey != "" {
+		text = strings.ReplaceAll(text, c.cfg.APIKey, "[REDACTED]")
+	}
+	const limit = 500
+	if len(text) > limit {
+		text = strings.ToValidUTF8(text[:limit], "") + "…"
+	}
+	return text
+}
+
+// backoff returns the wait before retry n (from 0): the server's Retry-After when it
+// gave one, else full jitter over min(BackoffMax, BackoffBase·2ⁿ); never above
+// BackoffMax.
+func (c *Client) backoff(n int, ae *APIError) time.Duration {
+	if ae.hasRetryAfter {
+		return min(ae.retryAfter, c.cfg.BackoffMax)
+	}
+	ceil := c.cfg.BackoffBase
+	for i := 0; i < n && ceil < c.cfg.BackoffMax; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, c.cfg.BackoffMax)
+	if ceil <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+// parseRetryAfter reads Retry-After-Ms (OpenAI) or Retry-After, in seconds or as an
+// HTTP date.
+func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	const maxWait = 24 * time.Hour
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			if ms > float64(maxWait/time.Millisecond) {
+				return maxWait, true
+			}
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 || math.IsNaN(s) {
+			return 0, false
+		}
+		if s > maxWait.Seconds() {
+			return maxWait, true
+		}
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxWait), true
+	}
+	return 0, false
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
