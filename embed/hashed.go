@@ -16,8 +16,10 @@ import (
 
 const hashedPrefix = "hash-tfidf"
 
-// probes is the number of coordinates each feature is hashed to (weight 1/√probes each).
-const probes = 4
+// wordProbes is the number of coordinates each word is hashed to (weight 1/√wordProbes
+// each); character n-grams, being many per text, take one coordinate each, which keeps
+// name vectors sparse for the synonym search.
+const wordProbes = 2
 
 // HashedConfig holds the built-in embedder's parameters.
 type HashedConfig struct {
@@ -80,7 +82,7 @@ func (h *Hashed) updateID() {
 	}
 	binary.LittleEndian.PutUint32(b[:], h.docs)
 	sum.Write(b[:])
-	h.id = fmt.Sprintf("%s:v3:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
+	h.id = fmt.Sprintf("%s:v4:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
 		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum.Sum(nil)[:6]))
 }
 
@@ -161,18 +163,18 @@ func (h *Hashed) Vector(text string) []float32 {
 	for f, tf := range h.features(text) {
 		// Words are weighted by TF-IDF; character n-grams by sublinear TF alone, since
 		// their IDF would stress exactly the rare n-grams in which two spellings of a
-		// name differ. The weight is spread over the probes, keeping the norm.
-		w := (1 + math.Log(float64(tf))) / 2
-		v := cv
+		// name differ.
+		w := 1 + math.Log(float64(tf))
+		v, np := cv, 1
 		if f.word {
-			v = wv
-			w *= h.idf(f)
+			// A word lands on wordProbes coordinates with independent signs (weight
+			// spread to keep the norm), so two one-word names whose hashes collide on
+			// one coordinate are not identical vectors.
+			v, np = wv, wordProbes
+			w *= h.idf(f) / math.Sqrt(wordProbes)
 		}
-		// Each feature lands on `probes` coordinates with independent signs, so two
-		// features colliding on one coordinate share only a quarter of their weight
-		// (with a single probe, two one-word names that collide would be identical).
 		x := f.h
-		for p := 0; p < probes; p++ {
+		for p := 0; p < np; p++ {
 			x = x*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
 			y := x ^ x>>29
 			if y>>63 == 1 {

@@ -45,6 +45,9 @@ type Result struct {
 	// Aliases pairs a name with another name the text introduces for the same thing
 	// ("X, known as Y"); the offline augmentation uses them to join chunks.
 	Aliases [][2]string
+	// Dropped counts extracted items rejected by validation (a triple without exactly
+	// three parts, a duplicate, a hyperedge whose text is not in the chunk).
+	Dropped int
 	// Failed is set when the chunk could not be processed (e.g. an unparseable LLM
 	// answer); the result is then empty and the failure is counted, not fatal.
 	Failed string

@@ -46,7 +46,7 @@ type Report struct {
 	FailedChunks    int            `json:"failed_chunks"`
 	Entities        int            `json:"entities"`
 	Facts           int            `json:"facts"`
-	InvalidTriples  int            `json:"invalid_triples"`
+	InvalidTriples  int            `json:"invalid_triples"` // rejected by validation or when merging
 	Hyperedges      int            `json:"hyperedges"`
 	SynonymEdges    int            `json:"synonym_edges"`
 	IsolatedHyper   float64        `json:"isolated_hyperedge_fraction"`
@@ -97,6 +97,7 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 			}
 			continue
 		}
+		rep.InvalidTriples += r.Dropped
 		merge(b, int32(ci), r, cfg, rep)
 	}
 	stage("merge", t0)

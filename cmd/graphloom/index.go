@@ -14,8 +14,10 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor string
+	var corpus, out, extractor, embedder string
 	var asJSON, noGraph bool
+	var lf llmFlags
+	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
 		Use:   "index --corpus PATH --out INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
@@ -38,11 +40,20 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 			ix.Meta.Graphloom = buildVersion()
 			var krep *kg.Report
 			if !noGraph {
-				ex, err := newExtractor(extractor)
+				if !cmd.Flags().Changed("extractor") && lf.chatConfigured() {
+					extractor = "llm"
+				}
+				xcfg.Hyperedges = kcfg.Hyperedges && cmd.Flags().Changed("hyperedges")
+				ex, err := newExtractor(extractor, &lf, xcfg)
 				if err != nil {
 					return err
 				}
-				krep, err = kg.Build(cmd.Context(), ix, ex, nil, kcfg, stageBars(cmd))
+				emb, err := lf.embedder(cmd.Context(), embedder)
+				if err != nil {
+					return err
+				}
+				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stageBars(cmd))
+				defer lf.report(cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -51,7 +62,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep, "graph": krep})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep, "graph": krep, "llm": lf.usage()})
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "indexed %s → %s: %d documents (%d duplicates merged, %d skipped), %d chunks, %d tokens\n",
@@ -71,17 +82,25 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.IntVar(&cfg.ChunkTokens, "chunk-tokens", cfg.ChunkTokens, "most tokens per chunk")
 	f.IntVar(&cfg.OverlapTokens, "overlap-tokens", cfg.OverlapTokens, "most tokens a chunk repeats from the previous one")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline) or llm")
+	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline; the default unless an LLM is configured) or llm")
+	f.StringVar(&embedder, "embedder", "hash", "embedder: hash (built-in, offline) or api (the configured embedding model)")
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
-	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "keep n-ary hyperedges")
+	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "build n-ary hyperedges (rule: one per sentence; llm: pass it to add the EXT++ call of HyperGraphRAG)")
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
+	lf.register(cmd)
 	return cmd
 }
 
-func newExtractor(name string) (extract.Extractor, error) {
+func newExtractor(name string, lf *llmFlags, cfg extract.LLMConfig) (extract.Extractor, error) {
 	switch name {
 	case "rule":
 		return extract.NewRule(extract.DefaultRuleConfig()), nil
+	case "llm":
+		c, err := lf.chat()
+		if err != nil {
+			return nil, err
+		}
+		return extract.NewLLM(c, cfg), nil
 	}
 	return nil, usageError{fmt.Errorf("unknown extractor %q (want rule or llm)", name)}
 }

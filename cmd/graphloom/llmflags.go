@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/llm"
+)
+
+// llmFlags are the LLM and embedding-model flags shared by the commands that may call
+// a model. Values default to the environment (GRAPHLOOM_LLM_BASE_URL, …); the API key
+// is only ever read from the environment.
+type llmFlags struct {
+	baseURL, model, embedBaseURL, embedModel, cache string
+	concurrency                                     int
+	timeout                                         time.Duration
+	client                                          *llm.Client
+}
+
+func (f *llmFlags) register(cmd *cobra.Command) {
+	env := llm.ConfigFromEnv(nil)
+	fl := cmd.Flags()
+	fl.StringVar(&f.baseURL, "llm-base-url", env.BaseURL, "OpenAI-compatible API root, e.g. http://localhost:11434/v1 ($GRAPHLOOM_LLM_BASE_URL)")
+	fl.StringVar(&f.model, "llm-model", env.Model, "chat model ($GRAPHLOOM_LLM_MODEL)")
+	fl.StringVar(&f.embedBaseURL, "embed-base-url", env.EmbedBaseURL, "embeddings API root; default: the LLM's ($GRAPHLOOM_EMBED_BASE_URL)")
+	fl.StringVar(&f.embedModel, "embed-model", env.EmbedModel, "embedding model ($GRAPHLOOM_EMBED_MODEL)")
+	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
+	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
+	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
+}
+
+func (f *llmFlags) config() llm.Config {
+	cfg := llm.ConfigFromEnv(nil)
+	cfg.BaseURL, cfg.Model, cfg.EmbedBaseURL, cfg.EmbedModel = f.baseURL, f.model, f.embedBaseURL, f.embedModel
+	cfg.Concurrency, cfg.Timeout = f.concurrency, f.timeout
+	switch f.cache {
+	case "off", "none", "-":
+		cfg.CacheDir = ""
+	default:
+		cfg.CacheDir = f.cache
+	}
+	return cfg
+}
+
+// chatConfigured reports whether a chat model is configured.
+func (f *llmFlags) chatConfigured() bool { return f.config().Configured() }
+
+// get returns the client, creating it on first use.
+func (f *llmFlags) get() (*llm.Client, error) {
+	if f.client != nil {
+		return f.client, nil
+	}
+	c, err := llm.New(f.config())
+	if err != nil {
+		return nil, err
+	}
+	f.client = c
+	return c, nil
+}
+
+// chat returns the client, or an error saying how to configure a chat model.
+func (f *llmFlags) chat() (*llm.Client, error) {
+	if !f.chatConfigured() {
+		return nil, usageError{fmt.Errorf("no LLM configured: set GRAPHLOOM_LLM_BASE_URL and GRAPHLOOM_LLM_MODEL (or --llm-base-url, --llm-model)")}
+	}
+	return f.get()
+}
+
+// embedder returns the named embedder: "hash" (nil: built-in, fitted by the caller)
+// or "api".
+func (f *llmFlags) embedder(ctx context.Context, name string) (embed.Embedder, error) {
+	switch name {
+	case "hash", "":
+		return nil, nil
+	case "api":
+		c, err := f.get()
+		if err != nil {
+			return nil, err
+		}
+		return embed.NewAPI(ctx, c)
+	}
+	return nil, usageError{fmt.Errorf("unknown embedder %q (want hash or api)", name)}
+}
+
+// apiEmbedder returns the configured API embedder if an embedding model is set, for
+// opening indices embedded through an API; nil otherwise.
+func (f *llmFlags) apiEmbedder(ctx context.Context) (embed.Embedder, error) {
+	if f.config().EmbedModel == "" {
+		return nil, nil
+	}
+	return f.embedder(ctx, "api")
+}
+
+// report prints the LLM usage summary if a client was used.
+func (f *llmFlags) report(w io.Writer) {
+	if f.client != nil {
+		fmt.Fprintln(w, "LLM usage:", f.client.Usage().String())
+	}
+}
+
+func (f *llmFlags) usage() any {
+	if f.client == nil {
+		return nil
+	}
+	return f.client.Usage()
+}
