@@ -37,7 +37,7 @@ func chunkIndex(t *testing.T, texts map[string]string) *graphio.Index {
 
 func TestBuildOffline(t *testing.T) {
 	ix := chunkIndex(t, map[string]string{
-		"Brell": "Tomas Brell, the harbourmaster of Port Keswyn, was born in Aldwick. Tomas Brell married Ada Brell in Port Keswyn.",
+		"Brell":  "Tomas Brell, the harbourmaster of Port Keswyn, was born in Aldwick. Tomas Brell married Ada Brell in Port Keswyn.",
 		"Keswyn": "Port Keswyn is a harbour town on the Brackwater Coast. The Lamplighters' Guild stands in Port Keswyn.",
 	})
 	rep, err := Build(context.Background(), ix, extract.NewRule(extract.DefaultRuleConfig()), nil, DefaultConfig(), nil)
