@@ -93,28 +93,33 @@ func writeSection(w io.Writer, name string, codec byte, payload []byte, rawLen u
 	return nil
 }
 
-// WriteFile writes ix to path atomically: to a temporary file in the same directory,
-// fsynced, then renamed over path, so a crash leaves either the old or the new index.
-func WriteFile(path string, ix *Index) (err error) {
+// WriteFile writes ix to path atomically (see AtomicWrite), so a crash leaves either
+// the old or the new index.
+func WriteFile(path string, ix *Index) error {
+	return AtomicWrite(path, func(w io.Writer) error { return Write(w, ix) })
+}
+
+// AtomicWrite writes a file through fn: to a temporary file in the same directory,
+// buffered, fsynced, then renamed over path. If fn or any step fails, path is left as
+// it was and the temporary file is removed.
+func AtomicWrite(path string, fn func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("graphio: %s: %w", path, err)
 	}
 	tmp := f.Name()
-	if err = f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("graphio: %s: %w", path, err)
-	}
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(tmp)
 		}
 	}()
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("graphio: %s: %w", path, err)
+	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = Write(bw, ix); err != nil {
+	if err = fn(bw); err != nil {
 		return fmt.Errorf("graphio: %s: %w", path, err)
 	}
 	if err = bw.Flush(); err != nil {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+func newQueryCmd() *cobra.Command {
+	cfg := retrieve.DefaultConfig()
+	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5}
+	var lf llmFlags
+	var path, questions, retriever, out string
+	var asJSON, noRecognition bool
+	cmd := &cobra.Command{
+		Use:   `query --index INDEX ("a question" | --questions Q.jsonl --out run.jsonl)`,
+		Short: "Retrieve passages for a question or a file of questions",
+		Long: `Retrieve passages with one of the retrievers: ` + strings.Join(retrieve.Names, ", ") + `.
+With --questions, every line {"id","question"} gives one JSONL line in --out:
+{"id","question","retriever","passages":[{"chunk_id","title","text","score"}],"facts":[[s,p,o]]}
+(plus "answer" with --answer, which needs an LLM).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "index"); err != nil {
+				return err
+			}
+			if (len(args) == 1) == (questions != "") {
+				return usageError{fmt.Errorf("query: give either a question or --questions")}
+			}
+			if questions != "" && out == "" {
+				return usageError{fmt.Errorf("query: --questions needs --out")}
+			}
+			ix, err := graphio.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			api, err := lf.apiEmbedder(cmd.Context())
+			if err != nil {
+				return err
+			}
+			var chat retrieve.Chatter
+			if lf.chatConfigured() {
+				c, err := lf.get()
+				if err != nil {
+					return err
+				}
+				chat = c
+			}
+			if rc.Answer && chat == nil {
+				return usageError{fmt.Errorf("query: --answer needs an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}
+			}
+			cfg.RecognitionMemory = !noRecognition
+			s, err := retrieve.Open(ix, api, cfg, chat)
+			if err != nil {
+				return err
+			}
+			r, err := s.Retriever(retriever)
+			if err != nil {
+				return usageError{err}
+			}
+			defer lf.report(cmd.ErrOrStderr())
+			var qs []retrieve.Question
+			if questions != "" {
+				if qs, err = retrieve.ReadQuestions(questions); err != nil {
+					return err
+				}
+			} else {
+				qs = []retrieve.Question{{ID: "q1", Question: args[0]}}
+			}
+			progress, finish := bar(cmd, "query")
+			lines, err := retrieve.Run(cmd.Context(), r, chat, qs, rc, progress)
+			finish()
+			if err != nil {
+				return err
+			}
+			if questions != "" {
+				if err := graphio.AtomicWrite(out, func(w io.Writer) error { return retrieve.WriteRun(w, lines) }); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d questions → %s (%s, top %d)\n", len(lines), out, retriever, rc.TopK)
+				return nil
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), lines[0])
+			}
+			printRunLine(cmd.OutOrStdout(), lines[0])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&path, "index", "", "index file")
+	f.StringVar(&questions, "questions", "", `JSONL file of {"id","question"}`)
+	f.StringVar(&out, "out", "", "run file to write (JSONL)")
+	f.StringVar(&retriever, "retriever", "ppr", "retriever: "+strings.Join(retrieve.Names, ", "))
+	f.IntVar(&rc.TopK, "top-k", rc.TopK, "passages per question")
+	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
+	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
+	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
+	f.Float64Var(&cfg.Damping, "damping", cfg.Damping, "PPR damping")
+	f.IntVar(&cfg.LinkingTopK, "linking-top-k", cfg.LinkingTopK, "facts linked and entities seeded (ppr)")
+	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of dense passage seeds (ppr)")
+	f.Float64Var(&cfg.HyperChunkWeight, "chunk-weight", cfg.HyperChunkWeight, "w_chunk of dense chunk seeds (hyperppr)")
+	lf.register(cmd)
+	return cmd
+}
+
+func printRunLine(w io.Writer, l retrieve.RunLine) {
+	fmt.Fprintf(w, "Q: %s  [%s]\n", l.Question, l.Retriever)
+	if len(l.Facts) > 0 {
+		fmt.Fprintln(w, "facts:")
+		for _, f := range l.Facts {
+			fmt.Fprintf(w, "  (%s)\n", strings.Join(f, " | "))
+		}
+	}
+	for i, p := range l.Passages {
+		text := p.Text
+		if len(text) > 300 {
+			text = text[:300] + "…"
+		}
+		fmt.Fprintf(w, "%d. %s  (%.4f)\n   %s\n", i+1, p.Title, p.Score, strings.ReplaceAll(text, "\n", " "))
+	}
+	if l.Answer != nil {
+		fmt.Fprintf(w, "Answer: %s\n", *l.Answer)
+	}
+}

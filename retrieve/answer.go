@@ -1,0 +1,39 @@
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/graphloom/graphloom/llm"
+)
+
+// Answer asks the LLM to answer q from the top passages, with HippoRAG's reader
+// contract: each passage as "Wikipedia Title: <title>\n<text>", then "Question: …\nThought: ";
+// the answer is the text after the last "Answer:".
+func Answer(ctx context.Context, c Chatter, q string, passages []Passage, top int) (string, error) {
+	var b strings.Builder
+	for i, p := range passages {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(&b, "Wikipedia Title: %s\n%s\n\n", p.Title, p.Text)
+	}
+	fmt.Fprintf(&b, "Question: %s\nThought: ", q)
+	resp, err := c.Chat(ctx, llm.ChatRequest{Stage: "answer", Messages: []llm.Message{
+		llm.System(readerSystem), llm.User(readerDemoUser), llm.Assistant(readerDemoAssistant), llm.User(b.String()),
+	}})
+	if err != nil {
+		return "", fmt.Errorf("retrieve: answer: %w", err)
+	}
+	return ParseAnswer(resp.Content), nil
+}
+
+// ParseAnswer returns the text after the last "Answer:" (the whole reply if there is
+// none), trimmed.
+func ParseAnswer(reply string) string {
+	if i := strings.LastIndex(reply, "Answer:"); i >= 0 {
+		reply = reply[i+len("Answer:"):]
+	}
+	return strings.TrimSpace(reply)
+}

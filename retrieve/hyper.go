@@ -1,0 +1,88 @@
+package retrieve
+
+import (
+	"context"
+	"math"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
+)
+
+// hyperRetriever is HyperGraphRAG + PPR (seed 002; anchors §E.2–E.3).
+type hyperRetriever struct{ s *Searcher }
+
+func (r hyperRetriever) Name() string { return "hyperppr" }
+
+func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, error) {
+	s := r.s
+	g, err := s.hyperGraph()
+	if err != nil {
+		return Result{}, err
+	}
+	qv, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
+	if err != nil {
+		return Result{}, err
+	}
+	entChunks := s.entityChunks()
+	// Local path: the top entities by similarity, divided by their chunk counts.
+	entSim := map[int32]float64{}
+	for _, nb := range kernels.TopK(s.scores(graphio.KindEntity, qv), s.cfg.HyperEntityTopK) {
+		if n := len(entChunks[nb.Index]); n > 0 {
+			entSim[nb.Index] = max(entSim[nb.Index], float64(nb.Score)/float64(n))
+		}
+	}
+	// Global path: the top hyperedges by similarity, propagated to their entities with
+	// a noisy-OR: s = 1 − (1 − mean w)^(1 + ln count), w = sim ÷ entity chunk count.
+	edgeSim := map[int32]float64{}
+	sum, count := map[int32]float64{}, map[int32]float64{}
+	for _, nb := range kernels.TopK(s.scores(graphio.KindHyperedge, qv), s.cfg.HyperEdgeTopK) {
+		edgeSim[nb.Index] = float64(nb.Score)
+		for _, e := range s.ix.Hyperedges[nb.Index].Entities {
+			n := len(entChunks[e])
+			if n == 0 {
+				continue
+			}
+			if w := float64(nb.Score) / float64(n); w > 0 {
+				sum[e] += w
+				count[e]++
+			}
+		}
+	}
+	for e, c := range count {
+		avg := min(1, sum[e]/c)
+		entSim[e] = max(entSim[e], 1-math.Pow(1-avg, 1+math.Log(c)))
+	}
+	reset := make([]float64, g.ns.N())
+	seed := func(sims map[int32]float64, top int, node func(int32) int32) {
+		ids := make([]int32, 0, len(sims))
+		vals := make([]float64, 0, len(sims))
+		for id, v := range sims {
+			ids = append(ids, id)
+			vals = append(vals, v)
+		}
+		norm := minMax(vals)
+		for _, nb := range kernels.TopK(toF32(norm), top) {
+			reset[node(ids[nb.Index])] += norm[nb.Index]
+		}
+	}
+	seed(entSim, s.cfg.HyperSeedEntities, g.ns.Entity)
+	seed(edgeSim, s.cfg.HyperSeedEdges, g.ns.Hyperedge)
+	// Chunk seeds: the dense top HyperChunkTopK, min-max normalised, × w_chunk.
+	dense := s.scores(graphio.KindChunk, qv)
+	top := kernels.TopK(dense, s.cfg.HyperChunkTopK)
+	vals := make([]float64, len(top))
+	for i, nb := range top {
+		vals[i] = float64(nb.Score)
+	}
+	for i, v := range minMax(vals) {
+		reset[g.ns.Chunk(top[i].Index)] += v * s.cfg.HyperChunkWeight
+	}
+	x, ok, err := g.solve(reset)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		return Result{Passages: s.passages(toF64(dense), k)}, nil
+	}
+	return Result{Passages: s.passages(g.chunkScores(x, len(s.ix.Chunks)), k)}, nil
+}

@@ -1,0 +1,273 @@
+// Package retrieve answers questions over an index with the retrievers users compare
+// GraphRAG methods with:
+//
+//   - bm25: Okapi BM25 over chunks;
+//   - dense: cosine between the question and chunk embeddings ("dense RAG");
+//   - triples: the top-k facts by cosine, returned with their source chunks (the
+//     "top-k triples" baseline of seed 004);
+//   - ppr: HippoRAG 2's retrieval — fact linking, entity and passage seeds, Personalized
+//     PageRank over entities and passages;
+//   - hyperppr: HyperGraphRAG + PPR (seed 002) over the entity/hyperedge/chunk graph.
+//
+// Every knob lives in [Config] with the paper's default in its doc.
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/llm"
+)
+
+// Config holds every retrieval knob.
+type Config struct {
+	// BM25K1 and BM25B are Okapi BM25's term-saturation and length-normalisation
+	// parameters; the usual 1.2 and 0.75.
+	BM25K1, BM25B float64
+
+	// LinkingTopK is the number of facts kept after scoring (and after recognition
+	// memory), and of entities seeded; HippoRAG 2 linking_top_k: 5.
+	LinkingTopK int
+	// PassageNodeWeight scales the min-max-normalised dense scores that seed every
+	// passage node; HippoRAG 2 passage_node_weight: 0.05.
+	PassageNodeWeight float64
+	// Damping is the PPR damping of both graph retrievers; HippoRAG 2 and HyperGraphRAG: 0.5.
+	Damping float64
+	// RecognitionMemory filters the linked facts with the LLM (HippoRAG 2's DSPy
+	// filter), keeping at most RecognitionKeep; it is used only when an LLM is given.
+	RecognitionMemory bool
+	// RecognitionKeep is the most facts the filter keeps; HippoRAG 2's prompt: 4.
+	RecognitionKeep int
+	// QueryToFact and QueryToPassage are instructions prefixed to the question before
+	// embedding it for fact and passage scoring (HippoRAG 2 uses them with NV-Embed-v2:
+	// "Given a question, retrieve relevant triplet facts that matches this question."
+	// and "Given a question, retrieve relevant documents that best answer the
+	// question."). Empty by default: the built-in embedder has no use for them.
+	QueryToFact, QueryToPassage string
+
+	// HyperEntityTopK and HyperEdgeTopK are how many entities and hyperedges the
+	// vector search returns before propagation; HyperGraphRAG top_k: 60.
+	HyperEntityTopK, HyperEdgeTopK int
+	// HyperSeedEntities and HyperSeedEdges are how many top entities and hyperedges
+	// seed the PPR; HyperGraphRAG top_n_ent: 5, top_h_ent: 10.
+	HyperSeedEntities, HyperSeedEdges int
+	// HyperChunkTopK is how many dense-retrieved chunks are seeded; HyperGraphRAG: 100.
+	HyperChunkTopK int
+	// HyperChunkWeight (w_chunk) scales the normalised dense chunk seeds; HyperGraphRAG: 0.5.
+	HyperChunkWeight float64
+}
+
+// DefaultConfig returns the papers' defaults.
+func DefaultConfig() Config {
+	return Config{
+		BM25K1: 1.2, BM25B: 0.75,
+		LinkingTopK: 5, PassageNodeWeight: 0.05, Damping: 0.5,
+		RecognitionMemory: true, RecognitionKeep: 4,
+		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
+		HyperChunkTopK: 100, HyperChunkWeight: 0.5,
+	}
+}
+
+// Names lists the retrievers in the order reports show them.
+var Names = []string{"bm25", "dense", "triples", "ppr", "hyperppr"}
+
+// Passage is a retrieved chunk.
+type Passage struct {
+	Chunk   int32   `json:"-"`
+	ChunkID string  `json:"chunk_id"`
+	Title   string  `json:"title"`
+	Text    string  `json:"text"`
+	Score   float64 `json:"score"`
+}
+
+// Result is what a retriever returns for one question.
+type Result struct {
+	Passages []Passage  `json:"passages"`
+	Facts    [][]string `json:"facts"` // the facts that drove the ranking, as [s, p, o]
+}
+
+// A Retriever ranks the chunks of an index for a question.
+type Retriever interface {
+	Name() string
+	Retrieve(ctx context.Context, question string, k int) (Result, error)
+}
+
+// Chatter is the LLM the retrievers may use (recognition memory, answering).
+type Chatter interface {
+	Chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, error)
+}
+
+// Searcher holds an index, its embedder and the structures the retrievers share,
+// built on first use. It is safe for concurrent use.
+type Searcher struct {
+	ix  *graphio.Index
+	emb embed.Embedder
+	cfg Config
+	llm Chatter // may be nil
+
+	bm25Once sync.Once
+	bm25     *bm25Index
+
+	hippoOnce sync.Once
+	hippo     *graphView
+	hippoErr  error
+
+	hyperOnce sync.Once
+	hyper     *graphView
+	hyperErr  error
+
+	entChunks [][]int32
+	entOnce   sync.Once
+}
+
+// NewSearcher prepares retrieval over ix with the embedder that made its vectors.
+// chat may be nil (no recognition memory).
+func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter) (*Searcher, error) {
+	if emb == nil {
+		return nil, fmt.Errorf("retrieve: no embedder")
+	}
+	if emb.Identity() != ix.Meta.Embedder {
+		return nil, fmt.Errorf("retrieve: %w: index embedded with %q, searcher given %q", embed.ErrMismatch, ix.Meta.Embedder, emb.Identity())
+	}
+	for _, k := range []graphio.NodeKind{graphio.KindChunk} {
+		if m := ix.Embeddings[k]; m == nil || m.Rows() != len(ix.Chunks) {
+			return nil, fmt.Errorf("retrieve: the index has no %s embeddings; rebuild it with `graphloom index`", k)
+		}
+	}
+	return &Searcher{ix: ix, emb: emb, cfg: cfg, llm: chat}, nil
+}
+
+// Index returns the searched index.
+func (s *Searcher) Index() *graphio.Index { return s.ix }
+
+// Retriever returns the named retriever.
+func (s *Searcher) Retriever(name string) (Retriever, error) {
+	switch name {
+	case "bm25":
+		return bm25Retriever{s}, nil
+	case "dense":
+		return denseRetriever{s}, nil
+	case "triples":
+		return tripleRetriever{s}, nil
+	case "ppr":
+		return hippoRetriever{s}, nil
+	case "hyperppr":
+		if len(s.ix.Hyperedges) == 0 {
+			return nil, fmt.Errorf("retrieve: hyperppr needs hyperedges; the index has none")
+		}
+		return hyperRetriever{s}, nil
+	}
+	return nil, fmt.Errorf("retrieve: unknown retriever %q (want one of %v)", name, Names)
+}
+
+// embedQuery embeds the question with an optional instruction prefix.
+func (s *Searcher) embedQuery(ctx context.Context, instruction, q string) ([]float32, error) {
+	text := q
+	if instruction != "" {
+		text = instruction + " " + q
+	}
+	vs, err := s.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("retrieve: embed question: %w", err)
+	}
+	return vs[0], nil
+}
+
+// scores returns dot(q, row) for every row of the matrix of kind k.
+func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
+	m := s.ix.Embeddings[k]
+	if m == nil {
+		return nil
+	}
+	out := make([]float32, m.Rows())
+	for i := range out {
+		out[i] = kernels.Dot(m.Row(i), q)
+	}
+	return out
+}
+
+// entityChunks caches, per entity, the chunks it occurs in.
+func (s *Searcher) entityChunks() [][]int32 {
+	s.entOnce.Do(func() { s.entChunks = s.ix.EntityChunks() })
+	return s.entChunks
+}
+
+// passages turns ranked chunk scores into the top k passages.
+func (s *Searcher) passages(scores []float64, k int) []Passage {
+	order := make([]int32, len(scores))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		switch {
+		case scores[a] > scores[b]:
+			return -1
+		case scores[a] < scores[b]:
+			return 1
+		}
+		return 0
+	})
+	if k > len(order) {
+		k = len(order)
+	}
+	out := make([]Passage, 0, k)
+	for _, c := range order[:k] {
+		out = append(out, s.passage(c, scores[c]))
+	}
+	return out
+}
+
+func (s *Searcher) passage(c int32, score float64) Passage {
+	ch := &s.ix.Chunks[c]
+	return Passage{Chunk: c, ChunkID: ch.ID, Title: ch.Title, Text: ch.Text, Score: score}
+}
+
+func (s *Searcher) factTriple(f int32) []string {
+	x := &s.ix.Facts[f]
+	return []string{s.ix.Entities[x.Subject].Name, x.Predicate, s.ix.Entities[x.Object].Name}
+}
+
+// minMax normalises v to [0,1]; a constant vector becomes all ones (HippoRAG's
+// min_max_normalize).
+func minMax(v []float64) []float64 {
+	if len(v) == 0 {
+		return v
+	}
+	lo, hi := v[0], v[0]
+	for _, x := range v {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		if hi == lo {
+			out[i] = 1
+		} else {
+			out[i] = (x - lo) / (hi - lo)
+		}
+	}
+	return out
+}
+
+func toF64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// Open prepares retrieval over ix with the embedder that made its vectors: the
+// built-in one is restored from the index; an API embedder must be passed as api
+// (nil when none is configured). chat may be nil.
+func Open(ix *graphio.Index, api embed.Embedder, cfg Config, chat Chatter) (*Searcher, error) {
+	emb, err := embed.ForIndex(ix, api)
+	if err != nil {
+		return nil, err
+	}
+	return NewSearcher(ix, emb, cfg, chat)
+}
