@@ -28,6 +28,9 @@ type Entity struct {
 // Triple is an extracted (subject, predicate, object) statement.
 type Triple struct {
 	Subject, Predicate, Object string
+	// Sources lists other texts of the same extraction call whose content the triple
+	// depends on (a pronoun resolved to a name found there); see Rule.ExtractDocs.
+	Sources []int `json:",omitempty"`
 }
 
 // Hyperedge is an n-ary fact: a verbatim text segment and its entities in order.

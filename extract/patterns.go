@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -13,6 +14,7 @@ type patterns struct {
 	maxWords int
 	res      *Result
 	seen     map[string]bool
+	doc      int // text index, for Triple.Sources
 
 	subjects []int  // spans acting as the current clause subject
 	coord    bool   // subjects were gathered by "X and Y" and await their verb
@@ -344,10 +346,14 @@ func (p *patterns) emitAll(subjects []int, pred string, obj int) {
 }
 
 func (p *patterns) emit(s int, pred string, o int) {
-	p.emitText(p.spans[s].text, pred, p.spans[o].text)
+	p.emitFrom(p.spans[s].text, pred, p.spans[o].text, p.spans[s].from, p.spans[o].from)
 }
 
-func (p *patterns) emitText(s, pred, o string) {
+func (p *patterns) emitText(s, pred, o string) { p.emitFrom(s, pred, o, -1, -1) }
+
+// emitFrom records a triple; from lists the texts (other than this one) an entity was
+// resolved from, or -1.
+func (p *patterns) emitFrom(s, pred, o string, from ...int) {
 	pred = strings.Join(strings.Fields(pred), " ")
 	ns, no := graphio.NormalizeName(s), graphio.NormalizeName(o)
 	if ns == "" || no == "" || ns == no || graphio.NormalizeName(pred) == "" {
@@ -358,5 +364,11 @@ func (p *patterns) emitText(s, pred, o string) {
 		return
 	}
 	p.seen[key] = true
-	p.res.Triples = append(p.res.Triples, Triple{Subject: s, Predicate: pred, Object: o})
+	t := Triple{Subject: s, Predicate: pred, Object: o}
+	for _, f := range from {
+		if f >= 0 && f != p.doc && !slices.Contains(t.Sources, f) {
+			t.Sources = append(t.Sources, f)
+		}
+	}
+	p.res.Triples = append(p.res.Triples, t)
 }

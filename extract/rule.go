@@ -146,17 +146,41 @@ type span struct {
 	i, j int // token range [i, j)
 	text string
 	typ  string
+	from int // for a resolved pronoun, the text its antecedent came from (see ExtractDocs); else -1
 }
 
 // chunkState carries what pronoun resolution needs across the sentences of a chunk.
 type chunkState struct {
-	person string // last person-like sentence subject
+	doc       int    // index of the text being processed (ExtractDocs)
+	person    string // last person-like sentence subject
+	personDoc int    // the text that subject was found in
 }
 
 func (w *ruleWorker) chunk(text string) Result {
+	return w.text(text, &chunkState{})
+}
+
+// ExtractDocs extracts from consecutive texts (such as the evidence chunks of an
+// augmentation prompt) as one discourse: a pronoun at the start of one text can resolve
+// to a person named in an earlier one. Result i holds what text i states; a triple
+// whose entity was resolved from another text lists that text in Sources.
+func (r *Rule) ExtractDocs(texts []string) ([]Result, error) {
+	w, err := r.newWorker()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(texts))
+	st := &chunkState{}
+	for i, t := range texts {
+		st.doc = i
+		out[i] = w.text(t, st)
+	}
+	return out, nil
+}
+
+func (w *ruleWorker) text(text string, st *chunkState) Result {
 	var res Result
 	seen := map[string]bool{}
-	st := &chunkState{}
 	for _, s := range w.seg.Sentences(text) {
 		sent := strings.TrimSpace(text[s.Start:s.End])
 		if sent == "" {
@@ -201,12 +225,15 @@ func (w *ruleWorker) sentence(sent string, st *chunkState, res *Result, seen map
 			res.Entities = append(res.Entities, Entity{Text: sp.text, Type: sp.typ})
 		}
 	}
-	p := patterns{toks: toks, spans: spans, maxWords: w.cfg.MaxPredicateWords, res: res, seen: seen}
+	p := patterns{toks: toks, spans: spans, maxWords: w.cfg.MaxPredicateWords, res: res, seen: seen, doc: st.doc}
 	p.run()
 	// Remember the sentence subject for pronouns in the next sentence.
 	if len(spans) > 0 && spans[0].i <= 2 && spans[0].typ != "DATE" {
 		if spans[0].typ == "PERSON" || spans[0].typ == "" || isPersonName(spans[0].text) {
-			st.person = spans[0].text
+			st.person, st.personDoc = spans[0].text, st.doc
+			if spans[0].from >= 0 {
+				st.personDoc = spans[0].from
+			}
 		}
 	}
 	var names []string
@@ -355,7 +382,7 @@ func entitySpans(sent string, toks []token) []span {
 			for j > k && toks[j-1].text == "," {
 				j--
 			}
-			out = append(out, span{i: k, j: j, typ: "DATE"})
+			out = append(out, span{i: k, j: j, typ: "DATE", from: -1})
 			i = j
 			continue
 		}
@@ -386,7 +413,7 @@ func entitySpans(sent string, toks []token) []span {
 		if nameStop[toks[i].text] && j-i > 1 {
 			i++
 		}
-		out = append(out, span{i: i, j: j, typ: nerType(toks[i:j])})
+		out = append(out, span{i: i, j: j, typ: nerType(toks[i:j]), from: -1})
 		i = j
 	}
 	for k := range out {
@@ -439,7 +466,7 @@ func resolvePronouns(toks []token, spans []span, st *chunkState) []span {
 		}
 		if t.tag == "PRP" && personPronouns[strings.ToLower(t.text)] && !inSpans(spans, i) {
 			// "her" as a possessive determiner ("her father") is tagged PRP$; PRP "her" is an object.
-			out = append(out, span{i: i, j: i + 1, text: st.person, typ: "PERSON"})
+			out = append(out, span{i: i, j: i + 1, text: st.person, typ: "PERSON", from: st.personDoc})
 		}
 	}
 	out = append(out, spans[k:]...)

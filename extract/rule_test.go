@@ -15,17 +15,17 @@ func TestRulePatterns(t *testing.T) {
 		want []Triple
 	}{
 		{"Odile Varrant founded the Lamplighters' Guild in 1843.",
-			[]Triple{{"Odile Varrant", "founded", "Lamplighters' Guild"}, {"Odile Varrant", "founded in", "1843"}}},
-		{"Tomas Brell was born in Aldwick.", []Triple{{"Tomas Brell", "was born in", "Aldwick"}}},
+			[]Triple{{Subject: "Odile Varrant", Predicate: "founded", Object: "Lamplighters' Guild"}, {Subject: "Odile Varrant", Predicate: "founded in", Object: "1843"}}},
+		{"Tomas Brell was born in Aldwick.", []Triple{{Subject: "Tomas Brell", Predicate: "was born in", Object: "Aldwick"}}},
 		{"Port Keswyn is a harbour town in the province of Ostmark.",
-			[]Triple{{"Port Keswyn", "is a", "harbour town"}}},
+			[]Triple{{Subject: "Port Keswyn", Predicate: "is a", Object: "harbour town"}}},
 		{"Tomas Brell, the harbourmaster of Port Keswyn, was born in Aldwick.",
-			[]Triple{{"Tomas Brell", "harbourmaster of", "Port Keswyn"}, {"Tomas Brell", "was born in", "Aldwick"}}},
+			[]Triple{{Subject: "Tomas Brell", Predicate: "harbourmaster of", Object: "Port Keswyn"}, {Subject: "Tomas Brell", Predicate: "was born in", Object: "Aldwick"}}},
 		{"Odile Varrant, known as the Grey Widow, bought the Meridian from Tomas Brell.",
-			[]Triple{{"Odile Varrant", "known as", "Grey Widow"}, {"Odile Varrant", "bought", "Meridian"}, {"Odile Varrant", "bought from", "Tomas Brell"}}},
-		{"Mira Solenne is the daughter of Tomas Brell.", []Triple{{"Mira Solenne", "daughter of", "Tomas Brell"}}},
+			[]Triple{{Subject: "Odile Varrant", Predicate: "known as", Object: "Grey Widow"}, {Subject: "Odile Varrant", Predicate: "bought", Object: "Meridian"}, {Subject: "Odile Varrant", Predicate: "bought from", Object: "Tomas Brell"}}},
+		{"Mira Solenne is the daughter of Tomas Brell.", []Triple{{Subject: "Mira Solenne", Predicate: "daughter of", Object: "Tomas Brell"}}},
 		{"Hesper Quill and Dunstan Marl met Odile Varrant.",
-			[]Triple{{"Hesper Quill", "met", "Odile Varrant"}, {"Dunstan Marl", "met", "Odile Varrant"}}},
+			[]Triple{{Subject: "Hesper Quill", Predicate: "met", Object: "Odile Varrant"}, {Subject: "Dunstan Marl", Predicate: "met", Object: "Odile Varrant"}}},
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			res, err := r.ExtractText(tc.text)
@@ -41,9 +41,24 @@ func TestRulePronounsAliasesHyperedges(t *testing.T) {
 	r := NewRule(DefaultRuleConfig())
 	res, err := r.ExtractText("Mira Solenne rowed out to Gull Rock. She rescued Ruel Faddock. The Grey Widow, also known as Odile Varrant, watched from Tallow Point.")
 	require.NoError(t, err)
-	assert.Contains(t, res.Triples, Triple{"Mira Solenne", "rescued", "Ruel Faddock"}, "%v", res.Triples)
+	assert.Contains(t, res.Triples, Triple{Subject: "Mira Solenne", Predicate: "rescued", Object: "Ruel Faddock"}, "%v", res.Triples)
 	assert.Contains(t, res.Aliases, [2]string{"Grey Widow", "Odile Varrant"})
 	require.Len(t, res.Hyperedges, 3, fmt.Sprint(res.Hyperedges))
 	assert.Equal(t, []string{"Mira Solenne", "Ruel Faddock"}, res.Hyperedges[1].Entities)
 	assert.Equal(t, "She rescued Ruel Faddock.", res.Hyperedges[1].Text)
+}
+
+func TestExtractDocsCrossTextPronouns(t *testing.T) {
+	r := NewRule(DefaultRuleConfig())
+	res, err := r.ExtractDocs([]string{
+		"Mira Solenne rowed out to Gull Rock in the storm.",
+		"She rescued Ruel Faddock from the water.",
+	})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Contains(t, res[1].Triples, Triple{Subject: "Mira Solenne", Predicate: "rescued", Object: "Ruel Faddock", Sources: []int{0}},
+		"the pronoun resolves to the person of the previous text, which is recorded: %v", res[1].Triples)
+	alone, err := r.ExtractText("She rescued Ruel Faddock from the water.")
+	require.NoError(t, err)
+	assert.Empty(t, alone.Triples, "alone, the pronoun has no antecedent")
 }
