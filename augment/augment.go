@@ -1,0 +1,237 @@
+package augment
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand"
+	"time"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/kg"
+)
+
+// Options configures one augmentation job beyond the paper's knobs.
+type Options struct {
+	Config Config
+	// Completer proposes the new facts; nil with Plan.
+	Completer Completer
+	// Plan stops after selection and prompt building: nothing is sent or merged.
+	Plan bool
+	// Embedder embeds new records; nil uses the index's own (built-in hashed) embedder.
+	Embedder embed.Embedder
+	// KG holds the synonym settings applied to new entities.
+	KG kg.Config
+	// NewScorer creates an untrained scorer for node features of width inputDim.
+	NewScorer func(inputDim int, cfg Config) (Scorer, error)
+	// Checkpoint is where the trained scorer is saved (next to the index); if a
+	// checkpoint for the same graph and settings is there, it is loaded instead of
+	// training again. Empty: no checkpoint.
+	Checkpoint string
+	// LoadScorer loads a checkpoint written by Scorer.Save.
+	LoadScorer func(path string) (Scorer, error)
+	// Progress returns the progress callback of a stage; Log receives training lines.
+	Progress func(stage string) func(done, total int)
+	Log      io.Writer
+}
+
+// Report describes an augmentation run.
+type Report struct {
+	Run         string          `json:"run"`
+	Plan        bool            `json:"plan"`
+	Selector    string          `json:"selector"`
+	Completer   string          `json:"completer,omitempty"`
+	Candidates  int             `json:"root_candidates"`
+	Roots       int             `json:"inference_roots"`
+	Sampled     int             `json:"sampled_subgraphs"`
+	AboveTheta  int             `json:"subgraphs_above_threshold"`
+	Budget      int             `json:"budget"`
+	Training    TrainReport     `json:"training"`
+	Calls       int             `json:"completion_calls"`
+	PlanTokens  int             `json:"planned_prompt_tokens"`
+	FailedCalls int             `json:"failed_calls"`
+	Proposed    int             `json:"proposed_triples"`
+	Accepted    int             `json:"accepted_triples"`
+	Rejections  map[string]int  `json:"rejections"`
+	Added       Added           `json:"added"`
+	Seconds     map[string]any  `json:"stage_seconds"`
+	Selected    []Selected      `json:"selected"`
+	Facts       []Accepted      `json:"accepted"`
+	Hyperedges  []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
+}
+
+// NewRunID returns a fresh run id: "aug-" + UTC timestamp + 4 random hex digits.
+func NewRunID() string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return "aug-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Run augments ix in place (the caller writes it) and returns the report. With
+// opts.Plan it changes nothing and reports what completion would cost.
+func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Report, error) {
+	cfg := opts.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if ix.Embeddings[graphio.KindEntity] == nil || len(ix.Facts) == 0 {
+		return nil, fmt.Errorf("augment: the index has no facts or entity embeddings; build it with `graphloom index`")
+	}
+	if !opts.Plan && opts.Completer == nil {
+		return nil, fmt.Errorf("augment: no completer")
+	}
+	rep := &Report{Run: run, Plan: opts.Plan, Selector: "gnn", Rejections: map[string]int{}, Seconds: map[string]any{}}
+	if cfg.RandomSelector {
+		rep.Selector = "random"
+	}
+	if opts.Completer != nil {
+		rep.Completer = opts.Completer.Name()
+	}
+	stage := func(name string, t0 time.Time) { rep.Seconds[name] = round3(time.Since(t0).Seconds()) }
+	progress := func(name string) func(done, total int) {
+		if opts.Progress == nil {
+			return nil
+		}
+		return opts.Progress(name)
+	}
+
+	t0 := time.Now()
+	g := newMinerGraph(ix, cfg)
+	cands := g.rootCandidates()
+	rep.Candidates = len(cands)
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("augment: no root candidates (no entity has a fact or synonym neighbour)")
+	}
+	stage("graph", t0)
+
+	// Scorer: load a matching checkpoint or train.
+	var sc Scorer
+	if !cfg.RandomSelector {
+		t0 = time.Now()
+		var err error
+		sc, rep.Training, err = obtainScorer(ctx, ix, g, cands, opts)
+		if err != nil {
+			return nil, err
+		}
+		stage("train", t0)
+	}
+
+	// Inference: chained roots, one subgraph each, scored.
+	t0 = time.Now()
+	roots := g.chainRoots(cands, cfg.rootBudget(len(ix.Entities)), cfg)
+	rep.Roots = len(roots)
+	rng := mrand.New(mrand.NewSource(cfg.Seed + 1))
+	var subs []*subgraph
+	for _, r := range roots {
+		if s := g.sample(r, cfg.WalksPerRoot, cfg, rng); s != nil {
+			subs = append(subs, s)
+		}
+	}
+	rep.Sampled = len(subs)
+	stage("sample", t0)
+	t0 = time.Now()
+	scored := make([]candidate, len(subs))
+	if sc != nil {
+		probs, err := scoreSubgraphs(ctx, ix, sc, subs, progress("score"))
+		if err != nil {
+			return nil, err
+		}
+		for i, s := range subs {
+			scored[i] = candidate{s, probs[i]}
+			if probs[i] >= cfg.Threshold {
+				rep.AboveTheta++
+			}
+		}
+	} else {
+		for i, s := range subs {
+			scored[i] = candidate{s, 0}
+		}
+		rep.AboveTheta = len(subs)
+	}
+	stage("score", t0)
+
+	t0 = time.Now()
+	rep.Budget = cfg.budget(len(ix.Chunks))
+	rep.Selected = selectSubgraphs(ix, scored, rep.Budget, cfg)
+	rep.Calls = len(rep.Selected)
+	stage("select", t0)
+	if opts.Plan {
+		tok, err := ingest.NewTokenizer("cl100k_base")
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range Requests(ix, rep.Selected, cfg, len(ix.Hyperedges) > 0) {
+			for _, m := range r.Messages {
+				rep.PlanTokens += tok.Count(m.Content) + 4 // per-message overhead of the chat format
+			}
+		}
+		return rep, nil
+	}
+
+	t0 = time.Now()
+	comps, err := opts.Completer.Complete(ctx, ix, rep.Selected, cfg, progress("complete"))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range comps {
+		if c.Failed != "" {
+			rep.FailedCalls++
+		}
+		rep.Proposed += len(c.Triples)
+	}
+	facts, hypers := validate(ix, rep.Selected, comps, rep.Rejections)
+	rep.Facts, rep.Hyperedges, rep.Accepted = facts, hypers, len(facts)
+	stage("complete", t0)
+
+	t0 = time.Now()
+	emb := opts.Embedder
+	if emb == nil {
+		if emb, err = embed.ForIndex(ix, nil); err != nil {
+			return nil, err
+		}
+	}
+	params, _ := json.Marshal(cfg)
+	ix.Runs = append(ix.Runs, graphio.Run{ID: run, Kind: "augment", Created: time.Now().UTC().Format(time.RFC3339), Params: string(params)})
+	rep.Added, err = merge(ctx, ix, run, facts, hypers, emb, opts.KG)
+	if err != nil {
+		return nil, err
+	}
+	stage("merge", t0)
+	summary, _ := json.Marshal(map[string]any{"added": rep.Added, "accepted": rep.Accepted, "proposed": rep.Proposed,
+		"rejections": rep.Rejections, "selected": len(rep.Selected), "completer": rep.Completer, "selector": rep.Selector})
+	ix.Runs[len(ix.Runs)-1].Summary = string(summary)
+	return rep, nil
+}
+
+// scoreSubgraphs returns the missingness probability of every subgraph, in batches.
+func scoreSubgraphs(ctx context.Context, ix *graphio.Index, sc Scorer, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
+	const batch = 64
+	out := make([]float64, 0, len(subs))
+	for lo := 0; lo < len(subs); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(lo+batch, len(subs))
+		gs := make([]*kernels.Graph, 0, hi-lo)
+		for _, s := range subs[lo:hi] {
+			gs = append(gs, toGraph(ix, s))
+		}
+		logits, err := sc.Logits(gs)
+		if err != nil {
+			return nil, fmt.Errorf("augment: score: %w", err)
+		}
+		for _, z := range logits {
+			out = append(out, sigmoid(float64(z)))
+		}
+		if progress != nil {
+			progress(hi, len(subs))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,276 @@
+package augment
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
+)
+
+// fakeScorer scores every graph by its node count (bigger = less missing) so the
+// pipeline around the scorer can be tested without training a network.
+type fakeScorer struct{ steps, snaps, restores int }
+
+func (f *fakeScorer) TrainStep(gs []*kernels.Graph, _ []float32) (float64, error) {
+	f.steps++
+	return 0.5, nil
+}
+func (f *fakeScorer) Logits(gs []*kernels.Graph) ([]float32, error) {
+	out := make([]float32, len(gs))
+	for i, g := range gs {
+		out[i] = float32(10 - g.NumNodes)
+	}
+	return out, nil
+}
+func (f *fakeScorer) Snapshot() error   { f.snaps++; return nil }
+func (f *fakeScorer) Restore() error    { f.restores++; return nil }
+func (f *fakeScorer) Save(string) error { return nil }
+
+// chainIndex builds an index of entity chains spread over several chunks.
+func chainIndex(t *testing.T) *graphio.Index {
+	t.Helper()
+	var ps []ingest.Passage
+	for d := 0; d < 6; d++ {
+		var b strings.Builder
+		for i := 0; i < 5; i++ {
+			fmt.Fprintf(&b, "Alder Vane%d%d met Brin Holt%d%d in Corran Bay%d. ", d, i, d, i, d)
+			fmt.Fprintf(&b, "Brin Holt%d%d founded Dunmore Hall%d. ", d, i, d)
+		}
+		ps = append(ps, ingest.Passage{Title: fmt.Sprintf("Doc %d", d), Text: b.String(), Source: "t"})
+	}
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err := kg.Build(context.Background(), ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Greater(t, len(ix.Facts), 20)
+	return ix
+}
+
+func TestCorruptionCounts(t *testing.T) {
+	cfg := DefaultConfig()
+	rng := rand.New(rand.NewSource(1))
+	// 12 nodes, 10 fact edges, 2 synonym edges.
+	s := &subgraph{root: 0, nodes: make([]int32, 12)}
+	for i := range s.nodes {
+		s.nodes[i] = int32(i)
+	}
+	for i := int32(0); i < 10; i++ {
+		s.edges = append(s.edges, sedge{i, i + 1, relFact})
+	}
+	s.edges = append(s.edges, sedge{0, 11, relSynonym}, sedge{3, 11, relSynonym})
+	m := maskFacts(s, cfg, rng)
+	require.NotNil(t, m)
+	assert.Equal(t, 8, m.factEdges(), "round(10 × 0.2) = 2 fact edges masked")
+	assert.Equal(t, 12, len(m.nodes), "masking keeps nodes")
+	d := deleteEntities(s, cfg, rng)
+	require.NotNil(t, d)
+	assert.Equal(t, 11, len(d.nodes), "max(1, round(12 × 0.08)) = 1 entity deleted")
+	assert.Contains(t, d.nodes, int32(0), "the root is never deleted")
+	one := &subgraph{nodes: []int32{0, 1}, edges: []sedge{{0, 1, relFact}}}
+	assert.Nil(t, maskFacts(one, cfg, rng), "the last fact edge is kept")
+	assert.Nil(t, deleteEntities(one, cfg, rng), "deleting would leave no fact edge")
+}
+
+func TestGraphHelpers(t *testing.T) {
+	assert.InDelta(t, 2.0/4, jaccard([]int32{1, 2, 3}, []int32{2, 3, 4}), 1e-12)
+	assert.Equal(t, 0.0, jaccard(nil, nil))
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"1843", false}, {"42", false}, {"x", false}, {"14 november 1803", true}, {"odile varrant", true}} {
+		assert.Equal(t, tc.ok, informative(tc.name), tc.name)
+	}
+	cfg := DefaultConfig()
+	assert.Equal(t, 9, cfg.budget(45))
+	cfg.Budget = 3
+	assert.Equal(t, 3, cfg.budget(45))
+
+	ix := chainIndex(t)
+	g := newMinerGraph(ix, DefaultConfig())
+	cands := g.rootCandidates()
+	require.NotEmpty(t, cands)
+	roots := g.chainRoots(cands, 10, DefaultConfig())
+	assert.Len(t, roots, 10)
+	seen := map[int32]bool{}
+	for _, r := range roots {
+		assert.False(t, seen[r], "roots are distinct")
+		seen[r] = true
+	}
+	// Walk weights: min(2·support, 5) × α.
+	for u, ns := range g.adj {
+		for _, n := range ns {
+			want := min(n.weight, 5.0)
+			if n.rel == relSynonym {
+				want *= 0.5
+			}
+			assert.InDelta(t, want, n.eff, 1e-12, "edge from %d", u)
+		}
+	}
+}
+
+func TestValidateCitations(t *testing.T) {
+	ix := chainIndex(t)
+	sel := []Selected{{Score: 0.9, chunkIx: []int32{0, 1}, Chunks: []string{ix.Chunks[0].ID, ix.Chunks[1].ID},
+		Known: [][]string{{"x", "knows", "y"}}}, {Score: 0.7, chunkIx: []int32{2}, Chunks: []string{ix.Chunks[2].ID}}}
+	f0 := ix.Facts[0]
+	existing := []string{ix.Entities[f0.Subject].Name, f0.Predicate, ix.Entities[f0.Object].Name}
+	comps := []Completion{{Triples: []Proposal{
+		{Triple: []string{"Alder Vane00", "rowed to", "Dunmore Hall3"}, ChunkIDs: []string{`"` + strings.ToUpper(ix.Chunks[1].ID) + `" `, ix.Chunks[0].ID}},
+		{Triple: []string{"Alder Vane00", "sailed to", "Corran Bay5"}, ChunkIDs: []string{"chunk-deadbeef"}},
+		{Triple: []string{"Alder Vane00", "waved at", "Corran Bay5"}, ChunkIDs: []string{"see " + ix.Chunks[0].ID}},
+		{Triple: []string{"Alder Vane00", "sang to", "Corran Bay5"}},
+		{Triple: []string{"X", "knows", "Y"}, ChunkIDs: []string{ix.Chunks[0].ID}},
+		{Triple: existing, ChunkIDs: []string{ix.Chunks[0].ID}},
+		{Triple: []string{"a", "b"}},
+		{Triple: []string{"Same", "is", "same"}, ChunkIDs: []string{ix.Chunks[0].ID}},
+		{Triple: []string{"!!", "is", "x"}, ChunkIDs: []string{ix.Chunks[0].ID}},
+	}}, {Triples: []Proposal{
+		{Triple: []string{"Brin Holt01", "sang to", "Corran Bay5"}},                                          // one prompt chunk: uncited is accepted
+		{Triple: []string{"alder vane00", "Rowed to", "dunmore hall3"}, ChunkIDs: []string{ix.Chunks[2].ID}}, // duplicate of the first: merged
+	}}}
+	rej := map[string]int{}
+	facts, _ := validate(ix, sel, comps, rej)
+	assert.Equal(t, map[string]int{RejectHallucinate: 1, RejectUncited: 1, RejectKnown: 1, RejectInIndex: 1,
+		RejectMalformed: 1, RejectSelfLoop: 1, RejectEmptyPart: 1}, rej)
+	require.Len(t, facts, 3)
+	assert.Equal(t, []int32{0, 1, 2}, facts[0].chunkIx, "citations resolved through case, quotes and a duplicate proposal")
+	assert.InDelta(t, 0.9, facts[0].Score, 1e-12)
+	assert.Equal(t, []int32{0}, facts[1].chunkIx, "chunk id found inside prose")
+	assert.Equal(t, []int32{2}, facts[2].chunkIx)
+}
+
+func testOptions(c Completer) Options {
+	cfg := DefaultConfig()
+	cfg.Epochs, cfg.EvalEvery, cfg.Budget, cfg.Roots, cfg.Threshold = 5, 5, 3, 20, 0
+	return Options{Config: cfg, Completer: c, KG: kg.DefaultConfig(),
+		NewScorer: func(int, Config) (Scorer, error) { return &fakeScorer{}, nil }}
+}
+
+func encode(t *testing.T, ix *graphio.Index) []byte {
+	var b bytes.Buffer
+	require.NoError(t, graphio.Write(&b, ix))
+	return b.Bytes()
+}
+
+func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
+	ix := chainIndex(t)
+	before := encode(t, ix)
+	srv := llmtest.NewServer(t)
+	// Answer each prompt with one triple citing its first two evidence chunks, one
+	// citing a chunk id that was not in the prompt, and a known triple.
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		u := r.LastUser()
+		ids := chunkIDPattern.FindAllString(u[strings.Index(u, "Evidence passages"):strings.Index(u, "Strategy")], -1)
+		cite := fmt.Sprintf("%q", ids[0])
+		if len(ids) > 1 {
+			cite += fmt.Sprintf(", %q", ids[1])
+		}
+		root := strings.TrimSpace(strings.Split(strings.Split(u, "Subgraph root entity:\n")[1], "\n")[0])
+		return llmtest.Reply{Content: fmt.Sprintf(`{"new_triples": [
+			{"triple": [%q, "visited", "Ember Quay"], "chunk_ids": [%s]},
+			{"triple": [%q, "feared", "Fenwick Moor"], "chunk_ids": ["chunk-not-in-prompt"]}]}`, root, cite, root)}
+	})
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	rep, err := Run(context.Background(), ix, "aug-test", testOptions(&LLMCompleter{C: c}))
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Calls)
+	assert.Equal(t, 3, srv.Count())
+	assert.Equal(t, rep.Calls, rep.Rejections[RejectHallucinate], "every citation of a chunk outside the prompt is rejected")
+	require.Equal(t, 3, rep.Accepted)
+	assert.Equal(t, 1, rep.Added.Nodes, "Ember Quay")
+	assert.Equal(t, 3, rep.Added.Triples)
+	ember, ok := graphio.NewBuilder(ix, "").EntityIndex("ember quay")
+	require.True(t, ok)
+	assert.Equal(t, "aug-test", ix.Entities[ember].Run)
+	n := 0
+	for _, f := range ix.Facts {
+		if f.Object == ember {
+			n++
+			assert.Equal(t, "aug-test", f.Run, "origin and run id")
+			assert.NotEmpty(t, f.Chunks, "provenance")
+		}
+	}
+	assert.Equal(t, 3, n)
+	require.NoError(t, ix.Validate())
+	assert.Equal(t, len(ix.Entities), ix.Embeddings[graphio.KindEntity].Rows(), "new entities are embedded")
+	assert.Equal(t, len(ix.Facts), ix.Embeddings[graphio.KindFact].Rows())
+	require.Len(t, ix.Runs, 1)
+	assert.Contains(t, ix.Runs[0].Summary, `"triples":3`)
+
+	// Rollback restores the index byte for byte.
+	require.NoError(t, Rollback(ix, "aug-test"))
+	assert.Equal(t, before, encode(t, ix))
+
+	// A second run on a fresh copy sends nothing: every answer is cached.
+	ix2 := chainIndex(t)
+	_, err = Run(context.Background(), ix2, "aug-2", testOptions(&LLMCompleter{C: c}))
+	require.NoError(t, err)
+	assert.Equal(t, 3, srv.Count())
+}
+
+func TestPlanSendsNothing(t *testing.T) {
+	ix := chainIndex(t)
+	before := encode(t, ix)
+	opts := testOptions(nil)
+	opts.Plan = true
+	rep, err := Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Calls)
+	assert.Greater(t, rep.PlanTokens, 3*300, "system, example and evidence count")
+	assert.Equal(t, before, encode(t, ix), "plan changes nothing")
+}
+
+func TestRandomSelectorSkipsTraining(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(&Extractive{Rule: extract.NewRule(extract.DefaultRuleConfig())})
+	opts.Config.RandomSelector = true
+	opts.NewScorer = func(int, Config) (Scorer, error) { return nil, fmt.Errorf("must not train") }
+	rep, err := Run(context.Background(), ix, "rand", opts)
+	require.NoError(t, err)
+	assert.Equal(t, "random", rep.Selector)
+	assert.Equal(t, 3, len(rep.Selected))
+}
+
+func TestCrossChunkFacts(t *testing.T) {
+	r := extract.NewRule(extract.DefaultRuleConfig())
+	res, err := r.ExtractDocs([]string{
+		"Odile Varrant, known as the Grey Widow, came to Port Keswyn.",
+		"The Grey Widow bought the Meridian. Mira Solenne rowed to Gull Rock.",
+		"She rescued Ruel Faddock. Tomas Brell kept the ledger.",
+	})
+	require.NoError(t, err)
+	c := crossChunkFacts(res, []string{"chunk-a", "chunk-b", "chunk-c"})
+	got := map[string][]string{}
+	for _, p := range c.Triples {
+		got[strings.Join(p.Triple, "|")] = p.ChunkIDs
+	}
+	assert.Equal(t, []string{"chunk-a", "chunk-b"}, got["Odile Varrant|bought|Meridian"], "alias bridge: %v", got)
+	assert.Equal(t, []string{"chunk-b", "chunk-c"}, got["Mira Solenne|rescued|Ruel Faddock"], "pronoun bridge: %v", got)
+	for k := range got {
+		assert.NotContains(t, k, "Tomas Brell", "chunk-local facts are not proposed")
+	}
+}
+
+func TestEmbedderMismatch(t *testing.T) {
+	ix := chainIndex(t)
+	_, err := embed.ForIndex(ix, nil)
+	require.NoError(t, err)
+	ix.Meta.Embedder = "api:other"
+	_, err = Run(context.Background(), ix, "x", testOptions(&Extractive{Rule: extract.NewRule(extract.DefaultRuleConfig())}))
+	assert.ErrorIs(t, err, embed.ErrMismatch)
+}

@@ -1,0 +1,214 @@
+package augment
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm"
+)
+
+// Proposal is a triple a completer proposes, with the chunk ids it cites as written.
+type Proposal struct {
+	Triple   []string `json:"triple"`
+	ChunkIDs []string `json:"chunk_ids"`
+}
+
+// HyperProposal is an n-ary fact a completer proposes.
+type HyperProposal struct {
+	Text     string   `json:"text"`
+	Entities []string `json:"entities"`
+	ChunkIDs []string `json:"chunk_ids"`
+}
+
+// Completion is a completer's answer for one selected subgraph.
+type Completion struct {
+	Triples    []Proposal
+	Hyperedges []HyperProposal
+	// Failed is set when the answer could not be obtained or parsed; it is counted.
+	Failed string
+}
+
+// A Completer proposes new facts for selected subgraphs from their evidence chunks.
+type Completer interface {
+	Name() string
+	Complete(ctx context.Context, ix *graphio.Index, sel []Selected, cfg Config, progress func(done, total int)) ([]Completion, error)
+}
+
+// LLMCompleter asks an OpenAI-compatible chat model, one call per subgraph, with the
+// client's concurrency, retries and on-disk cache (so a killed run is resumed without
+// repeating answered calls).
+type LLMCompleter struct {
+	C          *llm.Client
+	Hyperedges bool // also ask for n-ary hyperedges (for hyperedge indices)
+}
+
+// Name implements Completer.
+func (c *LLMCompleter) Name() string { return "llm:" + c.C.Config().Model }
+
+// Requests builds the chat requests for sel (used by Complete and by --plan).
+func Requests(ix *graphio.Index, sel []Selected, cfg Config, hyper bool) []llm.ChatRequest {
+	reqs := make([]llm.ChatRequest, len(sel))
+	for i := range sel {
+		reqs[i] = llm.ChatRequest{Messages: messages(ix, &sel[i], cfg, hyper), MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "augment"}
+	}
+	return reqs
+}
+
+type completionJSON struct {
+	NewTriples []struct {
+		Triple   []any `json:"triple"`
+		ChunkIDs []any `json:"chunk_ids"`
+	} `json:"new_triples"`
+	NewHyperedges []struct {
+		Text     string `json:"text"`
+		Entities []any  `json:"entities"`
+		ChunkIDs []any  `json:"chunk_ids"`
+	} `json:"new_hyperedges"`
+}
+
+// Complete implements Completer.
+func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Selected, cfg Config, progress func(done, total int)) ([]Completion, error) {
+	out := make([]Completion, len(sel))
+	done := 0
+	err := c.C.ChatAll(ctx, Requests(ix, sel, cfg, c.Hyperedges), func(i int, resp llm.ChatResponse, err error) {
+		done++
+		if progress != nil {
+			progress(done, len(sel))
+		}
+		if err != nil {
+			out[i].Failed = err.Error()
+			return
+		}
+		out[i] = parseCompletion(resp.Content)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("augment: %w", err)
+	}
+	return out, nil
+}
+
+// parseCompletion reads a completion answer tolerantly (code fences, <think> blocks,
+// prose around the JSON, common breakage).
+func parseCompletion(content string) Completion {
+	var cj completionJSON
+	if err := llm.ParseJSON(content, &cj); err != nil {
+		return Completion{Failed: "unparseable answer: " + err.Error()}
+	}
+	var c Completion
+	for _, t := range cj.NewTriples {
+		c.Triples = append(c.Triples, Proposal{Triple: anyStrings(t.Triple), ChunkIDs: anyStrings(t.ChunkIDs)})
+	}
+	for _, h := range cj.NewHyperedges {
+		c.Hyperedges = append(c.Hyperedges, HyperProposal{Text: strings.TrimSpace(h.Text), Entities: anyStrings(h.Entities), ChunkIDs: anyStrings(h.ChunkIDs)})
+	}
+	return c
+}
+
+func anyStrings(xs []any) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		switch v := x.(type) {
+		case string:
+			out = append(out, v)
+		case float64:
+			out = append(out, fmt.Sprint(v))
+		default:
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+// Extractive is the offline completer: it runs the rule extractor over a subgraph's
+// evidence chunks as one discourse, resolves aliases ("X, known as Y") and pronouns
+// across them, and proposes the facts whose evidence spans two or more chunks (a
+// statement about Y in one chunk, with Y named X in another). Facts the index already
+// holds are dropped later by validation.
+type Extractive struct {
+	Rule *extract.Rule
+}
+
+// Name implements Completer.
+func (x *Extractive) Name() string { return "extractive" }
+
+// Complete implements Completer.
+func (x *Extractive) Complete(ctx context.Context, ix *graphio.Index, sel []Selected, cfg Config, progress func(done, total int)) ([]Completion, error) {
+	out := make([]Completion, len(sel))
+	for i := range sel {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		texts := make([]string, len(sel[i].chunkIx))
+		for j, c := range sel[i].chunkIx {
+			texts[j] = ix.Chunks[c].Text
+		}
+		res, err := x.Rule.ExtractDocs(texts)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = crossChunkFacts(res, sel[i].Chunks)
+		if progress != nil {
+			progress(i+1, len(sel))
+		}
+	}
+	return out, nil
+}
+
+// crossChunkFacts resolves aliases across texts and keeps the triples that depend on
+// two or more of them.
+func crossChunkFacts(res []extract.Result, chunkIDs []string) Completion {
+	type alias struct {
+		canon string
+		text  int
+	}
+	aliases := map[string]alias{} // normalised alias → canonical name and the text stating it
+	for i, r := range res {
+		for _, a := range r.Aliases {
+			if n := graphio.NormalizeName(a[1]); n != "" {
+				if _, ok := aliases[n]; !ok {
+					aliases[n] = alias{a[0], i}
+				}
+			}
+		}
+	}
+	resolve := func(name string, own int, support map[int]bool) string {
+		if a, ok := aliases[graphio.NormalizeName(name)]; ok && graphio.NormalizeName(a.canon) != graphio.NormalizeName(name) {
+			support[a.text] = true
+			return a.canon
+		}
+		return name
+	}
+	var c Completion
+	seen := map[string]bool{}
+	for i, r := range res {
+		for _, t := range r.Triples {
+			if t.Predicate == "known as" {
+				continue
+			}
+			support := map[int]bool{i: true}
+			for _, s := range t.Sources {
+				support[s] = true
+			}
+			s, o := resolve(t.Subject, i, support), resolve(t.Object, i, support)
+			if len(support) < 2 {
+				continue
+			}
+			key := graphio.FactID(graphio.NormalizeName(s), graphio.NormalizeName(t.Predicate), graphio.NormalizeName(o))
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			var ids []string
+			for j := range res {
+				if support[j] {
+					ids = append(ids, chunkIDs[j])
+				}
+			}
+			c.Triples = append(c.Triples, Proposal{Triple: []string{s, t.Predicate, o}, ChunkIDs: ids})
+		}
+	}
+	return c
+}

@@ -1,0 +1,134 @@
+// Package augment implements CrossAug (seed 000): GNN-guided cross-chunk augmentation
+// of a graph index. It samples entity subgraphs by weighted random walks, trains an
+// R-GCN "missingness" scorer self-supervised on corrupted views of them, selects
+// high-scoring, low-overlap subgraphs under an LLM budget, asks a completer (an LLM, or
+// the offline extractive completer) for evidence-cited cross-chunk triples, validates
+// the citations, and merges the accepted facts back into the index as a run that can be
+// rolled back exactly.
+package augment
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config holds every knob of an augmentation run. Defaults follow the paper and its
+// reference code (DonFinliani/CrossAug, anchors §D).
+type Config struct {
+	// WalkLength is the number of entity hops per random walk; paper: 3.
+	WalkLength int
+	// WalksPerRoot is the walks per root for scored and corrupted views; paper: 20.
+	WalksPerRoot int
+	// CleanWalksPerRoot is the walks per root for clean training views; paper: 30.
+	CleanWalksPerRoot int
+	// WeightClip is c in min(w, c)·α_type; paper: 5.
+	WeightClip float64
+	// FactWalkScale and SynonymWalkScale are α_fact and α_synonym; paper: 1.0 and 0.5.
+	FactWalkScale, SynonymWalkScale float64
+	// MinNodes and MinFactEdges filter sampled subgraphs; paper: 4 and 1.
+	MinNodes, MinFactEdges int
+
+	// FactMaskRatio is the share of fact edges a relation-missing view masks; paper: 0.2.
+	FactMaskRatio float64
+	// EntityDeleteRatio is the share of non-root entities an entity-missing view
+	// deletes; paper: 0.08.
+	EntityDeleteRatio float64
+	// TrainRoots and EvalRoots are the roots sampled per epoch and the fixed evaluation
+	// roots; paper: 128 and 64.
+	TrainRoots, EvalRoots int
+	// SizeMatched makes clean views use WalksPerRoot walks, like corrupted ones, and
+	// drops entity-missing views, so that node counts carry no label information and a
+	// scorer can only learn missingness. Off in the paper.
+	SizeMatched bool
+
+	// Epochs is the most training epochs (one optimizer step each); paper: 200.
+	Epochs int
+	// LearningRate is Adam's learning rate; paper: 2e-3.
+	LearningRate float64
+	// EvalEvery is the evaluation interval in epochs; paper: 10.
+	EvalEvery int
+	// Patience is the early-stopping patience in epochs on evaluation BCE, with
+	// MinDelta the least improvement; paper: 50 and 1e-4. Best weights are restored.
+	Patience int
+	MinDelta float64
+	// Hidden is the scorer's width; paper: 256.
+	Hidden int
+	// Dropout of the scorer; paper: 0.1.
+	Dropout float64
+
+	// RootFraction sets the inference root budget as a share of entity nodes; paper:
+	// 0.1 (multi-hop sets). Roots, when > 0, sets it absolutely (paper, LiteraryQA: 512).
+	RootFraction float64
+	Roots        int
+	// Threshold θ is the least missingness score selected; paper: 0.5 (HippoRAG 2wiki
+	// profile: 0.4).
+	Threshold float64
+	// MaxJaccard skips a subgraph whose node-Jaccard with a selected one exceeds it;
+	// paper: 0.5.
+	MaxJaccard float64
+	// Budget is the number of subgraphs sent to the completer: a value in (0,1) is a
+	// fraction of 2 × chunks (paper: 0.1), a value ≥ 1 an absolute count.
+	Budget float64
+	// RandomSelector selects subgraphs at random instead of by score (the paper's
+	// "w/o GNN" ablation), under the same budget and overlap rule.
+	RandomSelector bool
+
+	// MaxEvidenceChunks, MaxKnownTriples, MaxPromptEntities and MaxChunkChars cap the
+	// prompt; paper: 15, 120, 120 and 4,500.
+	MaxEvidenceChunks, MaxKnownTriples, MaxPromptEntities, MaxChunkChars int
+	// MaxTokens caps each completion; paper: 12,000.
+	MaxTokens int
+
+	// Seed drives every random choice; paper: 42.
+	Seed int64
+}
+
+// DefaultConfig returns the paper's settings.
+func DefaultConfig() Config {
+	return Config{
+		WalkLength: 3, WalksPerRoot: 20, CleanWalksPerRoot: 30, WeightClip: 5,
+		FactWalkScale: 1, SynonymWalkScale: 0.5, MinNodes: 4, MinFactEdges: 1,
+		FactMaskRatio: 0.2, EntityDeleteRatio: 0.08, TrainRoots: 128, EvalRoots: 64,
+		Epochs: 200, LearningRate: 2e-3, EvalEvery: 10, Patience: 50, MinDelta: 1e-4,
+		Hidden: 256, Dropout: 0.1,
+		RootFraction: 0.1, Threshold: 0.5, MaxJaccard: 0.5, Budget: 0.1,
+		MaxEvidenceChunks: 15, MaxKnownTriples: 120, MaxPromptEntities: 120, MaxChunkChars: 4500,
+		MaxTokens: 12000, Seed: 42,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.WalkLength < 1 || c.WalksPerRoot < 1 || c.CleanWalksPerRoot < 1:
+		return fmt.Errorf("augment: walk length and walks per root must be ≥ 1")
+	case c.MinNodes < 2 || c.MinFactEdges < 1:
+		return fmt.Errorf("augment: need MinNodes ≥ 2 and MinFactEdges ≥ 1")
+	case c.FactMaskRatio <= 0 || c.FactMaskRatio >= 1 || c.EntityDeleteRatio <= 0 || c.EntityDeleteRatio >= 1:
+		return fmt.Errorf("augment: corruption ratios must lie in (0,1)")
+	case c.TrainRoots < 1 || c.EvalRoots < 1 || c.Epochs < 1 || c.EvalEvery < 1:
+		return fmt.Errorf("augment: roots, epochs and evaluation interval must be ≥ 1")
+	case c.Threshold < 0 || c.Threshold > 1 || c.MaxJaccard < 0 || c.MaxJaccard > 1:
+		return fmt.Errorf("augment: threshold and Jaccard bound must lie in [0,1]")
+	case !(c.Budget > 0) || math.IsInf(c.Budget, 0):
+		return fmt.Errorf("augment: budget %v must be positive", c.Budget)
+	}
+	return nil
+}
+
+// budget resolves Budget against the number of chunks: int(b × 2 × chunks) for a
+// fraction, as the reference computes it, at least 1.
+func (c Config) budget(chunks int) int {
+	if c.Budget >= 1 {
+		return int(c.Budget)
+	}
+	return max(1, int(c.Budget*float64(chunks)*2))
+}
+
+// rootBudget resolves the inference root budget against the number of entities.
+func (c Config) rootBudget(entities int) int {
+	if c.Roots > 0 {
+		return c.Roots
+	}
+	return max(1, int(c.RootFraction*float64(entities)))
+}

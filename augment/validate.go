@@ -1,0 +1,179 @@
+package augment
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// Rejection reasons counted in the report.
+const (
+	RejectMalformed   = "malformed"          // not exactly three parts
+	RejectEmptyPart   = "empty_part"         // a part normalises to the empty string
+	RejectSelfLoop    = "subject_is_object"  // subject = object
+	RejectKnown       = "repeats_known"      // among the prompt's known triples
+	RejectInIndex     = "already_in_index"   // the index holds the fact already
+	RejectHallucinate = "invalid_chunk_id"   // cites a chunk id the prompt did not give
+	RejectUncited     = "uncited"            // cites nothing, and the prompt had several chunks
+	RejectHyperText   = "hyperedge_no_text"  // hyperedge without text
+	RejectHyperEnts   = "hyperedge_entities" // hyperedge with fewer than two entities
+)
+
+// Accepted is a validated new fact.
+type Accepted struct {
+	Triple  []string `json:"triple"` // as proposed (surface forms)
+	Chunks  []string `json:"chunk_ids"`
+	Score   float64  `json:"score"` // missingness score of the subgraph (max over subgraphs)
+	norm    [3]string
+	chunkIx []int32
+}
+
+// AcceptedHyper is a validated new hyperedge.
+type AcceptedHyper struct {
+	Text     string   `json:"text"`
+	Entities []string `json:"entities"`
+	Chunks   []string `json:"chunk_ids"`
+	Score    float64  `json:"score"`
+	chunkIx  []int32
+}
+
+var chunkIDPattern = regexp.MustCompile(`chunk-[A-Za-z0-9_-]+`)
+
+// resolveCitations maps cited ids to the prompt's chunks: exact match, or after
+// stripping quotes and spaces and lower-casing, or the first chunk-… token inside the
+// string (anchors §D.8). It reports false if any cited id is not one of the prompt's.
+func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int32, bool) {
+	byID := map[string]int32{}
+	for i, id := range prompt {
+		byID[strings.ToLower(id)] = promptIx[i]
+	}
+	var out []int32
+	for _, c := range cited {
+		key := strings.ToLower(strings.Trim(strings.TrimSpace(c), `"'`+"`"))
+		ix, ok := byID[key]
+		if !ok {
+			if m := chunkIDPattern.FindString(key); m != "" {
+				ix, ok = byID[m]
+			}
+		}
+		if !ok {
+			return nil, false
+		}
+		if !slices.Contains(out, ix) {
+			out = append(out, ix)
+		}
+	}
+	slices.Sort(out)
+	return out, true
+}
+
+// validate checks every proposal, counts rejections by reason, and merges accepted
+// facts proposed for several subgraphs (union of chunks, highest score).
+func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[string]int) ([]Accepted, []AcceptedHyper) {
+	inIndex := make(map[string]bool, len(ix.Facts))
+	for _, f := range ix.Facts {
+		inIndex[f.ID] = true
+	}
+	var facts []Accepted
+	byKey := map[string]int{}
+	var hypers []AcceptedHyper
+	hyperKey := map[string]int{}
+	for i, c := range comps {
+		s := &sel[i]
+		known := map[[3]string]bool{}
+		for _, k := range s.Known {
+			known[[3]string{graphio.NormalizeName(k[0]), graphio.NormalizeName(k[1]), graphio.NormalizeName(k[2])}] = true
+		}
+		cite := func(ids []string) ([]int32, string) {
+			if len(ids) == 0 {
+				if len(s.chunkIx) == 1 {
+					return []int32{s.chunkIx[0]}, ""
+				}
+				return nil, RejectUncited
+			}
+			got, ok := resolveCitations(ids, s.Chunks, s.chunkIx)
+			if !ok {
+				return nil, RejectHallucinate
+			}
+			return got, ""
+		}
+		for _, p := range c.Triples {
+			if len(p.Triple) != 3 {
+				rej[RejectMalformed]++
+				continue
+			}
+			n := [3]string{graphio.NormalizeName(p.Triple[0]), graphio.NormalizeName(p.Triple[1]), graphio.NormalizeName(p.Triple[2])}
+			switch id := graphio.FactID(n[0], n[1], n[2]); {
+			case n[0] == "" || n[1] == "" || n[2] == "":
+				rej[RejectEmptyPart]++
+				continue
+			case n[0] == n[2]:
+				rej[RejectSelfLoop]++
+				continue
+			case known[n]:
+				rej[RejectKnown]++
+				continue
+			case inIndex[id]:
+				rej[RejectInIndex]++
+				continue
+			}
+			chunks, why := cite(p.ChunkIDs)
+			if why != "" {
+				rej[why]++
+				continue
+			}
+			key := n[0] + "\x00" + n[1] + "\x00" + n[2]
+			if j, ok := byKey[key]; ok {
+				a := &facts[j]
+				a.Score = max(a.Score, s.Score)
+				for _, c := range chunks {
+					if !slices.Contains(a.chunkIx, c) {
+						a.chunkIx = append(a.chunkIx, c)
+					}
+				}
+				slices.Sort(a.chunkIx)
+				a.Chunks = chunkIDs(ix, a.chunkIx)
+				continue
+			}
+			byKey[key] = len(facts)
+			facts = append(facts, Accepted{Triple: p.Triple, Score: s.Score, norm: n, chunkIx: chunks, Chunks: chunkIDs(ix, chunks)})
+		}
+		for _, h := range c.Hyperedges {
+			var ents []string
+			for _, e := range h.Entities {
+				if graphio.NormalizeName(e) != "" && !slices.Contains(ents, e) {
+					ents = append(ents, e)
+				}
+			}
+			switch {
+			case strings.TrimSpace(h.Text) == "":
+				rej[RejectHyperText]++
+				continue
+			case len(ents) < 2:
+				rej[RejectHyperEnts]++
+				continue
+			}
+			chunks, why := cite(h.ChunkIDs)
+			if why != "" {
+				rej[why]++
+				continue
+			}
+			if _, dup := hyperKey[h.Text]; dup {
+				continue
+			}
+			hyperKey[h.Text] = len(hypers)
+			hypers = append(hypers, AcceptedHyper{Text: strings.TrimSpace(h.Text), Entities: ents, Chunks: chunkIDs(ix, chunks), Score: s.Score, chunkIx: chunks})
+		}
+	}
+	return facts, hypers
+}
+
+func chunkIDs(ix *graphio.Index, cs []int32) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = ix.Chunks[c].ID
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/eval"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+func newEvalCmd() *cobra.Command {
+	cfg := eval.DefaultConfig()
+	rcfg := retrieve.DefaultConfig()
+	var lf llmFlags
+	var indexPath, dataset, out, runPath, extraction, corpusOut, retrievers string
+	var asJSON, noRecognition bool
+	cmd := &cobra.Command{
+		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
+		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
+		Long: `Run each retriever over the questions of a dataset and score the rankings the way the
+HippoRAG 2 paper does: Recall@k of the gold passages ("title\ntext"), averaged over the
+questions that have gold evidence. With --answer (needs an LLM) the top --top-k passages
+are read by HippoRAG's reader and the answers scored: EM and F1 (SQuAD normalisation,
+max over answer aliases), yes/no/maybe or multiple-choice accuracy; --judge adds an LLM
+judge scoring correctness and completeness 0-10 (HyperGraphRAG+PPR's protocol).
+
+The dataset format is recognised from the file: HippoRAG, MuSiQue, HotpotQA, 2Wiki,
+MoreHopQA, LiteraryQA, PubMedQA-style yes/no, multiple choice, or HyperGraphRAG-style
+gold spans; JSON arrays and JSONL. Malformed records are reported and skipped.
+
+--run scores an existing run file (the JSONL of 'graphloom query --out') instead of
+retrieving; --index is then optional. With --out DIR, report.md, report.json and
+Recall@k charts (recall.png, recall.svg) are written there. The table is printed last.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
+			switch {
+			case extraction != "":
+				if err := requireFlags(cmd, "index"); err != nil {
+					return err
+				}
+				return runExtractionScore(cmd, indexPath, extraction, asJSON)
+			case corpusOut != "":
+				if err := requireFlags(cmd, "dataset"); err != nil {
+					return err
+				}
+				ps, err := eval.CorpusFromDataset(dataset)
+				if err != nil {
+					return err
+				}
+				if err := graphio.AtomicWrite(corpusOut, func(w io.Writer) error { return eval.WriteCorpus(w, ps) }); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "%d passages from %s → %s\n", len(ps), dataset, corpusOut)
+				return nil
+			}
+			if err := requireFlags(cmd, "dataset"); err != nil {
+				return err
+			}
+			if runPath == "" {
+				if err := requireFlags(cmd, "index"); err != nil {
+					return err
+				}
+			}
+			cfg.Retrievers = nil
+			for _, r := range strings.Split(retrievers, ",") {
+				if r = strings.TrimSpace(r); r == "" {
+					continue
+				}
+				if !slices.Contains(retrieve.Names, r) {
+					return usageError{fmt.Errorf("eval: unknown retriever %q (want some of %s)", r, strings.Join(retrieve.Names, ","))}
+				}
+				cfg.Retrievers = append(cfg.Retrievers, r)
+			}
+			if cfg.Judge && !cfg.Answer && runPath == "" {
+				return usageError{fmt.Errorf("eval: --judge scores answers: add --answer (or score a --run file that has answers)")}
+			}
+			ds, err := eval.ReadDataset(dataset)
+			if err != nil {
+				return err
+			}
+			warnSkipped(cmd, dataset, ds.Skipped)
+			var ix *graphio.Index
+			if indexPath != "" {
+				if ix, err = graphio.ReadFile(indexPath); err != nil {
+					return err
+				}
+			}
+			var chat retrieve.Chatter
+			if lf.chatConfigured() {
+				c, err := lf.get()
+				if err != nil {
+					return err
+				}
+				chat = c
+			}
+			if (cfg.Answer || cfg.Judge) && chat == nil {
+				return usageError{fmt.Errorf("eval: --answer and --judge need an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}
+			}
+			defer lf.report(cmd.ErrOrStderr())
+			progress, finish := evalBars(cmd)
+			var rep *eval.Report
+			if runPath != "" {
+				lines, skipped, err := eval.ReadRun(runPath)
+				if err != nil {
+					return err
+				}
+				warnSkipped(cmd, runPath, skipped)
+				rep, err = eval.ScoreRun(cmd.Context(), ix, lines, ds, chat, cfg, progress)
+				finish()
+				if err != nil {
+					return err
+				}
+				rep.Run = runPath
+			} else {
+				api, err := lf.apiEmbedder(cmd.Context())
+				if err != nil {
+					return err
+				}
+				rcfg.RecognitionMemory = !noRecognition
+				s, err := retrieve.Open(ix, api, rcfg, chat)
+				if err != nil {
+					return err
+				}
+				rep, err = eval.Evaluate(cmd.Context(), ix, s, chat, ds, cfg, progress)
+				finish()
+				if err != nil {
+					return err
+				}
+			}
+			if rep.Index != nil {
+				rep.Index.Path = indexPath
+			}
+			if chat != nil && (rep.Settings.Answer || rep.Settings.Judge) {
+				rep.Settings.LLM = lf.config().Model
+			}
+			var files []string
+			if out != "" {
+				if files, err = rep.WriteFiles(out); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return printJSON(w, rep)
+			}
+			fmt.Fprintf(w, "dataset: %s (%s, %d examples, %d with gold evidence)\n", dataset, rep.Dataset.Format, rep.Dataset.Examples, rep.Dataset.WithEvidence)
+			if rep.Index != nil {
+				fmt.Fprintf(w, "index: %s\n", rep.Index)
+			}
+			for _, n := range rep.Notes {
+				fmt.Fprintf(w, "note: %s\n", n)
+			}
+			if len(files) > 0 {
+				fmt.Fprintf(w, "wrote %s\n", strings.Join(files, ", "))
+			}
+			return rep.WriteTable(w)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&indexPath, "index", "", "index file")
+	f.StringVar(&dataset, "dataset", "", "question file (HippoRAG, MuSiQue, HotpotQA/2Wiki/MoreHopQA, LiteraryQA, yes/no, multiple choice, gold spans)")
+	f.StringVar(&retrievers, "retrievers", strings.Join(retrieve.Names, ","), "comma-separated retrievers to evaluate")
+	f.IntVar(&cfg.TopK, "top-k", cfg.TopK, "passages given to the reader, and the k of the answer-in-passages column")
+	f.IntSliceVar(&cfg.Ks, "ks", cfg.Ks, "Recall@k cut-offs")
+	f.StringVar(&out, "out", "", "directory for report.md, report.json and the charts")
+	f.StringVar(&runPath, "run", "", "score this run file (JSONL of 'graphloom query --out') instead of retrieving")
+	f.BoolVar(&cfg.Answer, "answer", false, "answer with the LLM from the top-k passages and score EM/F1 (or accuracy)")
+	f.BoolVar(&cfg.Judge, "judge", false, "have the LLM judge score answers' correctness and completeness (0-10)")
+	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
+	f.IntVar(&cfg.Workers, "workers", 0, "questions retrieved concurrently (0 = all cores)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&extraction, "extraction", "", "score the index's extracted triples against gold within-passage triples [{title, triples}] and exit")
+	f.StringVar(&corpusOut, "corpus-out", "", "write the passages of --dataset as a corpus JSON ({title, text} array) and exit")
+	_ = f.MarkHidden("extraction")
+	_ = f.MarkHidden("corpus-out")
+	lf.register(cmd)
+	return cmd
+}
+
+// evalBars returns a progress factory drawing one bar per stage, and a function
+// finishing the last one.
+func evalBars(cmd *cobra.Command) (eval.Progress, func()) {
+	var finish func()
+	done := func() {
+		if finish != nil {
+			finish()
+			finish = nil
+		}
+	}
+	return func(stage string) func(done, total int) {
+		done()
+		var p func(done, total int)
+		p, finish = bar(cmd, stage)
+		return p
+	}, done
+}
+
+// warnSkipped prints the first skipped records of a file to stderr.
+func warnSkipped(cmd *cobra.Command, path string, skipped []eval.Skipped) {
+	const show = 10
+	for i, s := range skipped {
+		if i == show {
+			cmd.PrintErrf("warning: %s: %d more records skipped\n", path, len(skipped)-show)
+			break
+		}
+		cmd.PrintErrf("warning: %s:%d: skipped: %s\n", path, s.Line, s.Reason)
+	}
+}
+
+func runExtractionScore(cmd *cobra.Command, indexPath, goldPath string, asJSON bool) error {
+	ix, err := graphio.ReadFile(indexPath)
+	if err != nil {
+		return err
+	}
+	gold, err := eval.ReadGoldTriples(goldPath)
+	if err != nil {
+		return err
+	}
+	rep := eval.ExtractionScore(ix, gold)
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return printJSON(w, rep)
+	}
+	fmt.Fprintf(w, "extraction (%s) vs %s: %d passages, %d gold triples, %d extracted\n",
+		rep.Extractor, goldPath, rep.Passages, rep.Gold, rep.Predicted)
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "  not in the index: %s\n", strings.Join(rep.Missing, "; "))
+	}
+	line := func(name string, s eval.PRF) {
+		fmt.Fprintf(w, "  %-40s P %5.1f  R %5.1f  F1 %5.1f  (%d matched)\n", name, 100*s.Precision, 100*s.Recall, 100*s.F1, s.Matched)
+	}
+	line("subject+object (predicate-agnostic)", rep.Pair)
+	line("subject→object + predicate token overlap", rep.Predicate)
+	return nil
+}
