@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,7 +65,7 @@ func writeCorpus(t *testing.T, n int) string {
 	t.Helper()
 	var b strings.Builder
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "{\"title\":\"Passage %d\",\"text\":\"Mara Vell%d founded Quillhaven%d in the year %d. Mara Vell%d was born in Ostrid%d.\"}\n", i, i, i, 1800+i, i, i)
+		fmt.Fprintf(&b, "{\"title\":\"Passage %d\",\"text\":\"Mara Vell%d founded Quillhaven%d in %d. Mara Vell%d was born in Ostrid%d. Quillhaven%d lies near Orlen Ford%d.\"}\n", i, i, i, 1800+i, i, i, i, i)
 	}
 	p := filepath.Join(t.TempDir(), "c.jsonl")
 	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
@@ -207,4 +208,75 @@ func TestIndexKilledAndRerunDoesNotResend(t *testing.T) {
 	ix, err := graphio.ReadFile(filepath.Join(dir, "a.gl"))
 	require.NoError(t, err)
 	assert.Len(t, ix.Facts, 40)
+}
+
+// completionServer answers every CrossAug completion with one triple citing the
+// prompt's first evidence chunk.
+func completionServer(t *testing.T, delay time.Duration) *llmtest.Server {
+	srv := llmtest.NewServer(t)
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		u := r.LastUser()
+		ev := u[strings.Index(u, "Evidence passages"):]
+		id := ev[strings.Index(ev, "chunk-") : strings.Index(ev, "chunk-")+38]
+		root := strings.TrimSpace(strings.Split(strings.Split(u, "Subgraph root entity:\n")[1], "\n")[0])
+		return llmtest.Reply{Content: fmt.Sprintf(`{"new_triples": [{"triple": [%q, "admired", "Velmar Spire"], "chunk_ids": [%q]}]}`, root, id)}
+	})
+	return srv
+}
+
+func TestAugmentKilledResumesAndRollsBack(t *testing.T) {
+	srv := completionServer(t, 30*time.Millisecond)
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "a.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 30), "--out", idx).code)
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	args := []string{"augment", "--index", idx, "--selector", "random", "--budget", "24", "--roots", "60", "--llm-concurrency", "2", "--json"}
+
+	cmd := cli(t, env, args...)
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for srv.AnsweredCount() < 8 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	answered := map[string]bool{}
+	for _, r := range srv.Answered() {
+		answered[string(r.Body)] = true
+	}
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, len(answered), 8)
+	require.Less(t, srv.AnsweredCount(), 24, "killed during completion")
+	after, _ := os.ReadFile(idx)
+	assert.Equal(t, before, after, "a killed run leaves the index untouched")
+	sent := srv.Count()
+
+	r := run(t, env, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, req := range srv.Requests()[sent:] {
+		assert.False(t, answered[string(req.Body)], "a request answered before the kill was sent again")
+	}
+	var out struct {
+		Report struct {
+			Run   string `json:"run"`
+			Added struct {
+				Triples int `json:"triples"`
+			} `json:"added"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	assert.Equal(t, 24, out.Report.Added.Triples)
+	ix, err := graphio.ReadFile(idx)
+	require.NoError(t, err)
+	require.Len(t, ix.Runs, 1)
+
+	r = run(t, nil, "augment", "--index", idx, "--rollback", out.Report.Run)
+	require.Equal(t, 0, r.code, r.stderr)
+	after, _ = os.ReadFile(idx)
+	assert.Equal(t, before, after, "rollback restores the index byte for byte")
 }
