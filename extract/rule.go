@@ -45,7 +45,8 @@ func DefaultRuleConfig() RuleConfig {
 // of, Y)) and alias introductions ("X, known as Y," gives (X, known as, Y) and an alias
 // pair). Every sentence naming two or more entities becomes a hyperedge.
 type Rule struct {
-	cfg RuleConfig
+	cfg  RuleConfig
+	pool sync.Pool // *ruleWorker, for ExtractText and ExtractDocs
 }
 
 // NewRule returns a rule extractor.
@@ -130,11 +131,21 @@ func (r *Rule) newWorker() (*ruleWorker, error) {
 // ExtractText runs the rule extractor on one text (convenient for tests and for the
 // offline augmentation, which extracts from concatenated evidence).
 func (r *Rule) ExtractText(text string) (Result, error) {
-	w, err := r.newWorker()
+	w, err := r.pooled()
 	if err != nil {
 		return Result{}, err
 	}
+	defer r.pool.Put(w)
 	return w.chunk(text), nil
+}
+
+// pooled returns a worker from the pool (loading a tagger takes a fraction of a
+// second, so callers that extract many small texts reuse them).
+func (r *Rule) pooled() (*ruleWorker, error) {
+	if w, ok := r.pool.Get().(*ruleWorker); ok {
+		return w, nil
+	}
+	return r.newWorker()
 }
 
 type token struct {
@@ -165,10 +176,11 @@ func (w *ruleWorker) chunk(text string) Result {
 // to a person named in an earlier one. Result i holds what text i states; a triple
 // whose entity was resolved from another text lists that text in Sources.
 func (r *Rule) ExtractDocs(texts []string) ([]Result, error) {
-	w, err := r.newWorker()
+	w, err := r.pooled()
 	if err != nil {
 		return nil, err
 	}
+	defer r.pool.Put(w)
 	out := make([]Result, len(texts))
 	st := &chunkState{}
 	for i, t := range texts {
@@ -181,18 +193,40 @@ func (r *Rule) ExtractDocs(texts []string) ([]Result, error) {
 func (w *ruleWorker) text(text string, st *chunkState) Result {
 	var res Result
 	seen := map[string]bool{}
+	// Tag the whole text in one call (prose's per-call overhead dominates short
+	// sentences), then hand each sentence its tokens with sentence-relative offsets.
+	toks := w.tag(text)
+	k := 0
 	for _, s := range w.seg.Sentences(text) {
-		sent := strings.TrimSpace(text[s.Start:s.End])
+		raw := text[s.Start:s.End]
+		sent := strings.TrimSpace(raw)
 		if sent == "" {
 			continue
 		}
-		w.sentence(sent, st, &res, seen)
+		base := s.Start + strings.Index(raw, sent)
+		var st2 []token
+		for ; k < len(toks); k++ {
+			t := toks[k]
+			if t.start >= s.End {
+				break
+			}
+			if t.start >= 0 {
+				t.start, t.end = t.start-base, t.end-base
+				if t.start < 0 || t.end > len(sent) {
+					t.start, t.end = -1, -1
+				}
+			}
+			st2 = append(st2, t)
+		}
+		w.sentence(sent, st2, st, &res, seen)
 	}
 	return res
 }
 
-func (w *ruleWorker) tag(sent string) []token {
-	doc, err := prose.NewDocument(sent, prose.WithSegmentation(false), prose.UsingModel(w.model))
+// tag returns the tokens of text with their tags, named-entity labels and byte
+// offsets (-1 when a token cannot be aligned with the text).
+func (w *ruleWorker) tag(text string) []token {
+	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.UsingModel(w.model))
 	if err != nil {
 		return nil
 	}
@@ -201,16 +235,18 @@ func (w *ruleWorker) tag(sent string) []token {
 	cur := 0
 	for i, t := range pt {
 		toks[i] = token{text: t.Text, tag: t.Tag, ner: t.Label, start: -1, end: -1}
-		if at := strings.Index(sent[cur:], t.Text); at >= 0 && at <= 16 && t.Text != "" {
+		if at := strings.Index(text[cur:], t.Text); at >= 0 && at <= 16 && t.Text != "" {
 			toks[i].start, toks[i].end = cur+at, cur+at+len(t.Text)
 			cur = toks[i].end
+		} else if i > 0 {
+			// Keep unaligned tokens with their predecessor's sentence.
+			toks[i].start = -1
 		}
 	}
 	return toks
 }
 
-func (w *ruleWorker) sentence(sent string, st *chunkState, res *Result, seen map[string]bool) {
-	toks := w.tag(sent)
+func (w *ruleWorker) sentence(sent string, toks []token, st *chunkState, res *Result, seen map[string]bool) {
 	if len(toks) == 0 {
 		return
 	}

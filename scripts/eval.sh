@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Retrieval evaluation (make eval): the example corpus always, the shared corpora when present.
+# Usage: scripts/eval.sh BIN CORPORA_DIR OUTDIR
+#
+# Offline by default: every index is built with the rule extractor and the built-in
+# embedder, and only retrieval is scored (Recall@k, answer-in-passages). With EVAL_LLM=1
+# and an LLM configured (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL) the questions are
+# also answered and judged (EM/F1, correctness/completeness) — that costs LLM calls.
+# Each dataset gets OUTDIR/<name>/{report.md,report.json,recall.png,recall.svg};
+# OUTDIR/summary.md concatenates the reports.
+set -euo pipefail
+bin=${1:-bin/graphloom}
+corpora=${2:-../shared/data/corpora}
+out=${3:-out/eval}
+mkdir -p "$out"
+summary="$out/summary.md"
+: >"$summary"
+start=$SECONDS
+
+# Offline unless asked: no reader, no judge, and no recognition-memory LLM filter in ppr
+# even when an LLM happens to be configured in the environment.
+answer=(--no-recognition)
+if [[ "${EVAL_LLM:-0}" == 1 ]]; then
+	answer=(--answer --judge)
+fi
+
+# index NAME CORPUS: build OUTDIR/NAME.glx offline, quietly.
+index() {
+	"$bin" index --quiet --extractor rule --embedder hash --corpus "$2" --out "$out/$1.glx" | sed -n '1p;2p' | sed 's/^/  /'
+}
+
+# evaluate NAME DATASET [FLAGS...]: evaluate every retriever on OUTDIR/NAME.glx.
+evaluate() {
+	local name=$1 dataset=$2
+	shift 2
+	"$bin" eval --quiet --index "$out/$name.glx" --dataset "$dataset" --out "$out/$name" "${answer[@]}" "$@"
+	cat "$out/$name/report.md" >>"$summary"
+	echo >>"$summary"
+}
+
+section() { printf '\n== %s  [%ds]\n' "$1" $((SECONDS - start)); }
+
+section "harbour: examples/harbour (45 passages, 26 multi-hop questions)"
+index harbour examples/harbour/corpus.json
+evaluate harbour examples/harbour/questions.json
+echo
+echo "rule extractor vs examples/harbour/gold_triples.json:"
+"$bin" eval --index "$out/harbour.glx" --extraction examples/harbour/gold_triples.json
+
+if [[ ! -d "$corpora" ]]; then
+	printf '\n(%s not found: only the example corpus was evaluated)\n' "$corpora"
+	printf '\nmake eval: %ds; reports in %s\n' $((SECONDS - start)) "$out"
+	exit 0
+fi
+
+section "MoreHopQA-150, corpus built from its own contexts"
+"$bin" eval --dataset "$corpora/morehopqa_150.json" --corpus-out "$out/morehopqa_corpus.json" | sed 's/^/  /'
+index morehopqa "$out/morehopqa_corpus.json"
+evaluate morehopqa "$corpora/morehopqa_150.json"
+
+for cs in biomed books movies university; do
+	section "HippoRAG case study: $cs"
+	index "case_$cs" "$corpora/case_study_${cs}_corpus.json"
+	evaluate "case_$cs" "$corpora/case_study_$cs.json"
+done
+
+for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
+	[[ -e "$book" ]] || continue
+	ds=${book%_corpus.json}.json
+	name=$(basename "${ds%.json}")
+	section "LiteraryQA: $name (no gold passages: retrieval is scored by answer-in-passages; EM/F1 need EVAL_LLM=1)"
+	index "$name" "$book"
+	evaluate "$name" "$ds"
+done
+
+printf '\nmake eval: %ds; reports in %s (summary: %s)\n' $((SECONDS - start)) "$out" "$summary"
