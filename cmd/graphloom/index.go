@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
@@ -14,22 +17,33 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor, embedder string
+	var corpus, out, extractor, embedder, fromDataset string
 	var asJSON, noGraph bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
-		Use:   "index --corpus PATH --out INDEX",
+		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, or a
 directory of .txt/.md files — merge duplicate passages, chunk long ones, and write the index.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "corpus", "out"); err != nil {
+			if err := requireFlags(cmd, "out"); err != nil {
 				return err
 			}
+			if (corpus == "") == (fromDataset == "") {
+				return usageError{fmt.Errorf("index: give one of --corpus and --corpus-from-dataset")}
+			}
 			progress, finish := bar(cmd, "chunking")
-			ix, rep, err := ingest.Build(cmd.Context(), corpus, cfg, progress)
+			var ix *graphio.Index
+			var rep *ingest.Report
+			var err error
+			if fromDataset != "" {
+				ix, rep, err = indexFromDataset(cmd.Context(), fromDataset, cfg, progress)
+				corpus = fromDataset
+			} else {
+				ix, rep, err = ingest.Build(cmd.Context(), corpus, cfg, progress)
+			}
 			finish()
 			for _, s := range rep.Skipped {
 				cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
@@ -77,6 +91,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	}
 	f := cmd.Flags()
 	f.StringVar(&corpus, "corpus", "", "corpus file or directory")
+	f.StringVar(&fromDataset, "corpus-from-dataset", "", "build the corpus from a QA dataset's own contexts (HotpotQA, MuSiQue, HippoRAG, … formats)")
 	f.StringVar(&out, "out", "", "index file to write")
 	f.BoolVar(&cfg.Strict, "strict", false, "fail on any unusable input instead of skipping it")
 	f.IntVar(&cfg.ChunkTokens, "chunk-tokens", cfg.ChunkTokens, "most tokens per chunk")
@@ -89,6 +104,20 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	lf.register(cmd)
 	return cmd
+}
+
+// indexFromDataset ingests the passages of a QA dataset's contexts.
+func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progress ingest.Progress) (*graphio.Index, *ingest.Report, error) {
+	ps, err := eval.CorpusFromDataset(path)
+	if err != nil {
+		return nil, &ingest.Report{}, err
+	}
+	ix := &graphio.Index{Meta: graphio.Meta{Created: time.Now().UTC().Format(time.RFC3339), Corpus: path, Tokenizer: cfg.Encoding}}
+	rep := &ingest.Report{Records: len(ps)}
+	if err := ingest.AddPassages(ctx, ix, ps, cfg, progress, rep); err != nil {
+		return nil, rep, err
+	}
+	return ix, rep, nil
 }
 
 func newExtractor(name string, lf *llmFlags, cfg extract.LLMConfig) (extract.Extractor, error) {
