@@ -265,7 +265,7 @@ func (w *ruleWorker) sentence(sent string, toks []token, st *chunkState, res *Re
 	p.run()
 	// Remember the sentence subject for pronouns in the next sentence.
 	if len(spans) > 0 && spans[0].i <= 2 && spans[0].typ != "DATE" {
-		if spans[0].typ == "PERSON" || spans[0].typ == "" || isPersonName(spans[0].text) {
+		if spans[0].typ == "PERSON" && !placeLike(spans[0].text) || isPersonName(spans[0].text) {
 			st.person, st.personDoc = spans[0].text, st.doc
 			if spans[0].from >= 0 {
 				st.personDoc = spans[0].from
@@ -292,10 +292,26 @@ func containsFold(xs []string, s string) bool {
 	return false
 }
 
-// isPersonName guesses a person name: two or three capitalised words.
+// placeHeads are last words that make a capitalised name a place, building,
+// organisation or thing rather than a person.
+var placeHeads = toSet("point", "rock", "house", "street", "coast", "bay", "harbour", "harbor", "island", "isle",
+	"guild", "compact", "hall", "lighthouse", "river", "town", "city", "quay", "ford", "bridge", "castle", "church",
+	"abbey", "court", "company", "society", "council", "office", "market", "road", "lane", "square", "sea", "lake",
+	"mountain", "hill", "valley", "moor", "forest", "wood", "port", "cape", "head", "tower", "inn", "tavern",
+	"university", "college", "school", "museum", "theatre", "theater", "hospital", "station", "county", "province",
+	"kingdom", "empire", "republic", "war", "battle", "treaty", "act", "lamps", "night")
+
+// placeLike reports whether a name ends in a place or organisation word.
+func placeLike(s string) bool {
+	f := strings.Fields(strings.ToLower(s))
+	return len(f) > 0 && placeHeads[strings.Trim(f[len(f)-1], ".,'’")]
+}
+
+// isPersonName guesses a person name: two or three capitalised words, the last not a
+// place or organisation word.
 func isPersonName(s string) bool {
 	f := strings.Fields(s)
-	if len(f) < 2 || len(f) > 3 {
+	if len(f) < 2 || len(f) > 3 || placeLike(s) {
 		return false
 	}
 	for _, w := range f {

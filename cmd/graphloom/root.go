@@ -22,7 +22,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
-	root.AddCommand(newIndexCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newVersionCmd())
+	root.AddCommand(newIndexCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newVersionCmd())
 	return root
 }
 
