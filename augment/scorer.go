@@ -192,8 +192,8 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 		row.Epoch, row.TrainLoss = epoch, lastLoss
 		tr.History = append(tr.History, row)
 		if log != nil {
-			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f\n",
-				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking)
+			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs)\n",
+				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds())
 		}
 		if row.EvalBCE < best-cfg.MinDelta {
 			best, bestEpoch, sinceBest = row.EvalBCE, epoch, 0

@@ -1,0 +1,17 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+// pprSIMDAvailable reports whether the AVX-512 tile kernel can run: never in builds
+// without GOEXPERIMENT=simd on amd64.
+func pprSIMDAvailable() bool { return false }
+
+// pprTilePassSIMD falls back to the portable kernel.
+func pprTilePassSIMD(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+	pprTilePass(l, sT, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
+}
+
+// pprPass1SIMD runs the portable pprPass1.
+func pprPass1SIMD(_ bool, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
+	return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
+}

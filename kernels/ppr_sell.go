@@ -1,0 +1,164 @@
+package kernels
+
+import (
+	"math"
+	"sort"
+	"unsafe"
+)
+
+// pprSellRows is the number of rows iterated in lockstep (SELL-C-σ with C = 8).
+const pprSellRows = 8
+
+// pprSellSigma is the window of nodes within which rows are sorted by length.
+const pprSellSigma = 256
+
+// pprLayout is the matrix as the PPR passes read it: SELL-8-σ over internally
+// relabelled nodes.
+//
+// Graph rows are short (6 entries on average for HippoRAG-sized graphs), so a
+// row-at-a-time CSR loop spends its time on the mispredicted exit at the end of every
+// row and on one serial add chain. SELL-8 iterates 8 rows in lockstep: entries are
+// stored in groups of 8, group k of a slice holding the k-th entry of each of its 8
+// rows (padding: weight 0), so the inner loop has 8 independent accumulators and one
+// loop exit per slice.
+//
+// Slices are nearly full when their rows have similar lengths, so nodes are relabelled:
+// within each window of pprSellSigma consecutive nodes, by decreasing row length
+// (stable). Internal node i is original node perm[i]; slice s holds internal rows
+// 8s..8s+7; all per-node vectors are stored in internal order, so every pass reads and
+// writes them sequentially, and windows keep whatever locality the original order had.
+// Each row keeps its CSR entry order, so its sum is the same as a CSR loop's. The node
+// count is padded to a multiple of 8 with isolated dummy nodes.
+type pprLayout struct {
+	n, np    int       // nodes; padded to a multiple of pprSellRows
+	perm     []int32   // internal → original node, len n
+	str, inv []float64 // per internal node strength and 1/strength; 1 and 1 if isolated or padding
+	slicePtr []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
+	col      []int32   // internal column of each entry, pprSellRows per group
+	val      []float32 // weight of each entry, pprSellRows per group
+	chunk    []int32   // chunk c is slices [chunk[c], chunk[c+1]); chunks balance work
+}
+
+// newPPRLayout relabels and lays out csr, and cuts the slices into chunks of at least
+// chunkCost work (entries + 4 per row).
+func newPPRLayout(csr *CSR, sigma, chunkCost int) *pprLayout {
+	n := csr.N
+	np := (n + pprSellRows - 1) / pprSellRows * pprSellRows
+	l := &pprLayout{n: n, np: np, perm: make([]int32, n), str: make([]float64, np), inv: make([]float64, np)}
+	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
+	for i := range l.perm {
+		l.perm[i] = int32(i)
+	}
+	for w := 0; w < n; w += sigma {
+		win := l.perm[w:min(w+sigma, n)]
+		sort.SliceStable(win, func(a, b int) bool { return rowLen(win[a]) > rowLen(win[b]) })
+	}
+	inv := make([]int32, n) // original → internal
+	for i, v := range l.perm {
+		inv[v] = int32(i)
+	}
+	strength := csr.Strength()
+	for i := range np {
+		l.str[i], l.inv[i] = 1, 1
+		if i < n {
+			if st := strength[l.perm[i]]; st > 0 && !math.IsInf(1/st, 0) {
+				l.str[i], l.inv[i] = st, 1/st
+			}
+		}
+	}
+	ns := np / pprSellRows
+	l.slicePtr = make([]int32, 1, ns+1)
+	l.col = make([]int32, 0, csr.NNZ()+csr.NNZ()/16)
+	l.val = make([]float32, 0, csr.NNZ()+csr.NNZ()/16)
+	l.chunk = []int32{0}
+	cost := 0
+	for sl := range ns {
+		width := int32(0)
+		for r := range pprSellRows {
+			if i := sl*pprSellRows + r; i < n {
+				width = max(width, rowLen(l.perm[i]))
+			}
+		}
+		for k := range width {
+			for r := range pprSellRows {
+				i := sl*pprSellRows + r
+				var v, p0, ln int32
+				if i < n {
+					v = l.perm[i]
+					p0, ln = csr.RowPtr[v], rowLen(v)
+				}
+				switch {
+				case k < ln:
+					l.col, l.val = append(l.col, inv[csr.Col[p0+k]]), append(l.val, csr.Val[p0+k])
+				case ln > 0: // pad with the row's last column: already in cache
+					l.col, l.val = append(l.col, inv[csr.Col[p0+ln-1]]), append(l.val, 0)
+				default:
+					l.col, l.val = append(l.col, int32(i)), append(l.val, 0)
+				}
+			}
+		}
+		l.slicePtr = append(l.slicePtr, l.slicePtr[sl]+width)
+		cost += int(width)*pprSellRows + 4*pprSellRows
+		if cost >= chunkCost || sl == ns-1 {
+			l.chunk = append(l.chunk, int32(sl+1))
+			cost = 0
+		}
+	}
+	return l
+}
+
+// pprPass1 runs one Jacobi or Chebyshev step for one vector over the slices [s0,s1)
+// and returns their residual Σ|J(z)−z| and Σz. cur holds y_k; nxt holds y_{k−1} on
+// entry (Chebyshev) and y_{k+1} on return; sv is the normalised reset, all in internal
+// order. Residual and Σz are accumulated per slot of the slice (8 independent chains)
+// and summed at the end.
+//
+// The neighbour loads skip bounds checks: every column is an internal node < np (built
+// by newPPRLayout) and cur has np entries.
+func pprPass1(l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
+	base := unsafe.Pointer(unsafe.SliceData(cur[:l.np]))
+	y := func(u int32) float64 { return *(*float64)(unsafe.Add(base, uintptr(u)*8)) }
+	var rs, zs [pprSellRows]float64
+	for sl := s0; sl < s1; sl++ {
+		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
+		cols, vals := l.col[g0:g1], l.val[g0:g1]
+		vals = vals[:len(cols)]
+		var a0, a1, a2, a3, a4, a5, a6, a7 float64
+		for k := 0; k+pprSellRows <= len(cols); k += pprSellRows {
+			c := (*[pprSellRows]int32)(cols[k:])
+			w := (*[pprSellRows]float32)(vals[k:])
+			a0 += float64(w[0]) * y(c[0])
+			a1 += float64(w[1]) * y(c[1])
+			a2 += float64(w[2]) * y(c[2])
+			a3 += float64(w[3]) * y(c[3])
+			a4 += float64(w[4]) * y(c[4])
+			a5 += float64(w[5]) * y(c[5])
+			a6 += float64(w[6]) * y(c[6])
+			a7 += float64(w[7]) * y(c[7])
+		}
+		acc := [pprSellRows]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+		i0 := sl * pprSellRows
+		str := (*[pprSellRows]float64)(l.str[i0:])
+		inv := (*[pprSellRows]float64)(l.inv[i0:])
+		yc := (*[pprSellRows]float64)(cur[i0:])
+		yn := (*[pprSellRows]float64)(nxt[i0:])
+		ss := (*[pprSellRows]float64)(sv[i0:])
+		for r := range acc {
+			j := ss[r] + d*acc[r]
+			z := yc[r] * str[r]
+			rs[r] += math.Abs(j - z)
+			zs[r] += z
+			jy := j * inv[r]
+			if cheb {
+				yn[r] = omega*(jy-yn[r]) + yn[r]
+			} else {
+				yn[r] = jy
+			}
+		}
+	}
+	for r := range rs {
+		res += rs[r]
+		zsum += zs[r]
+	}
+	return res, zsum
+}

@@ -1,0 +1,179 @@
+package kernels
+
+import "math"
+
+// pprLanes is the number of queries iterated together: 8 float64 = one 64-byte cache
+// line and one AVX-512 register per node.
+const pprLanes = 8
+
+// pprTile holds the interleaved [node][pprLanes] buffers of one tile of queries, in
+// internal node order.
+type pprTile struct {
+	s, cur, nxt []float64
+}
+
+func newPPRTile(np int) *pprTile {
+	return &pprTile{
+		s:   make([]float64, np*pprLanes),
+		cur: make([]float64, np*pprLanes),
+		nxt: make([]float64, np*pprLanes),
+	}
+}
+
+// pprLaneSums holds per-chunk, per-lane partial sums.
+type pprLaneSums [pprLanes]float64
+
+// solveTile iterates up to pprLanes queries together. out and stats receive one entry
+// per reset.
+func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats) {
+	nq := len(resets)
+	nc := s.numChunks()
+	lay := s.lay
+	// Interleave the normalised resets, y_0 = s/strength, clear y_{-1}.
+	s.forChunks(func(c int) {
+		lo, hi := s.chunkRows(c)
+		for i := lo; i < hi; i++ {
+			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
+			cur := (*[pprLanes]float64)(t.cur[i*pprLanes:])
+			nxt := (*[pprLanes]float64)(t.nxt[i*pprLanes:])
+			inv := lay.inv[i]
+			for b := range row {
+				var sv float64
+				if b < nq && i < s.n {
+					sv = resets[b][lay.perm[i]] * scales[b]
+				}
+				row[b] = sv
+				cur[b] = sv * inv
+				nxt[b] = 0
+			}
+		}
+	})
+	res := make([]pprLaneSums, nc)
+	zsum := make([]pprLaneSums, nc)
+	active := make([]bool, nq)
+	for b := range active {
+		active[b] = true
+	}
+	left := nq
+	d := s.cfg.Damping
+	cheb := s.cfg.Method == PPRChebyshev
+	iter := 0
+	for iter < s.cfg.MaxIter && left > 0 {
+		omega := s.omega[iter]
+		s.forChunks(func(c int) {
+			s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
+			if s.simd {
+				pprTilePassSIMD(lay, t.s, d, omega, cheb, t.cur, t.nxt, s0, s1, &res[c], &zsum[c])
+			} else {
+				pprTilePass(lay, t.s, d, omega, cheb, t.cur, t.nxt, s0, s1, &res[c], &zsum[c])
+			}
+		})
+		iter++
+		t.cur, t.nxt = t.nxt, t.cur
+		var done []int
+		for b := 0; b < nq; b++ {
+			if !active[b] {
+				continue
+			}
+			var r, z float64
+			for c := range res {
+				r += res[c][b]
+				z += zsum[c][b]
+			}
+			stats[b] = PPRStats{Iterations: iter, Residual: r / z, Converged: r/z < s.cfg.Tol}
+			if stats[b].Converged {
+				done = append(done, b)
+			}
+		}
+		if len(done) > 0 {
+			s.extractLanes(t, done, out)
+			for _, b := range done {
+				active[b] = false
+			}
+			left -= len(done)
+		}
+	}
+	if left > 0 {
+		var rest []int
+		for b, a := range active {
+			if a {
+				rest = append(rest, b)
+			}
+		}
+		s.extractLanes(t, rest, out)
+	}
+}
+
+// extractLanes copies the current iterate of the given lanes out as normalised scores
+// in original node order.
+func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64) {
+	xs := make([][]float64, len(lanes))
+	sums := make([][]float64, len(lanes))
+	for i, b := range lanes {
+		xs[i] = make([]float64, s.n)
+		sums[i] = make([]float64, s.numChunks())
+		out[b] = xs[i]
+	}
+	lay := s.lay
+	s.forChunks(func(c int) {
+		lo, hi := s.chunkRows(c)
+		hi = min(hi, s.n)
+		for i, b := range lanes {
+			x := xs[i]
+			var sum float64
+			for v := lo; v < hi; v++ {
+				z := t.cur[v*pprLanes+b] * lay.str[v]
+				x[lay.perm[v]] = z
+				sum += z
+			}
+			sums[i][c] = sum
+		}
+	})
+	pprNormalize(s, xs, sums)
+}
+
+// pprTilePass is the portable tile step over the slices [s0,s1); see pprPass1. It
+// walks the slice one row at a time (8 lanes × 8 rows would not fit in registers).
+func pprTilePass(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+	var r, zs pprLaneSums
+	for sl := s0; sl < s1; sl++ {
+		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
+		cols, vals := l.col[g0:g1], l.val[g0:g1]
+		vals = vals[:len(cols)]
+		for row := range pprSellRows {
+			var a0, a1, a2, a3, a4, a5, a6, a7 float64
+			for k := row; k < len(cols); k += pprSellRows {
+				w := float64(vals[k])
+				y := (*[pprLanes]float64)(cur[int(cols[k])*pprLanes:])
+				a0 += w * y[0]
+				a1 += w * y[1]
+				a2 += w * y[2]
+				a3 += w * y[3]
+				a4 += w * y[4]
+				a5 += w * y[5]
+				a6 += w * y[6]
+				a7 += w * y[7]
+			}
+			acc := [pprLanes]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+			i := sl*pprSellRows + row
+			str, inv := l.str[i], l.inv[i]
+			off := i * pprLanes
+			sv := (*[pprLanes]float64)(sT[off:])
+			yc := (*[pprLanes]float64)(cur[off:])
+			yn := (*[pprLanes]float64)(nxt[off:])
+			for b := range acc {
+				j := sv[b] + d*acc[b]
+				z := yc[b] * str
+				r[b] += math.Abs(j - z)
+				zs[b] += z
+				jy := j * inv
+				if cheb {
+					yn[b] = omega*(jy-yn[b]) + yn[b]
+				} else {
+					yn[b] = jy
+				}
+			}
+		}
+	}
+	*res, *zsum = r, zs
+}
