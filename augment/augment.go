@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand"
+	"slices"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
@@ -43,27 +44,30 @@ type Options struct {
 
 // Report describes an augmentation run.
 type Report struct {
-	Run         string          `json:"run"`
-	Plan        bool            `json:"plan"`
-	Selector    string          `json:"selector"`
-	Completer   string          `json:"completer,omitempty"`
-	Candidates  int             `json:"root_candidates"`
-	Roots       int             `json:"inference_roots"`
-	Sampled     int             `json:"sampled_subgraphs"`
-	AboveTheta  int             `json:"subgraphs_above_threshold"`
-	Budget      int             `json:"budget"`
-	Training    TrainReport     `json:"training"`
-	Calls       int             `json:"completion_calls"`
-	PlanTokens  int             `json:"planned_prompt_tokens"`
-	FailedCalls int             `json:"failed_calls"`
-	Proposed    int             `json:"proposed_triples"`
-	Accepted    int             `json:"accepted_triples"`
-	Rejections  map[string]int  `json:"rejections"`
-	Added       Added           `json:"added"`
-	Seconds     map[string]any  `json:"stage_seconds"`
-	Selected    []Selected      `json:"selected"`
-	Facts       []Accepted      `json:"accepted"`
-	Hyperedges  []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
+	Run        string `json:"run"`
+	Plan       bool   `json:"plan"`
+	Selector   string `json:"selector"`
+	Completer  string `json:"completer,omitempty"`
+	Candidates int    `json:"root_candidates"`
+	Roots      int    `json:"inference_roots"`
+	Sampled    int    `json:"sampled_subgraphs"`
+	AboveTheta int    `json:"subgraphs_above_threshold"`
+	// ScoreQuantiles are the min, quartiles and max of the sampled subgraphs'
+	// missingness scores, to help choose θ.
+	ScoreQuantiles []float64       `json:"score_quantiles,omitempty"`
+	Budget         int             `json:"budget"`
+	Training       TrainReport     `json:"training"`
+	Calls          int             `json:"completion_calls"`
+	PlanTokens     int             `json:"planned_prompt_tokens"`
+	FailedCalls    int             `json:"failed_calls"`
+	Proposed       int             `json:"proposed_triples"`
+	Accepted       int             `json:"accepted_triples"`
+	Rejections     map[string]int  `json:"rejections"`
+	Added          Added           `json:"added"`
+	Seconds        map[string]any  `json:"stage_seconds"`
+	Selected       []Selected      `json:"selected"`
+	Facts          []Accepted      `json:"accepted"`
+	Hyperedges     []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
 }
 
 // NewRunID returns a fresh run id: "aug-" + UTC timestamp + 4 random hex digits.
@@ -148,6 +152,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 				rep.AboveTheta++
 			}
 		}
+		rep.ScoreQuantiles = quantiles(probs)
 	} else {
 		for i, s := range subs {
 			scored[i] = candidate{s, 0}
@@ -234,4 +239,18 @@ func scoreSubgraphs(ctx context.Context, ix *graphio.Index, sc Scorer, subs []*s
 		}
 	}
 	return out, nil
+}
+
+// quantiles returns the min, quartiles and max of xs (rounded), or nil if empty.
+func quantiles(xs []float64) []float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	var out []float64
+	for _, q := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		out = append(out, round3(s[int(q*float64(len(s)-1)+0.5)]))
+	}
+	return out
 }

@@ -168,6 +168,9 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	}
 	fmt.Fprintf(w, "selection (%s): %d root candidates, %d roots, %d subgraphs sampled, %d ≥ θ, %d selected (budget %d)\n",
 		rep.Selector, rep.Candidates, rep.Roots, rep.Sampled, rep.AboveTheta, len(rep.Selected), rep.Budget)
+	if q := rep.ScoreQuantiles; len(q) == 5 {
+		fmt.Fprintf(w, "missingness scores: min %.3f, quartiles %.3f / %.3f / %.3f, max %.3f\n", q[0], q[1], q[2], q[3], q[4])
+	}
 	if rep.Plan {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "score\troot\tentities\tknown triples\tevidence chunks")
