@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestResolveBackend(t *testing.T) {
+	for _, tc := range []struct {
+		name, requested, env, want string
+	}{
+		{"explicit wins", "go", "xla:cuda", "go"},
+		{"env when not requested", "", "xla:cuda", "xla:cuda"},
+		{"default", "", "", DefaultBackend},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvBackend, tc.env)
+			assert.Equal(t, tc.want, ResolveBackend(tc.requested))
+		})
+	}
+}
+
+func TestNewUnknownBackend(t *testing.T) {
+	for _, tc := range []struct{ name, backend string }{
+		{"unknown name", "nosuchbackend"},
+		{"xla without tag or plugin", "xla:/nonexistent/dir/xla_cuda_plugin.so"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config{Backend: tc.backend})
+			require.Error(t, err)
+			if !xlaLinked || tc.backend == "nosuchbackend" {
+				assert.True(t, errors.Is(err, ErrBackendNotLinked), "got %v", err)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	e, err := New(Config{Backend: "go"})
+	require.NoError(t, err)
+	defer e.Close()
+	info := e.Info()
+	assert.Equal(t, "go", info.Backend)
+	assert.Equal(t, "go:"+GoDefaultOptions, info.BackendConfig)
+	assert.NotEmpty(t, info.Description)
+	assert.Equal(t, 1, info.NumDevices)
+	assert.Contains(t, []string{"avx512", "avx2", "neon", "none"}, info.CPUSIMD)
+	assert.Equal(t, simdBuild, info.SIMDBuild)
+	assert.Equal(t, xlaLinked, info.XLALinked)
+	assert.Contains(t, info.Linked, "go")
+	assert.Contains(t, info.String(), "backend:")
+
+	d := Describe(Config{Backend: "xla:/abs/plugin.so"})
+	assert.Equal(t, "xla", d.Backend)
+	assert.Equal(t, "/abs/plugin.so", d.PluginPath)
+}
+
+func TestExecutableCacheCounters(t *testing.T) {
+	e, err := New(Config{Backend: "go"})
+	require.NoError(t, err)
+	defer e.Close()
+	store := model.NewStore()
+	double := func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+		return []*graph.Node{graph.MulScalar(in[0], 2)}
+	}
+	key := Key{Name: "double", Bucket: "b4"}
+	x, err := e.Exec(key, store, double)
+	require.NoError(t, err)
+
+	in4 := tensors.FromFlatDataAndDimensions([]float32{1, 2, 3, 4}, 4)
+	for range 3 {
+		out, err := x.Call(in4)
+		require.NoError(t, err)
+		assert.Equal(t, []float32{2, 4, 6, 8}, tensors.MustCopyFlatData[float32](out[0]))
+	}
+	assert.Equal(t, Stats{Executables: 1, Compilations: 1, CacheHits: 2, Calls: 3}, e.Stats())
+
+	// Same key returns the same executable.
+	again, err := e.Exec(key, store, double)
+	require.NoError(t, err)
+	assert.Same(t, x, again)
+
+	// A new shape under the same key is a compilation, not a hit.
+	_, err = x.Call(tensors.FromShape(shapes.Make(dtypes.Float32, 8)))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), e.Stats().Compilations)
+	assert.Equal(t, int64(2), x.Compilations())
+
+	// Another store is another executable, even under the same key.
+	other, err := e.Exec(key, model.NewStore(), double)
+	require.NoError(t, err)
+	assert.NotSame(t, x, other)
+	require.Equal(t, 2, e.Stats().Executables)
+	require.Equal(t, 2, e.Forget("double"))
+	x, err = e.Exec(key, store, double)
+	require.NoError(t, err)
+	_, err = x.Call(in4)
+	require.NoError(t, err)
+
+	// A new bucket is a new executable.
+	y, err := e.Exec(Key{Name: "double", Bucket: "b8"}, store, double)
+	require.NoError(t, err)
+	_, err = y.Call(tensors.FromShape(shapes.Make(dtypes.Float32, 8)))
+	require.NoError(t, err)
+	st := e.Stats()
+	assert.Equal(t, 2, st.Executables)
+	assert.Equal(t, int64(4), st.Compilations)
+	assert.Equal(t, 2, e.Forget("double"))
+	assert.Equal(t, 0, e.Stats().Executables)
+}
+
+func TestExecutableErrors(t *testing.T) {
+	e, err := New(Config{Backend: "go"})
+	require.NoError(t, err)
+	defer e.Close()
+	store := model.NewStore()
+	_, err = e.Exec(Key{}, store, nil)
+	assert.Error(t, err)
+	_, err = e.Exec(Key{Name: "x"}, nil, nil)
+	assert.Error(t, err)
+
+	// A graph function that panics (shape mismatch) surfaces as an error.
+	bad, err := e.Exec(Key{Name: "bad"}, store, func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+		return []*graph.Node{graph.Add(in[0], in[1])}
+	})
+	require.NoError(t, err)
+	_, err = bad.Call(tensors.FromShape(shapes.Make(dtypes.Float32, 2)), tensors.FromShape(shapes.Make(dtypes.Float32, 3)))
+	assert.Error(t, err)
+	_, err = bad.Call(nil)
+	assert.Error(t, err)
+}

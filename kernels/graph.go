@@ -1,0 +1,113 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Spec fixes the dimensions shared by every graph of a dataset.
+type Spec struct {
+	FeatDim      int // node feature width (≥ 1)
+	EdgeDim      int // edge feature width; 0 = no edge features
+	NumRelations int // edge types; 1 if untyped
+	NumNodeTypes int // node types; 1 if untyped
+}
+
+// Validate checks the Spec.
+func (s Spec) Validate() error {
+	switch {
+	case s.FeatDim < 1:
+		return fmt.Errorf("kernels: spec: FeatDim %d < 1", s.FeatDim)
+	case s.EdgeDim < 0:
+		return fmt.Errorf("kernels: spec: EdgeDim %d < 0", s.EdgeDim)
+	case s.NumRelations < 1:
+		return fmt.Errorf("kernels: spec: NumRelations %d < 1", s.NumRelations)
+	case s.NumNodeTypes < 1:
+		return fmt.Errorf("kernels: spec: NumNodeTypes %d < 1", s.NumNodeTypes)
+	}
+	return nil
+}
+
+// Graph is one small directed graph with typed nodes and edges. Messages flow from
+// Src[e] to Dst[e] (PyG's edge_index[0] → edge_index[1]); add both directions for an
+// undirected graph. Parallel edges and self-loops are allowed and counted like PyG does.
+type Graph struct {
+	NumNodes int
+	Src, Dst []int32   // edge endpoints, same length
+	EdgeType []int32   // relation of each edge in [0, NumRelations); nil = all 0
+	NodeType []int32   // type of each node in [0, NumNodeTypes); nil = all 0
+	X        []float32 // node features, row-major NumNodes × Spec.FeatDim
+	EdgeAttr []float32 // edge features, row-major len(Src) × Spec.EdgeDim; nil if EdgeDim == 0
+}
+
+// NumEdges returns the number of edges.
+func (g *Graph) NumEdges() int { return len(g.Src) }
+
+// Validate checks that the graph is consistent with spec: index ranges, slice
+// lengths and finite features. It never panics.
+func (g *Graph) Validate(spec Spec) error {
+	if g == nil {
+		return errors.New("nil graph")
+	}
+	if g.NumNodes < 0 {
+		return fmt.Errorf("NumNodes %d < 0", g.NumNodes)
+	}
+	e := len(g.Src)
+	if len(g.Dst) != e {
+		return fmt.Errorf("len(Src)=%d != len(Dst)=%d", e, len(g.Dst))
+	}
+	if g.EdgeType != nil && len(g.EdgeType) != e {
+		return fmt.Errorf("len(EdgeType)=%d != %d edges", len(g.EdgeType), e)
+	}
+	if g.NodeType != nil && len(g.NodeType) != g.NumNodes {
+		return fmt.Errorf("len(NodeType)=%d != %d nodes", len(g.NodeType), g.NumNodes)
+	}
+	if len(g.X) != g.NumNodes*spec.FeatDim {
+		return fmt.Errorf("len(X)=%d != %d nodes × %d features", len(g.X), g.NumNodes, spec.FeatDim)
+	}
+	if len(g.EdgeAttr) != e*spec.EdgeDim {
+		return fmt.Errorf("len(EdgeAttr)=%d != %d edges × %d edge features", len(g.EdgeAttr), e, spec.EdgeDim)
+	}
+	n := int32(g.NumNodes)
+	for i := range e {
+		if g.Src[i] < 0 || g.Src[i] >= n || g.Dst[i] < 0 || g.Dst[i] >= n {
+			return fmt.Errorf("edge %d (%d→%d) out of range [0,%d)", i, g.Src[i], g.Dst[i], n)
+		}
+		if g.EdgeType != nil && (g.EdgeType[i] < 0 || int(g.EdgeType[i]) >= spec.NumRelations) {
+			return fmt.Errorf("edge %d: type %d out of range [0,%d)", i, g.EdgeType[i], spec.NumRelations)
+		}
+	}
+	for i, t := range g.NodeType {
+		if t < 0 || int(t) >= spec.NumNodeTypes {
+			return fmt.Errorf("node %d: type %d out of range [0,%d)", i, t, spec.NumNodeTypes)
+		}
+	}
+	for i, v := range g.X {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("X[%d] is not finite", i)
+		}
+	}
+	for i, v := range g.EdgeAttr {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("EdgeAttr[%d] is not finite", i)
+		}
+	}
+	return nil
+}
+
+// edgeType returns the relation of edge i (0 if untyped).
+func (g *Graph) edgeType(i int) int32 {
+	if g.EdgeType == nil {
+		return 0
+	}
+	return g.EdgeType[i]
+}
+
+// nodeType returns the type of node i (0 if untyped).
+func (g *Graph) nodeType(i int) int32 {
+	if g.NodeType == nil {
+		return 0
+	}
+	return g.NodeType[i]
+}

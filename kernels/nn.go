@@ -1,0 +1,185 @@
+package kernels
+
+import (
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers/activation"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/gomlx/gomlx/support/exceptions"
+)
+
+// GELU is the exact (erf) GELU, torch.nn.GELU() with approximate="none".
+//
+// The forward pass is GoMLX's fused GELU. The gradient Φ(x) + x·φ(x) is hand-written:
+// it recovers Φ(x) = GELU(x)/x from the forward output instead of evaluating erf a
+// second time (erf dominates GELU's cost on the go backend).
+func GELU(x *graph.Node) *graph.Node {
+	return withVJP([]*graph.Node{x},
+		func(ins []*graph.Node) *graph.Node { return activation.Gelu(ins[0]) },
+		func(y, v *graph.Node) []*graph.Node {
+			g := x.Graph()
+			isZero := graph.Equal(x, graph.ScalarZero(g, x.DType()))
+			den := graph.Where(isZero, graph.OnesLike(x), x)
+			cdf := graph.Where(isZero, graph.ConstAsDType(g, x.DType(), 0.5), graph.Div(y, den))  // Φ(x)
+			pdf := graph.MulScalar(graph.Exp(graph.MulScalar(graph.Square(x), -0.5)), invSqrt2Pi) // φ(x)
+			return []*graph.Node{graph.Mul(v, graph.Add(cdf, graph.Mul(x, pdf)))}
+		})
+}
+
+// invSqrt2Pi is 1/√(2π).
+const invSqrt2Pi = 0.3989422804014327
+
+// ReLU is max(x, 0).
+func ReLU(x *graph.Node) *graph.Node { return activation.Relu(x) }
+
+// LayerNorm normalises the last axis of x [..., F] like torch.nn.LayerNorm:
+// (x − mean)/√(var + eps)·gamma + beta, with the biased variance. gamma and beta are
+// [F] or nil.
+//
+// Its gradient is hand-written (the standard closed form
+// dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = v·gamma), and the column sums for
+// dgamma/dbeta are matrix products: far fewer passes over the data than the
+// automatic gradient of the decomposed formula.
+func LayerNorm(x, gamma, beta *graph.Node, eps float64) *graph.Node {
+	f := x.Shape().Dim(-1)
+	rows := x.Shape().Size() / f
+	x2 := graph.Reshape(x, rows, f)
+	inputs := []*graph.Node{x2}
+	if gamma != nil {
+		inputs = append(inputs, gamma)
+	}
+	if beta != nil {
+		inputs = append(inputs, beta)
+	}
+	var xhat, rstd *graph.Node
+	y := withVJP(inputs,
+		func(ins []*graph.Node) *graph.Node {
+			xin := ins[0]
+			mean := graph.ReduceAndKeep(xin, graph.ReduceMean, 1)
+			xc := graph.Sub(xin, mean)
+			variance := graph.ReduceAndKeep(graph.Square(xc), graph.ReduceMean, 1)
+			rstd = graph.Reciprocal(graph.Sqrt(graph.AddScalar(variance, eps))) // [rows, 1]
+			xhat = graph.Mul(xc, rstd)
+			out := xhat
+			k := 1
+			if gamma != nil {
+				out = graph.Mul(out, graph.InsertAxes(ins[k], 0))
+				k++
+			}
+			if beta != nil {
+				out = graph.Add(out, graph.InsertAxes(ins[k], 0))
+			}
+			return out
+		},
+		func(_, v *graph.Node) []*graph.Node {
+			grads := make([]*graph.Node, len(inputs))
+			gv := v
+			k := 1
+			if gamma != nil {
+				gv = graph.Mul(v, graph.InsertAxes(gamma, 0))
+				grads[k] = sumRows(graph.Mul(v, xhat))
+				k++
+			}
+			if beta != nil {
+				grads[k] = sumRows(v)
+			}
+			m1 := graph.ReduceAndKeep(gv, graph.ReduceMean, 1)
+			m2 := graph.ReduceAndKeep(graph.Mul(gv, xhat), graph.ReduceMean, 1)
+			grads[0] = graph.Mul(graph.Sub(graph.Sub(gv, m1), graph.Mul(xhat, m2)), rstd)
+			return grads
+		})
+	return graph.Reshape(y, x.Shape().Dimensions...)
+}
+
+// sumRows returns the column sums of m [M, H] as [H], computed as ones[1,M]·m: a
+// matrix product is much faster than a reduction over the leading axis on the go
+// backend.
+func sumRows(m *graph.Node) *graph.Node {
+	ones := graph.Ones(m.Graph(), shapeOf(m.DType(), 1, m.Shape().Dim(0)))
+	return graph.Reshape(graph.MatMul(ones, m), m.Shape().Dim(1))
+}
+
+// BatchNormState is the running statistics of a BatchNorm.
+type BatchNormState struct {
+	Mean, Var *graph.Node // [F]
+}
+
+// BatchNorm is torch.nn.BatchNorm1d over the rows of x [N, F] with mask ([N], nil = all
+// rows) selecting the rows that count: padding rows neither enter the statistics nor
+// matter. In training it normalises with the masked batch mean and biased variance and
+// returns the updated running statistics (momentum as in PyTorch: new = (1−m)·old +
+// m·batch, with the unbiased variance); otherwise it uses the running statistics and
+// returns them unchanged. gamma/beta are [F] or nil.
+func BatchNorm(x, mask, gamma, beta *graph.Node, running BatchNormState, training bool, momentum, eps float64) (*graph.Node, BatchNormState) {
+	checkRank("kernels.BatchNorm: x", x, 2)
+	var mean, variance *graph.Node
+	next := running
+	if training {
+		var keep, cnt *graph.Node
+		masked := func(v *graph.Node) *graph.Node { return v }
+		if mask != nil {
+			keep = rowMask(mask)
+			cnt = graph.ReduceAllSum(asDType(mask, x))
+			// Where rather than a product: padding rows never leak into the statistics,
+			// even if they hold non-finite values.
+			masked = func(v *graph.Node) *graph.Node { return graph.Where(keep, v, graph.ZerosLike(v)) }
+		} else {
+			cnt = graph.ConstAsDType(x.Graph(), x.DType(), x.Shape().Dim(0))
+		}
+		safeCnt := graph.MaxScalar(cnt, 1)
+		mean = graph.Div(graph.ReduceSum(masked(x), 0), safeCnt)
+		centered := graph.Sub(x, graph.InsertAxes(mean, 0))
+		variance = graph.Div(graph.ReduceSum(masked(graph.Square(centered)), 0), safeCnt)
+		if running.Mean != nil && running.Var != nil {
+			unbiased := graph.Mul(variance, graph.Div(cnt, graph.MaxScalar(graph.AddScalar(cnt, -1), 1)))
+			mom := momentum
+			next.Mean = graph.Add(graph.MulScalar(graph.StopGradient(running.Mean), 1-mom), graph.MulScalar(graph.StopGradient(mean), mom))
+			next.Var = graph.Add(graph.MulScalar(graph.StopGradient(running.Var), 1-mom), graph.MulScalar(graph.StopGradient(unbiased), mom))
+		}
+	} else {
+		if running.Mean == nil || running.Var == nil {
+			exceptions.Panicf("kernels.BatchNorm: evaluation needs running statistics")
+		}
+		mean, variance = running.Mean, running.Var
+	}
+	row := func(v *graph.Node) *graph.Node { return graph.InsertAxes(v, 0) } // [F] → [1, F]
+	y := graph.Mul(graph.Sub(x, row(mean)), row(graph.Reciprocal(graph.Sqrt(graph.AddScalar(variance, eps)))))
+	if gamma != nil {
+		y = graph.Mul(y, row(gamma))
+	}
+	if beta != nil {
+		y = graph.Add(y, row(beta))
+	}
+	return y, next
+}
+
+// Dropout zeroes each entry of x with probability rate and scales the rest by
+// 1/(1−rate) (inverted dropout, as torch). The noise comes from the store's random
+// state, so a seeded store gives reproducible masks. Call it in training only.
+func Dropout(store *model.Store, x *graph.Node, rate float64) *graph.Node {
+	if rate <= 0 {
+		return x
+	}
+	if rate >= 1 {
+		return graph.ZerosLike(x)
+	}
+	keep := graph.GreaterOrEqual(store.RandomUniform(x.Graph(), x.Shape()), graph.ConstAsDType(x.Graph(), x.DType(), rate))
+	return graph.Where(keep, graph.MulScalar(x, 1/(1-rate)), graph.ZerosLike(x))
+}
+
+// Embedding looks up rows of table [V, F] for int ids [N]: [N, F]. Small vocabularies
+// (V ≤ 64, e.g. node types) use a one-hot product, which is faster than a gather on the
+// go backend; ids outside [0, V) then give zero rows.
+func Embedding(table, ids *graph.Node) *graph.Node {
+	checkRank("kernels.Embedding: table", table, 2)
+	checkRank("kernels.Embedding: ids", ids, 1)
+	v := table.Shape().Dim(0)
+	if v <= 64 {
+		return Linear(graph.OneHot(ids, v, table.DType()), table, nil)
+	}
+	return graph.Gather(table, graph.InsertAxes(ids, -1))
+}
+
+// MaskRows sets rows whose mask is 0 to 0 (mask [N], x [N, …]).
+func MaskRows(x, mask *graph.Node) *graph.Node {
+	return graph.Where(rowMask(mask), x, graph.ZerosLike(x))
+}

@@ -1,0 +1,119 @@
+//go:build goexperiment.simd
+
+#include "textflag.h"
+
+// func pprGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8]float64)
+//
+// acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]] for k < groups: the 8 rows of one SELL-8 slice
+// reduced in the 8 lanes of one register, one VGATHERDPD per group of 8 entries.
+TEXT ·pprGatherAVX512(SB), NOSPLIT, $0-40
+	MOVQ    cols+0(FP), SI
+	MOVQ    vals+8(FP), DI
+	MOVQ    groups+16(FP), CX
+	MOVQ    y+24(FP), R8
+	MOVQ    acc+32(FP), R9
+	VXORPD  Z0, Z0, Z0
+	VXORPD  Z4, Z4, Z4
+	TESTQ   CX, CX
+	JZ      done
+
+loop:
+	VMOVDQU32   (SI), Y1
+	KXNORW      K1, K1, K1
+	VGATHERDPD  (R8)(Y1*8), K1, Z2
+	VCVTPS2PD   (DI), Z3
+	VFMADD231PD Z3, Z2, Z0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JZ          done
+	// second group into the other accumulator: two independent FMA chains
+	VMOVDQU32   (SI), Y5
+	KXNORW      K2, K2, K2
+	VGATHERDPD  (R8)(Y5*8), K2, Z6
+	VCVTPS2PD   (DI), Z7
+	VFMADD231PD Z7, Z6, Z4
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VADDPD  Z4, Z0, Z0
+	VMOVUPD Z0, (R9)
+	VZEROUPPER
+	RET
+
+// func pprTileGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8][8]float64)
+//
+// acc[r][b] = Σ_k vals[8k+r]·y[8·cols[8k+r]+b] for k < groups: the 8 rows of one SELL-8
+// slice for a tile of 8 queries stored [node][8], one 64-byte load and one fused
+// multiply-add per entry, 8 accumulators Z0–Z7.
+TEXT ·pprTileGatherAVX512(SB), NOSPLIT, $64-40
+	MOVQ    cols+0(FP), SI
+	MOVQ    vals+8(FP), DI
+	MOVQ    groups+16(FP), CX
+	MOVQ    y+24(FP), R8
+	MOVQ    acc+32(FP), R9
+	VXORPD  Z0, Z0, Z0
+	VXORPD  Z1, Z1, Z1
+	VXORPD  Z2, Z2, Z2
+	VXORPD  Z3, Z3, Z3
+	VXORPD  Z4, Z4, Z4
+	VXORPD  Z5, Z5, Z5
+	VXORPD  Z6, Z6, Z6
+	VXORPD  Z7, Z7, Z7
+	TESTQ   CX, CX
+	JZ      tdone
+
+tloop:
+	VCVTPS2PD (DI), Z8
+	VMOVUPD   Z8, w-64(SP)
+	MOVL      0(SI), AX
+	MOVL      4(SI), BX
+	MOVL      8(SI), DX
+	MOVL      12(SI), R10
+	SHLQ      $6, AX
+	SHLQ      $6, BX
+	SHLQ      $6, DX
+	SHLQ      $6, R10
+	VMOVUPD   (R8)(AX*1), Z9
+	VMOVUPD   (R8)(BX*1), Z10
+	VMOVUPD   (R8)(DX*1), Z11
+	VMOVUPD   (R8)(R10*1), Z12
+	VFMADD231PD.BCST w-64(SP), Z9, Z0
+	VFMADD231PD.BCST w-56(SP), Z10, Z1
+	VFMADD231PD.BCST w-48(SP), Z11, Z2
+	VFMADD231PD.BCST w-40(SP), Z12, Z3
+	MOVL      16(SI), AX
+	MOVL      20(SI), BX
+	MOVL      24(SI), DX
+	MOVL      28(SI), R10
+	SHLQ      $6, AX
+	SHLQ      $6, BX
+	SHLQ      $6, DX
+	SHLQ      $6, R10
+	VMOVUPD   (R8)(AX*1), Z13
+	VMOVUPD   (R8)(BX*1), Z14
+	VMOVUPD   (R8)(DX*1), Z15
+	VMOVUPD   (R8)(R10*1), Z16
+	VFMADD231PD.BCST w-32(SP), Z13, Z4
+	VFMADD231PD.BCST w-24(SP), Z14, Z5
+	VFMADD231PD.BCST w-16(SP), Z15, Z6
+	VFMADD231PD.BCST w-8(SP), Z16, Z7
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       tloop
+
+tdone:
+	VMOVUPD Z0, 0(R9)
+	VMOVUPD Z1, 64(R9)
+	VMOVUPD Z2, 128(R9)
+	VMOVUPD Z3, 192(R9)
+	VMOVUPD Z4, 256(R9)
+	VMOVUPD Z5, 320(R9)
+	VMOVUPD Z6, 384(R9)
+	VMOVUPD Z7, 448(R9)
+	VZEROUPPER
+	RET

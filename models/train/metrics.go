@@ -1,0 +1,125 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Metrics summarise binary predictions.
+type Metrics struct {
+	Loss     float64 `json:"loss"`     // mean binary cross-entropy of the logits
+	Accuracy float64 `json:"accuracy"` // fraction with (logit > 0) == label
+	AUC      float64 `json:"auc"`      // ROC-AUC; NaN if only one class is present
+	N        int     `json:"n"`        // predictions
+}
+
+// String renders the metrics compactly.
+func (m Metrics) String() string {
+	return fmt.Sprintf("loss %.4f acc %.4f auc %.4f (n=%d)", m.Loss, m.Accuracy, m.AUC, m.N)
+}
+
+// BCEWithLogits is the numerically stable binary cross-entropy of one logit z against
+// label y ∈ {0, 1}: max(z,0) − z·y + log(1+e^−|z|).
+func BCEWithLogits(z, y float64) float64 {
+	return math.Max(z, 0) - z*y + math.Log1p(math.Exp(-math.Abs(z)))
+}
+
+// Evaluate computes Metrics of logits against labels (0/1).
+func Evaluate(logits, labels []float32) (Metrics, error) {
+	if len(logits) != len(labels) {
+		return Metrics{}, fmt.Errorf("train: %d logits for %d labels", len(logits), len(labels))
+	}
+	m := Metrics{N: len(logits)}
+	if m.N == 0 {
+		return Metrics{Loss: math.NaN(), Accuracy: math.NaN(), AUC: math.NaN()}, nil
+	}
+	correct := 0
+	for i, z := range logits {
+		y := float64(labels[i])
+		m.Loss += BCEWithLogits(float64(z), y)
+		if (z > 0) == (labels[i] > 0.5) {
+			correct++
+		}
+	}
+	m.Loss /= float64(m.N)
+	m.Accuracy = float64(correct) / float64(m.N)
+	scores := make([]float64, len(logits))
+	pos := make([]bool, len(labels))
+	for i := range logits {
+		scores[i] = float64(logits[i])
+		pos[i] = labels[i] > 0.5
+	}
+	m.AUC = ROCAUC(scores, pos)
+	return m, nil
+}
+
+// ROCAUC returns the area under the ROC curve of scores for the positive labels: the
+// probability that a random positive scores above a random negative, ties counting ½
+// (the Mann–Whitney U statistic with average ranks for ties). It returns NaN when
+// either class is absent or lengths differ.
+func ROCAUC(scores []float64, positive []bool) float64 {
+	n := len(scores)
+	if n != len(positive) {
+		return math.NaN()
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
+	ranks := make([]float64, n)
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && scores[idx[j+1]] == scores[idx[i]] {
+			j++
+		}
+		avg := float64(i+j)/2 + 1 // ranks are 1-based
+		for k := i; k <= j; k++ {
+			ranks[idx[k]] = avg
+		}
+		i = j + 1
+	}
+	var nPos, nNeg, rankSum float64
+	for i, p := range positive {
+		if p {
+			nPos++
+			rankSum += ranks[i]
+		} else {
+			nNeg++
+		}
+	}
+	if nPos == 0 || nNeg == 0 {
+		return math.NaN()
+	}
+	return (rankSum - nPos*(nPos+1)/2) / (nPos * nNeg)
+}
+
+// EarlyStopping tracks a validation loss (lower is better).
+type EarlyStopping struct {
+	Patience int     // evaluations without improvement before stopping; ≤ 0 never stops
+	MinDelta float64 // an improvement must beat the best loss by more than this
+
+	best     float64
+	bad      int
+	observed bool
+}
+
+// Observe records a loss and reports whether it is a new best and whether training
+// should stop. NaN losses never improve.
+func (e *EarlyStopping) Observe(loss float64) (improved, stop bool) {
+	if !math.IsNaN(loss) && (!e.observed || loss < e.best-e.MinDelta) {
+		e.best, e.bad, e.observed = loss, 0, true
+		return true, false
+	}
+	e.bad++
+	return false, e.Patience > 0 && e.bad >= e.Patience
+}
+
+// Best returns the best loss observed (NaN if none).
+func (e *EarlyStopping) Best() float64 {
+	if !e.observed {
+		return math.NaN()
+	}
+	return e.best
+}

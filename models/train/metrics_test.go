@@ -1,0 +1,135 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestROCAUC(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		scores []float64
+		pos    []bool
+		want   float64
+	}{
+		{"perfect", []float64{0.1, 0.2, 0.8, 0.9}, []bool{false, false, true, true}, 1},
+		{"reversed", []float64{0.9, 0.8, 0.2, 0.1}, []bool{false, false, true, true}, 0},
+		{"all tied", []float64{0.5, 0.5, 0.5, 0.5}, []bool{false, true, false, true}, 0.5},
+		// Pairs (pos, neg): (0.8,0.3)=1 (0.8,0.8)=½ (0.4,0.3)=1 (0.4,0.8)=0 → 2.5/4.
+		{"tie between classes", []float64{0.8, 0.4, 0.3, 0.8}, []bool{true, true, false, false}, 0.625},
+		{"one of four pairs wrong", []float64{0.1, 0.3, 0.2, 0.9}, []bool{false, true, true, false}, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.InDelta(t, tc.want, ROCAUC(tc.scores, tc.pos), 1e-12)
+		})
+	}
+	assert.True(t, math.IsNaN(ROCAUC([]float64{1, 2}, []bool{true, true})), "single class")
+	assert.True(t, math.IsNaN(ROCAUC([]float64{1}, []bool{true, false})), "length mismatch")
+}
+
+// TestROCAUCMatchesPairCount checks the rank formula against the O(n²) definition.
+func TestROCAUCMatchesPairCount(t *testing.T) {
+	scores := []float64{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9}
+	pos := []bool{true, false, true, false, false, true, false, true, true, false, false, true, true, false, true}
+	var num, den float64
+	for i := range scores {
+		for j := range scores {
+			if pos[i] && !pos[j] {
+				den++
+				switch {
+				case scores[i] > scores[j]:
+					num++
+				case scores[i] == scores[j]:
+					num += 0.5
+				}
+			}
+		}
+	}
+	assert.InDelta(t, num/den, ROCAUC(scores, pos), 1e-12)
+}
+
+func TestEvaluateMetrics(t *testing.T) {
+	m, err := Evaluate([]float32{2, -1, 0.5, -3}, []float32{1, 0, 0, 0})
+	require.NoError(t, err)
+	assert.Equal(t, 4, m.N)
+	assert.InDelta(t, 0.75, m.Accuracy, 1e-12)
+	assert.InDelta(t, 1, m.AUC, 1e-12)
+	want := (BCEWithLogits(2, 1) + BCEWithLogits(-1, 0) + BCEWithLogits(0.5, 0) + BCEWithLogits(-3, 0)) / 4
+	assert.InDelta(t, want, m.Loss, 1e-12)
+	assert.InDelta(t, math.Log(2), BCEWithLogits(0, 1), 1e-12)
+	assert.InDelta(t, 100, BCEWithLogits(-100, 1), 1e-9, "stable for large logits")
+	_, err = Evaluate([]float32{1}, nil)
+	assert.Error(t, err)
+}
+
+func TestSchedule(t *testing.T) {
+	s := Schedule{Base: 1, Min: 0.1, Warmup: 4, Total: 14}
+	for _, tc := range []struct {
+		step int
+		want float64
+	}{
+		{0, 0.25}, {3, 1}, {4, 1}, {9, 0.55}, {14, 0.1}, {100, 0.1},
+	} {
+		assert.InDelta(t, tc.want, s.LR(tc.step), 1e-12, "step %d", tc.step)
+	}
+	constant := Schedule{Base: 0.5, Min: 0.5, Total: 10}
+	assert.InDelta(t, 0.5, constant.LR(7), 1e-12)
+	// Monotone non-increasing after warm-up.
+	for i := 5; i < 20; i++ {
+		assert.LessOrEqual(t, s.LR(i), s.LR(i-1)+1e-15)
+	}
+}
+
+func TestEarlyStopping(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		patience int
+		minDelta float64
+		losses   []float64
+		stopAt   int // index of the observation that stops; -1 never
+		best     float64
+	}{
+		{"improving never stops", 2, 0, []float64{5, 4, 3, 2}, -1, 2},
+		{"stops after patience", 2, 0, []float64{5, 4, 4.5, 4.2}, 3, 4},
+		{"min delta counts small gains as no gain", 2, 0.5, []float64{5, 4.8, 4.7}, 2, 5},
+		{"patience 0 never stops", 0, 0, []float64{1, 2, 3, 4, 5}, -1, 1},
+		{"NaN never improves", 1, 0, []float64{math.NaN(), 3}, 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			es := EarlyStopping{Patience: tc.patience, MinDelta: tc.minDelta}
+			stopped := -1
+			for i, l := range tc.losses {
+				if _, stop := es.Observe(l); stop && stopped < 0 {
+					stopped = i
+				}
+			}
+			assert.Equal(t, tc.stopAt, stopped)
+			assert.Equal(t, tc.best, es.Best())
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, DefaultConfig().Validate())
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *Config)
+	}{
+		{"unknown optimizer", func(c *Config) { c.Optimizer = "sgd" }},
+		{"zero lr", func(c *Config) { c.LearningRate = 0 }},
+		{"min above base", func(c *Config) { c.MinLearningRate = 1 }},
+		{"no steps", func(c *Config) { c.TotalSteps = 0 }},
+		{"weight decay with adam", func(c *Config) { c.WeightDecay = 0.1 }},
+		{"bad beta", func(c *Config) { c.Beta2 = 1 }},
+		{"negative clip", func(c *Config) { c.ClipNorm = -1 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			assert.Error(t, c.Validate())
+		})
+	}
+}
