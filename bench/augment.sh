@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# CrossAug timing: the scorer's share (sampling + training + scoring) of a whole
+# augment run, offline (extractive completer), on the example corpus and, with
+# ../shared, a --plan run on the 2Wiki corpus (6,119 passages).
+#   bench/augment.sh BIN CORPORA OUTDIR
+set -euo pipefail
+bin=$1
+corpora=$2
+out=$3
+mkdir -p "$out"
+
+stages() {
+	/usr/bin/env python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["report"]
+s = {k: float(v) for k, v in r["stage_seconds"].items()}
+gnn = sum(s.get(k, 0) for k in ("graph", "sample", "train", "score"))
+total = sum(s.values())
+t = r["training"]
+print(f"  stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in s.items()))
+print(f"  sampling + training + scoring: {gnn:.1f}s of {total:.1f}s ({100*gnn/max(total,1e-9):.0f}%)")
+print(f"  scorer: {t['epochs']} epochs, held-out ROC-AUC {t['eval_roc_auc']:.3f} vs node-count baseline {t['size_baseline_roc_auc']:.3f}")
+print(f"  {r['completion_calls']} completion calls, {r.get('planned_prompt_tokens', 0)} planned prompt tokens, {r['added']['triples']} triples added")
+PY
+}
+
+echo "example corpus (45 chunks), extractive completer:"
+"$bin" index --corpus examples/harbour/corpus.json --out "$out/harbour.gl" --quiet >/dev/null
+"$bin" augment --index "$out/harbour.gl" --roots 100 --budget 40 --threshold 0 --no-checkpoint --json --quiet >"$out/harbour.json"
+stages "$out/harbour.json"
+
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
+	echo "2Wiki (6,119 passages), --plan:"
+	"$bin" index --corpus "$corpora/2wikimultihopqa_corpus.json" --out "$out/2wiki.gl" --quiet >/dev/null
+	"$bin" augment --index "$out/2wiki.gl" --plan --no-checkpoint --json --quiet >"$out/2wiki.json"
+	stages "$out/2wiki.json"
+	"$bin" augment --index "$out/2wiki.gl" --plan --size-matched --no-checkpoint --json --quiet >"$out/2wiki-size-matched.json"
+	echo "2Wiki, --plan --size-matched:"
+	stages "$out/2wiki-size-matched.json"
+fi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, each printing its figures against a reference run in the
+# same invocation. Long: budget 10–20 minutes on 2 cores.
+#   bench/run.sh BIN CORPORA OUTDIR
+#
+#   1. ingestion and offline indexing throughput, peak memory, index size vs LightRAG JSON
+#      (2Wiki corpus, 6,119 passages; skipped without ../shared)
+#   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
+#   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
+#   4. CrossAug: sampling + training + scoring time against the whole augment run
+set -uo pipefail
+bin=${1:-bin/graphloom}
+corpora=${2:-../shared/data/corpora}
+out=${3:-out/bench}
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+status=0
+section() { printf '\n======== %s\n' "$*"; }
+run() { "$@" || { echo "FAILED: $*"; status=1; }; }
+
+section "1. ingestion, offline indexing, index size (issues 2, 3)"
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
+	run go run ./bench/index -corpus "$corpora/2wikimultihopqa_corpus.json" -out "$out/index"
+else
+	echo "skipped: $corpora/2wikimultihopqa_corpus.json not found"
+fi
+
+section "2. Personalized PageRank vs igraph (issue 4)"
+run "$root/bench/ppr.sh" "$out/ppr"
+
+section "3. GNN training steps vs PyTorch (issue 6)"
+run "$root/bench/rgcn.sh" --out "$out/rgcn"
+
+section "4. CrossAug stage times (issue 7)"
+run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
+
+exit $status
