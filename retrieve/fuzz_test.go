@@ -1,0 +1,36 @@
+package retrieve
+
+import "testing"
+
+// FuzzMatchFacts feeds arbitrary recognition-memory answers to the parser: every fact
+// it keeps must be one of the candidates, at most keep of them, none twice.
+func FuzzMatchFacts(f *testing.F) {
+	f.Add("[[ ## fact_after_filter ## ]]\n{\"fact\": [[\"a\", \"rel\", \"b\"]]}\n[[ ## completed ## ]]")
+	f.Add("{\"fact\": [[1, 2, 3], \"x\", []]}")
+	f.Add("[[ ## fact_after_filter ## ]]")
+	f.Fuzz(func(t *testing.T, answer string) {
+		cands := []int32{7, 8, 9}
+		got := matchFacts(answer, []string{`["a","rel","b"]`, `["b","rel","c"]`, `["c","rel","d"]`}, cands, 2)
+		if len(got) > 2 {
+			t.Fatalf("kept %d facts, want ≤ 2", len(got))
+		}
+		seen := map[int32]bool{}
+		for _, g := range got {
+			if g < 7 || g > 9 || seen[g] {
+				t.Fatalf("kept %v", got)
+			}
+			seen[g] = true
+		}
+	})
+}
+
+// FuzzParseAnswer checks the reader's answer extraction never panics and trims.
+func FuzzParseAnswer(f *testing.F) {
+	f.Add("Thought: x\nAnswer: Aldwick")
+	f.Fuzz(func(t *testing.T, reply string) {
+		a := ParseAnswer(reply)
+		if len(a) > len(reply) {
+			t.Fatalf("answer longer than the reply")
+		}
+	})
+}
