@@ -280,3 +280,65 @@ func TestAugmentKilledResumesAndRollsBack(t *testing.T) {
 	after, _ = os.ReadFile(idx)
 	assert.Equal(t, before, after, "rollback restores the index byte for byte")
 }
+
+func TestQueryWritesRunLines(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c.json")
+	texts := map[string]string{
+		"Alder Vane": "Alder Vane was born in Corran Bay. Alder Vane founded Dunmore Hall.",
+		"Dunmore Hall": "Dunmore Hall is a library in Ostrid Ford.\n\nIt holds maps.",
+		"Brin Holt": "Brin Holt sailed from Ostrid Ford to Corran Bay.",
+	}
+	var recs []map[string]string
+	for _, title := range []string{"Alder Vane", "Dunmore Hall", "Brin Holt"} {
+		recs = append(recs, map[string]string{"title": title, "text": texts[title]})
+	}
+	data, _ := json.Marshal(recs)
+	require.NoError(t, os.WriteFile(corpus, data, 0o644))
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", corpus, "--out", idx).code)
+	qs := filepath.Join(dir, "q.jsonl")
+	require.NoError(t, os.WriteFile(qs, []byte("{\"id\":\"a\",\"question\":\"Where was the founder of Dunmore Hall born?\"}\n{\"id\":\"b\",\"question\":\"Who sailed to Corran Bay?\"}\n"), 0o644))
+	for _, r := range []string{"bm25", "dense", "triples", "ppr", "hyperppr"} {
+		out := filepath.Join(dir, r+".jsonl")
+		res := run(t, nil, "query", "--index", idx, "--questions", qs, "--retriever", r, "--top-k", "2", "--out", out)
+		require.Equal(t, 0, res.code, res.stderr)
+		lines := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
+		require.Len(t, lines, 2, r)
+		for _, l := range lines {
+			var line struct {
+				ID        string `json:"id"`
+				Retriever string `json:"retriever"`
+				Passages  []struct {
+					ChunkID string  `json:"chunk_id"`
+					Title   string  `json:"title"`
+					Text    string  `json:"text"`
+					Score   float64 `json:"score"`
+				} `json:"passages"`
+				Facts [][]string `json:"facts"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(l), &line))
+			assert.Equal(t, r, line.Retriever)
+			assert.NotNil(t, line.Facts)
+			require.NotEmpty(t, line.Passages, r)
+			for _, p := range line.Passages {
+				assert.Equal(t, texts[p.Title], p.Text, "a whole passage keeps its title and text unchanged")
+				assert.True(t, strings.HasPrefix(p.ChunkID, "chunk-"))
+			}
+		}
+	}
+	res := run(t, nil, "query", "--index", idx, "--retriever", "ppr", "Who founded Dunmore Hall?")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "1. ")
+	res = run(t, nil, "query", "--index", idx, "--retriever", "nope", "x")
+	assert.Equal(t, 2, res.code)
+	res = run(t, nil, "query", "--index", idx, "--answer", "x")
+	assert.Equal(t, 2, res.code)
+	assert.Contains(t, res.stderr, "needs an LLM")
+}
+
+func readFile(t *testing.T, p string) string {
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
