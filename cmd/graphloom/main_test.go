@@ -285,9 +285,9 @@ func TestQueryWritesRunLines(t *testing.T) {
 	dir := t.TempDir()
 	corpus := filepath.Join(dir, "c.json")
 	texts := map[string]string{
-		"Alder Vane": "Alder Vane was born in Corran Bay. Alder Vane founded Dunmore Hall.",
+		"Alder Vane":   "Alder Vane was born in Corran Bay. Alder Vane founded Dunmore Hall.",
 		"Dunmore Hall": "Dunmore Hall is a library in Ostrid Ford.\n\nIt holds maps.",
-		"Brin Holt": "Brin Holt sailed from Ostrid Ford to Corran Bay.",
+		"Brin Holt":    "Brin Holt sailed from Ostrid Ford to Corran Bay.",
 	}
 	var recs []map[string]string
 	for _, title := range []string{"Alder Vane", "Dunmore Hall", "Brin Holt"} {
