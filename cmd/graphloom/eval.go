@@ -91,13 +91,9 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					return err
 				}
 			}
-			var chat retrieve.Chatter
-			if lf.chatConfigured() {
-				c, err := lf.get()
-				if err != nil {
-					return err
-				}
-				chat = c
+			chat, err := lf.optionalChat()
+			if err != nil {
+				return err
 			}
 			if (cfg.Answer || cfg.Judge) && chat == nil {
 				return usageError{fmt.Errorf("eval: --answer and --judge need an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}

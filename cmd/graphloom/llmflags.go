@@ -10,6 +10,7 @@ import (
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 // llmFlags are the LLM and embedding-model flags shared by the commands that may call
@@ -69,6 +70,19 @@ func (f *llmFlags) chat() (*llm.Client, error) {
 		return nil, usageError{fmt.Errorf("no LLM configured: set GRAPHLOOM_LLM_BASE_URL and GRAPHLOOM_LLM_MODEL (or --llm-base-url, --llm-model)")}
 	}
 	return f.get()
+}
+
+// optionalChat returns the configured chat model for the steps that use one when it is
+// there (recognition memory, answering, judging): a nil interface when none is configured.
+func (f *llmFlags) optionalChat() (retrieve.Chatter, error) {
+	if !f.chatConfigured() {
+		return nil, nil
+	}
+	c, err := f.get()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // embedder returns the named embedder: "hash" (nil: built-in, fitted by the caller)

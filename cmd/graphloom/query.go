@@ -43,13 +43,9 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 			if err != nil {
 				return err
 			}
-			var chat retrieve.Chatter
-			if lf.chatConfigured() {
-				c, err := lf.get()
-				if err != nil {
-					return err
-				}
-				chat = c
+			chat, err := lf.optionalChat()
+			if err != nil {
+				return err
 			}
 			if rc.Answer && chat == nil {
 				return usageError{fmt.Errorf("query: --answer needs an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}
