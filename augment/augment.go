@@ -216,7 +216,16 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 
 // scoreSubgraphs returns the missingness probability of every subgraph, in batches.
 func scoreSubgraphs(ctx context.Context, ix *graphio.Index, sc Scorer, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
-	const batch = 64
+	const batch = scoreChunk
+	if p, ok := sc.(batchPreparer); ok {
+		var shapes [][]*kernels.Graph
+		for lo := 0; lo < len(subs); lo += batch {
+			shapes = append(shapes, shapeGraphs(subs[lo:min(lo+batch, len(subs))]))
+		}
+		if err := p.Prepare(shapes); err != nil {
+			return nil, fmt.Errorf("augment: score: %w", err)
+		}
+	}
 	out := make([]float64, 0, len(subs))
 	for lo := 0; lo < len(subs); lo += batch {
 		if err := ctx.Err(); err != nil {

@@ -13,47 +13,45 @@ import (
 )
 
 // RGCNScorer is CrossAug's scorer (anchors §D.5) on the GoMLX engine:
-// models.RGCNClassifier trained with Adam through models/train, its batches padded to
-// a fixed ladder of buckets so that training and scoring compile a bounded number of
-// executables.
+// models.RGCNClassifier trained with Adam through models/train.
+//
+// Batches use the tiled layout (dense per-tile adjacency products, see package
+// kernels): tiles of 64 node rows when every graph of the batch fits one, else 128,
+// else the sequential layout. They are padded to a few fixed shapes per layout, so
+// training and scoring compile a bounded number of executables: a coarse geometric
+// ladder that always fits, refined by Prepare with shapes fitted to the batches that
+// will follow.
+//
+// The batches declare only the relations the walk graph has (FACT, SYNONYM); the
+// model keeps the reference's third relation (ENTITY_CHUNK), which no sampled
+// subgraph carries, and skips its all-zero messages (models.RGCN.Apply): outputs and
+// updates are those of the full model.
 type RGCNScorer struct {
-	eng  *engine.Engine
-	m    *models.RGCNClassifier
-	tr   *train.Trainer
-	bk   *kernels.Bucketer
-	best []checkpoint.Tensor
+	eng    *engine.Engine
+	m      *models.RGCNClassifier
+	tr     *train.Trainer
+	shapes *batchShapes
+	best   []checkpoint.Tensor
 }
 
-// scorerBucketer pads batches to a fixed set of shapes: for each batch width (64
-// graphs when scoring, 256 when evaluating, up to three views per training root when
-// training) a geometric ladder of node rows from MinNodes to 3/5 of the largest possible
-// subgraph (1 + walks × hops nodes) per graph, with 8 directed edge slots per node row
-// (16 on the top rung). Graph slots do not shrink with the rung, so a batch of many
-// small subgraphs gets a small bucket.
-func scorerBucketer(inputDim int, cfg Config) (*kernels.Bucketer, error) {
-	spec := kernels.Spec{FeatDim: inputDim, NumRelations: numRel, NumNodeTypes: 3}
-	maxNodes := 1 + max(cfg.WalksPerRoot, cfg.CleanWalksPerRoot)*cfg.WalkLength
-	per := max(cfg.MinNodes*4, maxNodes*3/5)
-	var buckets []kernels.Bucket
-	for _, graphs := range []int{64, 256, 3 * cfg.TrainRoots} {
-		for n := float64(cfg.MinNodes); ; n *= 1.4 {
-			rows := (int(n*float64(graphs)) + 7) / 8 * 8
-			if n >= float64(per) {
-				rows = graphs * per
-				buckets = append(buckets, kernels.Bucket{Nodes: rows, Edges: rows * 16, Graphs: graphs})
-				break
-			}
-			buckets = append(buckets, kernels.Bucket{Nodes: rows, Edges: rows * 8, Graphs: graphs})
-		}
-	}
-	return kernels.NewBucketer(kernels.BucketerConfig{Spec: spec, Buckets: buckets})
+// scorerModelConfig is the reference scorer's model for node features of width
+// inputDim: three relations, three node types (anchors §D.5).
+func scorerModelConfig(inputDim int, cfg Config) models.RGCNConfig {
+	mc := models.DefaultRGCNConfig(inputDim)
+	mc.Hidden, mc.HeadHidden, mc.Dropout, mc.Seed, mc.NumRelations = cfg.Hidden, cfg.Hidden, cfg.Dropout, uint64(cfg.Seed), numRel
+	return mc
+}
+
+// scorerTrainConfig is the reference scorer's optimizer: Adam at a constant rate.
+func scorerTrainConfig(cfg Config) train.Config {
+	tc := train.DefaultConfig()
+	tc.LearningRate, tc.MinLearningRate, tc.TotalSteps, tc.Seed = cfg.LearningRate, cfg.LearningRate, cfg.Epochs, cfg.Seed
+	return tc
 }
 
 // NewRGCNScorer returns an untrained scorer for node features of width inputDim.
 func NewRGCNScorer(eng *engine.Engine, inputDim int, cfg Config) (*RGCNScorer, error) {
-	mc := models.DefaultRGCNConfig(inputDim)
-	mc.Hidden, mc.HeadHidden, mc.Dropout, mc.Seed = cfg.Hidden, cfg.Hidden, cfg.Dropout, uint64(cfg.Seed)
-	m, err := models.NewRGCNClassifier(model.NewStore(), mc)
+	m, err := models.NewRGCNClassifier(model.NewStore(), scorerModelConfig(inputDim, cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -61,17 +59,19 @@ func NewRGCNScorer(eng *engine.Engine, inputDim int, cfg Config) (*RGCNScorer, e
 }
 
 func newRGCNScorer(eng *engine.Engine, m *models.RGCNClassifier, cfg Config) (*RGCNScorer, error) {
-	tc := train.DefaultConfig()
-	tc.LearningRate, tc.MinLearningRate, tc.TotalSteps, tc.Seed = cfg.LearningRate, cfg.LearningRate, cfg.Epochs, cfg.Seed
-	tr, err := train.New(eng, m, tc)
+	tr, err := train.New(eng, m, scorerTrainConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	bk, err := scorerBucketer(m.Config().InputDim, cfg)
+	spec := kernels.Spec{FeatDim: m.Config().InputDim, NumRelations: walkRelations, NumNodeTypes: 1}
+	if err := m.CheckBatch(spec); err != nil {
+		return nil, fmt.Errorf("augment: scorer: %w", err)
+	}
+	shapes, err := newBatchShapes(spec, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &RGCNScorer{eng: eng, m: m, tr: tr, bk: bk}, nil
+	return &RGCNScorer{eng: eng, m: m, tr: tr, shapes: shapes}, nil
 }
 
 // LoadRGCNScorer restores a scorer saved by Save.
@@ -83,9 +83,13 @@ func LoadRGCNScorer(eng *engine.Engine, path string, cfg Config) (*RGCNScorer, e
 	return newRGCNScorer(eng, m, cfg)
 }
 
+// Prepare implements batchPreparer: it adds padded shapes fitted to batches like
+// samples (only their node and edge counts matter).
+func (s *RGCNScorer) Prepare(samples [][]*kernels.Graph) error { return s.shapes.fit(samples) }
+
 // TrainStep implements Scorer.
 func (s *RGCNScorer) TrainStep(graphs []*kernels.Graph, labels []float32) (float64, error) {
-	b, err := s.bk.Batch(graphs)
+	b, err := s.shapes.batch(graphs)
 	if err != nil {
 		return 0, fmt.Errorf("augment: scorer batch of %d graphs: %w", len(graphs), err)
 	}
@@ -95,7 +99,7 @@ func (s *RGCNScorer) TrainStep(graphs []*kernels.Graph, labels []float32) (float
 
 // Logits implements Scorer; batches too large for a bucket are split.
 func (s *RGCNScorer) Logits(graphs []*kernels.Graph) ([]float32, error) {
-	b, err := s.bk.Batch(graphs)
+	b, err := s.shapes.batch(graphs)
 	if err != nil {
 		if len(graphs) == 1 {
 			return nil, fmt.Errorf("augment: scorer: %w", err)

@@ -47,6 +47,7 @@ type TrainReport struct {
 	SizeBaseline  float64   `json:"size_baseline_roc_auc"` // node-count-only classifier on the same views
 	SizeMatched   bool      `json:"size_matched"`
 	Seconds       float64   `json:"seconds"`
+	Compilations  int64     `json:"compilations"` // executables the scorer compiled while training
 	History       []EvalRow `json:"history"`
 	Fingerprint   string    `json:"fingerprint"`
 	ChecksumError string    `json:"-"`
@@ -140,7 +141,9 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 // draws fresh training roots, builds one clean and up to two corrupted views per root
 // and takes one full-batch optimizer step; every EvalEvery epochs it scores a fixed set
 // of evaluation views; training stops early after Patience epochs without a MinDelta
-// improvement of the evaluation BCE, and the best weights are restored.
+// improvement of the evaluation BCE, and the best weights are restored. A scorer that
+// pads batches to fixed shapes is first sized to sampled epochs (prepareShapes); that
+// draws from its own random source and changes no batch.
 //
 // Deviation: evaluation roots are excluded from training roots (the reference draws
 // both from all candidates), so the reported metrics are on held-out roots.
@@ -162,6 +165,14 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	tr.EvalViews = len(evalViews)
 	tr.SizeBaseline = sizeBaselineAUC(evalViews)
 	evalGraphs, evalLabels := graphsOf(ix, evalViews)
+	if err := prepareShapes(sc, g, trainRoots, evalViews, cfg); err != nil {
+		return tr, err
+	}
+	compiled := func() int64 { return 0 }
+	if c, ok := sc.(compileCounter); ok {
+		compiled = c.Compilations
+	}
+	compiledBefore := compiled()
 
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	best, bestEpoch, sinceBest := math.Inf(1), 0, 0
@@ -192,8 +203,8 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 		row.Epoch, row.TrainLoss = epoch, lastLoss
 		tr.History = append(tr.History, row)
 		if log != nil {
-			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs)\n",
-				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds())
+			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
+				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
 		}
 		if row.EvalBCE < best-cfg.MinDelta {
 			best, bestEpoch, sinceBest = row.EvalBCE, epoch, 0
@@ -219,11 +230,43 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	tr.BestEpoch = bestEpoch
 	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.Seconds = round3(time.Since(t0).Seconds())
+	tr.Compilations = compiled() - compiledBefore
 	if log != nil {
-		fmt.Fprintf(log, "best epoch %d: eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (node-count baseline ROC-AUC %.3f)\n",
-			bestEpoch, tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc, tr.SizeBaseline)
+		fmt.Fprintf(log, "best epoch %d: eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (node-count baseline ROC-AUC %.3f)  %d executables compiled, %.1fs\n",
+			bestEpoch, tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc, tr.SizeBaseline, tr.Compilations, tr.Seconds)
 	}
 	return tr, nil
+}
+
+// sizingEpochs is how many epochs of training views prepareShapes draws to size the
+// scorer's batches.
+const sizingEpochs = 16
+
+// prepareShapes lets a scorer that pads batches fit its shapes, before the first step,
+// to sizingEpochs epochs of training batches drawn with their own random source (the
+// training draws are unchanged) and to the evaluation batches.
+func prepareShapes(sc Scorer, g *minerGraph, trainRoots []int32, evalViews []view, cfg Config) error {
+	p, ok := sc.(batchPreparer)
+	if !ok {
+		return nil
+	}
+	rng := rand.New(rand.NewSource(cfg.Seed + 7919))
+	var train [][]*kernels.Graph
+	for range sizingEpochs {
+		if vs := g.sampleGroups(trainRoots, cfg.TrainRoots, cfg, rng); len(vs) > 0 {
+			train = append(train, shapeGraphs(viewSubgraphs(vs)))
+		}
+	}
+	var eval [][]*kernels.Graph
+	for lo := 0; lo < len(evalViews); lo += evalChunk {
+		eval = append(eval, shapeGraphs(viewSubgraphs(evalViews[lo:min(lo+evalChunk, len(evalViews))])))
+	}
+	for _, family := range [][][]*kernels.Graph{train, eval} {
+		if err := p.Prepare(family); err != nil {
+			return fmt.Errorf("augment: sizing scorer batches: %w", err)
+		}
+	}
+	return nil
 }
 
 func graphsOf(ix *graphio.Index, views []view) ([]*kernels.Graph, []float32) {
@@ -239,8 +282,8 @@ func graphsOf(ix *graphio.Index, views []view) ([]*kernels.Graph, []float32) {
 // accuracy (within a root, each corrupted view against the clean one).
 func evaluate(sc Scorer, gs []*kernels.Graph, labels []float32, views []view) (EvalRow, error) {
 	var logits []float32
-	for lo := 0; lo < len(gs); lo += 256 {
-		z, err := sc.Logits(gs[lo:min(lo+256, len(gs))])
+	for lo := 0; lo < len(gs); lo += evalChunk {
+		z, err := sc.Logits(gs[lo:min(lo+evalChunk, len(gs))])
 		if err != nil {
 			return EvalRow{}, fmt.Errorf("augment: evaluate: %w", err)
 		}

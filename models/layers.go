@@ -118,11 +118,25 @@ func NewRGCN(p *Params, in, out, numRelations, numBases int) *RGCN {
 }
 
 // Apply runs the layer on node features x [N, in].
+//
+// A batch may declare fewer relations than the layer has (b.Spec.NumRelations < R):
+// its edges then never carry the trailing relations, whose messages are 0, so the
+// layer uses only the first b.Spec.NumRelations relation weights. The result and the
+// gradients are those of the full layer (the skipped weights' gradient is exactly 0),
+// at a fraction of the cost.
 func (l *RGCN) Apply(b *kernels.BatchNodes, x *graph.Node) *graph.Node {
 	g := x.Graph()
-	return kernels.RGCNConv(b, x, kernels.RGCNWeights{
+	w := kernels.RGCNWeights{
 		Root: value(g, l.Root), Rel: value(g, l.Rel), Basis: value(g, l.Basis), Comp: value(g, l.Comp), Bias: value(g, l.Bias),
-	})
+	}
+	r := b.Spec.NumRelations
+	if w.Rel != nil && w.Rel.Shape().Dim(0) > r {
+		w.Rel = graph.Slice(w.Rel, graph.AxisRange(0, r))
+	}
+	if w.Comp != nil && w.Comp.Shape().Dim(0) > r {
+		w.Comp = graph.Slice(w.Comp, graph.AxisRange(0, r))
+	}
+	return kernels.RGCNConv(b, x, w)
 }
 
 // Transformer is one PyG TransformerConv layer.

@@ -235,3 +235,42 @@ func TestGraphTransformer(t *testing.T) {
 	_, _, err = LoadRGCNClassifier(path, model.NewStore())
 	assert.Error(t, err, "kind mismatch")
 }
+
+// TestRGCNFewerBatchRelations checks that a batch declaring fewer relations than the
+// model (its edges use only the first ones) gives the full model's logits, and that a
+// batch declaring more is rejected.
+func TestRGCNFewerBatchRelations(t *testing.T) {
+	e := testEngine(t)
+	cfg := RGCNConfig{InputDim: 6, Hidden: 8, Layers: 2, NumRelations: 3, NumNodeTypes: 3, HeadHidden: 5, Seed: 4}
+	store := model.NewStore()
+	m, err := NewRGCNClassifier(store, cfg)
+	require.NoError(t, err)
+	two := kernels.Spec{FeatDim: 6, NumRelations: 2, NumNodeTypes: 3}
+	graphs := randomGraphs(rand.New(rand.NewPCG(7, 8)), two, 6)
+	logits := func(spec kernels.Spec, layout kernels.Layout) []float32 {
+		bucket := kernels.Bucket{Nodes: 96, Edges: 256, Graphs: 8}
+		if layout.Tiled() {
+			bucket.Graphs = 0
+		}
+		bk, err := kernels.NewBucketer(kernels.BucketerConfig{Spec: spec, Layout: layout, Buckets: []kernels.Bucket{bucket}})
+		require.NoError(t, err)
+		b, err := bk.Batch(graphs)
+		require.NoError(t, err)
+		require.NoError(t, m.CheckBatch(spec))
+		slots := forward(t, e, store, "rgcn-rel", b, func(bn *kernels.BatchNodes) *graph.Node { return m.Logits(bn, false) })
+		out, err := b.PerGraph(slots, 1)
+		require.NoError(t, err)
+		return out
+	}
+	three := two
+	three.NumRelations = 3
+	for _, layout := range []kernels.Layout{{}, {TileSize: 16, GraphsPerTile: 4}} {
+		want, got := logits(three, layout), logits(two, layout)
+		for i := range want {
+			assert.InDelta(t, want[i], got[i], 1e-5, "layout %+v graph %d", layout, i)
+		}
+	}
+	four := two
+	four.NumRelations = 4
+	assert.Error(t, m.CheckBatch(four))
+}

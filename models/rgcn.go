@@ -108,9 +108,11 @@ func (m *RGCNClassifier) Store() *model.Store { return m.store }
 // Variables returns the model weights in a fixed order.
 func (m *RGCNClassifier) Variables() []*model.Variable { return m.vars }
 
-// CheckBatch reports whether batches of spec fit the model.
+// CheckBatch reports whether batches of spec fit the model. A spec may declare fewer
+// relations than the model has: its edges use only the first spec.NumRelations
+// relations, and the layers skip the others (see RGCN.Apply).
 func (m *RGCNClassifier) CheckBatch(spec kernels.Spec) error {
-	if spec.FeatDim != m.cfg.InputDim || spec.NumRelations != m.cfg.NumRelations ||
+	if spec.FeatDim != m.cfg.InputDim || spec.NumRelations < 1 || spec.NumRelations > m.cfg.NumRelations ||
 		(m.cfg.NumNodeTypes > 0 && spec.NumNodeTypes > m.cfg.NumNodeTypes) {
 		return fmt.Errorf("models: rgcn: batch spec %+v does not fit config (input %d, %d relations, %d node types)",
 			spec, m.cfg.InputDim, m.cfg.NumRelations, m.cfg.NumNodeTypes)
