@@ -252,7 +252,7 @@ func TestCrossChunkFacts(t *testing.T) {
 		"Odile Varrant, known as the Grey Widow, came to Port Keswyn.",
 		"The Grey Widow bought the Meridian. Mira Solenne rowed to Gull Rock.",
 		"She rescued Ruel Faddock. Tomas Brell kept the ledger.",
-	})
+	}, nil)
 	require.NoError(t, err)
 	c := crossChunkFacts(res, []string{"chunk-a", "chunk-b", "chunk-c"})
 	got := map[string][]string{}

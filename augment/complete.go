@@ -3,6 +3,7 @@ package augment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/graphloom/graphloom/extract"
@@ -123,10 +124,10 @@ func anyStrings(xs []any) []string {
 }
 
 // Extractive is the offline completer: it runs the rule extractor over a subgraph's
-// evidence chunks as one discourse, resolves aliases ("X, known as Y") and pronouns
-// across them, and proposes the facts whose evidence spans two or more chunks (a
-// statement about Y in one chunk, with Y named X in another). Facts the index already
-// holds are dropped later by validation.
+// evidence chunks in corpus order, resolves aliases ("X, known as Y") across all of
+// them and pronouns across neighbouring chunks, and proposes the facts whose evidence
+// spans two or more chunks (a statement about Y in one chunk, with Y named X in
+// another). Facts the index already holds are dropped later by validation.
 type Extractive struct {
 	Rule *extract.Rule
 }
@@ -141,15 +142,23 @@ func (x *Extractive) Complete(ctx context.Context, ix *graphio.Index, sel []Sele
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		texts := make([]string, len(sel[i].chunkIx))
-		for j, c := range sel[i].chunkIx {
-			texts[j] = ix.Chunks[c].Text
+		// Read the evidence in corpus order; a chunk continues the one before it only
+		// when they are neighbours in the corpus (the next piece of a document, or the
+		// next passage), so pronouns never resolve across unrelated passages.
+		order := slices.Clone(sel[i].chunkIx)
+		slices.Sort(order)
+		texts := make([]string, len(order))
+		ids := make([]string, len(order))
+		linked := make([]bool, len(order))
+		for j, c := range order {
+			texts[j], ids[j] = ix.Chunks[c].Text, ix.Chunks[c].ID
+			linked[j] = j > 0 && c == order[j-1]+1
 		}
-		res, err := x.Rule.ExtractDocs(texts)
+		res, err := x.Rule.ExtractDocs(texts, linked)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = crossChunkFacts(res, sel[i].Chunks)
+		out[i] = crossChunkFacts(res, ids)
 		if progress != nil {
 			progress(i+1, len(sel))
 		}

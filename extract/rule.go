@@ -173,9 +173,10 @@ func (w *ruleWorker) chunk(text string) Result {
 
 // ExtractDocs extracts from consecutive texts (such as the evidence chunks of an
 // augmentation prompt) as one discourse: a pronoun at the start of one text can resolve
-// to a person named in an earlier one. Result i holds what text i states; a triple
-// whose entity was resolved from another text lists that text in Sources.
-func (r *Rule) ExtractDocs(texts []string) ([]Result, error) {
+// to a person named in the text before it when linked[i] says text i continues text
+// i−1 (nil links every text to its predecessor). Result i holds what text i states; a
+// triple whose entity was resolved from another text lists that text in Sources.
+func (r *Rule) ExtractDocs(texts []string, linked []bool) ([]Result, error) {
 	w, err := r.pooled()
 	if err != nil {
 		return nil, err
@@ -184,6 +185,9 @@ func (r *Rule) ExtractDocs(texts []string) ([]Result, error) {
 	out := make([]Result, len(texts))
 	st := &chunkState{}
 	for i, t := range texts {
+		if linked != nil && (i >= len(linked) || !linked[i]) {
+			st = &chunkState{}
+		}
 		st.doc = i
 		out[i] = w.text(t, st)
 	}

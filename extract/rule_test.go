@@ -50,10 +50,11 @@ func TestRulePronounsAliasesHyperedges(t *testing.T) {
 
 func TestExtractDocsCrossTextPronouns(t *testing.T) {
 	r := NewRule(DefaultRuleConfig())
-	res, err := r.ExtractDocs([]string{
+	texts := []string{
 		"Mira Solenne rowed out to Gull Rock in the storm.",
 		"She rescued Ruel Faddock from the water.",
-	})
+	}
+	res, err := r.ExtractDocs(texts, nil)
 	require.NoError(t, err)
 	require.Len(t, res, 2)
 	assert.Contains(t, res[1].Triples, Triple{Subject: "Mira Solenne", Predicate: "rescued", Object: "Ruel Faddock", Sources: []int{0}},
@@ -61,4 +62,7 @@ func TestExtractDocsCrossTextPronouns(t *testing.T) {
 	alone, err := r.ExtractText("She rescued Ruel Faddock from the water.")
 	require.NoError(t, err)
 	assert.Empty(t, alone.Triples, "alone, the pronoun has no antecedent")
+	unlinked, err := r.ExtractDocs(texts, []bool{false, false})
+	require.NoError(t, err)
+	assert.Empty(t, unlinked[1].Triples, "texts that do not continue each other share no antecedents")
 }
