@@ -169,28 +169,36 @@ func similarDense(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neigh
 	return out
 }
 
+// similarSparse is an exact search through an inverted index of the non-zero
+// coordinates. Similarity is symmetric, so each row is only scored against the rows
+// after it, and every pair found is offered to both rows' top-K lists.
 func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbor {
 	n := len(data) / dim
-	// Inverted index: for each coordinate, the rows with a non-zero there.
-	type posting struct {
-		row int32
-		v   float32
-	}
-	cols := make([][]posting, dim)
+	// Postings are built in row order, so each list is sorted by row.
+	cols := make([][]int32, dim)
+	vals := make([][]float32, dim)
 	for i := 0; i < n; i++ {
 		if skip != nil && skip[i] {
 			continue
 		}
 		for d, v := range data[i*dim : (i+1)*dim] {
 			if v != 0 {
-				cols[d] = append(cols[d], posting{int32(i), v})
+				cols[d] = append(cols[d], int32(i))
+				vals[d] = append(vals[d], v)
 			}
 		}
 	}
-	out := make([][]Neighbor, n)
+	type pair struct {
+		i, j int32
+		s    float32
+	}
+	var mu sync.Mutex
+	var pairs []pair
 	parallelRows(n, cfg.Workers, 64, func(lo, hi int) {
 		acc := make([]float32, n)
+		seen := make([]bool, n)
 		touched := make([]int32, 0, 1024)
+		var found []pair
 		for i := lo; i < hi; i++ {
 			if skip != nil && skip[i] {
 				continue
@@ -199,24 +207,44 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 				if v == 0 {
 					continue
 				}
-				for _, p := range cols[d] {
-					if acc[p.row] == 0 {
-						touched = append(touched, p.row)
+				rows, vs := cols[d], vals[d]
+				k := sort.Search(len(rows), func(k int) bool { return rows[k] > int32(i) })
+				for ; k < len(rows); k++ {
+					r := rows[k]
+					if !seen[r] {
+						seen[r] = true
+						touched = append(touched, r)
 					}
-					acc[p.row] += v * p.v
+					acc[r] += v * vs[k]
 				}
 			}
-			t := topK{k: cfg.K}
 			for _, j := range touched {
-				if s := acc[j]; int(j) != i && s >= cfg.MinScore {
-					t.offer(Neighbor{j, s})
+				if s := acc[j]; s >= cfg.MinScore {
+					found = append(found, pair{int32(i), j, s})
 				}
-				acc[j] = 0
+				acc[j], seen[j] = 0, false
 			}
 			touched = touched[:0]
-			out[i] = t.sorted()
 		}
+		mu.Lock()
+		pairs = append(pairs, found...)
+		mu.Unlock()
 	})
+	heaps := make([]topK, n)
+	for _, p := range pairs {
+		for _, e := range [2][2]int32{{p.i, p.j}, {p.j, p.i}} {
+			h := &heaps[e[0]]
+			h.k = cfg.K
+			h.offer(Neighbor{e[1], p.s})
+		}
+	}
+	out := make([][]Neighbor, n)
+	for i := range heaps {
+		if skip == nil || !skip[i] {
+			heaps[i].k = cfg.K
+			out[i] = heaps[i].sorted()
+		}
+	}
 	return out
 }
 
