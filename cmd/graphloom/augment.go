@@ -83,7 +83,7 @@ rerun does not repeat paid calls.`,
 					if err != nil {
 						return err
 					}
-					opts.Completer = &augment.LLMCompleter{C: c, Hyperedges: len(ix.Hyperedges) > 0 && !strings.HasPrefix(ix.Meta.Extractor, "rule")}
+					opts.Completer = &augment.LLMCompleter{C: c, Hyperedges: len(ix.Hyperedges) > 0}
 				default:
 					return usageError{fmt.Errorf("augment: --completer %q: want llm or extractive", completer)}
 				}
