@@ -182,11 +182,13 @@ func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
 		root := strings.TrimSpace(strings.Split(strings.Split(u, "Subgraph root entity:\n")[1], "\n")[0])
 		return llmtest.Reply{Content: fmt.Sprintf(`{"new_triples": [
 			{"triple": [%q, "visited", "Ember Quay"], "chunk_ids": [%s]},
-			{"triple": [%q, "feared", "Fenwick Moor"], "chunk_ids": ["chunk-not-in-prompt"]}]}`, root, cite, root)}
+			{"triple": [%q, "feared", "Fenwick Moor"], "chunk_ids": ["chunk-not-in-prompt"]}],
+			"new_hyperedges": [{"text": "%s visited Ember Quay by sea.", "entities": [%q, "Ember Quay"], "chunk_ids": [%s]},
+			{"text": "A lone entity.", "entities": ["Ember Quay"], "chunk_ids": [%s]}]}`, root, cite, root, root, root, cite, cite)}
 	})
 	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", CacheDir: t.TempDir()})
 	require.NoError(t, err)
-	rep, err := Run(context.Background(), ix, "aug-test", testOptions(&LLMCompleter{C: c}))
+	rep, err := Run(context.Background(), ix, "aug-test", testOptions(&LLMCompleter{C: c, Hyperedges: true}))
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Calls)
 	assert.Equal(t, 3, srv.Count())
@@ -194,6 +196,10 @@ func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
 	require.Equal(t, 3, rep.Accepted)
 	assert.Equal(t, 1, rep.Added.Nodes, "Ember Quay")
 	assert.Equal(t, 3, rep.Added.Triples)
+	assert.Equal(t, 3, rep.Added.Hyperedges, "one per subgraph; a hyperedge with one entity is rejected")
+	assert.Equal(t, 3, rep.Rejections[RejectHyperEnts])
+	assert.Contains(t, srv.Requests()[0].Messages[0].Content, "new_hyperedges")
+	assert.Equal(t, len(ix.Hyperedges), ix.Embeddings[graphio.KindHyperedge].Rows(), "new hyperedges are embedded")
 	ember, ok := graphio.NewBuilder(ix, "").EntityIndex("ember quay")
 	require.True(t, ok)
 	assert.Equal(t, "aug-test", ix.Entities[ember].Run)
@@ -218,7 +224,7 @@ func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
 
 	// A second run on a fresh copy sends nothing: every answer is cached.
 	ix2 := chainIndex(t)
-	_, err = Run(context.Background(), ix2, "aug-2", testOptions(&LLMCompleter{C: c}))
+	_, err = Run(context.Background(), ix2, "aug-2", testOptions(&LLMCompleter{C: c, Hyperedges: true}))
 	require.NoError(t, err)
 	assert.Equal(t, 3, srv.Count())
 }
