@@ -24,11 +24,16 @@ type RuleConfig struct {
 	// ResolvePronouns replaces he/she/him/her by the most recent person-like subject of
 	// the chunk, as EXT++ asks of its LLM. Default true.
 	ResolvePronouns bool
+	// Titles uses the chunks' document titles as a gazetteer (see [Titles]): each
+	// chunk mentions its own title, and a title occurring in any chunk is an entity
+	// span. HippoRAG 2 extracts from "title\ntext", so its LLM sees the title too.
+	// Default true.
+	Titles bool
 }
 
 // DefaultRuleConfig returns the defaults.
 func DefaultRuleConfig() RuleConfig {
-	return RuleConfig{MaxPredicateWords: 10, ResolvePronouns: true}
+	return RuleConfig{MaxPredicateWords: 10, ResolvePronouns: true, Titles: true}
 }
 
 // Rule is the offline extractor: prose v2 tokens, part-of-speech tags and named
@@ -68,6 +73,14 @@ func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) (
 	}
 	workers = max(1, min(workers, len(chunks)))
 	out := make([]Result, len(chunks))
+	var titles *Titles
+	if r.cfg.Titles {
+		ts := make([]string, len(chunks))
+		for i, c := range chunks {
+			ts[i] = c.Title
+		}
+		titles = NewTitles(ts)
+	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -82,7 +95,7 @@ func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) (
 		go func(w int) {
 			defer wg.Done()
 			for i := range jobs {
-				out[i] = wk.chunk(chunks[i].Text)
+				out[i] = wk.titled(chunks[i].Title, chunks[i].Text, titles)
 				mu.Lock()
 				done++
 				if progress != nil {
@@ -162,13 +175,33 @@ type span struct {
 
 // chunkState carries what pronoun resolution needs across the sentences of a chunk.
 type chunkState struct {
-	doc       int    // index of the text being processed (ExtractDocs)
-	person    string // last person-like sentence subject
-	personDoc int    // the text that subject was found in
+	titles    *Titles // the corpus's title gazetteer, or nil
+	doc       int     // index of the text being processed (ExtractDocs)
+	person    string  // last person-like sentence subject
+	personDoc int     // the text that subject was found in
 }
 
 func (w *ruleWorker) chunk(text string) Result {
 	return w.text(text, &chunkState{})
+}
+
+// titled extracts from a chunk of a titled document with the corpus's title gazetteer
+// (nil: none); the chunk mentions its own title when the gazetteer holds it.
+func (w *ruleWorker) titled(title, text string, titles *Titles) Result {
+	st := &chunkState{titles: titles}
+	res := w.text(text, st)
+	if titles.Len() > 0 {
+		if t := CleanTitle(title); titles.keys[strings.Join(titleWords(t), " ")] != "" {
+			seen := false
+			for _, e := range res.Entities {
+				seen = seen || strings.EqualFold(e.Text, t)
+			}
+			if !seen {
+				res.Entities = append(res.Entities, Entity{Text: t})
+			}
+		}
+	}
+	return res
 }
 
 // ExtractDocs extracts from consecutive texts (such as the evidence chunks of an
@@ -254,7 +287,7 @@ func (w *ruleWorker) sentence(sent string, toks []token, st *chunkState, res *Re
 	if len(toks) == 0 {
 		return
 	}
-	spans := entitySpans(sent, toks)
+	spans := entitySpans(sent, toks, st.titles)
 	if w.cfg.ResolvePronouns {
 		spans = resolvePronouns(toks, spans, st)
 	}
@@ -407,10 +440,16 @@ func isDay(s string) bool {
 	return true
 }
 
-// entitySpans finds names and dates in a tagged sentence.
-func entitySpans(sent string, toks []token) []span {
+// entitySpans finds names and dates in a tagged sentence; a document title of the
+// gazetteer (may be nil) is one span, the longest that matches.
+func entitySpans(sent string, toks []token, titles *Titles) []span {
 	var out []span
 	for i := 0; i < len(toks); {
+		if j := titles.match(toks, i); j > i {
+			out = append(out, span{i: i, j: j, typ: nerType(toks[i:j]), from: -1})
+			i = j
+			continue
+		}
 		// Dates: [day] Month [day,] [year] or a bare year.
 		if months[toks[i].text] || isYear(toks[i].text) && toks[i].tag == "CD" {
 			j, k := i, i

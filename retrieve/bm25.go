@@ -5,19 +5,9 @@ import (
 	"math"
 	"strings"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
-
-// bm25Index is an inverted index of chunk contents (title and text).
-type bm25Index struct {
-	postings map[string][]posting
-	docLen   []float64
-	avgLen   float64
-}
-
-type posting struct {
-	doc int32
-	tf  int32
-}
 
 // stopwords are dropped from queries and documents.
 var stopwords = map[string]bool{}
@@ -31,65 +21,106 @@ func init() {
 	}
 }
 
-// terms lower-cases text and splits it into letter/digit runs, without stopwords.
-func terms(text string) []string {
+// Analyzer turns text into index terms: lower-cased letter/digit runs without
+// stopwords, Snowball (Porter2) English stems when Stem is set.
+type Analyzer struct {
+	Stem bool
+}
+
+// Terms returns the terms of text.
+func (a Analyzer) Terms(text string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if !stopwords[w] {
-			out = append(out, w)
+		if stopwords[w] {
+			continue
 		}
+		if a.Stem {
+			// english.Stem leaves words of one or two letters and non-Latin words alone.
+			w = english.Stem(w, false)
+		}
+		out = append(out, w)
 	}
 	return out
 }
 
-func (s *Searcher) bm25Index() *bm25Index {
-	s.bm25Once.Do(func() {
-		idx := &bm25Index{postings: map[string][]posting{}, docLen: make([]float64, len(s.ix.Chunks))}
-		var total float64
-		for i := range s.ix.Chunks {
-			tf := map[string]int32{}
-			ts := terms(s.ix.Chunks[i].Content())
-			for _, t := range ts {
-				tf[t]++
-			}
-			for t, n := range tf {
-				idx.postings[t] = append(idx.postings[t], posting{int32(i), n})
-			}
-			idx.docLen[i] = float64(len(ts))
-			total += float64(len(ts))
-		}
-		if len(s.ix.Chunks) > 0 {
-			idx.avgLen = total / float64(len(s.ix.Chunks))
-		}
-		s.bm25 = idx
-	})
-	return s.bm25
+// lexIndex is an Okapi BM25 inverted index over a list of texts (chunks, facts,
+// entity names or hyperedges).
+type lexIndex struct {
+	postings map[string][]posting
+	docLen   []float64
+	avgLen   float64
+	an       Analyzer
+	k1, b    float64
 }
 
-// bm25Scores returns the Okapi BM25 score of every chunk for the query, with the
-// Lucene-style IDF log(1 + (N − df + 0.5)/(df + 0.5)), which is never negative.
-func (s *Searcher) bm25Scores(q string) []float64 {
-	idx := s.bm25Index()
+type posting struct {
+	doc int32
+	tf  int32
+}
+
+func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
+	idx := &lexIndex{postings: map[string][]posting{}, docLen: make([]float64, len(texts)), an: an, k1: k1, b: b}
+	var total float64
+	for i, text := range texts {
+		tf := map[string]int32{}
+		ts := an.Terms(text)
+		for _, t := range ts {
+			tf[t]++
+		}
+		for t, n := range tf {
+			idx.postings[t] = append(idx.postings[t], posting{int32(i), n})
+		}
+		idx.docLen[i] = float64(len(ts))
+		total += float64(len(ts))
+	}
+	if len(texts) > 0 {
+		idx.avgLen = total / float64(len(texts))
+	}
+	return idx
+}
+
+// scores returns the Okapi BM25 score of every text for the query, with the
+// Lucene-style IDF log(1 + (N − df + 0.5)/(df + 0.5)), which is never negative. A
+// query term counts once however often the query repeats it.
+func (idx *lexIndex) scores(q string) []float64 {
 	n := float64(len(idx.docLen))
 	scores := make([]float64, len(idx.docLen))
-	k1, b := s.cfg.BM25K1, s.cfg.BM25B
-	for _, t := range terms(q) {
+	seen := map[string]bool{}
+	for _, t := range idx.an.Terms(q) {
 		ps := idx.postings[t]
-		if len(ps) == 0 {
+		if len(ps) == 0 || seen[t] {
 			continue
 		}
+		seen[t] = true
 		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
 		for _, p := range ps {
 			tf := float64(p.tf)
-			norm := 1 - b
+			norm := 1 - idx.b
 			if idx.avgLen > 0 {
-				norm += b * idx.docLen[p.doc] / idx.avgLen
+				norm += idx.b * idx.docLen[p.doc] / idx.avgLen
 			}
-			scores[p.doc] += idf * tf * (k1 + 1) / (tf + k1*norm)
+			scores[p.doc] += idf * tf * (idx.k1 + 1) / (tf + idx.k1*norm)
 		}
 	}
 	return scores
 }
+
+func (s *Searcher) analyzer() Analyzer { return Analyzer{Stem: s.cfg.Stem} }
+
+// bm25Index is the BM25 index of chunk contents (title and text).
+func (s *Searcher) bm25Index() *lexIndex {
+	s.bm25Once.Do(func() {
+		texts := make([]string, len(s.ix.Chunks))
+		for i := range s.ix.Chunks {
+			texts[i] = s.ix.Chunks[i].Content()
+		}
+		s.bm25 = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
+	})
+	return s.bm25
+}
+
+// bm25Scores returns the BM25 score of every chunk for the query.
+func (s *Searcher) bm25Scores(q string) []float64 { return s.bm25Index().scores(q) }
 
 type bm25Retriever struct{ s *Searcher }
 

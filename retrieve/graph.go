@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
@@ -46,16 +47,48 @@ func unitWeights(graphio.TypedEdge) float32 { return 1 }
 
 func (s *Searcher) hippoGraph() (*graphView, error) {
 	s.hippoOnce.Do(func() {
-		s.hippo, s.hippoErr = newGraphView(s.ix, graphio.HippoGraph, hippoWeights, s.cfg.Damping)
+		s.hippo, s.hippoErr = newGraphView(s.ix, graphio.HippoGraph, s.hubControl(hippoWeights), s.cfg.Damping)
 	})
 	return s.hippo, s.hippoErr
 }
 
 func (s *Searcher) hyperGraph() (*graphView, error) {
 	s.hyperOnce.Do(func() {
-		s.hyper, s.hyperErr = newGraphView(s.ix, graphio.HyperGraph, unitWeights, s.cfg.Damping)
+		s.hyper, s.hyperErr = newGraphView(s.ix, graphio.HyperGraph, s.hubControl(unitWeights), s.cfg.Damping)
 	})
 	return s.hyper, s.hyperErr
+}
+
+// hubControl scales every edge that touches an entity by the entity's specificity
+// log(N/df) / log(N) (N chunks, df the chunks it occurs in), the geometric mean of the
+// two for entity–entity edges, when Config.HubWeights is on: a mention-heavy entity
+// ("american", "film") stops routing PPR mass between unrelated passages, while an
+// entity of one chunk keeps its full weight.
+func (s *Searcher) hubControl(w graphio.WeightFunc) graphio.WeightFunc {
+	if !s.cfg.HubWeights || len(s.ix.Chunks) < 2 {
+		return w
+	}
+	ec := s.entityChunks()
+	n := float64(len(s.ix.Chunks))
+	spec := make([]float64, len(ec))
+	for e, cs := range ec {
+		df := max(1, float64(len(cs)))
+		spec[e] = math.Log(n/df) / math.Log(n)
+	}
+	// Entities come first in every node space, so an entity endpoint's node number
+	// is its entity index.
+	return func(e graphio.TypedEdge) float32 {
+		x := w(e)
+		switch e.Type {
+		case graphio.EdgeFact, graphio.EdgeSynonym:
+			return x * float32(math.Sqrt(spec[e.U]*spec[e.V]))
+		case graphio.EdgeEntityChunk:
+			return x * float32(spec[e.U])
+		case graphio.EdgeHyperedgeEntity:
+			return x * float32(spec[e.V])
+		}
+		return x
+	}
 }
 
 // chunkScores extracts the chunk block of a PPR vector.

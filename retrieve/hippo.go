@@ -23,7 +23,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	dense := toF64(s.scores(graphio.KindChunk, qp))
+	dense := s.passageScores(q, toF64(s.scores(graphio.KindChunk, qp)))
 	fallback := func(facts [][]string) (Result, error) {
 		return Result{Passages: s.passages(dense, k), Facts: facts}, nil
 	}
@@ -37,7 +37,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		}
 	}
 	// 1. Fact scores, min-max normalised; the top LinkingTopK facts are candidates.
-	factScores := minMax(toF64(s.scores(graphio.KindFact, qf)))
+	factScores := s.factScores(q, toF64(s.scores(graphio.KindFact, qf)))
 	var top []int32
 	for _, nb := range kernels.TopK(toF32(factScores), s.cfg.LinkingTopK) {
 		top = append(top, nb.Index)
@@ -92,8 +92,14 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	for _, e := range ents {
 		reset[g.ns.Entity(e)] = weight[e]
 	}
+	// 3b. Entities the question names, seeded as a fact of score 1 would seed them.
+	for _, e := range s.queryEntities(q) {
+		if n := len(entChunks[e]); n > 0 {
+			reset[g.ns.Entity(e)] = max(reset[g.ns.Entity(e)], 1/float64(n))
+		}
+	}
 	// 4. Passage seeds: normalised dense scores × passage_node_weight, for every passage.
-	for c, v := range minMax(dense) {
+	for c, v := range dense {
 		reset[g.ns.Chunk(int32(c))] += v * s.cfg.PassageNodeWeight
 	}
 	x, ok, err := g.solve(reset)
@@ -103,7 +109,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		}
 		return fallback(facts)
 	}
-	return Result{Passages: s.passages(g.chunkScores(x, len(s.ix.Chunks)), k), Facts: facts}, nil
+	return Result{Passages: s.passages(s.final(q, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: facts}, nil
 }
 
 func toF32(v []float64) []float32 {

@@ -26,7 +26,7 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	entChunks := s.entityChunks()
 	// Local path: the top entities by similarity, divided by their chunk counts.
 	entSim := map[int32]float64{}
-	for _, nb := range kernels.TopK(s.scores(graphio.KindEntity, qv), s.cfg.HyperEntityTopK) {
+	for _, nb := range kernels.TopK(toF32(s.kindScores(graphio.KindEntity, q, toF64(s.scores(graphio.KindEntity, qv)))), s.cfg.HyperEntityTopK) {
 		if n := len(entChunks[nb.Index]); n > 0 {
 			entSim[nb.Index] = max(entSim[nb.Index], float64(nb.Score)/float64(n))
 		}
@@ -35,7 +35,7 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	// a noisy-OR: s = 1 − (1 − mean w)^(1 + ln count), w = sim ÷ entity chunk count.
 	edgeSim := map[int32]float64{}
 	sum, count := map[int32]float64{}, map[int32]float64{}
-	for _, nb := range kernels.TopK(s.scores(graphio.KindHyperedge, qv), s.cfg.HyperEdgeTopK) {
+	for _, nb := range kernels.TopK(toF32(s.kindScores(graphio.KindHyperedge, q, toF64(s.scores(graphio.KindHyperedge, qv)))), s.cfg.HyperEdgeTopK) {
 		edgeSim[nb.Index] = float64(nb.Score)
 		for _, e := range s.ix.Hyperedges[nb.Index].Entities {
 			n := len(entChunks[e])
@@ -51,6 +51,12 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	for e, c := range count {
 		avg := min(1, sum[e]/c)
 		entSim[e] = max(entSim[e], 1-math.Pow(1-avg, 1+math.Log(c)))
+	}
+	// Entities the question names (Config.QueryEntities), as a similarity of 1 would.
+	for _, e := range s.queryEntities(q) {
+		if n := len(entChunks[e]); n > 0 {
+			entSim[e] = max(entSim[e], 1/float64(n))
+		}
 	}
 	reset := make([]float64, g.ns.N())
 	seed := func(sims map[int32]float64, top int, node func(int32) int32) {
@@ -68,7 +74,7 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	seed(entSim, s.cfg.HyperSeedEntities, g.ns.Entity)
 	seed(edgeSim, s.cfg.HyperSeedEdges, g.ns.Hyperedge)
 	// Chunk seeds: the dense top HyperChunkTopK, min-max normalised, × w_chunk.
-	dense := s.scores(graphio.KindChunk, qv)
+	dense := toF32(s.passageScores(q, toF64(s.scores(graphio.KindChunk, qv))))
 	top := kernels.TopK(dense, s.cfg.HyperChunkTopK)
 	vals := make([]float64, len(top))
 	for i, nb := range top {
@@ -84,5 +90,5 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if !ok {
 		return Result{Passages: s.passages(toF64(dense), k)}, nil
 	}
-	return Result{Passages: s.passages(g.chunkScores(x, len(s.ix.Chunks)), k)}, nil
+	return Result{Passages: s.passages(s.final(q, g.chunkScores(x, len(s.ix.Chunks))), k)}, nil
 }

@@ -29,6 +29,36 @@ type Config struct {
 	// BM25K1 and BM25B are Okapi BM25's term-saturation and length-normalisation
 	// parameters; the usual 1.2 and 0.75.
 	BM25K1, BM25B float64
+	// Stem reduces BM25 terms to their Snowball (Porter2) English stems, so that
+	// "married" matches "marries" and "cities" "city". Default true.
+	Stem bool
+
+	// Lexical chooses what scores passages and links facts before PPR (ppr, hyperppr):
+	// LexicalAuto (default) fuses BM25 with the dense scores when the index was
+	// embedded by the built-in hashed embedder and keeps HippoRAG 2's pure dense
+	// scores when a real embedding model made the vectors; LexicalDense forces the
+	// papers' path; LexicalFused forces fusion. A graphloom deviation: the papers
+	// assume a strong dense embedder (NV-Embed-v2), which the offline hashed one is
+	// not — it is weaker than BM25 on every development set.
+	Lexical string
+	// LexicalWeight is λ in λ·minmax(BM25) + (1−λ)·minmax(dense) when lexical scoring
+	// is on; default 0.5.
+	LexicalWeight float64
+	// FinalBM25Weight is μ in the final passage score μ·minmax(BM25) + (1−μ)·minmax(PPR)
+	// of ppr and hyperppr when lexical scoring is on; 0 ranks by PPR mass alone as the
+	// papers do. Default 0.3, the middle of the flat region (0.2–0.4) of the ablation
+	// in make eval: PPR mass alone over-ranks well-connected passages at R@1–2.
+	FinalBM25Weight float64
+	// HubWeights scales the edges of each entity by its specificity log(N/df)/log(N),
+	// so that entities found in many chunks carry little PPR mass between them. Off in
+	// the papers (HippoRAG 2 weighs every passage edge 1).
+	HubWeights bool
+	// QueryEntities also seeds PPR with the entities the question names verbatim
+	// (capitalised words or numbers matched to entity names, longest first), each with
+	// weight 1/(chunks holding it): HippoRAG 1's query-entity linking beside HippoRAG
+	// 2's fact linking. Default true; the fact linker alone cannot find the question's
+	// entities when the offline extractor states few facts about them.
+	QueryEntities bool
 
 	// LinkingTopK is the number of facts kept after scoring (and after recognition
 	// memory), and of entities seeded; HippoRAG 2 linking_top_k: 5.
@@ -65,7 +95,7 @@ type Config struct {
 // DefaultConfig returns the papers' defaults.
 func DefaultConfig() Config {
 	return Config{
-		BM25K1: 1.2, BM25B: 0.75,
+		BM25K1: 1.2, BM25B: 0.75, Stem: true, Lexical: LexicalAuto, LexicalWeight: 0.5, QueryEntities: true, FinalBM25Weight: 0.3,
 		LinkingTopK: 5, PassageNodeWeight: 0.05, Damping: 0.5,
 		RecognitionMemory: true, RecognitionKeep: 4,
 		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
@@ -111,7 +141,13 @@ type Searcher struct {
 	llm Chatter // may be nil
 
 	bm25Once sync.Once
-	bm25     *bm25Index
+	bm25     *lexIndex
+
+	namesOnce sync.Once
+	names     *nameIndex
+
+	factLexOnce, entLexOnce, hypLexOnce sync.Once
+	factLex, entLex, hypLex             *lexIndex
 
 	hippoOnce sync.Once
 	hippo     *graphView

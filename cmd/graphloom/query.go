@@ -97,10 +97,7 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
-	f.Float64Var(&cfg.Damping, "damping", cfg.Damping, "PPR damping")
-	f.IntVar(&cfg.LinkingTopK, "linking-top-k", cfg.LinkingTopK, "facts linked and entities seeded (ppr)")
-	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of dense passage seeds (ppr)")
-	f.Float64Var(&cfg.HyperChunkWeight, "chunk-weight", cfg.HyperChunkWeight, "w_chunk of dense chunk seeds (hyperppr)")
+	registerRetrievalFlags(f, &cfg)
 	lf.register(cmd)
 	return cmd
 }

@@ -1,0 +1,21 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+// registerRetrievalFlags binds the retrieval knobs shared by query and eval.
+func registerRetrievalFlags(f *pflag.FlagSet, cfg *retrieve.Config) {
+	f.Float64Var(&cfg.Damping, "damping", cfg.Damping, "PPR damping (ppr, hyperppr)")
+	f.IntVar(&cfg.LinkingTopK, "linking-top-k", cfg.LinkingTopK, "facts linked and entities seeded (ppr)")
+	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of passage seeds (ppr)")
+	f.Float64Var(&cfg.HyperChunkWeight, "chunk-weight", cfg.HyperChunkWeight, "w_chunk of chunk seeds (hyperppr)")
+	f.BoolVar(&cfg.Stem, "stem", cfg.Stem, "Snowball English stems for BM25 terms")
+	f.StringVar(&cfg.Lexical, "lexical", cfg.Lexical, `passage and fact scoring before PPR: "auto" (BM25 fused with dense for the built-in embedder), "dense" (the papers'), "fused"`)
+	f.Float64Var(&cfg.LexicalWeight, "lexical-weight", cfg.LexicalWeight, "BM25 share λ of fused passage and fact scores")
+	f.BoolVar(&cfg.HubWeights, "hub-weights", cfg.HubWeights, "scale each entity's edges by its specificity log(N/df)/log(N)")
+	f.BoolVar(&cfg.QueryEntities, "query-entities", cfg.QueryEntities, "also seed PPR with the entities the question names verbatim")
+	f.Float64Var(&cfg.FinalBM25Weight, "final-bm25-weight", cfg.FinalBM25Weight, "BM25 share μ of the final ppr/hyperppr passage score (with lexical scoring on)")
+}
