@@ -164,8 +164,9 @@ type goldItem struct {
 
 // Match finds the example's gold evidence in a ranking. Retrieved passages are taken in
 // rank order, repeated passages (same title and text) are ignored as in HippoRAG's set
-// intersection, and each passage is matched to at most one not yet matched gold item,
-// the one it matches most strongly (see MatchLevel).
+// intersection, and each passage is matched to at most one not yet matched gold
+// passage, the one it matches most strongly (see MatchLevel); gold spans are not
+// passages, so a passage covers every not yet matched span it contains.
 func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 	var items []goldItem
 	var h Hits
@@ -204,8 +205,11 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 					lower = lowerCollapse(p.Text)
 				}
 				if spanIn(it.text, lower) {
-					lvl = MatchSpan
+					// A span is evidence, not a passage: one passage covers
+					// every span it contains.
+					h.Ranks[i], h.Levels[i] = rank+1, MatchSpan
 				}
+				continue
 			} else {
 				sameTitle := p.Title == it.title || BaseTitle(p.Title) == it.title
 				switch {

@@ -46,7 +46,11 @@ type Meta struct {
 	Tokenizer string `json:"tokenizer,omitempty"` // tokenizer used for chunking, e.g. "cl100k_base"
 	Extractor string `json:"extractor,omitempty"` // extractor identity, e.g. "rule" or "llm:gpt-4o-mini"
 	Embedder  string `json:"embedder,omitempty"`  // embedder identity; all embedding matrices share it
-	Graphloom string `json:"graphloom,omitempty"` // version of graphloom that built it
+	// EntityFilter records the entity-hygiene settings the graph was built with.
+	EntityFilter string `json:"entity_filter,omitempty"`
+	// FilteredEntities counts, per rule, the distinct names the filter kept out.
+	FilteredEntities map[string]int `json:"filtered_entities,omitempty"`
+	Graphloom        string         `json:"graphloom,omitempty"` // version of graphloom that built it
 }
 
 // Document is one input passage or file after duplicate passages were merged.

@@ -28,7 +28,13 @@ type Stats struct {
 	// EntitiesPerHyperedge averages the entities of hyperedges that have any (seed 002).
 	EntitiesPerHyperedge float64      `json:"entities_per_connected_hyperedge"`
 	TopEntities          []EntityStat `json:"top_entities"`
-	SizeBytes            int64        `json:"size_bytes,omitempty"` // on disk, when known
+	// EntityFilter is the entity-hygiene setting of the build; FilteredEntities counts
+	// the names it kept out per rule, and FilteredShare is their share of all names
+	// extracted (kept + filtered). TopEntities lists entities after filtering.
+	EntityFilter     string         `json:"entity_filter,omitempty"`
+	FilteredEntities map[string]int `json:"filtered_entities,omitempty"`
+	FilteredShare    float64        `json:"filtered_entity_share"`
+	SizeBytes        int64          `json:"size_bytes,omitempty"` // on disk, when known
 }
 
 // EntityStat is an entity with its degree in the knowledge graph.
@@ -47,6 +53,14 @@ func ComputeStats(ix *Index, top int) Stats {
 	}
 	for _, d := range ix.Documents {
 		s.Duplicates += d.Count - 1
+	}
+	s.EntityFilter, s.FilteredEntities = ix.Meta.EntityFilter, ix.Meta.FilteredEntities
+	filtered := 0
+	for _, n := range ix.Meta.FilteredEntities {
+		filtered += n
+	}
+	if filtered+len(ix.Entities) > 0 {
+		s.FilteredShare = float64(filtered) / float64(filtered+len(ix.Entities))
 	}
 	for _, c := range ix.Chunks {
 		s.Tokens += int64(c.Tokens)

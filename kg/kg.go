@@ -33,25 +33,49 @@ type Config struct {
 	EmbedBatch int
 	// Hyperedges keeps the extractor's hyperedges (HyperGraphRAG); default true.
 	Hyperedges bool
+
+	// EntityRules drops names that are no entity: single characters, bare numbers
+	// (four-digit years stay, as dates), document-structure words alone or with a
+	// number ("chapter 3", "figure", "notice") and names made only of stop words.
+	// Default true (graphloom; an LLM extractor is asked not to produce them).
+	EntityRules bool
+	// MaxEntityShare drops, as generic, a name found in more than this share of the
+	// chunks (HippoRAG's node specificity taken to its limit: such a node joins
+	// unrelated passages and drains PPR mass). 0 keeps every name. Default 0.05.
+	MaxEntityShare float64
+	// GenericMinChunks is the least number of chunks for the generic filter to apply
+	// (below it a share says little: on the 45-passage example corpus every main character is in more than 5% of the chunks). Default 200.
+	GenericMinChunks int
+	// MentionOnly keeps entities that are only mentioned — in no triple and, with
+	// hyperedges, in no hyperedge. HippoRAG 2 makes phrase nodes of triple
+	// endpoints only, so the default is false; a chunk's own title (see
+	// extract.Titles) counts as a mention.
+	MentionOnly bool
 }
 
 // DefaultConfig returns HippoRAG 2's defaults.
 func DefaultConfig() Config {
-	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true}
+	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true,
+		EntityRules: true, MaxEntityShare: 0.05, GenericMinChunks: 200}
 }
 
 // Report summarises a graph build.
 type Report struct {
-	Chunks          int            `json:"chunks"`
-	FailedChunks    int            `json:"failed_chunks"`
-	Entities        int            `json:"entities"`
-	Facts           int            `json:"facts"`
-	InvalidTriples  int            `json:"invalid_triples"` // rejected by validation or when merging
-	Hyperedges      int            `json:"hyperedges"`
-	SynonymEdges    int            `json:"synonym_edges"`
-	IsolatedHyper   float64        `json:"isolated_hyperedge_fraction"`
-	StageSeconds    map[string]any `json:"stage_seconds"`
-	FailureExamples []string       `json:"failure_examples,omitempty"`
+	Chunks         int     `json:"chunks"`
+	FailedChunks   int     `json:"failed_chunks"`
+	Entities       int     `json:"entities"`
+	Facts          int     `json:"facts"`
+	InvalidTriples int     `json:"invalid_triples"` // rejected by validation or when merging
+	Hyperedges     int     `json:"hyperedges"`
+	SynonymEdges   int     `json:"synonym_edges"`
+	IsolatedHyper  float64 `json:"isolated_hyperedge_fraction"`
+	// FilteredEntities counts, per rule (FilterShort, FilterGeneric, …), the distinct
+	// names the entity filter kept out of the graph; FilteredFacts the triples that
+	// lost an endpoint to it.
+	FilteredEntities map[string]int `json:"filtered_entities,omitempty"`
+	FilteredFacts    int            `json:"filtered_facts,omitempty"`
+	StageSeconds     map[string]any `json:"stage_seconds"`
+	FailureExamples  []string       `json:"failure_examples,omitempty"`
 }
 
 // Progress returns the progress callback for a named stage.
@@ -89,6 +113,9 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 
 	t0 = time.Now()
 	b := graphio.NewBuilder(ix, "")
+	filter := newEntityFilter(results, cfg)
+	filtered := map[string]string{}
+	ix.Meta.EntityFilter = cfg.describeFilter()
 	for ci, r := range results {
 		if r.Failed != "" {
 			rep.FailedChunks++
@@ -98,8 +125,13 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 			continue
 		}
 		rep.InvalidTriples += r.Dropped
-		merge(b, int32(ci), r, cfg, rep)
+		merge(b, int32(ci), r, cfg, rep, filter, filtered)
 	}
+	rep.FilteredEntities = map[string]int{}
+	for _, rule := range filtered {
+		rep.FilteredEntities[rule]++
+	}
+	ix.Meta.FilteredEntities = rep.FilteredEntities
 	stage("merge", t0)
 
 	if emb == nil {
@@ -135,14 +167,29 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
 
-// merge adds one chunk's extraction to the index.
-func merge(b *graphio.Builder, chunk int32, r extract.Result, cfg Config, rep *Report) {
+// merge adds one chunk's extraction to the index, leaving out the names the filter
+// rejects (recorded in filtered: normalised name → rule).
+func merge(b *graphio.Builder, chunk int32, r extract.Result, cfg Config, rep *Report, filter *entityFilter, filtered map[string]string) {
+	drop := func(name string, mentionOnly bool) bool {
+		rule := filter.reject(name, mentionOnly)
+		if rule != "" {
+			filtered[graphio.NormalizeName(name)] = rule
+		}
+		return rule != ""
+	}
 	for _, e := range r.Entities {
+		if drop(e.Text, true) {
+			continue
+		}
 		if id := b.Entity(e.Text, e.Type); id >= 0 {
 			b.AddMention(id, chunk)
 		}
 	}
 	for _, t := range r.Triples {
+		if drop(t.Subject, false) || drop(t.Object, false) {
+			rep.FilteredFacts++
+			continue
+		}
 		if _, _, err := b.AddFact(t.Subject, t.Predicate, t.Object, chunk); err != nil {
 			rep.InvalidTriples++
 		}
@@ -153,6 +200,9 @@ func merge(b *graphio.Builder, chunk int32, r extract.Result, cfg Config, rep *R
 	for _, h := range r.Hyperedges {
 		var ents []int32
 		for _, name := range h.Entities {
+			if drop(name, false) {
+				continue
+			}
 			if id := b.Entity(name, ""); id >= 0 {
 				ents = append(ents, id)
 			}

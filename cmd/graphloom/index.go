@@ -102,6 +102,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
 	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "build n-ary hyperedges (rule: one per sentence; llm: pass it to add the EXT++ call of HyperGraphRAG)")
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
+	registerEntityFilterFlags(f, &kcfg)
 	lf.register(cmd)
 	return cmd
 }

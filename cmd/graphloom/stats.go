@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -49,6 +52,13 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 	fmt.Fprintf(w, "documents\t%d (%d duplicate passages merged)\n", s.Documents, s.Duplicates)
 	fmt.Fprintf(w, "chunks\t%d (%d tokens, %s)\n", s.Chunks, s.Tokens, s.Tokenizer)
 	fmt.Fprintf(w, "entities\t%d (avg. degree %.2f)\n", s.Entities, s.AvgEntityDegree)
+	if s.EntityFilter != "" {
+		var parts []string
+		for _, rule := range slices.Sorted(maps.Keys(s.FilteredEntities)) {
+			parts = append(parts, fmt.Sprintf("%s %d", rule, s.FilteredEntities[rule]))
+		}
+		fmt.Fprintf(w, "entity filter\t%.1f%% of extracted names filtered (%s; %s)\n", 100*s.FilteredShare, strings.Join(parts, ", "), s.EntityFilter)
+	}
 	fmt.Fprintf(w, "facts\t%d (%d augmented)\n", s.Facts, s.AugmentedFacts)
 	fmt.Fprintf(w, "hyperedges\t%d (isolated %.1f%%, %.2f entities each)\n", s.Hyperedges, 100*s.IsolatedHyperedges, s.EntitiesPerHyperedge)
 	fmt.Fprintf(w, "synonym edges\t%d\n", s.SynonymEdges)

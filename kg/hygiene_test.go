@@ -1,0 +1,59 @@
+package kg
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/graphloom/graphloom/extract"
+)
+
+func TestNameRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"n", FilterShort},
+		{"7", FilterShort},
+		{"42", FilterNumber},
+		{"3 14", FilterNumber},
+		{"1922", ""}, // a year is a date
+		{"chapter", FilterStructure},
+		{"figure 2a", FilterStructure},
+		{"chapter iv", FilterStructure},
+		{"notice", FilterStructure},
+		{"chapter house", ""}, // a building, not a chapter number
+		{"the", FilterStop},
+		{"it this", FilterStop},
+		{"", FilterStop},
+		{"mira solenne", ""},
+		{"ip", ""}, // two letters: a name may be short (the synonym step skips it)
+	} {
+		assert.Equal(t, tc.want, nameRule(tc.name), "%q", tc.name)
+	}
+}
+
+func TestEntityFilterGenericAndMentionOnly(t *testing.T) {
+	// 4 chunks; "harbour" is in every one, "mira" in one triple, "ghost" only mentioned.
+	var results []extract.Result
+	for i := 0; i < 4; i++ {
+		r := extract.Result{Entities: []extract.Entity{{Text: "Harbour"}}}
+		if i == 0 {
+			r.Entities = append(r.Entities, extract.Entity{Text: "Mira"}, extract.Entity{Text: "Ghost"}, extract.Entity{Text: "Tomas"})
+			r.Triples = []extract.Triple{{Subject: "Mira", Predicate: "knows", Object: "Tomas"}}
+		}
+		results = append(results, r)
+	}
+	cfg := DefaultConfig()
+	cfg.MaxEntityShare, cfg.GenericMinChunks = 0.5, 4
+	f := newEntityFilter(results, cfg)
+	assert.Equal(t, FilterGeneric, f.reject("Harbour", true))
+	assert.Equal(t, "", f.reject("Mira", true), "in a triple")
+	assert.Equal(t, FilterMention, f.reject("Ghost", true))
+	assert.Equal(t, "", f.reject("Ghost", false), "as a triple endpoint it is not mention-only")
+
+	cfg.MentionOnly = true
+	cfg.GenericMinChunks = 5 // too few chunks for a share to mean anything
+	f = newEntityFilter(results, cfg)
+	assert.Equal(t, "", f.reject("Harbour", true))
+	assert.Equal(t, "", f.reject("Ghost", true))
+}
