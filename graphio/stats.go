@@ -37,7 +37,8 @@ type EntityStat struct {
 	Degree int    `json:"degree"` // fact edges + synonym edges + chunks it occurs in
 }
 
-// ComputeStats returns the statistics of ix, listing the top most connected entities.
+// ComputeStats returns the statistics of ix, listing the top most connected entities
+// (none when top ≤ 0).
 func ComputeStats(ix *Index, top int) Stats {
 	s := Stats{
 		Documents: len(ix.Documents), Chunks: len(ix.Chunks), Entities: len(ix.Entities),
@@ -94,7 +95,7 @@ func ComputeStats(ix *Index, top int) Stats {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return deg[order[a]] > deg[order[b]] })
-	for _, i := range order[:min(top, len(order))] {
+	for _, i := range order[:min(max(top, 0), len(order))] {
 		s.TopEntities = append(s.TopEntities, EntityStat{Name: ix.Entities[i].Name, Degree: deg[i]})
 	}
 	return s

@@ -151,6 +151,12 @@ rerun does not repeat paid calls.`,
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	lf.register(cmd)
+	limitFlag(cmd, "budget", flagRange{lo: 0, hi: 1e6, loOpen: true})
+	limitFlag(cmd, "roots", atLeast0(1e7))
+	limitFlag(cmd, "threshold", unit)
+	limitFlag(cmd, "max-jaccard", unit)
+	limitFlag(cmd, "epochs", atLeast1(1e5))
+	limitFlag(cmd, "seed", anyInt64)
 	return cmd
 }
 

@@ -31,6 +31,9 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err
 			}
+			if cfg.OverlapTokens >= cfg.ChunkTokens {
+				return usageError{fmt.Errorf("index: --overlap-tokens %d must be below --chunk-tokens %d", cfg.OverlapTokens, cfg.ChunkTokens)}
+			}
 			if (corpus == "") == (fromDataset == "") {
 				return usageError{fmt.Errorf("index: give one of --corpus and --corpus-from-dataset")}
 			}
@@ -103,6 +106,9 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "build n-ary hyperedges (rule: one per sentence; llm: pass it to add the EXT++ call of HyperGraphRAG)")
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	lf.register(cmd)
+	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))
+	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))
+	limitFlag(cmd, "synonym-threshold", flagRange{lo: 0, hi: 1, loOpen: true})
 	return cmd
 }
 

@@ -33,6 +33,8 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
+	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
+	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }
 
 func (f *llmFlags) config() llm.Config {

@@ -102,6 +102,11 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of dense passage seeds (ppr)")
 	f.Float64Var(&cfg.HyperChunkWeight, "chunk-weight", cfg.HyperChunkWeight, "w_chunk of dense chunk seeds (hyperppr)")
 	lf.register(cmd)
+	limitFlag(cmd, "top-k", atLeast1(1e5))
+	limitFlag(cmd, "damping", openUnit)
+	limitFlag(cmd, "linking-top-k", atLeast1(1e5))
+	limitFlag(cmd, "passage-node-weight", atLeast0(1e3))
+	limitFlag(cmd, "chunk-weight", atLeast0(1e3))
 	return cmd
 }
 

@@ -40,6 +40,7 @@ func newStatsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&path, "index", "", "index file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
+	limitFlag(cmd, "top", atLeast0(1e6))
 	return cmd
 }
 
