@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,7 @@ func newAugmentCmd() *cobra.Command {
 	cfg := augment.DefaultConfig()
 	var lf llmFlags
 	var path, out, completer, selector, rollback, gold string
-	var plan, asJSON, noCheckpoint bool
+	var plan, asJSON, noCheckpoint, wait, allowPartial bool
 	cmd := &cobra.Command{
 		Use:   "augment --index INDEX [--completer llm|extractive] [--plan] [--rollback RUN]",
 		Short: "CrossAug: add GNN-selected, evidence-cited cross-chunk facts to an index",
@@ -39,8 +40,18 @@ rerun does not repeat paid calls.`,
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("rollback") && strings.TrimSpace(rollback) == "" {
+				return usageError{fmt.Errorf("augment: --rollback needs a run id (graphloom stats --index %s lists them)", path)}
+			}
 			if out == "" {
 				out = path
+			}
+			if !plan {
+				unlock, err := lockIndex(cmd, out, wait)
+				if err != nil {
+					return err
+				}
+				defer unlock()
 			}
 			ix, err := graphio.ReadFile(path)
 			if err != nil {
@@ -53,6 +64,12 @@ rerun does not repeat paid calls.`,
 				}
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
+				}
+				// The run's report goes with it.
+				for _, p := range []string{path, out} {
+					if err := os.Remove(runReportPath(p, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						cmd.PrintErrf("warning: %v\n", err)
+					}
 				}
 				fmt.Fprintf(w, "removed run %s → %s\n", rollback, out)
 				return nil
@@ -109,6 +126,18 @@ rerun does not repeat paid calls.`,
 			if err != nil {
 				return err
 			}
+			if !plan && len(rep.Selected) == 0 {
+				// Nothing selected: say so, and why, and record no run.
+				if asJSON {
+					return printJSON(w, map[string]any{"report": rep, "empty_selection": true, "advice": emptySelectionAdvice(rep, cfg)})
+				}
+				printAugment(w, rep, out, nil, 0)
+				return nil
+			}
+			if lost := rep.LostCalls(); lost > 0 && !allowPartial {
+				return fmt.Errorf("augment: %d of %d completion calls got no answer (%s); last: %s; not recording a run that lost their facts: rerun (answered calls are cached), or pass --allow-partial",
+					lost, rep.Calls, augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
+			}
 			var recovered []augment.GoldFact
 			var goldN int
 			if gold != "" {
@@ -122,7 +151,7 @@ rerun does not repeat paid calls.`,
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}
-				if err := graphio.AtomicWrite(out+"."+run+".json", func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
+				if err := graphio.AtomicWrite(runReportPath(out, run), func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
 					return err
 				}
 			}
@@ -142,6 +171,8 @@ rerun does not repeat paid calls.`,
 	f.StringVar(&rollback, "rollback", "", "remove the records of this run id and exit")
 	f.StringVar(&gold, "gold-facts", "", "facts.json of cross-chunk facts: count how many the run recovered")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
+	f.BoolVar(&allowPartial, "allow-partial", false, "record the run even if some completion calls got no answer")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: 0.1 × entities)")
@@ -160,6 +191,22 @@ rerun does not repeat paid calls.`,
 	return cmd
 }
 
+// emptySelectionAdvice says what to change when no subgraph was selected.
+func emptySelectionAdvice(rep *augment.Report, cfg augment.Config) string {
+	switch {
+	case rep.Sampled == 0:
+		return "no subgraph could be sampled from the inference roots: raise --roots, or build a denser graph (more facts per entity)"
+	case rep.AboveTheta == 0 && len(rep.ScoreQuantiles) == 5:
+		return fmt.Sprintf("no missingness score reached θ = %.3g (the highest was %.3f, the median %.3f): lower --threshold below %.3f, try another --seed, or use --selector random",
+			cfg.Threshold, rep.ScoreQuantiles[4], rep.ScoreQuantiles[2], rep.ScoreQuantiles[4])
+	default:
+		return "every candidate overlapped a selected one too much: raise --max-jaccard or --budget"
+	}
+}
+
+// runReportPath is where the report of run is written beside the index at path.
+func runReportPath(path, run string) string { return path + "." + run + ".json" }
+
 func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augment.GoldFact, goldN int) {
 	tr := rep.Training
 	if !rep.Plan || tr.Epochs > 0 || tr.Reused {
@@ -177,6 +224,11 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	if q := rep.ScoreQuantiles; len(q) == 5 {
 		fmt.Fprintf(w, "missingness scores: min %.3f, quartiles %.3f / %.3f / %.3f, max %.3f\n", q[0], q[1], q[2], q[3], q[4])
 	}
+	if !rep.Plan && len(rep.Selected) == 0 {
+		fmt.Fprintf(w, "nothing selected: no subgraph to complete, so no run was recorded and %s is unchanged\n", out)
+		fmt.Fprintf(w, "what to change: %s\n", emptySelectionAdvice(rep, augment.Config{Threshold: rep.Threshold}))
+		return
+	}
 	if rep.Plan {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "score\troot\tentities\tknown triples\tevidence chunks")
@@ -189,6 +241,9 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	}
 	fmt.Fprintf(w, "completion (%s): %d calls (%d failed), %d triples proposed, %d accepted\n",
 		rep.Completer, rep.Calls, rep.FailedCalls, rep.Proposed, rep.Accepted)
+	if rep.FailedCalls > 0 {
+		fmt.Fprintf(w, "failed calls by kind: %s; last: %s\n", augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
+	}
 	if len(rep.Rejections) > 0 {
 		var reasons []string
 		for r, n := range rep.Rejections {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/graphloom/graphloom/llm"
 )
 
 // rangeAnnotation is the pflag annotation holding a numeric flag's allowed range.
@@ -123,7 +125,25 @@ func checkFlags(cmd *cobra.Command) error {
 			}
 		}
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return checkLLMConfig(cmd)
+}
+
+// checkLLMConfig rejects an LLM base URL without any model: graphloom would
+// otherwise quietly use its offline components.
+func checkLLMConfig(cmd *cobra.Command) error {
+	get := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return strings.TrimSpace(f.Value.String())
+		}
+		return ""
+	}
+	if u := get("llm-base-url"); u != "" && get("llm-model") == "" && get("embed-model") == "" {
+		return usageError{fmt.Errorf("%s: an LLM base URL is set (%s) but no model: set GRAPHLOOM_LLM_MODEL or --llm-model (or unset GRAPHLOOM_LLM_BASE_URL to work offline)", cmd.Name(), llm.RedactURL(u))}
+	}
+	return nil
 }
 
 // numericValues returns the values of a numeric flag as float64 (durations in seconds).

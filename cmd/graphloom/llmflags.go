@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/retrieve"
@@ -110,6 +111,27 @@ func (f *llmFlags) apiEmbedder(ctx context.Context) (embed.Embedder, error) {
 		return nil, nil
 	}
 	return f.embedder(ctx, "api")
+}
+
+// failureSummary describes the client's failed attempts by kind and its last error,
+// or "" when nothing failed.
+func (f *llmFlags) failureSummary() string {
+	if f.client == nil {
+		return ""
+	}
+	u := f.client.Usage()
+	if len(u.Failures) == 0 {
+		return ""
+	}
+	counts := map[string]int{}
+	for k, n := range u.Failures {
+		counts[string(k)] = int(n)
+	}
+	s := "failed attempts by kind: " + augment.FormatCounts(counts)
+	if err := f.client.LastError(); err != nil {
+		s += "; last error: " + err.Error()
+	}
+	return s
 }
 
 // report prints the LLM usage summary if a client was used.

@@ -2,14 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 func newRootCmd() *cobra.Command {
@@ -99,4 +104,26 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// lockIndex takes the writer lock of the index at path for this command (see
+// graphio.LockWriter), waiting for it with --wait, and removes temporary files that
+// killed writers left behind. Call the returned unlock when the index is written.
+func lockIndex(cmd *cobra.Command, path string, wait bool) (unlock func(), err error) {
+	holder := fmt.Sprintf("pid %d: graphloom %s %s (since %s)", os.Getpid(), cmd.Name(), path, time.Now().UTC().Format(time.RFC3339))
+	l, err := graphio.LockWriter(cmd.Context(), path, holder, wait, func(other string) {
+		cmd.PrintErrf("waiting for the writer lock of %s (%s)…\n", path, other)
+	})
+	if errors.Is(err, graphio.ErrLocked) {
+		return nil, fmt.Errorf("%w: wait for it to finish, or pass --wait", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if removed, err := l.RemoveStaleTemps(); err != nil {
+		cmd.PrintErrf("warning: %v\n", err)
+	} else if len(removed) > 0 {
+		cmd.PrintErrf("removed %d temporary file(s) left by an interrupted write: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	return func() { _ = l.Unlock() }, nil
 }
