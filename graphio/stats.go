@@ -1,6 +1,7 @@
 package graphio
 
 import (
+	"encoding/json"
 	"sort"
 )
 
@@ -28,7 +29,19 @@ type Stats struct {
 	// EntitiesPerHyperedge averages the entities of hyperedges that have any (seed 002).
 	EntitiesPerHyperedge float64      `json:"entities_per_connected_hyperedge"`
 	TopEntities          []EntityStat `json:"top_entities"`
+	// RunList describes the runs (augmentations) recorded in the index, oldest first.
+	RunList []RunStat `json:"run_list"`
 	SizeBytes            int64        `json:"size_bytes,omitempty"` // on disk, when known
+}
+
+// RunStat describes one recorded run.
+type RunStat struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Created  string `json:"created"`
+	Selector string `json:"selector,omitempty"` // from the run's summary, when it has one
+	Facts    int    `json:"facts_added"`        // facts of the run still in the index
+	Entities int    `json:"entities_added"`
 }
 
 // EntityStat is an entity with its degree in the knowledge graph.
@@ -52,9 +65,27 @@ func ComputeStats(ix *Index, top int) Stats {
 	for _, c := range ix.Chunks {
 		s.Tokens += int64(c.Tokens)
 	}
+	byRun := map[string]*RunStat{}
+	s.RunList = make([]RunStat, len(ix.Runs))
+	for i, r := range ix.Runs {
+		var sum struct {
+			Selector string `json:"selector"`
+		}
+		_ = json.Unmarshal([]byte(r.Summary), &sum) // best effort: older runs may lack it
+		s.RunList[i] = RunStat{ID: r.ID, Kind: r.Kind, Created: r.Created, Selector: sum.Selector}
+		byRun[r.ID] = &s.RunList[i]
+	}
 	for _, f := range ix.Facts {
 		if f.Run != "" {
 			s.AugmentedFacts++
+			if r := byRun[f.Run]; r != nil {
+				r.Facts++
+			}
+		}
+	}
+	for _, e := range ix.Entities {
+		if r := byRun[e.Run]; r != nil && e.Run != "" {
+			r.Entities++
 		}
 	}
 	if len(ix.Embeddings) > 0 {

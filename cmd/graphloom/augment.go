@@ -35,6 +35,10 @@ The completer is the configured LLM, or offline the extractive completer (rule e
 evidence chunks with aliases and pronouns resolved across them). --plan stops before completion and
 prints the calls and prompt tokens it would cost. LLM answers are cached on disk, so a killed run
 rerun does not repeat paid calls.`,
+		Example: `  graphloom augment --index harbour.gl --plan
+  graphloom augment --index harbour.gl --completer extractive --roots 100 --budget 40 --gold-facts examples/harbour/facts.json
+  graphloom stats --index harbour.gl            # lists the runs and their ids
+  graphloom augment --index harbour.gl --rollback aug-20250101T120000-ab12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
@@ -81,7 +85,9 @@ rerun does not repeat paid calls.`,
 			default:
 				return usageError{fmt.Errorf("augment: --selector %q: want gnn or random", selector)}
 			}
-			opts := augment.Options{Config: cfg, Plan: plan, KG: kg.DefaultConfig(), Progress: stageBars(cmd)}
+			stages, endStages := stageBars(cmd, lf.live)
+			defer endStages()
+			opts := augment.Options{Config: cfg, Plan: plan, KG: kg.DefaultConfig(), Progress: stages}
 			if !asJSON {
 				opts.Log = cmd.ErrOrStderr()
 			}
@@ -122,6 +128,7 @@ rerun does not repeat paid calls.`,
 			}
 			run := augment.NewRunID()
 			rep, err := augment.Run(cmd.Context(), ix, run, opts)
+			endStages()
 			defer lf.report(cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -254,7 +261,7 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	}
 	fmt.Fprintf(w, "added (Table 1): %d nodes, %d edges, %d triples (%d citing ≥ 2 chunks), %d hyperedges\n",
 		rep.Added.Nodes, rep.Added.Edges, rep.Added.Triples, rep.Added.CrossChunk, rep.Added.Hyperedges)
-	fmt.Fprintf(w, "time (s): %v\n", rep.Seconds)
+	fmt.Fprintf(w, "time: %s\n", formatStages(rep.Seconds, []string{"graph", "train", "sample", "score", "select", "complete", "merge"}))
 	for i, f := range rep.Facts {
 		if i == 15 {
 			fmt.Fprintf(w, "  … %d more in %s.%s.json\n", len(rep.Facts)-15, out, rep.Run)

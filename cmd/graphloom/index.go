@@ -21,7 +21,7 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor, embedder, fromDataset string
+	var corpus, out, extractor, embedder, fromDataset, hyper string
 	var asJSON, noGraph, wait, allowPartial bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
@@ -30,6 +30,10 @@ func newIndexCmd() *cobra.Command {
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, or a
 directory of .txt/.md files — merge duplicate passages, chunk long ones, and write the index.`,
+		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
+  graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
+  GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
+    graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "out"); err != nil {
@@ -68,7 +72,16 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				if !cmd.Flags().Changed("extractor") && lf.chatConfigured() {
 					extractor = "llm"
 				}
-				xcfg.Hyperedges = kcfg.Hyperedges && cmd.Flags().Changed("hyperedges")
+				switch hyper {
+				case "auto": // rule: one per sentence; llm: no extra EXT++ call
+					kcfg.Hyperedges, xcfg.Hyperedges = true, false
+				case "true":
+					kcfg.Hyperedges, xcfg.Hyperedges = true, true
+				case "false":
+					kcfg.Hyperedges, xcfg.Hyperedges = false, false
+				default:
+					return usageError{fmt.Errorf("index: --hyperedges %q: want auto, true or false", hyper)}
+				}
 				ex, err := newExtractor(extractor, &lf, xcfg)
 				if err != nil {
 					return err
@@ -77,7 +90,9 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				if err != nil {
 					return err
 				}
-				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stageBars(cmd))
+				stages, endStages := stageBars(cmd, lf.live)
+				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stages)
+				endStages()
 				defer lf.report(cmd.ErrOrStderr())
 				if err != nil {
 					return err
@@ -116,7 +131,8 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
 	f.BoolVar(&allowPartial, "allow-partial", false, "replace an existing --out even if the extraction of some chunks failed")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
-	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "build n-ary hyperedges (rule: one per sentence; llm: pass it to add the EXT++ call of HyperGraphRAG)")
+	f.StringVar(&hyper, "hyperedges", "auto", "n-ary hyperedges: auto (rule extractor: one per sentence; llm extractor: none), true (llm: adds HyperGraphRAG's EXT++ call per chunk), false")
+	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	lf.register(cmd)
 	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))

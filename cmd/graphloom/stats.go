@@ -18,7 +18,9 @@ func newStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats --index INDEX",
 		Short: "Print counts and structure of an index",
-		Args:  cobra.NoArgs,
+		Example: `  graphloom stats --index harbour.gl
+  graphloom stats --index harbour.gl --json --top 25`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
@@ -54,6 +56,13 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 	fmt.Fprintf(w, "hyperedges\t%d (isolated %.1f%%, %.2f entities each)\n", s.Hyperedges, 100*s.IsolatedHyperedges, s.EntitiesPerHyperedge)
 	fmt.Fprintf(w, "synonym edges\t%d\n", s.SynonymEdges)
 	fmt.Fprintf(w, "runs\t%d\n", s.Runs)
+	for _, r := range s.RunList {
+		sel := ""
+		if r.Selector != "" {
+			sel = ", selector " + r.Selector
+		}
+		fmt.Fprintf(w, "  %s\t%s %s%s: %d facts, %d entities added\n", r.ID, r.Kind, r.Created, sel, r.Facts, r.Entities)
+	}
 	if s.Extractor != "" {
 		fmt.Fprintf(w, "extractor\t%s\n", s.Extractor)
 	}
