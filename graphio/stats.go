@@ -30,8 +30,8 @@ type Stats struct {
 	EntitiesPerHyperedge float64      `json:"entities_per_connected_hyperedge"`
 	TopEntities          []EntityStat `json:"top_entities"`
 	// RunList describes the runs (augmentations) recorded in the index, oldest first.
-	RunList []RunStat `json:"run_list"`
-	SizeBytes            int64        `json:"size_bytes,omitempty"` // on disk, when known
+	RunList   []RunStat `json:"run_list"`
+	SizeBytes int64     `json:"size_bytes,omitempty"` // on disk, when known
 }
 
 // RunStat describes one recorded run.

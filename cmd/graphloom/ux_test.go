@@ -90,7 +90,6 @@ func TestStatsListsRuns(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-
 // TestHyperedgesFlag: --hyperedges defaults to auto (rule: on), and false switches
 // hyperedges off.
 func TestHyperedgesFlag(t *testing.T) {
