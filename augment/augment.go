@@ -1,14 +1,17 @@
 package augment
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
@@ -52,22 +55,28 @@ type Report struct {
 	Roots      int    `json:"inference_roots"`
 	Sampled    int    `json:"sampled_subgraphs"`
 	AboveTheta int    `json:"subgraphs_above_threshold"`
+	// Threshold is the θ the scores were compared with.
+	Threshold float64 `json:"threshold"`
 	// ScoreQuantiles are the min, quartiles and max of the sampled subgraphs'
 	// missingness scores, to help choose θ.
-	ScoreQuantiles []float64       `json:"score_quantiles,omitempty"`
-	Budget         int             `json:"budget"`
-	Training       TrainReport     `json:"training"`
-	Calls          int             `json:"completion_calls"`
-	PlanTokens     int             `json:"planned_prompt_tokens"`
-	FailedCalls    int             `json:"failed_calls"`
-	Proposed       int             `json:"proposed_triples"`
-	Accepted       int             `json:"accepted_triples"`
-	Rejections     map[string]int  `json:"rejections"`
-	Added          Added           `json:"added"`
-	Seconds        map[string]any  `json:"stage_seconds"`
-	Selected       []Selected      `json:"selected"`
-	Facts          []Accepted      `json:"accepted"`
-	Hyperedges     []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
+	ScoreQuantiles []float64   `json:"score_quantiles,omitempty"`
+	Budget         int         `json:"budget"`
+	Training       TrainReport `json:"training"`
+	Calls          int         `json:"completion_calls"`
+	PlanTokens     int         `json:"planned_prompt_tokens"`
+	FailedCalls    int         `json:"failed_calls"`
+	// FailedByKind counts failed calls by kind (llm.Kind: "unparseable" answers, or
+	// "network", "timeout", … when no answer arrived); LastFailure is the last one's error.
+	FailedByKind map[string]int  `json:"failed_calls_by_kind,omitempty"`
+	LastFailure  string          `json:"last_failure,omitempty"`
+	Proposed     int             `json:"proposed_triples"`
+	Accepted     int             `json:"accepted_triples"`
+	Rejections   map[string]int  `json:"rejections"`
+	Added        Added           `json:"added"`
+	Seconds      map[string]any  `json:"stage_seconds"`
+	Selected     []Selected      `json:"selected"`
+	Facts        []Accepted      `json:"accepted"`
+	Hyperedges   []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
 }
 
 // NewRunID returns a fresh run id: "aug-" + UTC timestamp + 4 random hex digits.
@@ -90,7 +99,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	if !opts.Plan && opts.Completer == nil {
 		return nil, fmt.Errorf("augment: no completer")
 	}
-	rep := &Report{Run: run, Plan: opts.Plan, Selector: "gnn", Rejections: map[string]int{}, Seconds: map[string]any{}}
+	rep := &Report{Run: run, Plan: opts.Plan, Selector: "gnn", Threshold: cfg.Threshold, Rejections: map[string]int{}, Seconds: map[string]any{}}
 	if cfg.RandomSelector {
 		rep.Selector = "random"
 	}
@@ -166,6 +175,9 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	rep.Selected = selectSubgraphs(ix, scored, rep.Budget, cfg)
 	rep.Calls = len(rep.Selected)
 	stage("select", t0)
+	if len(rep.Selected) == 0 {
+		return rep, nil // nothing to complete: the caller reports it and records no run
+	}
 	if opts.Plan {
 		tok, err := ingest.NewTokenizer("cl100k_base")
 		if err != nil {
@@ -187,8 +199,17 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	for _, c := range comps {
 		if c.Failed != "" {
 			rep.FailedCalls++
+			if rep.FailedByKind == nil {
+				rep.FailedByKind = map[string]int{}
+			}
+			rep.FailedByKind[string(cmp.Or(c.Kind, "other"))]++
+			rep.LastFailure = c.Failed
 		}
 		rep.Proposed += len(c.Triples)
+	}
+	if rep.FailedCalls > 0 && rep.FailedCalls == len(comps) {
+		return rep, fmt.Errorf("augment: every completion call failed (%d of %d: %s); last: %s; nothing was merged",
+			rep.FailedCalls, len(comps), FormatCounts(rep.FailedByKind), rep.LastFailure)
 	}
 	facts, hypers := validate(ix, rep.Selected, comps, rep.Rejections)
 	rep.Facts, rep.Hyperedges, rep.Accepted = facts, hypers, len(facts)
@@ -212,6 +233,30 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		"rejections": rep.Rejections, "selected": len(rep.Selected), "completer": rep.Completer, "selector": rep.Selector})
 	ix.Runs[len(ix.Runs)-1].Summary = string(summary)
 	return rep, nil
+}
+
+// LostCalls is the number of completion calls that got no answer at all (network,
+// timeout, server errors…): a rerun may still get their facts, unlike unparseable
+// answers, which the cache would repeat.
+func (r *Report) LostCalls() int {
+	n := 0
+	for k, c := range r.FailedByKind {
+		if k != "unparseable" {
+			n += c
+		}
+	}
+	return n
+}
+
+// FormatCounts formats counts by name as "a 3, b 1", largest first.
+func FormatCounts(m map[string]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // scoreSubgraphs returns the missingness probability of every subgraph, in batches.

@@ -43,6 +43,13 @@ func (f *fakeScorer) Save(string) error { return nil }
 // chainIndex builds an index of entity chains spread over several chunks.
 func chainIndex(t *testing.T) *graphio.Index {
 	t.Helper()
+	return chainIndexTitled(t, "Doc %d")
+}
+
+// chainIndexTitled is chainIndex with document titles from title (a format of the
+// document number).
+func chainIndexTitled(t *testing.T, title string) *graphio.Index {
+	t.Helper()
 	var ps []ingest.Passage
 	for d := 0; d < 6; d++ {
 		var b strings.Builder
@@ -50,7 +57,7 @@ func chainIndex(t *testing.T) *graphio.Index {
 			fmt.Fprintf(&b, "Alder Vane%d%d met Brin Holt%d%d in Corran Bay%d. ", d, i, d, i, d)
 			fmt.Fprintf(&b, "Brin Holt%d%d founded Dunmore Hall%d. ", d, i, d)
 		}
-		ps = append(ps, ingest.Passage{Title: fmt.Sprintf("Doc %d", d), Text: b.String(), Source: "t"})
+		ps = append(ps, ingest.Passage{Title: fmt.Sprintf(title, d), Text: b.String(), Source: "t"})
 	}
 	ix := &graphio.Index{}
 	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
@@ -124,33 +131,46 @@ func TestGraphHelpers(t *testing.T) {
 
 func TestValidateCitations(t *testing.T) {
 	ix := chainIndex(t)
+	// Chunk d holds "Doc d": Alder Vane{d}{i}, Brin Holt{d}{i}, Corran Bay{d}, Dunmore Hall{d}.
 	sel := []Selected{{Score: 0.9, chunkIx: []int32{0, 1}, Chunks: []string{ix.Chunks[0].ID, ix.Chunks[1].ID},
-		Known: [][]string{{"x", "knows", "y"}}}, {Score: 0.7, chunkIx: []int32{2}, Chunks: []string{ix.Chunks[2].ID}}}
+		Known: [][]string{{"x", "knows", "y"}}},
+		{Score: 0.7, chunkIx: []int32{0, 1, 2}, Chunks: []string{ix.Chunks[0].ID, ix.Chunks[1].ID, ix.Chunks[2].ID}},
+		{Score: 0.5, chunkIx: []int32{2}, Chunks: []string{ix.Chunks[2].ID}}}
 	f0 := ix.Facts[0]
 	existing := []string{ix.Entities[f0.Subject].Name, f0.Predicate, ix.Entities[f0.Object].Name}
 	comps := []Completion{{Triples: []Proposal{
-		{Triple: []string{"Alder Vane00", "rowed to", "Dunmore Hall3"}, ChunkIDs: []string{`"` + strings.ToUpper(ix.Chunks[1].ID) + `" `, ix.Chunks[0].ID}},
-		{Triple: []string{"Alder Vane00", "sailed to", "Corran Bay5"}, ChunkIDs: []string{"chunk-deadbeef"}},
-		{Triple: []string{"Alder Vane00", "waved at", "Corran Bay5"}, ChunkIDs: []string{"see " + ix.Chunks[0].ID}},
-		{Triple: []string{"Alder Vane00", "sang to", "Corran Bay5"}},
+		{Triple: []string{"Alder Vane00", "rowed to", "Dunmore Hall1"}, ChunkIDs: []string{`"` + strings.ToUpper(ix.Chunks[1].ID) + `" `, ix.Chunks[0].ID}},
+		{Triple: []string{"Alder Vane00", "sailed to", "Corran Bay0"}, ChunkIDs: []string{"chunk-deadbeef"}},
+		{Triple: []string{"Alder Vane00", "waved at", "Corran Bay0"}, ChunkIDs: []string{"see " + ix.Chunks[0].ID}},
+		{Triple: []string{"Alder Vane00", "sang to", "Corran Bay0"}},
 		{Triple: []string{"X", "knows", "Y"}, ChunkIDs: []string{ix.Chunks[0].ID}},
 		{Triple: existing, ChunkIDs: []string{ix.Chunks[0].ID}},
 		{Triple: []string{"a", "b"}},
 		{Triple: []string{"Same", "is", "same"}, ChunkIDs: []string{ix.Chunks[0].ID}},
 		{Triple: []string{"!!", "is", "x"}, ChunkIDs: []string{ix.Chunks[0].ID}},
+		// Grounding.
+		{Triple: []string{"Zed Fakeman", "visited", "Corran Bay0"}, ChunkIDs: []string{ix.Chunks[0].ID}},              // in no passage
+		{Triple: []string{"Alder Vane00", "fake relation", "Dunmore Hall1"}, ChunkIDs: []string{ix.Chunks[0].ID}},     // object not in the cited chunk
+		{Triple: []string{"Brin Holt10", "fake relation", "Corran Bay1"}, ChunkIDs: []string{ix.Chunks[0].ID}},        // neither in the cited chunk
+		{Triple: []string{"She", "founded", "Dunmore Hall0"}, ChunkIDs: []string{ix.Chunks[0].ID}},                    // pronoun
+		{Triple: []string{"Alder Vane00", "admired", "them"}, ChunkIDs: []string{ix.Chunks[0].ID}},                    // pronoun
+		{Triple: []string{"Alder Vane00", "met", "Vane00 Brin"}, ChunkIDs: []string{ix.Chunks[0].ID}},                 // not verbatim
+		{Triple: []string{"Alder Vane00", "admired", "Corran"}, ChunkIDs: []string{ix.Chunks[0].ID, ix.Chunks[1].ID}}, // new, named in a cited chunk: accepted
 	}}, {Triples: []Proposal{
-		{Triple: []string{"Brin Holt01", "sang to", "Corran Bay5"}},                                          // one prompt chunk: uncited is accepted
-		{Triple: []string{"alder vane00", "Rowed to", "dunmore hall3"}, ChunkIDs: []string{ix.Chunks[2].ID}}, // duplicate of the first: merged
+		{Triple: []string{"alder vane00", "Rowed to", "dunmore hall1"}, ChunkIDs: []string{ix.Chunks[2].ID, ix.Chunks[0].ID, ix.Chunks[1].ID}}, // duplicate of the first: merged
+	}}, {Triples: []Proposal{
+		{Triple: []string{"Brin Holt21", "sang to", "Corran Bay2"}}, // one prompt chunk: uncited is accepted
 	}}}
 	rej := map[string]int{}
 	facts, _ := validate(ix, sel, comps, rej)
 	assert.Equal(t, map[string]int{RejectHallucinate: 1, RejectUncited: 1, RejectKnown: 1, RejectInIndex: 1,
-		RejectMalformed: 1, RejectSelfLoop: 1, RejectEmptyPart: 1}, rej)
-	require.Len(t, facts, 3)
+		RejectMalformed: 1, RejectSelfLoop: 1, RejectEmptyPart: 1, RejectNewEntity: 2, RejectUngrounded: 2, RejectPronoun: 2}, rej)
+	require.Len(t, facts, 4)
 	assert.Equal(t, []int32{0, 1, 2}, facts[0].chunkIx, "citations resolved through case, quotes and a duplicate proposal")
 	assert.InDelta(t, 0.9, facts[0].Score, 1e-12)
 	assert.Equal(t, []int32{0}, facts[1].chunkIx, "chunk id found inside prose")
-	assert.Equal(t, []int32{2}, facts[2].chunkIx)
+	assert.Equal(t, []string{"Alder Vane00", "admired", "Corran"}, facts[2].Triple)
+	assert.Equal(t, []int32{2}, facts[3].chunkIx)
 }
 
 func testOptions(c Completer) Options {
@@ -167,7 +187,11 @@ func encode(t *testing.T, ix *graphio.Index) []byte {
 }
 
 func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
-	ix := chainIndex(t)
+	// Every passage's title names Ember Quay, which the extractor did not make an
+	// entity: a new entity the completions may ground in any chunk.
+	ix := chainIndexTitled(t, "Doc %d, Ember Quay")
+	_, isEntity := graphio.NewBuilder(ix, "").EntityIndex("ember quay")
+	require.False(t, isEntity)
 	before := encode(t, ix)
 	srv := llmtest.NewServer(t)
 	// Answer each prompt with one triple citing its first two evidence chunks, one
@@ -223,7 +247,7 @@ func TestRunWithLLMMergesAndRollsBack(t *testing.T) {
 	assert.Equal(t, before, encode(t, ix))
 
 	// A second run on a fresh copy sends nothing: every answer is cached.
-	ix2 := chainIndex(t)
+	ix2 := chainIndexTitled(t, "Doc %d, Ember Quay")
 	_, err = Run(context.Background(), ix2, "aug-2", testOptions(&LLMCompleter{C: c, Hyperedges: true}))
 	require.NoError(t, err)
 	assert.Equal(t, 3, srv.Count())

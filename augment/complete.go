@@ -30,6 +30,9 @@ type Completion struct {
 	Hyperedges []HyperProposal
 	// Failed is set when the answer could not be obtained or parsed; it is counted.
 	Failed string
+	// Kind classifies a failure (llm.Classify): llm.KindUnparseable for an answer that
+	// arrived but could not be used, a transport kind when none arrived.
+	Kind llm.Kind
 }
 
 // A Completer proposes new facts for selected subgraphs from their evidence chunks.
@@ -80,7 +83,7 @@ func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Se
 			progress(done, len(sel))
 		}
 		if err != nil {
-			out[i].Failed = err.Error()
+			out[i].Failed, out[i].Kind = err.Error(), llm.Classify(err)
 			return
 		}
 		out[i] = parseCompletion(resp.Content)
@@ -96,7 +99,7 @@ func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Se
 func parseCompletion(content string) Completion {
 	var cj completionJSON
 	if err := llm.ParseJSON(content, &cj); err != nil {
-		return Completion{Failed: "unparseable answer: " + err.Error()}
+		return Completion{Failed: "unparseable answer: " + err.Error(), Kind: llm.KindUnparseable}
 	}
 	var c Completion
 	for _, t := range cj.NewTriples {

@@ -19,7 +19,86 @@ const (
 	RejectUncited     = "uncited"            // cites nothing, and the prompt had several chunks
 	RejectHyperText   = "hyperedge_no_text"  // hyperedge without text
 	RejectHyperEnts   = "hyperedge_entities" // hyperedge with fewer than two entities
+	// Grounding checks, beyond the paper's citation check: a completion must be
+	// supported by the text it cites, not only cite valid ids.
+	RejectPronoun    = "pronoun_endpoint"             // subject or object is a pronoun ("she", "it")
+	RejectNewEntity  = "new_entity_not_in_evidence"   // an entity the index lacks that no evidence passage names verbatim
+	RejectUngrounded = "endpoint_not_in_cited_chunks" // subject or object (or a known alias) absent from the cited chunks
 )
+
+// pronouns are endpoints that name nothing on their own.
+var pronouns = map[string]bool{}
+
+func init() {
+	for _, p := range strings.Fields(`i me my mine we us our ours you your yours he him his she her hers it its they them
+		their theirs this that these those who whom whose which what someone something somebody anyone anything one
+		himself herself itself themselves there here`) {
+		pronouns[p] = true
+	}
+}
+
+// grounder checks that endpoints occur in chunk texts, at word boundaries after
+// NormalizeName, directly or through a known alias (an entity linked by a synonym edge).
+type grounder struct {
+	ix      *graphio.Index
+	text    map[int32]string    // normalised " content " per chunk, built on demand
+	aliases map[string][]string // normalised entity name → normalised synonym names
+	byName  map[string]int32
+}
+
+func newGrounder(ix *graphio.Index) *grounder {
+	g := &grounder{ix: ix, text: map[int32]string{}, aliases: map[string][]string{}, byName: make(map[string]int32, len(ix.Entities))}
+	for i, e := range ix.Entities {
+		g.byName[graphio.NormalizeName(e.Name)] = int32(i)
+	}
+	for _, s := range ix.Synonyms {
+		a, b := graphio.NormalizeName(ix.Entities[s.A].Name), graphio.NormalizeName(ix.Entities[s.B].Name)
+		g.aliases[a] = append(g.aliases[a], b)
+		g.aliases[b] = append(g.aliases[b], a)
+	}
+	return g
+}
+
+func (g *grounder) chunkText(c int32) string {
+	t, ok := g.text[c]
+	if !ok {
+		t = " " + graphio.NormalizeName(g.ix.Chunks[c].Content()) + " "
+		g.text[c] = t
+	}
+	return t
+}
+
+// occurs reports whether the normalised name occurs in one of the chunks.
+func (g *grounder) occurs(name string, chunks []int32) bool {
+	for _, c := range chunks {
+		if strings.Contains(g.chunkText(c), " "+name+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// check returns the rejection reason of an endpoint (normalised), or "".
+func (g *grounder) check(name string, cited, evidence []int32) string {
+	if pronouns[name] {
+		return RejectPronoun
+	}
+	if g.occurs(name, cited) {
+		return ""
+	}
+	if _, known := g.byName[name]; !known {
+		if !g.occurs(name, evidence) {
+			return RejectNewEntity
+		}
+		return RejectUngrounded
+	}
+	for _, a := range g.aliases[name] {
+		if g.occurs(a, cited) {
+			return ""
+		}
+	}
+	return RejectUngrounded
+}
 
 // Accepted is a validated new fact.
 type Accepted struct {
@@ -70,12 +149,16 @@ func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int3
 }
 
 // validate checks every proposal, counts rejections by reason, and merges accepted
-// facts proposed for several subgraphs (union of chunks, highest score).
+// facts proposed for several subgraphs (union of chunks, highest score). Beyond the
+// paper's checks (well-formed, new, citing the prompt's chunks) it checks grounding:
+// no pronoun endpoints, every subject and object (or a known alias) named in the
+// cited chunks, and entities the index lacks named verbatim in the evidence.
 func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[string]int) ([]Accepted, []AcceptedHyper) {
 	inIndex := make(map[string]bool, len(ix.Facts))
 	for _, f := range ix.Facts {
 		inIndex[f.ID] = true
 	}
+	ground := newGrounder(ix)
 	var facts []Accepted
 	byKey := map[string]int{}
 	var hypers []AcceptedHyper
@@ -120,6 +203,11 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 				continue
 			}
 			chunks, why := cite(p.ChunkIDs)
+			if why == "" {
+				if why = ground.check(n[0], chunks, s.chunkIx); why == "" {
+					why = ground.check(n[2], chunks, s.chunkIx)
+				}
+			}
 			if why != "" {
 				rej[why]++
 				continue
@@ -156,6 +244,12 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 				continue
 			}
 			chunks, why := cite(h.ChunkIDs)
+			for _, e := range ents {
+				if why != "" {
+					break
+				}
+				why = ground.check(graphio.NormalizeName(e), chunks, s.chunkIx)
+			}
 			if why != "" {
 				rej[why]++
 				continue

@@ -260,3 +260,20 @@ func TestRandomIndexRoundTrip(t *testing.T) {
 		assert.Equal(t, data, encode(t, got))
 	}
 }
+
+// TestRemoveRunNamesTheLaterRun: a run whose entity a later run uses cannot be
+// removed first, and the error says which run to remove before it; an unknown run
+// lists the index's runs.
+func TestRemoveRunNamesTheLaterRun(t *testing.T) {
+	ix := sampleIndex(t)
+	assert.ErrorContains(t, ix.RemoveRun("aug-x"), "it has no runs")
+	ix.Runs = append(ix.Runs, Run{ID: "aug-1", Kind: "augment"}, Run{ID: "aug-2", Kind: "augment"})
+	carol, _ := NewBuilder(ix, "").EntityIndex("carol")
+	dave := NewBuilder(ix, "aug-1").Entity("Dave", "")
+	_, _, err := NewBuilder(ix, "aug-2").AddFactIDs(carol, "friend of", dave, []int32{0})
+	require.NoError(t, err)
+	assert.ErrorContains(t, ix.RemoveRun("aug-x"), `no run "aug-x" in this index (its runs: aug-1, aug-2)`)
+	assert.ErrorContains(t, ix.RemoveRun("aug-1"), `of the later run "aug-2" refers to entity "dave" the run added: roll back "aug-2" first`)
+	require.NoError(t, ix.RemoveRun("aug-2"))
+	require.NoError(t, ix.RemoveRun("aug-1"))
+}

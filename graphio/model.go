@@ -3,6 +3,7 @@ package graphio
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // FormatVersion is the version of the on-disk index format this package writes.
@@ -243,7 +244,14 @@ func (ix *Index) RemoveRun(run string) error {
 	}
 	ri := slices.IndexFunc(ix.Runs, func(r Run) bool { return r.ID == run })
 	if ri < 0 {
-		return fmt.Errorf("graphio: remove run: no run %q in this index", run)
+		if len(ix.Runs) == 0 {
+			return fmt.Errorf("graphio: remove run: no run %q in this index (it has no runs)", run)
+		}
+		ids := make([]string, len(ix.Runs))
+		for i, r := range ix.Runs {
+			ids[i] = r.ID
+		}
+		return fmt.Errorf("graphio: remove run: no run %q in this index (its runs: %s)", run, strings.Join(ids, ", "))
 	}
 	// Entities: keep and renumber.
 	remap := make([]int32, len(ix.Entities))
@@ -270,8 +278,11 @@ func (ix *Index) RemoveRun(run string) error {
 		e.Data = out
 	}
 	keepRows(KindEntity, func(i int) bool { return remap[i] >= 0 })
-	mapEnt := func(what string, i int, e int32) (int32, error) {
+	mapEnt := func(what string, i int, e int32, by string) (int32, error) {
 		if remap[e] < 0 {
+			if by != "" {
+				return 0, fmt.Errorf("graphio: remove run %q: %s %d of the later run %q refers to entity %q the run added: roll back %q first", run, what, i, by, ix.Entities[e].Name, by)
+			}
 			return 0, fmt.Errorf("graphio: remove run %q: %s %d refers to entity %q the run added", run, what, i, ix.Entities[e].Name)
 		}
 		return remap[e], nil
@@ -282,7 +293,7 @@ func (ix *Index) RemoveRun(run string) error {
 		if m.Run == run {
 			continue
 		}
-		if m.Entity, err = mapEnt("mention", i, m.Entity); err != nil {
+		if m.Entity, err = mapEnt("mention", i, m.Entity, m.Run); err != nil {
 			return err
 		}
 		mentions = append(mentions, m)
@@ -293,10 +304,10 @@ func (ix *Index) RemoveRun(run string) error {
 		if f.Run == run {
 			continue
 		}
-		if f.Subject, err = mapEnt("fact", i, f.Subject); err != nil {
+		if f.Subject, err = mapEnt("fact", i, f.Subject, f.Run); err != nil {
 			return err
 		}
-		if f.Object, err = mapEnt("fact", i, f.Object); err != nil {
+		if f.Object, err = mapEnt("fact", i, f.Object, f.Run); err != nil {
 			return err
 		}
 		keepFact[i] = true
@@ -311,7 +322,7 @@ func (ix *Index) RemoveRun(run string) error {
 		}
 		ents := make([]int32, len(h.Entities))
 		for j, e := range h.Entities {
-			if ents[j], err = mapEnt("hyperedge", i, e); err != nil {
+			if ents[j], err = mapEnt("hyperedge", i, e, h.Run); err != nil {
 				return err
 			}
 		}
@@ -325,10 +336,10 @@ func (ix *Index) RemoveRun(run string) error {
 		if s.Run == run {
 			continue
 		}
-		if s.A, err = mapEnt("synonym edge", i, s.A); err != nil {
+		if s.A, err = mapEnt("synonym edge", i, s.A, s.Run); err != nil {
 			return err
 		}
-		if s.B, err = mapEnt("synonym edge", i, s.B); err != nil {
+		if s.B, err = mapEnt("synonym edge", i, s.B, s.Run); err != nil {
 			return err
 		}
 		syns = append(syns, s)

@@ -1,6 +1,7 @@
 package graphio
 
 import (
+	"encoding/json"
 	"sort"
 )
 
@@ -34,7 +35,19 @@ type Stats struct {
 	EntityFilter     string         `json:"entity_filter,omitempty"`
 	FilteredEntities map[string]int `json:"filtered_entities,omitempty"`
 	FilteredShare    float64        `json:"filtered_entity_share"`
-	SizeBytes        int64          `json:"size_bytes,omitempty"` // on disk, when known
+	// RunList describes the runs (augmentations) recorded in the index, oldest first.
+	RunList   []RunStat `json:"run_list"`
+	SizeBytes int64     `json:"size_bytes,omitempty"` // on disk, when known
+}
+
+// RunStat describes one recorded run.
+type RunStat struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Created  string `json:"created"`
+	Selector string `json:"selector,omitempty"` // from the run's summary, when it has one
+	Facts    int    `json:"facts_added"`        // facts of the run still in the index
+	Entities int    `json:"entities_added"`
 }
 
 // EntityStat is an entity with its degree in the knowledge graph.
@@ -43,7 +56,8 @@ type EntityStat struct {
 	Degree int    `json:"degree"` // fact edges + synonym edges + chunks it occurs in
 }
 
-// ComputeStats returns the statistics of ix, listing the top most connected entities.
+// ComputeStats returns the statistics of ix, listing the top most connected entities
+// (none when top ≤ 0).
 func ComputeStats(ix *Index, top int) Stats {
 	s := Stats{
 		Documents: len(ix.Documents), Chunks: len(ix.Chunks), Entities: len(ix.Entities),
@@ -65,9 +79,27 @@ func ComputeStats(ix *Index, top int) Stats {
 	for _, c := range ix.Chunks {
 		s.Tokens += int64(c.Tokens)
 	}
+	byRun := map[string]*RunStat{}
+	s.RunList = make([]RunStat, len(ix.Runs))
+	for i, r := range ix.Runs {
+		var sum struct {
+			Selector string `json:"selector"`
+		}
+		_ = json.Unmarshal([]byte(r.Summary), &sum) // best effort: older runs may lack it
+		s.RunList[i] = RunStat{ID: r.ID, Kind: r.Kind, Created: r.Created, Selector: sum.Selector}
+		byRun[r.ID] = &s.RunList[i]
+	}
 	for _, f := range ix.Facts {
 		if f.Run != "" {
 			s.AugmentedFacts++
+			if r := byRun[f.Run]; r != nil {
+				r.Facts++
+			}
+		}
+	}
+	for _, e := range ix.Entities {
+		if r := byRun[e.Run]; r != nil && e.Run != "" {
+			r.Entities++
 		}
 	}
 	if len(ix.Embeddings) > 0 {
@@ -108,7 +140,7 @@ func ComputeStats(ix *Index, top int) Stats {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return deg[order[a]] > deg[order[b]] })
-	for _, i := range order[:min(top, len(order))] {
+	for _, i := range order[:min(max(top, 0), len(order))] {
 		s.TopEntities = append(s.TopEntities, EntityStat{Name: ix.Entities[i].Name, Degree: deg[i]})
 	}
 	return s

@@ -81,6 +81,14 @@ type Option func(*clientOptions)
 type clientOptions struct {
 	httpClient *http.Client
 	sleep      func(context.Context, time.Duration) error
+	onRetry    func(*APIError, time.Duration)
+}
+
+// WithRetryHook calls hook before each wait to retry a failed attempt, with the
+// failure and the wait; the CLI uses it to show retries on its progress lines. hook
+// may be called concurrently.
+func WithRetryHook(hook func(ae *APIError, wait time.Duration)) Option {
+	return func(o *clientOptions) { o.onRetry = hook }
 }
 
 // WithHTTPClient makes the client send requests through hc (a proxy, custom TLS, a
@@ -112,6 +120,52 @@ type Client struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+
+	// Fail-fast state: whether any attempt ever succeeded, the failed attempts
+	// counted towards Config.FailFast, the last failure, and the error every request
+	// gets once the client gave up (down is closed then).
+	answered atomic.Bool
+	failed   atomic.Int64
+	lastErr  atomic.Pointer[APIError]
+	downErr  atomic.Pointer[APIError]
+	down     context.Context // ends when the client gives up on its server
+	giveUp   context.CancelFunc
+	onRetry  func(ae *APIError, wait time.Duration)
+}
+
+// LastError returns the last failed attempt's error, or nil if none failed.
+func (c *Client) LastError() error {
+	if e := c.lastErr.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// noteFailure records a failed attempt and gives up on the server when the first
+// Config.FailFast attempts all failed.
+func (c *Client) noteFailure(ae *APIError) {
+	c.lastErr.Store(ae)
+	if c.cfg.FailFast < 0 || c.answered.Load() || ae.Kind == KindRateLimited {
+		return
+	}
+	if n := c.failed.Add(1); n >= int64(c.cfg.FailFast) {
+		d := &APIError{Op: ae.Op, Kind: KindDown, Status: ae.Status, Attempts: int(n), Err: ae,
+			Message: fmt.Sprintf("giving up: the first %d attempts all failed and none succeeded; last: %s", n, ae.Error())}
+		if c.downErr.CompareAndSwap(nil, d) {
+			c.giveUp()
+		}
+	}
+}
+
+// gaveUp returns the error of a client that gave up on its server, for op and stage.
+func (c *Client) gaveUp(op, stage string) *APIError {
+	d := c.downErr.Load()
+	if d == nil {
+		return nil
+	}
+	e := *d
+	e.Op, e.Stage = op, stage
+	return &e
 }
 
 // flight is a chat request in progress that identical requests wait for.
@@ -139,7 +193,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		usage:   newUsageTracker(),
 		sleep:   o.sleep,
 		flights: make(map[string]*flight),
+		onRetry: o.onRetry,
 	}
+	c.down, c.giveUp = context.WithCancel(context.Background())
 	if c.sleep == nil {
 		c.sleep = sleepCtx
 	}
@@ -624,12 +680,43 @@ func (c *Client) sendEmbed(ctx context.Context, stage string, inputs []string) (
 // concurrency slot per attempt and bounding each by Config.Timeout. attempt must
 // pass its option through to the SDK call (it captures the HTTP response, so status
 // and headers survive bodies the SDK cannot parse).
-func (c *Client) do(ctx context.Context, op, stage string, attempt func(context.Context, option.RequestOption) error) error {
+func (c *Client) do(parent context.Context, op, stage string, attempt func(context.Context, option.RequestOption) error) error {
+	ctx, cancel := context.WithTimeoutCause(parent, c.cfg.RequestDeadline, errDeadline)
+	defer cancel()
+	// A client that gives up on its server wakes requests waiting for a slot or a retry.
+	stop := context.AfterFunc(c.down, cancel)
+	defer stop()
+	var last *APIError
+	ended := func() error {
+		if d := c.gaveUp(op, stage); d != nil {
+			return d
+		}
+		if parent.Err() == nil && errors.Is(context.Cause(ctx), errDeadline) {
+			e := &APIError{Op: op, Stage: stage, Kind: KindTimeout, Retryable: true, Err: last,
+				Message: fmt.Sprintf("no answer within the request deadline of %v", c.cfg.RequestDeadline)}
+			if last != nil {
+				e.Attempts, e.Status = last.Attempts, last.Status
+				e.Message += "; last: " + last.Error()
+			}
+			c.usage.add(stage, func(u *Counters) { u.Errors++ })
+			return e
+		}
+		return fmt.Errorf("llm: %s: %w", op, parent.Err())
+	}
 	for n := 0; ; n++ {
+		if d := c.gaveUp(op, stage); d != nil {
+			c.usage.add(stage, func(u *Counters) { u.Errors++ })
+			return d
+		}
 		select {
 		case c.sem <- struct{}{}:
 		case <-ctx.Done():
-			return fmt.Errorf("llm: %s: %w", op, ctx.Err())
+			return ended()
+		}
+		if d := c.gaveUp(op, stage); d != nil {
+			<-c.sem
+			c.usage.add(stage, func(u *Counters) { u.Errors++ })
+			return d
 		}
 		var hr *http.Response
 		actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
@@ -641,24 +728,37 @@ func (c *Client) do(ctx context.Context, op, stage string, attempt func(context.
 		<-c.sem
 		c.usage.add(stage, func(u *Counters) { u.Calls++; u.RequestTime += elapsed })
 		if err == nil {
+			c.answered.Store(true)
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("llm: %s: %w", op, ctx.Err())
+			return ended()
 		}
 		ae := c.classify(op, stage, err, hr, timedOut)
 		ae.Attempts = n + 1
+		last = ae
 		c.usage.add(stage, func(u *Counters) { u.failure(ae.Kind) })
+		c.noteFailure(ae)
 		if !ae.Retryable || n >= c.cfg.retries() {
 			c.usage.add(stage, func(u *Counters) { u.Errors++ })
 			return ae
 		}
 		c.usage.add(stage, func(u *Counters) { u.Retries++ })
-		if err := c.sleep(ctx, c.backoff(n, ae)); err != nil {
+		wait := c.backoff(n, ae)
+		if c.onRetry != nil {
+			c.onRetry(ae, wait)
+		}
+		if err := c.sleep(ctx, wait); err != nil {
+			if ctx.Err() != nil {
+				return ended()
+			}
 			return fmt.Errorf("llm: %s: waiting to retry after %s: %w", op, ae.Kind, err)
 		}
 	}
 }
+
+// errDeadline is the cause of a request's context ending at Config.RequestDeadline.
+var errDeadline = errors.New("llm: request deadline")
 
 // classify turns a failed attempt into an *APIError.
 func (c *Client) classify(op, stage string, err error, hr *http.Response, timedOut bool) *APIError {

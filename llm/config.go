@@ -32,6 +32,15 @@ type Config struct {
 	Concurrency int
 	// Timeout bounds each HTTP attempt, reading the answer included; default 120s.
 	Timeout time.Duration
+	// RequestDeadline bounds one request across all its attempts and the waits
+	// between them; default 10 minutes. When it passes, the request fails with
+	// KindTimeout.
+	RequestDeadline time.Duration
+	// FailFast is the number of failed attempts after which a client that has never
+	// had an answer gives up on the server: every request then fails at once with the
+	// last error (KindDown wrapping it). Rate limiting does not count. Default 8; a
+	// negative value disables it.
+	FailFast int
 	// MaxRetries is the number of retries after a first failed attempt, for
 	// timeouts, network errors, 429, 5xx and malformed answers; default 6. A
 	// negative value disables retries.
@@ -61,12 +70,14 @@ type Config struct {
 
 // Defaults of the fields of Config.
 const (
-	DefaultConcurrency    = 16
-	DefaultTimeout        = 120 * time.Second
-	DefaultMaxRetries     = 6
-	DefaultBackoffBase    = time.Second
-	DefaultBackoffMax     = 60 * time.Second
-	DefaultEmbedBatchSize = 64
+	DefaultConcurrency     = 16
+	DefaultTimeout         = 120 * time.Second
+	DefaultMaxRetries      = 6
+	DefaultRequestDeadline = 10 * time.Minute
+	DefaultFailFast        = 8
+	DefaultBackoffBase     = time.Second
+	DefaultBackoffMax      = 60 * time.Second
+	DefaultEmbedBatchSize  = 64
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -137,6 +148,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.RequestDeadline <= 0 {
+		c.RequestDeadline = DefaultRequestDeadline
+	}
+	if c.FailFast == 0 {
+		c.FailFast = DefaultFailFast
 	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
@@ -222,6 +239,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("embed_batch_size", c.EmbedBatchSize),
 	)
 }
+
+// RedactURL hides the password of a URL with user info, for messages.
+func RedactURL(s string) string { return redactURL(s) }
 
 // redactURL hides the password of a URL with user info.
 func redactURL(s string) string {

@@ -28,6 +28,7 @@ const (
 	KindCanceled    Kind = "canceled"     // the caller's context ended; not a server failure
 	KindUnparseable Kind = "unparseable"  // the answer arrived but holds no usable JSON (ParseJSON)
 	KindConfig      Kind = "config"       // the client is not configured for the call
+	KindDown        Kind = "server_down"  // Config.FailFast attempts failed and none succeeded: the client gave up on the server
 )
 
 // Sentinel errors; errors.Is(err, ErrTimeout) holds for an *APIError of that kind.
@@ -38,6 +39,7 @@ var (
 	ErrNetwork     = errors.New("llm: network error")
 	ErrBadResponse = errors.New("llm: malformed response")
 	ErrClientError = errors.New("llm: request rejected")
+	ErrServerDown  = errors.New("llm: server unusable")
 	// ErrNotConfigured is returned by Chat (Embed) when the base URL or model (embed
 	// model) is not set.
 	ErrNotConfigured = errors.New("llm: not configured (set a base URL and a model)")
@@ -50,6 +52,7 @@ var kindSentinel = map[Kind]error{
 	KindNetwork:     ErrNetwork,
 	KindBadResponse: ErrBadResponse,
 	KindClientError: ErrClientError,
+	KindDown:        ErrServerDown,
 }
 
 // APIError is a request that failed for good: after its retries, or at once when the

@@ -1,5 +1,14 @@
 package llm
 
+// Why a hand-written repairer: github.com/kaptinlin/jsonrepair v0.2.15 (a port of
+// josdejong/jsonrepair) was tried in place of repairJSON behind the same candidate
+// extraction and failed 10 of the 57 cases of TestExtractJSONRepairs and
+// TestExtractJSONFailures: prose after the value, apostrophes in single-quoted strings,
+// Python tuples, NaN/Infinity/undefined, '#' comments, numbers such as +1, .5 and 007,
+// "…" placeholders, a truncated literal, raw control characters, and garbage after an
+// opening bracket. It also repairs a whole text and reports no end offset, which the
+// candidate search (a value followed by prose, several fenced blocks) needs.
+
 import (
 	"encoding/json"
 	"errors"

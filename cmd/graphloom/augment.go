@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,7 @@ func newAugmentCmd() *cobra.Command {
 	cfg := augment.DefaultConfig()
 	var lf llmFlags
 	var path, out, completer, selector, rollback, gold string
-	var plan, asJSON, noCheckpoint bool
+	var plan, asJSON, noCheckpoint, wait, allowPartial bool
 	cmd := &cobra.Command{
 		Use:   "augment --index INDEX [--completer llm|extractive] [--plan] [--rollback RUN]",
 		Short: "CrossAug: add GNN-selected, evidence-cited cross-chunk facts to an index",
@@ -34,13 +35,27 @@ The completer is the configured LLM, or offline the extractive completer (rule e
 evidence chunks with aliases and pronouns resolved across them). --plan stops before completion and
 prints the calls and prompt tokens it would cost. LLM answers are cached on disk, so a killed run
 rerun does not repeat paid calls.`,
+		Example: `  graphloom augment --index harbour.gl --plan
+  graphloom augment --index harbour.gl --completer extractive --roots 100 --budget 40 --gold-facts examples/harbour/facts.json
+  graphloom stats --index harbour.gl            # lists the runs and their ids
+  graphloom augment --index harbour.gl --rollback aug-20250101T120000-ab12`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("rollback") && strings.TrimSpace(rollback) == "" {
+				return usageError{fmt.Errorf("augment: --rollback needs a run id (graphloom stats --index %s lists them)", path)}
+			}
 			if out == "" {
 				out = path
+			}
+			if !plan {
+				unlock, err := lockIndex(cmd, out, wait)
+				if err != nil {
+					return err
+				}
+				defer unlock()
 			}
 			ix, err := graphio.ReadFile(path)
 			if err != nil {
@@ -54,6 +69,12 @@ rerun does not repeat paid calls.`,
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}
+				// The run's report goes with it.
+				for _, p := range []string{path, out} {
+					if err := os.Remove(runReportPath(p, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
+						cmd.PrintErrf("warning: %v\n", err)
+					}
+				}
 				fmt.Fprintf(w, "removed run %s → %s\n", rollback, out)
 				return nil
 			}
@@ -64,7 +85,9 @@ rerun does not repeat paid calls.`,
 			default:
 				return usageError{fmt.Errorf("augment: --selector %q: want gnn or random", selector)}
 			}
-			opts := augment.Options{Config: cfg, Plan: plan, KG: kg.DefaultConfig(), Progress: stageBars(cmd)}
+			stages, endStages := stageBars(cmd, lf.live)
+			defer endStages()
+			opts := augment.Options{Config: cfg, Plan: plan, KG: kg.DefaultConfig(), Progress: stages}
 			if !asJSON {
 				opts.Log = cmd.ErrOrStderr()
 			}
@@ -105,9 +128,22 @@ rerun does not repeat paid calls.`,
 			}
 			run := augment.NewRunID()
 			rep, err := augment.Run(cmd.Context(), ix, run, opts)
+			endStages()
 			defer lf.report(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if !plan && len(rep.Selected) == 0 {
+				// Nothing selected: say so, and why, and record no run.
+				if asJSON {
+					return printJSON(w, map[string]any{"report": rep, "empty_selection": true, "advice": emptySelectionAdvice(rep, cfg)})
+				}
+				printAugment(w, rep, out, nil, 0)
+				return nil
+			}
+			if lost := rep.LostCalls(); lost > 0 && !allowPartial {
+				return fmt.Errorf("augment: %d of %d completion calls got no answer (%s); last: %s; not recording a run that lost their facts: rerun (answered calls are cached), or pass --allow-partial",
+					lost, rep.Calls, augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
 			}
 			var recovered []augment.GoldFact
 			var goldN int
@@ -122,7 +158,7 @@ rerun does not repeat paid calls.`,
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}
-				if err := graphio.AtomicWrite(out+"."+run+".json", func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
+				if err := graphio.AtomicWrite(runReportPath(out, run), func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
 					return err
 				}
 			}
@@ -142,6 +178,8 @@ rerun does not repeat paid calls.`,
 	f.StringVar(&rollback, "rollback", "", "remove the records of this run id and exit")
 	f.StringVar(&gold, "gold-facts", "", "facts.json of cross-chunk facts: count how many the run recovered")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
+	f.BoolVar(&allowPartial, "allow-partial", false, "record the run even if some completion calls got no answer")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: 0.1 × entities)")
@@ -151,8 +189,30 @@ rerun does not repeat paid calls.`,
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	lf.register(cmd)
+	limitFlag(cmd, "budget", flagRange{lo: 0, hi: 1e6, loOpen: true})
+	limitFlag(cmd, "roots", atLeast0(1e7))
+	limitFlag(cmd, "threshold", unit)
+	limitFlag(cmd, "max-jaccard", unit)
+	limitFlag(cmd, "epochs", atLeast1(1e5))
+	limitFlag(cmd, "seed", anyInt64)
 	return cmd
 }
+
+// emptySelectionAdvice says what to change when no subgraph was selected.
+func emptySelectionAdvice(rep *augment.Report, cfg augment.Config) string {
+	switch {
+	case rep.Sampled == 0:
+		return "no subgraph could be sampled from the inference roots: raise --roots, or build a denser graph (more facts per entity)"
+	case rep.AboveTheta == 0 && len(rep.ScoreQuantiles) == 5:
+		return fmt.Sprintf("no missingness score reached θ = %.3g (the highest was %.3f, the median %.3f): lower --threshold below %.3f, try another --seed, or use --selector random",
+			cfg.Threshold, rep.ScoreQuantiles[4], rep.ScoreQuantiles[2], rep.ScoreQuantiles[4])
+	default:
+		return "every candidate overlapped a selected one too much: raise --max-jaccard or --budget"
+	}
+}
+
+// runReportPath is where the report of run is written beside the index at path.
+func runReportPath(path, run string) string { return path + "." + run + ".json" }
 
 func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augment.GoldFact, goldN int) {
 	tr := rep.Training
@@ -171,6 +231,11 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	if q := rep.ScoreQuantiles; len(q) == 5 {
 		fmt.Fprintf(w, "missingness scores: min %.3f, quartiles %.3f / %.3f / %.3f, max %.3f\n", q[0], q[1], q[2], q[3], q[4])
 	}
+	if !rep.Plan && len(rep.Selected) == 0 {
+		fmt.Fprintf(w, "nothing selected: no subgraph to complete, so no run was recorded and %s is unchanged\n", out)
+		fmt.Fprintf(w, "what to change: %s\n", emptySelectionAdvice(rep, augment.Config{Threshold: rep.Threshold}))
+		return
+	}
 	if rep.Plan {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "score\troot\tentities\tknown triples\tevidence chunks")
@@ -183,6 +248,9 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	}
 	fmt.Fprintf(w, "completion (%s): %d calls (%d failed), %d triples proposed, %d accepted\n",
 		rep.Completer, rep.Calls, rep.FailedCalls, rep.Proposed, rep.Accepted)
+	if rep.FailedCalls > 0 {
+		fmt.Fprintf(w, "failed calls by kind: %s; last: %s\n", augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
+	}
 	if len(rep.Rejections) > 0 {
 		var reasons []string
 		for r, n := range rep.Rejections {
@@ -193,7 +261,7 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 	}
 	fmt.Fprintf(w, "added (Table 1): %d nodes, %d edges, %d triples (%d citing ≥ 2 chunks), %d hyperedges\n",
 		rep.Added.Nodes, rep.Added.Edges, rep.Added.Triples, rep.Added.CrossChunk, rep.Added.Hyperedges)
-	fmt.Fprintf(w, "time (s): %v\n", rep.Seconds)
+	fmt.Fprintf(w, "time: %s\n", formatStages(rep.Seconds, []string{"graph", "train", "sample", "score", "select", "complete", "merge"}))
 	for i, f := range rep.Facts {
 		if i == 15 {
 			fmt.Fprintf(w, "  … %d more in %s.%s.json\n", len(rep.Facts)-15, out, rep.Run)

@@ -18,6 +18,8 @@ func newEnvCmd() *cobra.Command {
 SIMD backend; "xla:cuda" or "xla:/path/xla_cuda_plugin.so" in builds with -tags xla) and print what
 it reports: device, CPU SIMD level, whether the binary was built with GOEXPERIMENT=simd, plugin
 path and versions.`,
+		Example: `  graphloom env
+  GOMLX_BACKEND=xla:cuda graphloom env --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eng, err := engine.New(engine.Config{Backend: backend})

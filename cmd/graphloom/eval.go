@@ -36,6 +36,9 @@ gold spans; JSON arrays and JSONL. Malformed records are reported and skipped.
 --run scores an existing run file (the JSONL of 'graphloom query --out') instead of
 retrieving; --index is then optional. With --out DIR, report.md, report.json and
 Recall@k charts (recall.png, recall.svg) are written there. The table is printed last.`,
+		Example: `  graphloom eval --index harbour.gl --dataset examples/harbour/questions.json
+  graphloom eval --index harbour.gl --dataset examples/harbour/questions.json --retrievers bm25,ppr --ks 2,5 --out report/
+  graphloom eval --run run.jsonl --dataset examples/harbour/questions.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
@@ -176,6 +179,9 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	_ = f.MarkHidden("extraction")
 	_ = f.MarkHidden("corpus-out")
 	lf.register(cmd)
+	limitFlag(cmd, "top-k", atLeast1(1e5))
+	limitFlag(cmd, "ks", atLeast1(1e5))
+	limitFlag(cmd, "workers", atLeast0(4096))
 	return cmd
 }
 

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,8 +21,8 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor, embedder, fromDataset string
-	var asJSON, noGraph bool
+	var corpus, out, extractor, embedder, fromDataset, hyper string
+	var asJSON, noGraph, wait, allowPartial bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
@@ -26,18 +30,29 @@ func newIndexCmd() *cobra.Command {
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, or a
 directory of .txt/.md files — merge duplicate passages, chunk long ones, and write the index.`,
+		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
+  graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
+  GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
+    graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err
 			}
+			if cfg.OverlapTokens >= cfg.ChunkTokens {
+				return usageError{fmt.Errorf("index: --overlap-tokens %d must be below --chunk-tokens %d", cfg.OverlapTokens, cfg.ChunkTokens)}
+			}
 			if (corpus == "") == (fromDataset == "") {
 				return usageError{fmt.Errorf("index: give one of --corpus and --corpus-from-dataset")}
 			}
+			unlock, err := lockIndex(cmd, out, wait)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			progress, finish := bar(cmd, "chunking")
 			var ix *graphio.Index
 			var rep *ingest.Report
-			var err error
 			if fromDataset != "" {
 				ix, rep, err = indexFromDataset(cmd.Context(), fromDataset, cfg, progress)
 				corpus = fromDataset
@@ -57,7 +72,16 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				if !cmd.Flags().Changed("extractor") && lf.chatConfigured() {
 					extractor = "llm"
 				}
-				xcfg.Hyperedges = kcfg.Hyperedges && cmd.Flags().Changed("hyperedges")
+				switch hyper {
+				case "auto": // rule: one per sentence; llm: no extra EXT++ call
+					kcfg.Hyperedges, xcfg.Hyperedges = true, false
+				case "true":
+					kcfg.Hyperedges, xcfg.Hyperedges = true, true
+				case "false":
+					kcfg.Hyperedges, xcfg.Hyperedges = false, false
+				default:
+					return usageError{fmt.Errorf("index: --hyperedges %q: want auto, true or false", hyper)}
+				}
 				ex, err := newExtractor(extractor, &lf, xcfg)
 				if err != nil {
 					return err
@@ -66,9 +90,14 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 				if err != nil {
 					return err
 				}
-				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stageBars(cmd))
+				stages, endStages := stageBars(cmd, lf.live)
+				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stages)
+				endStages()
 				defer lf.report(cmd.ErrOrStderr())
 				if err != nil {
+					return err
+				}
+				if err := checkLostChunks(cmd, krep, out, allowPartial, &lf); err != nil {
 					return err
 				}
 			}
@@ -84,7 +113,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 			if krep != nil {
 				fmt.Fprintf(w, "graph: %d entities, %d facts, %d hyperedges (%.1f%% isolated), %d synonym edges; %d chunks failed, %d invalid triples\n",
 					krep.Entities, krep.Facts, krep.Hyperedges, 100*krep.IsolatedHyper, krep.SynonymEdges, krep.FailedChunks, krep.InvalidTriples)
-				fmt.Fprintf(w, "time (s): %v\n", krep.StageSeconds)
+				fmt.Fprintf(w, "time: %s\n", formatStages(krep.StageSeconds, []string{"extract", "merge", "embed", "synonyms"}))
 			}
 			return nil
 		},
@@ -100,11 +129,74 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline; the default unless an LLM is configured) or llm")
 	f.StringVar(&embedder, "embedder", "hash", "embedder: hash (built-in, offline) or api (the configured embedding model)")
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
-	f.BoolVar(&kcfg.Hyperedges, "hyperedges", kcfg.Hyperedges, "build n-ary hyperedges (rule: one per sentence; llm: pass it to add the EXT++ call of HyperGraphRAG)")
+	f.BoolVar(&allowPartial, "allow-partial", false, "replace an existing --out even if the extraction of some chunks failed")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
+	f.StringVar(&hyper, "hyperedges", "auto", "n-ary hyperedges: auto (rule extractor: one per sentence; llm extractor: none), true (llm: adds HyperGraphRAG's EXT++ call per chunk), false")
+	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	registerEntityFilterFlags(f, &kcfg)
 	lf.register(cmd)
+	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))
+	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))
+	limitFlag(cmd, "synonym-threshold", flagRange{lo: 0, hi: 1, loOpen: true})
 	return cmd
+}
+
+// checkLostChunks refuses an index whose extraction failed for every chunk, and one
+// that would replace an existing index while some chunks failed (unless allowPartial),
+// printing the failures grouped by kind and the last error.
+func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowPartial bool, lf *llmFlags) error {
+	if krep.FailedChunks == 0 {
+		return nil
+	}
+	causes := lf.failureSummary()
+	if causes == "" && len(krep.FailureExamples) > 0 {
+		causes = "last: " + krep.FailureExamples[len(krep.FailureExamples)-1]
+	}
+	if krep.FailedChunks == krep.Chunks {
+		return fmt.Errorf("index: the extraction failed for every chunk (%d of %d); %s; nothing was written", krep.FailedChunks, krep.Chunks, causes)
+	}
+	if _, err := os.Stat(out); err == nil && !allowPartial {
+		return fmt.Errorf("index: the extraction failed for %d of %d chunks (%s); not replacing %s with an index that lost their facts: rerun (answered calls are cached), or pass --allow-partial",
+			krep.FailedChunks, krep.Chunks, causes, out)
+	}
+	cmd.PrintErrf("warning: the extraction failed for %d of %d chunks; %s\n", krep.FailedChunks, krep.Chunks, causes)
+	return nil
+}
+
+// formatStages formats stage timings in seconds as "extract 1.2 s, merge 0.1 s", in
+// the given order, then any other stages alphabetically.
+func formatStages(secs map[string]any, order []string) string {
+	var parts []string
+	seen := map[string]bool{}
+	add := func(k string) {
+		if v, ok := secs[k]; ok && !seen[k] {
+			seen[k] = true
+			parts = append(parts, fmt.Sprintf("%s %s", k, fmtSeconds(v)))
+		}
+	}
+	for _, k := range order {
+		add(k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(secs)) {
+		add(k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fmtSeconds(v any) string {
+	x, ok := v.(float64)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	switch {
+	case x >= 60:
+		return fmt.Sprintf("%dm%02.0fs", int(x)/60, x-float64(60*(int(x)/60)))
+	case x >= 10:
+		return fmt.Sprintf("%.0f s", x)
+	default:
+		return fmt.Sprintf("%.2f s", x)
+	}
 }
 
 // indexFromDataset ingests the passages of a QA dataset's contexts.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/retrieve"
@@ -21,9 +23,15 @@ type llmFlags struct {
 	concurrency                                     int
 	timeout                                         time.Duration
 	client                                          *llm.Client
+	cmd                                             *cobra.Command
+
+	mu         sync.Mutex
+	lastRetry  time.Time
+	suppressed int
 }
 
 func (f *llmFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	env := llm.ConfigFromEnv(nil)
 	fl := cmd.Flags()
 	fl.StringVar(&f.baseURL, "llm-base-url", env.BaseURL, "OpenAI-compatible API root, e.g. http://localhost:11434/v1 ($GRAPHLOOM_LLM_BASE_URL)")
@@ -33,6 +41,8 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
+	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
+	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }
 
 func (f *llmFlags) config() llm.Config {
@@ -56,11 +66,13 @@ func (f *llmFlags) get() (*llm.Client, error) {
 	if f.client != nil {
 		return f.client, nil
 	}
-	c, err := llm.New(f.config())
+	c, err := llm.New(f.config(), llm.WithRetryHook(f.onRetry))
 	if err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
 	f.client = c
+	f.mu.Unlock()
 	return c, nil
 }
 
@@ -108,6 +120,73 @@ func (f *llmFlags) apiEmbedder(ctx context.Context) (embed.Embedder, error) {
 		return nil, nil
 	}
 	return f.embedder(ctx, "api")
+}
+
+// onRetry prints a line when the client waits to retry, at most one every 2 s (with
+// the number of retries since the last line), unless --quiet.
+func (f *llmFlags) onRetry(ae *llm.APIError, wait time.Duration) {
+	if f.cmd == nil {
+		return
+	}
+	if q, _ := f.cmd.Flags().GetBool("quiet"); q {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Since(f.lastRetry) < 2*time.Second {
+		f.suppressed++
+		return
+	}
+	more := ""
+	if f.suppressed > 0 {
+		more = fmt.Sprintf(" (and %d more retries since the last line)", f.suppressed)
+	}
+	f.lastRetry, f.suppressed = time.Now(), 0
+	f.cmd.PrintErrf("LLM: attempt %d failed (%s); retrying in %s%s\n", ae.Attempts, ae.Error(), wait.Round(time.Millisecond), more)
+}
+
+// live summarises the client's work so far for progress lines, or "" before any call.
+func (f *llmFlags) live() string {
+	f.mu.Lock()
+	c := f.client
+	f.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	u := c.Usage()
+	if u.Calls == 0 && u.CacheHits == 0 {
+		return "LLM: waiting for the first answer"
+	}
+	s := fmt.Sprintf("LLM: %d HTTP calls, %d cache hits, %d retries", u.Calls, u.CacheHits, u.Retries)
+	if len(u.Failures) > 0 {
+		counts := map[string]int{}
+		for k, n := range u.Failures {
+			counts[string(k)] = int(n)
+		}
+		s += ", failed attempts: " + augment.FormatCounts(counts)
+	}
+	return s
+}
+
+// failureSummary describes the client's failed attempts by kind and its last error,
+// or "" when nothing failed.
+func (f *llmFlags) failureSummary() string {
+	if f.client == nil {
+		return ""
+	}
+	u := f.client.Usage()
+	if len(u.Failures) == 0 {
+		return ""
+	}
+	counts := map[string]int{}
+	for k, n := range u.Failures {
+		counts[string(k)] = int(n)
+	}
+	s := "failed attempts by kind: " + augment.FormatCounts(counts)
+	if err := f.client.LastError(); err != nil {
+		s += "; last error: " + err.Error()
+	}
+	return s
 }
 
 // report prints the LLM usage summary if a client was used.

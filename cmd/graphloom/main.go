@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -28,8 +31,7 @@ type usageError struct{ error }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := newRootCmd()
-	err := root.ExecuteContext(ctx)
+	err := execute(ctx, newRootCmd())
 	if err == nil {
 		os.Exit(exitOK)
 	}
@@ -39,4 +41,17 @@ func main() {
 		os.Exit(exitUsage)
 	}
 	os.Exit(exitError)
+}
+
+// execute runs the command tree, turning a panic into an error (exit 1) with its
+// stack on stderr, so that no panic escapes with Go's own exit code 2, which is the
+// code of a usage error.
+func execute(ctx context.Context, root *cobra.Command) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "%s\n", debug.Stack())
+			err = fmt.Errorf("internal error (please report it with the stack above): %v", r)
+		}
+	}()
+	return root.ExecuteContext(ctx)
 }

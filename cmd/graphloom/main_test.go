@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -161,9 +162,14 @@ func TestIndexWithLLMUsesCache(t *testing.T) {
 	r = run(t, env, "index", "--corpus", corpus, "--out", filepath.Join(dir, "b.gl"))
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 12, srv.Count(), "a second run makes zero HTTP calls")
-	a, _ := os.ReadFile(filepath.Join(dir, "a.gl"))
-	b, _ := os.ReadFile(filepath.Join(dir, "b.gl"))
-	assert.Equal(t, len(a), len(b))
+	// The same content: compressed sizes may differ, since the meta section holds the
+	// creation time.
+	a, err := graphio.ReadFile(filepath.Join(dir, "a.gl"))
+	require.NoError(t, err)
+	b, err := graphio.ReadFile(filepath.Join(dir, "b.gl"))
+	require.NoError(t, err)
+	a.Meta.Created, b.Meta.Created = "", ""
+	assert.Equal(t, a, b)
 
 	// The key reaches the server but is never written to disk or printed.
 	assert.Equal(t, "Bearer sk-secret-never-logged", srv.Requests()[0].Header.Get("Authorization"))
@@ -210,19 +216,36 @@ func TestIndexKilledAndRerunDoesNotResend(t *testing.T) {
 	assert.Len(t, ix.Facts, 40)
 }
 
-// completionServer answers every CrossAug completion with one triple citing the
-// prompt's first evidence chunk.
+// completionServer answers every CrossAug completion with one grounded triple: the
+// root "admired" another name of an evidence chunk that names the root, citing it.
 func completionServer(t *testing.T, delay time.Duration) *llmtest.Server {
 	srv := llmtest.NewServer(t)
+	names := regexp.MustCompile(`(Mara Vell|Quillhaven|Ostrid|Orlen Ford)\d+`)
 	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
 		if delay > 0 {
 			time.Sleep(delay)
 		}
 		u := r.LastUser()
-		ev := u[strings.Index(u, "Evidence passages"):]
-		id := ev[strings.Index(ev, "chunk-") : strings.Index(ev, "chunk-")+38]
 		root := strings.TrimSpace(strings.Split(strings.Split(u, "Subgraph root entity:\n")[1], "\n")[0])
-		return llmtest.Reply{Content: fmt.Sprintf(`{"new_triples": [{"triple": [%q, "admired", "Velmar Spire"], "chunk_ids": [%q]}]}`, root, id)}
+		ev := u[strings.Index(u, "Evidence passages:\n")+len("Evidence passages:\n"):]
+		var passages []struct {
+			ChunkID string `json:"chunk_id"`
+			Passage string `json:"passage"`
+		}
+		if err := json.Unmarshal([]byte(ev[:strings.Index(ev, "\n\n")]), &passages); err != nil {
+			return llmtest.Reply{Content: "{}"}
+		}
+		for _, p := range passages {
+			if !strings.Contains(strings.ToLower(p.Passage), strings.ToLower(root)) {
+				continue
+			}
+			for _, other := range names.FindAllString(p.Passage, -1) {
+				if !strings.EqualFold(other, root) {
+					return llmtest.Reply{Content: fmt.Sprintf(`{"new_triples": [{"triple": [%q, "admired", %q], "chunk_ids": [%q]}]}`, root, other, p.ChunkID)}
+				}
+			}
+		}
+		return llmtest.Reply{Content: "{}"}
 	})
 	return srv
 }

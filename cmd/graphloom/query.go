@@ -24,6 +24,9 @@ func newQueryCmd() *cobra.Command {
 With --questions, every line {"id","question"} gives one JSONL line in --out:
 {"id","question","retriever","passages":[{"chunk_id","title","text","score"}],"facts":[[s,p,o]]}
 (plus "answer" with --answer, which needs an LLM).`,
+		Example: `  graphloom query --index harbour.gl --retriever ppr "Who bought the ship that was wrecked on Gull Rock?"
+  graphloom query --index harbour.gl --retriever bm25 --top-k 3 --json "Where was Tomas Brell born?"
+  graphloom query --index harbour.gl --questions questions.jsonl --out run.jsonl --retriever hyperppr`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
@@ -99,6 +102,11 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
 	registerRetrievalFlags(f, &cfg)
 	lf.register(cmd)
+	limitFlag(cmd, "top-k", atLeast1(1e5))
+	limitFlag(cmd, "damping", openUnit)
+	limitFlag(cmd, "linking-top-k", atLeast1(1e5))
+	limitFlag(cmd, "passage-node-weight", atLeast0(1e3))
+	limitFlag(cmd, "chunk-weight", atLeast0(1e3))
 	return cmd
 }
 

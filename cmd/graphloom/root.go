@@ -2,14 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 func newRootCmd() *cobra.Command {
@@ -21,8 +27,9 @@ func newRootCmd() *cobra.Command {
 		Version:       buildVersion(),
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlags(cmd) }
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
-	root.AddCommand(newIndexCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newVersionCmd())
+	root.AddCommand(newIndexCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newVersionCmd())
 	return root
 }
 
@@ -38,9 +45,10 @@ func buildVersion() string {
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print graphloom's version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print graphloom's version",
+		Example: "  graphloom version",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "graphloom %s\n", buildVersion())
 			return err
@@ -48,12 +56,25 @@ func newVersionCmd() *cobra.Command {
 	}
 }
 
-// bar returns a progress callback drawing a bar on stderr when it is a terminal and
-// --quiet is off, and a no-op otherwise; call the returned finish when done.
+// progressIntervalEnv sets the interval of plain progress lines (a Go duration; default 10s).
+const progressIntervalEnv = "GRAPHLOOM_PROGRESS_INTERVAL"
+
+// bar returns a progress callback for a stage: a bar on stderr when it is a terminal,
+// otherwise a plain line every GRAPHLOOM_PROGRESS_INTERVAL (default 10 s, also while no
+// progress is reported, so a stalled stage is visible) and one when the stage ends;
+// nothing with --quiet. Call the returned finish when done.
 func bar(cmd *cobra.Command, desc string) (progress func(done, total int), finish func()) {
+	return barWith(cmd, desc, nil)
+}
+
+// barWith is bar with extra() (may be nil) appended to plain progress lines.
+func barWith(cmd *cobra.Command, desc string, extra func() string) (progress func(done, total int), finish func()) {
 	quiet, _ := cmd.Flags().GetBool("quiet")
-	if quiet || !term.IsTerminal(int(os.Stderr.Fd())) {
+	if quiet {
 		return func(int, int) {}, func() {}
+	}
+	if !term.IsTerminal(int(os.Stderr.Fd())) {
+		return plainProgress(cmd.ErrOrStderr(), desc, progressInterval(), extra)
 	}
 	var b *progressbar.ProgressBar
 	return func(done, total int) {
@@ -71,17 +92,92 @@ func bar(cmd *cobra.Command, desc string) (progress func(done, total int), finis
 		}
 }
 
-// stageBars returns a progress factory drawing one bar per named stage.
-func stageBars(cmd *cobra.Command) func(stage string) func(done, total int) {
+func progressInterval() time.Duration {
+	if v := os.Getenv(progressIntervalEnv); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return d
+		}
+	}
+	return 10 * time.Second
+}
+
+// plainProgress prints "desc: done/total (p%), elapsed" lines to w every interval
+// while the stage runs, with extra() appended when it says something (the LLM's
+// retries), and a last line when it ends.
+func plainProgress(w io.Writer, desc string, interval time.Duration, extra func() string) (func(done, total int), func()) {
+	var mu sync.Mutex
+	done, total, seen := 0, 0, false
+	start := time.Now()
+	line := func(final bool) {
+		mu.Lock()
+		d, t, ok := done, total, seen
+		mu.Unlock()
+		if final && !ok {
+			return
+		}
+		s := fmt.Sprintf("%s: ", desc)
+		if ok && t > 0 {
+			s += fmt.Sprintf("%d/%d (%.0f%%)", d, t, 100*float64(d)/float64(t))
+		} else {
+			s += "waiting"
+		}
+		s += ", " + time.Since(start).Round(time.Second).String()
+		if final {
+			s += ", done"
+		}
+		if extra != nil {
+			if e := extra(); e != "" {
+				s += "; " + e
+			}
+		}
+		fmt.Fprintln(w, s)
+	}
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				line(false)
+			}
+		}
+	}()
+	var once sync.Once
+	return func(d, t int) {
+			mu.Lock()
+			done, total, seen = d, t, true
+			mu.Unlock()
+		}, func() {
+			once.Do(func() {
+				close(stop)
+				<-stopped
+				line(true)
+			})
+		}
+}
+
+// stageBars returns a progress factory drawing one bar (or plain lines) per named
+// stage, with extra() (may be nil) appended to plain lines, and a function ending the
+// last stage.
+func stageBars(cmd *cobra.Command, extra func() string) (func(stage string) func(done, total int), func()) {
 	var finish func()
-	return func(stage string) func(done, total int) {
+	end := func() {
 		if finish != nil {
 			finish()
+			finish = nil
 		}
-		var p func(done, total int)
-		p, finish = bar(cmd, stage)
-		return p
 	}
+	return func(stage string) func(done, total int) {
+		end()
+		var p func(done, total int)
+		p, finish = barWith(cmd, stage, extra)
+		return p
+	}, end
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -98,4 +194,26 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// lockIndex takes the writer lock of the index at path for this command (see
+// graphio.LockWriter), waiting for it with --wait, and removes temporary files that
+// killed writers left behind. Call the returned unlock when the index is written.
+func lockIndex(cmd *cobra.Command, path string, wait bool) (unlock func(), err error) {
+	holder := fmt.Sprintf("pid %d: graphloom %s %s (since %s)", os.Getpid(), cmd.Name(), path, time.Now().UTC().Format(time.RFC3339))
+	l, err := graphio.LockWriter(cmd.Context(), path, holder, wait, func(other string) {
+		cmd.PrintErrf("waiting for the writer lock of %s (%s)…\n", path, other)
+	})
+	if errors.Is(err, graphio.ErrLocked) {
+		return nil, fmt.Errorf("%w: wait for it to finish, or pass --wait", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if removed, err := l.RemoveStaleTemps(); err != nil {
+		cmd.PrintErrf("warning: %v\n", err)
+	} else if len(removed) > 0 {
+		cmd.PrintErrf("removed %d temporary file(s) left by an interrupted write: %s\n", len(removed), strings.Join(removed, ", "))
+	}
+	return func() { _ = l.Unlock() }, nil
 }

@@ -21,7 +21,9 @@ func newStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats --index INDEX",
 		Short: "Print counts and structure of an index",
-		Args:  cobra.NoArgs,
+		Example: `  graphloom stats --index harbour.gl
+  graphloom stats --index harbour.gl --json --top 25`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
@@ -43,6 +45,7 @@ func newStatsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&path, "index", "", "index file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
+	limitFlag(cmd, "top", atLeast0(1e6))
 	return cmd
 }
 
@@ -63,6 +66,13 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 	fmt.Fprintf(w, "hyperedges\t%d (isolated %.1f%%, %.2f entities each)\n", s.Hyperedges, 100*s.IsolatedHyperedges, s.EntitiesPerHyperedge)
 	fmt.Fprintf(w, "synonym edges\t%d\n", s.SynonymEdges)
 	fmt.Fprintf(w, "runs\t%d\n", s.Runs)
+	for _, r := range s.RunList {
+		sel := ""
+		if r.Selector != "" {
+			sel = ", selector " + r.Selector
+		}
+		fmt.Fprintf(w, "  %s\t%s %s%s: %d facts, %d entities added\n", r.ID, r.Kind, r.Created, sel, r.Facts, r.Entities)
+	}
 	if s.Extractor != "" {
 		fmt.Fprintf(w, "extractor\t%s\n", s.Extractor)
 	}

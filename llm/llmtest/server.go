@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -108,6 +109,21 @@ func New() *Server {
 	s := &Server{quit: make(chan struct{}), embedDim: DefaultEmbedDim}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
+}
+
+// Listen starts a server on addr (host:port; port 0 picks one); the caller must Close
+// it. `graphloom fake-llm` uses it to serve a script outside tests.
+func Listen(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("llmtest: listen: %w", err)
+	}
+	s := &Server{quit: make(chan struct{}), embedDim: DefaultEmbedDim}
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.handle))
+	s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	return s, nil
 }
 
 // URL returns the API base URL, ending in "/v1", as OpenAI clients expect

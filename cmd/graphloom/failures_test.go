@@ -1,0 +1,164 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm/llmtest"
+)
+
+func closedPortURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return "http://" + addr + "/v1"
+}
+
+// TestIndexFailsFastOnADeadServer: against a closed port, a server answering 501 or
+// one that never answers, `index` exits 1 naming the cause, writes nothing, and leaves
+// an existing index alone.
+func TestIndexFailsFastOnADeadServer(t *testing.T) {
+	corpus := writeCorpus(t, 6)
+	for _, tc := range []struct {
+		name  string
+		url   func(t *testing.T) string
+		extra []string
+		want  string
+	}{
+		{"closed port", closedPortURL, nil, "connection refused"},
+		{"501", func(t *testing.T) string {
+			srv := llmtest.NewServer(t)
+			srv.On(llmtest.Any()).Fault(llmtest.ServerError(501))
+			return srv.URL()
+		}, nil, "HTTP 501"},
+		{"never answers", func(t *testing.T) string {
+			srv := llmtest.NewServer(t)
+			srv.On(llmtest.Any()).Delay(time.Minute)
+			return srv.URL()
+		}, []string{"--llm-timeout", "300ms"}, "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := []string{"GRAPHLOOM_LLM_BASE_URL=" + tc.url(t), "GRAPHLOOM_LLM_MODEL=m"}
+			fresh := filepath.Join(dir, "new.gl")
+			r := run(t, env, append([]string{"index", "--corpus", corpus, "--out", fresh}, tc.extra...)...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "failed for every chunk (6 of 6)")
+			assert.Contains(t, r.stderr, "failed attempts by kind")
+			assert.Contains(t, r.stderr, tc.want)
+			assert.NoFileExists(t, fresh)
+
+			old := filepath.Join(dir, "old.gl")
+			require.Equal(t, 0, run(t, nil, "index", "--corpus", corpus, "--out", old).code)
+			before := readFile(t, old)
+			r = run(t, env, append([]string{"index", "--corpus", corpus, "--out", old, "--allow-partial"}, tc.extra...)...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Equal(t, before, readFile(t, old), "the existing index is untouched")
+		})
+	}
+}
+
+// TestIndexPartialFailureKeepsTheOldIndex: when some chunks fail, an existing index
+// is only replaced with --allow-partial.
+func TestIndexPartialFailureKeepsTheOldIndex(t *testing.T) {
+	srv := extractionServer(t, 0)
+	srv.On(llmtest.UserContains("Passage 2")).Fault(llmtest.Status(400))
+	corpus := writeCorpus(t, 6)
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", corpus, "--out", old).code)
+	before := readFile(t, old)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
+	r := run(t, env, "index", "--corpus", corpus, "--out", old)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "failed for 1 of 6 chunks")
+	assert.Contains(t, r.stderr, "client_error 1")
+	assert.Contains(t, r.stderr, "--allow-partial")
+	assert.Equal(t, before, readFile(t, old))
+	assert.Equal(t, 1, countPath(srv, "Passage 2"), "a 400 is not retried")
+
+	r = run(t, env, "index", "--corpus", corpus, "--out", old, "--allow-partial")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: the extraction failed for 1 of 6 chunks")
+	ix, err := graphio.ReadFile(old)
+	require.NoError(t, err)
+	assert.Len(t, ix.Facts, 5)
+}
+
+func countPath(srv *llmtest.Server, s string) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if strings.Contains(r.LastUser(), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAugmentRecordsNoRunWhenEveryCallFails: `augment --completer llm` against a dead
+// server exits 1 and leaves the index as it was.
+func TestAugmentRecordsNoRunWhenEveryCallFails(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "a.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 12), "--out", idx).code)
+	before := readFile(t, idx)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + closedPortURL(t), "GRAPHLOOM_LLM_MODEL=m"}
+	r := run(t, env, "augment", "--index", idx, "--completer", "llm", "--selector", "random", "--budget", "5", "--roots", "10")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "every completion call failed")
+	assert.Contains(t, r.stderr, "connection refused")
+	assert.Equal(t, before, readFile(t, idx))
+	matches, _ := filepath.Glob(idx + ".aug-*.json")
+	assert.Empty(t, matches)
+
+	// Some calls unanswered: no run unless --allow-partial.
+	srv := completionServer(t, 0)
+	srv.On(llmtest.UserContains("Mara Vell3")).Fault(llmtest.Status(400))
+	env = []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	args := []string{"augment", "--index", idx, "--selector", "random", "--budget", "12", "--roots", "40"}
+	r = run(t, env, args...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "got no answer (client_error")
+	assert.Equal(t, before, readFile(t, idx))
+	r = run(t, env, append(args, "--allow-partial")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "failed calls by kind: client_error")
+}
+
+// TestAugmentEmptySelection: when no subgraph reaches θ the command says so, prints
+// the score quantiles and what to change, exits 0 and records no run.
+func TestAugmentEmptySelection(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "a.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 12), "--out", idx).code)
+	before := readFile(t, idx)
+	r := run(t, nil, "augment", "--index", idx, "--threshold", "1", "--epochs", "1", "--no-checkpoint")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "0 selected")
+	assert.Contains(t, r.stdout, "missingness scores: min")
+	assert.Contains(t, r.stdout, "nothing selected")
+	assert.Contains(t, r.stdout, "lower --threshold below")
+	assert.NotContains(t, r.stdout, "run aug-")
+	assert.Equal(t, before, readFile(t, idx), "no run recorded")
+	matches, _ := filepath.Glob(idx + ".aug-*.json")
+	assert.Empty(t, matches)
+}
+
+func TestBaseURLWithoutModelIsAnError(t *testing.T) {
+	corpus := writeCorpus(t, 2)
+	out := filepath.Join(t.TempDir(), "x.gl")
+	r := run(t, []string{"GRAPHLOOM_LLM_BASE_URL=http://127.0.0.1:1/v1"}, "index", "--corpus", corpus, "--out", out)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "but no model")
+	_, err := os.Stat(out)
+	assert.True(t, os.IsNotExist(err))
+}

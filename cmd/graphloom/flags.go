@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/graphloom/graphloom/llm"
+)
+
+// rangeAnnotation is the pflag annotation holding a numeric flag's allowed range.
+const rangeAnnotation = "graphloom/range"
+
+// numericFlagTypes are the pflag value types whose values are range-checked.
+var numericFlagTypes = map[string]bool{
+	"int": true, "int32": true, "int64": true, "uint": true, "float32": true, "float64": true,
+	"duration": true, "intSlice": true,
+}
+
+// flagRange is the allowed interval of a numeric flag; durations are in seconds.
+type flagRange struct {
+	lo, hi         float64
+	loOpen, hiOpen bool // exclude the bound itself
+}
+
+func (r flagRange) contains(x float64) bool {
+	if math.IsNaN(x) {
+		return false
+	}
+	if x < r.lo || (r.loOpen && x == r.lo) {
+		return false
+	}
+	return x < r.hi || (!r.hiOpen && x == r.hi)
+}
+
+func fmtBound(x float64) string {
+	switch {
+	case math.IsInf(x, 1):
+		return "∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+func (r flagRange) String() string {
+	lb, rb := "[", "]"
+	if r.loOpen {
+		lb = "("
+	}
+	if r.hiOpen {
+		rb = ")"
+	}
+	return lb + fmtBound(r.lo) + ", " + fmtBound(r.hi) + rb
+}
+
+func (r flagRange) encode() []string {
+	return []string{fmtBound(r.lo), fmtBound(r.hi), strconv.FormatBool(r.loOpen), strconv.FormatBool(r.hiOpen)}
+}
+
+func decodeRange(a []string) (flagRange, bool) {
+	if len(a) != 4 {
+		return flagRange{}, false
+	}
+	parse := func(s string) float64 {
+		switch s {
+		case "∞":
+			return math.Inf(1)
+		case "-∞":
+			return math.Inf(-1)
+		}
+		x, _ := strconv.ParseFloat(s, 64)
+		return x
+	}
+	return flagRange{lo: parse(a[0]), hi: parse(a[1]), loOpen: a[2] == "true", hiOpen: a[3] == "true"}, true
+}
+
+// Common ranges.
+var (
+	atLeast1 = func(hi float64) flagRange { return flagRange{lo: 1, hi: hi} }
+	atLeast0 = func(hi float64) flagRange { return flagRange{lo: 0, hi: hi} }
+	unit     = flagRange{lo: 0, hi: 1} // [0, 1]
+	openUnit = flagRange{lo: 0, hi: 1, loOpen: true, hiOpen: true}
+	anyInt64 = flagRange{lo: math.Inf(-1), hi: math.Inf(1)}
+)
+
+// limitFlag records the allowed range of the numeric flag name of cmd; checkFlags
+// enforces it before the command runs.
+func limitFlag(cmd *cobra.Command, name string, r flagRange) {
+	f := cmd.Flags().Lookup(name)
+	if f == nil {
+		panic("limitFlag: no flag --" + name + " on " + cmd.Name()) // programming error, caught by tests
+	}
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[rangeAnnotation] = r.encode()
+}
+
+// checkFlags validates every numeric flag of cmd that was set against its range and
+// returns a usage error naming the flag and the range for the first that is out of it.
+func checkFlags(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || !numericFlagTypes[f.Value.Type()] {
+			return
+		}
+		r, ok := decodeRange(f.Annotations[rangeAnnotation])
+		if !ok {
+			return // a numeric flag without a range is caught by TestEveryNumericFlagHasARange
+		}
+		for _, x := range numericValues(f) {
+			if !r.contains(x) {
+				unit := ""
+				if f.Value.Type() == "duration" {
+					unit = " seconds"
+				}
+				err = usageError{fmt.Errorf("%s: --%s %s: out of range, want a value in %s%s", cmd.Name(), f.Name, f.Value.String(), r, unit)}
+				return
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return checkLLMConfig(cmd)
+}
+
+// checkLLMConfig rejects an LLM base URL without any model: graphloom would
+// otherwise quietly use its offline components.
+func checkLLMConfig(cmd *cobra.Command) error {
+	get := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return strings.TrimSpace(f.Value.String())
+		}
+		return ""
+	}
+	if u := get("llm-base-url"); u != "" && get("llm-model") == "" && get("embed-model") == "" {
+		return usageError{fmt.Errorf("%s: an LLM base URL is set (%s) but no model: set GRAPHLOOM_LLM_MODEL or --llm-model (or unset GRAPHLOOM_LLM_BASE_URL to work offline)", cmd.Name(), llm.RedactURL(u))}
+	}
+	return nil
+}
+
+// numericValues returns the values of a numeric flag as float64 (durations in seconds).
+func numericValues(f *pflag.Flag) []float64 {
+	s := f.Value.String()
+	switch f.Value.Type() {
+	case "duration":
+		d, _ := time.ParseDuration(s)
+		return []float64{d.Seconds()}
+	case "intSlice":
+		var out []float64
+		for _, p := range strings.Split(strings.Trim(s, "[]"), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				x, _ := strconv.ParseFloat(p, 64)
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return []float64{math.NaN()}
+	}
+	return []float64{x}
+}
