@@ -167,6 +167,9 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 	if emb == nil {
 		return nil, fmt.Errorf("retrieve: no embedder")
 	}
+	if err := validLexical(cfg.Lexical); err != nil {
+		return nil, err
+	}
 	if emb.Identity() != ix.Meta.Embedder {
 		return nil, fmt.Errorf("retrieve: %w: index embedded with %q, searcher given %q", embed.ErrMismatch, ix.Meta.Embedder, emb.Identity())
 	}

@@ -173,7 +173,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.IntVar(&cfg.Workers, "workers", 0, "questions retrieved concurrently (0 = all cores)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	registerRetrievalFlags(f, &rcfg)
+	registerRetrievalFlags(cmd, &rcfg)
 	f.StringVar(&extraction, "extraction", "", "score the index's extracted triples against gold within-passage triples [{title, triples}] and exit")
 	f.StringVar(&corpusOut, "corpus-out", "", "write the passages of --dataset as a corpus JSON ({title, text} array) and exit")
 	_ = f.MarkHidden("extraction")

@@ -134,7 +134,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.StringVar(&hyper, "hyperedges", "auto", "n-ary hyperedges: auto (rule extractor: one per sentence; llm extractor: none), true (llm: adds HyperGraphRAG's EXT++ call per chunk), false")
 	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
-	registerEntityFilterFlags(f, &kcfg)
+	registerEntityFilterFlags(cmd, &kcfg)
 	lf.register(cmd)
 	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))
 	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))

@@ -1,15 +1,18 @@
 package main
 
 import (
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/kg"
 )
 
 // registerEntityFilterFlags binds the entity-hygiene knobs of the graph build.
-func registerEntityFilterFlags(f *pflag.FlagSet, cfg *kg.Config) {
+func registerEntityFilterFlags(cmd *cobra.Command, cfg *kg.Config) {
+	f := cmd.Flags()
 	f.BoolVar(&cfg.EntityRules, "entity-rules", cfg.EntityRules, "drop single characters, bare numbers, structure words and stop phrases as entities")
 	f.Float64Var(&cfg.MaxEntityShare, "max-entity-share", cfg.MaxEntityShare, "drop as generic a name found in more than this share of chunks (0 = keep all)")
 	f.IntVar(&cfg.GenericMinChunks, "generic-min-chunks", cfg.GenericMinChunks, "least chunks for the generic-entity filter to apply")
 	f.BoolVar(&cfg.MentionOnly, "mention-only", cfg.MentionOnly, "keep entities found in no fact (HippoRAG 2 drops them)")
+	limitFlag(cmd, "max-entity-share", unit)
+	limitFlag(cmd, "generic-min-chunks", atLeast0(1e9))
 }

@@ -100,13 +100,9 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
-	registerRetrievalFlags(f, &cfg)
+	registerRetrievalFlags(cmd, &cfg)
 	lf.register(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
-	limitFlag(cmd, "damping", openUnit)
-	limitFlag(cmd, "linking-top-k", atLeast1(1e5))
-	limitFlag(cmd, "passage-node-weight", atLeast0(1e3))
-	limitFlag(cmd, "chunk-weight", atLeast0(1e3))
 	return cmd
 }
 

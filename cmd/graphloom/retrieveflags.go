@@ -1,13 +1,15 @@
 package main
 
 import (
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/retrieve"
 )
 
-// registerRetrievalFlags binds the retrieval knobs shared by query and eval.
-func registerRetrievalFlags(f *pflag.FlagSet, cfg *retrieve.Config) {
+// registerRetrievalFlags binds the retrieval knobs shared by query and eval, with
+// their ranges.
+func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
+	f := cmd.Flags()
 	f.Float64Var(&cfg.Damping, "damping", cfg.Damping, "PPR damping (ppr, hyperppr)")
 	f.IntVar(&cfg.LinkingTopK, "linking-top-k", cfg.LinkingTopK, "facts linked and entities seeded (ppr)")
 	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of passage seeds (ppr)")
@@ -18,4 +20,10 @@ func registerRetrievalFlags(f *pflag.FlagSet, cfg *retrieve.Config) {
 	f.BoolVar(&cfg.HubWeights, "hub-weights", cfg.HubWeights, "scale each entity's edges by its specificity log(N/df)/log(N)")
 	f.BoolVar(&cfg.QueryEntities, "query-entities", cfg.QueryEntities, "also seed PPR with the entities the question names verbatim")
 	f.Float64Var(&cfg.FinalBM25Weight, "final-bm25-weight", cfg.FinalBM25Weight, "BM25 share μ of the final ppr/hyperppr passage score (with lexical scoring on)")
+	limitFlag(cmd, "damping", openUnit)
+	limitFlag(cmd, "linking-top-k", atLeast1(1e5))
+	limitFlag(cmd, "passage-node-weight", atLeast0(1e3))
+	limitFlag(cmd, "chunk-weight", atLeast0(1e3))
+	limitFlag(cmd, "lexical-weight", unit)
+	limitFlag(cmd, "final-bm25-weight", unit)
 }
