@@ -37,7 +37,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		}
 	}
 	// 1. Fact scores, min-max normalised; the top LinkingTopK facts are candidates.
-	factScores := s.factScores(q, toF64(s.scores(graphio.KindFact, qf)))
+	factScores, factLex := s.factScores(q, toF64(s.scores(graphio.KindFact, qf)))
 	var top []int32
 	for _, nb := range kernels.TopK(toF32(factScores), s.cfg.LinkingTopK) {
 		top = append(top, nb.Index)
@@ -52,6 +52,20 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 			return fallback(nil) // HippoRAG falls back to dense retrieval
 		}
 		top = kept
+	} else if factLex != nil && s.cfg.LexicalFilter {
+		// 2'. Offline recognition memory: a linked fact whose subject and object share
+		// no term with the question is dropped; with nothing left and no entity named
+		// by the question, rank as HippoRAG does when its filter keeps nothing.
+		kept := top[:0]
+		for _, f := range top {
+			if factLex[f] > 0 {
+				kept = append(kept, f)
+			}
+		}
+		top = kept
+		if len(top) == 0 && len(s.queryEntities(q)) == 0 {
+			return fallback(nil)
+		}
 	}
 	var facts [][]string
 	for _, f := range top {

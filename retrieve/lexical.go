@@ -73,11 +73,13 @@ func (s *Searcher) passageScores(q string, dense []float64) []float64 {
 }
 
 // factScores are the scores that link facts: min-max dense scores of the
-// "subject predicate object" texts, fused with BM25 over the same texts when lexical
-// scoring is on.
-func (s *Searcher) factScores(q string, dense []float64) []float64 {
+// "subject predicate object" texts, fused, when lexical scoring is on, with BM25 over
+// the facts' subject and object names (the lexical scores are returned too, nil when
+// off). Predicates are left out of the lexical text: a question's generic words
+// ("first", "director", "letter") match them and would link facts about anything.
+func (s *Searcher) factScores(q string, dense []float64) (fused, lex []float64) {
 	if !s.lexicalOn() {
-		return minMax(dense)
+		return minMax(dense), nil
 	}
 	s.factLexOnce.Do(func() {
 		texts := make([]string, len(s.ix.Facts))
@@ -87,7 +89,8 @@ func (s *Searcher) factScores(q string, dense []float64) []float64 {
 		}
 		s.factLex = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
 	})
-	return fuse(dense, s.factLex.scores(q), s.cfg.LexicalWeight)
+	lex = s.factLex.scores(q)
+	return fuse(dense, lex, s.cfg.LexicalWeight), lex
 }
 
 // kindScores fuses dense similarities with BM25 over the texts of entities or

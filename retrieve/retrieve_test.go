@@ -232,9 +232,7 @@ func TestExampleCorpusPPRBeatsBM25(t *testing.T) {
 	}
 	bm25, ppr, hyper := recall("bm25"), recall("ppr"), recall("hyperppr")
 	t.Logf("example corpus Recall@5: bm25 %.3f, ppr %.3f, dense %.3f, hyperppr %.3f", bm25, ppr, recall("dense"), hyper)
-	// On this 26-question corpus one question is 1.9–3.8 points: the graph retrievers
-	// must stay within one question of BM25, and the hypergraph must beat it.
-	assert.GreaterOrEqual(t, ppr, bm25-0.02)
+	assert.GreaterOrEqual(t, ppr, bm25)
 	assert.GreaterOrEqual(t, hyper, bm25)
 }
 
@@ -296,4 +294,65 @@ func TestQueryEntityLinking(t *testing.T) {
 	assert.Equal(t, []string{"manamagan thevai"}, got("Who is the director of film Manamagan Thevai?"), "longest match; a lower-case common word never links")
 	assert.Equal(t, []string{"p s ramakrishna rao"}, got("Whom did P. S. Ramakrishna Rao marry?"))
 	assert.Empty(t, got("The director of the film?"), "the first word and stop words are not names")
+}
+
+func TestFuse(t *testing.T) {
+	dense := []float64{0.2, 0.4, 0.6}
+	lex := []float64{3, 0, 1}
+	got := fuse(dense, lex, 0.5)
+	assert.InDeltaSlice(t, []float64{0.5, 0.25, 0.6666666666666666}, got, 1e-12)
+	assert.Equal(t, minMax(dense), fuse(dense, []float64{0, 0, 0}, 0.5), "no lexical match leaves the dense ranking")
+}
+
+func TestLexicalModeFollowsEmbedder(t *testing.T) {
+	ix, emb := tinyIndex(t)
+	for _, tc := range []struct {
+		mode, embedder string
+		on             bool
+	}{
+		{LexicalAuto, "table", false},
+		{LexicalAuto, "hash-tfidf:v4", true},
+		{LexicalDense, "hash-tfidf:v4", false},
+		{LexicalFused, "table", true},
+	} {
+		cfg := DefaultConfig()
+		cfg.Lexical = tc.mode
+		s, err := NewSearcher(ix, emb, cfg, nil)
+		require.NoError(t, err)
+		ix.Meta.Embedder = tc.embedder
+		assert.Equal(t, tc.on, s.lexicalOn(), "%s with %s", tc.mode, tc.embedder)
+		ix.Meta.Embedder = "table"
+	}
+	cfg := DefaultConfig()
+	cfg.Lexical = "sparse"
+	_, err := NewSearcher(ix, emb, cfg, nil)
+	assert.ErrorContains(t, err, "lexical mode")
+}
+
+func TestLexicalFilterDropsUnrelatedFacts(t *testing.T) {
+	ix, emb := tinyIndex(t)
+	cfg := DefaultConfig()
+	cfg.Lexical, cfg.QueryEntities = LexicalFused, false
+	s, err := NewSearcher(ix, emb, cfg, nil)
+	require.NoError(t, err)
+	r, _ := s.Retriever("ppr")
+	// "q" embeds to (1,0,0), whose best fact is a–b, but it names no fact's entity:
+	// every linked fact is dropped and the ranking falls back to the passage scores.
+	res, err := r.Retrieve(context.Background(), "q", 3)
+	require.NoError(t, err)
+	assert.Empty(t, res.Facts)
+	// A question naming "d" keeps the facts about d.
+	res, err = r.Retrieve(context.Background(), "q d", 3)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Facts)
+	for _, f := range res.Facts {
+		assert.True(t, f[0] == "d" || f[2] == "d", "%v names d", f)
+	}
+	cfg.LexicalFilter = false
+	s, err = NewSearcher(ix, emb, cfg, nil)
+	require.NoError(t, err)
+	r, _ = s.Retriever("ppr")
+	res, err = r.Retrieve(context.Background(), "q", 3)
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Facts, "without the filter the dense linker keeps its top facts")
 }

@@ -19,6 +19,7 @@ func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
 	f.Float64Var(&cfg.LexicalWeight, "lexical-weight", cfg.LexicalWeight, "BM25 share λ of fused passage and fact scores")
 	f.BoolVar(&cfg.HubWeights, "hub-weights", cfg.HubWeights, "scale each entity's edges by its specificity log(N/df)/log(N)")
 	f.BoolVar(&cfg.QueryEntities, "query-entities", cfg.QueryEntities, "also seed PPR with the entities the question names verbatim")
+	f.BoolVar(&cfg.LexicalFilter, "lexical-filter", cfg.LexicalFilter, "offline recognition memory: drop linked facts sharing no term with the question")
 	f.Float64Var(&cfg.FinalBM25Weight, "final-bm25-weight", cfg.FinalBM25Weight, "BM25 share μ of the final ppr/hyperppr passage score (with lexical scoring on)")
 	limitFlag(cmd, "damping", openUnit)
 	limitFlag(cmd, "linking-top-k", atLeast1(1e5))
