@@ -78,58 +78,25 @@ for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 	evaluate "$name" "$ds"
 done
 
-# Ablations (issue: the graph must beat BM25): each retrieval component switched off
-# in turn, and each graph-build component on the two multi-hop sets.
-ablate_row() { # NAME DATASET LABEL FLAGS...
-	local name=$1 dataset=$2 label=$3
-	shift 3
-	"$bin" eval --quiet --index "$out/$name.glx" --dataset "$dataset" --retrievers bm25,ppr,hyperppr "${answer[@]}" --json "$@" |
-		python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-label = sys.argv[1]
-for s in r["retrievers"]:
-    if s["retriever"] == "bm25" and label != "default":
-        continue
-    rec = s.get("recall_at") or {}
-    ms = 1000 * s.get("retrieval_seconds", 0) / max(1, s.get("questions", 1))
-    cells = [("%5.1f" % (100 * rec[k])) if k in rec else "    -" for k in ("2", "5", "10")]
-    ans = (s.get("answer_in_passages_at") or {}).get("5")
-    print("| %-32s | %-8s | %s | %s | %6.2f |" % (label, s["retriever"], " | ".join(cells), ("%5.1f" % (100 * ans)) if ans is not None else "    -", ms))
-' "$label"
-}
-ablate() { # NAME DATASET
-	local name=$1 dataset=$2
+# Ablations: the graph retrievers with each retrieval component switched off in turn
+# and, where the corpus is at hand, each graph-build component (graphloom eval --ablate).
+ablate() { # NAME DATASET [CORPUS]
+	local name=$1 dataset=$2 corpus=${3:-}
+	local extra=()
+	[[ -n "$corpus" ]] && extra=(--ablate-corpus "$corpus")
+	"$bin" eval --quiet --index "$out/$name.glx" --dataset "$dataset" --retrievers bm25,ppr,hyperppr "${answer[@]}" \
+		--ablate "${extra[@]}" --out "$out/$name" | sed -n '2,$p'
 	echo
-	echo "ablation: $name (R@2, R@5, R@10; answer-in-top-5 where no gold passages)"
-	echo "| setting                          | retriever|  R@2 |  R@5 | R@10 | Ans@5 |  ms/q |"
-	echo "|---|---|---|---|---|---|---|"
-	ablate_row "$name" "$dataset" default
-	ablate_row "$name" "$dataset" "no BM25 fusion (--lexical dense)" --lexical dense
-	ablate_row "$name" "$dataset" "no final fusion (μ=0)" --final-bm25-weight 0
-	ablate_row "$name" "$dataset" "no query-entity seeds" --query-entities=false
-	ablate_row "$name" "$dataset" "no stemming" --stem=false
-	ablate_row "$name" "$dataset" "+ hub weights" --hub-weights
-}
-ablate_index() { # NAME CORPUS DATASET
-	local name=$1 corpus=$2 dataset=$3
-	for v in "no generic filter:--max-entity-share 0" "keep mention-only:--mention-only" "no entity rules:--entity-rules=false"; do
-		"$bin" index --quiet --extractor rule --embedder hash --corpus "$corpus" --out "$out/$name-abl.glx" ${v#*:} >/dev/null
-		ablate_row "$name-abl" "$dataset" "index: ${v%%:*}"
-	done
-	rm -f "$out/$name-abl.glx"
 }
 section "ablations"
 {
-	ablate harbour examples/harbour/questions.json
-	ablate_index harbour examples/harbour/corpus.json examples/harbour/questions.json
-	ablate morehopqa "$corpora/morehopqa_150.json"
-	ablate_index morehopqa "$out/morehopqa_corpus.json" "$corpora/morehopqa_150.json"
+	ablate harbour examples/harbour/questions.json examples/harbour/corpus.json
+	ablate morehopqa "$corpora/morehopqa_150.json" "$out/morehopqa_corpus.json"
 	ablate pubmedqa "$corpora/pubmedqa/pqal_dev500.json"
 	for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 		[[ -e "$book" ]] || continue
 		ds=${book%_corpus.json}.json
-		ablate "$(basename "${ds%.json}")" "$ds"
+		ablate "$(basename "${ds%.json}")" "$ds" "$book"
 	done
 } | tee "$out/ablations.md"
 cat "$out/ablations.md" >>"$summary"

@@ -8,8 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -18,7 +20,8 @@ func newEvalCmd() *cobra.Command {
 	rcfg := retrieve.DefaultConfig()
 	var lf llmFlags
 	var indexPath, dataset, out, runPath, extraction, corpusOut, retrievers string
-	var asJSON, noRecognition bool
+	var asJSON, noRecognition, ablate bool
+	var ablateCorpus string
 	cmd := &cobra.Command{
 		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
 		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
@@ -122,6 +125,10 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					return err
 				}
 				rcfg.RecognitionMemory = !noRecognition
+				if ablate {
+					finish()
+					return runAblation(cmd, ix, api, ds, rcfg, cfg, ablateCorpus, out)
+				}
 				s, err := retrieve.Open(ix, api, rcfg, chat)
 				if err != nil {
 					return err
@@ -174,6 +181,8 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.IntVar(&cfg.Workers, "workers", 0, "questions retrieved concurrently (0 = all cores)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	registerRetrievalFlags(cmd, &rcfg)
+	f.BoolVar(&ablate, "ablate", false, "ablation table: the graph retrievers with each retrieval component switched off in turn (with --ablate-corpus, each graph-build component too); writes ablation.md/.json/.png to --out")
+	f.StringVar(&ablateCorpus, "ablate-corpus", "", "with --ablate: the corpus the index was built from offline, rebuilt once per graph-build ablation")
 	f.StringVar(&extraction, "extraction", "", "score the index's extracted triples against gold within-passage triples [{title, triples}] and exit")
 	f.StringVar(&corpusOut, "corpus-out", "", "write the passages of --dataset as a corpus JSON ({title, text} array) and exit")
 	_ = f.MarkHidden("extraction")
@@ -240,4 +249,28 @@ func runExtractionScore(cmd *cobra.Command, indexPath, goldPath string, asJSON b
 	line("subject+object (predicate-agnostic)", rep.Pair)
 	line("subject→object + predicate token overlap", rep.Predicate)
 	return nil
+}
+
+// runAblation prints and writes the ablation table of the index on the dataset.
+func runAblation(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg retrieve.Config, cfg eval.Config, corpus, out string) error {
+	open := func(ix *graphio.Index, rc retrieve.Config) (eval.Retrievers, error) {
+		return retrieve.Open(ix, api, rc, nil)
+	}
+	var rebuild eval.Rebuilder
+	if corpus != "" {
+		rebuild = eval.OfflineRebuilder(corpus)
+	}
+	rep, err := eval.Ablate(cmd.Context(), ix, open, rebuild, ds, rcfg, kg.DefaultConfig(), cfg)
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		files, err := rep.WriteFiles(out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(files, ", "))
+	}
+	_, err = io.WriteString(cmd.OutOrStdout(), rep.Markdown())
+	return err
 }

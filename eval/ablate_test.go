@@ -1,0 +1,67 @@
+package eval
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+func TestAblateAppliesEachSetting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example index")
+	}
+	ctx := context.Background()
+	corpus := filepath.Join("..", "examples", "harbour", "corpus.json")
+	rebuilt := 0
+	build := OfflineRebuilder(corpus)
+	rebuild := func(ctx context.Context, kcfg kg.Config, titles bool) (*graphio.Index, error) {
+		rebuilt++
+		return build(ctx, kcfg, titles)
+	}
+	ix, err := build(ctx, kg.DefaultConfig(), true)
+	require.NoError(t, err)
+	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
+	require.NoError(t, err)
+	var seen []retrieve.Config
+	open := func(ix *graphio.Index, rc retrieve.Config) (Retrievers, error) {
+		seen = append(seen, rc)
+		return retrieve.Open(ix, nil, rc, nil)
+	}
+	cfg := DefaultConfig()
+	cfg.Retrievers = []string{"bm25", "ppr"}
+	rep, err := Ablate(ctx, ix, open, rebuild, ds, retrieve.DefaultConfig(), kg.DefaultConfig(), cfg)
+	require.NoError(t, err)
+	nr, ni := len(RetrievalAblations()), len(IndexAblations())
+	assert.Equal(t, ni, rebuilt)
+	require.Len(t, rep.Rows, 2+nr+ni, "bm25 and ppr by default, then ppr alone per ablation")
+	assert.Equal(t, "bm25", rep.Rows[0].Retriever)
+	for _, r := range rep.Rows[2:] {
+		assert.Equal(t, "ppr", r.Retriever, r.Setting)
+	}
+	// Each retrieval ablation reached the searcher with its own config.
+	require.Len(t, seen, 1+nr+ni)
+	assert.Equal(t, retrieve.LexicalDense, seen[1].Lexical)
+	assert.Zero(t, seen[2].FinalBM25Weight)
+	assert.False(t, seen[3].QueryEntities)
+	// μ = 0 ranks by PPR mass alone, which differs on this corpus.
+	assert.NotEqual(t, rep.Rows[1].Recall[2], rep.Rows[3].Recall[2])
+
+	dir := t.TempDir()
+	files, err := rep.WriteFiles(dir)
+	require.NoError(t, err)
+	assert.Len(t, files, 3)
+	md, err := os.ReadFile(filepath.Join(dir, "ablation.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| no final fusion (μ=0) | ppr |")
+	png, err := os.ReadFile(filepath.Join(dir, "ablation.png"))
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(png[:4]))
+}
