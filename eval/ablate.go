@@ -54,6 +54,7 @@ func IndexAblations() []IndexAblation {
 		{"index: no generic filter", func(c *kg.Config, _ *bool) { c.MaxEntityShare = 0 }},
 		{"index: keep mention-only", func(c *kg.Config, _ *bool) { c.MentionOnly = true }},
 		{"index: no entity rules", func(c *kg.Config, _ *bool) { c.EntityRules = false }},
+		{"index: no stem synonyms", func(c *kg.Config, _ *bool) { c.StemSynonyms = false }},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
 )
 
 func TestNameRules(t *testing.T) {
@@ -56,4 +57,20 @@ func TestEntityFilterGenericAndMentionOnly(t *testing.T) {
 	f = newEntityFilter(results, cfg)
 	assert.Equal(t, "", f.reject("Harbour", true))
 	assert.Equal(t, "", f.reject("Ghost", true))
+}
+
+func TestStemSynonyms(t *testing.T) {
+	ix := &graphio.Index{}
+	b := graphio.NewBuilder(ix, "")
+	towns := b.Entity("harbour towns", "")
+	town := b.Entity("harbour town", "")
+	guild := b.Entity("Lamplighters Guild", "")
+	guild2 := b.Entity("lamplighter guild", "")
+	b.Entity("harbourmaster", "")
+	b.Entity("ox", "") // too short to link
+	b.Entity("oxen", "")
+	cfg := DefaultConfig()
+	assert.Equal(t, 2, addStemSynonyms(ix, "", 0, cfg))
+	assert.ElementsMatch(t, []graphio.Synonym{{A: towns, B: town, Cosine: 1}, {A: guild, B: guild2, Cosine: 1}}, ix.Synonyms)
+	assert.Equal(t, 0, addStemSynonyms(ix, "", 0, cfg), "edges are added once")
 }

@@ -33,6 +33,11 @@ type Config struct {
 	EmbedBatch int
 	// Hyperedges keeps the extractor's hyperedges (HyperGraphRAG); default true.
 	Hyperedges bool
+	// StemSynonyms also links entities whose names differ only in inflection (equal
+	// Snowball stems, e.g. "harbour towns" and "harbour town") by a synonym edge of
+	// weight 1 — entity normalisation that the hashed embedder's cosine misses at
+	// HippoRAG 2's 0.8. Default true (graphloom).
+	StemSynonyms bool
 
 	// EntityRules drops names that are no entity: single characters, bare numbers
 	// (four-digit years stay, as dates), document-structure words alone or with a
@@ -55,7 +60,7 @@ type Config struct {
 
 // DefaultConfig returns HippoRAG 2's defaults.
 func DefaultConfig() Config {
-	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true,
+	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true, StemSynonyms: true,
 		EntityRules: true, MaxEntityShare: 0.05, GenericMinChunks: 200}
 }
 
@@ -298,6 +303,9 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 				n++
 			}
 		}
+	}
+	if cfg.StemSynonyms {
+		n += addStemSynonyms(ix, run, from, cfg)
 	}
 	return n, nil
 }

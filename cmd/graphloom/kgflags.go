@@ -12,6 +12,7 @@ func registerEntityFilterFlags(cmd *cobra.Command, cfg *kg.Config) {
 	f.BoolVar(&cfg.EntityRules, "entity-rules", cfg.EntityRules, "drop single characters, bare numbers, structure words and stop phrases as entities")
 	f.Float64Var(&cfg.MaxEntityShare, "max-entity-share", cfg.MaxEntityShare, "drop as generic a name found in more than this share of chunks (0 = keep all)")
 	f.IntVar(&cfg.GenericMinChunks, "generic-min-chunks", cfg.GenericMinChunks, "least chunks for the generic-entity filter to apply")
+	f.BoolVar(&cfg.StemSynonyms, "stem-synonyms", cfg.StemSynonyms, "link entities whose names differ only in inflection (Snowball stems)")
 	f.BoolVar(&cfg.MentionOnly, "mention-only", cfg.MentionOnly, "keep entities found in no fact (HippoRAG 2 drops them)")
 	limitFlag(cmd, "max-entity-share", unit)
 	limitFlag(cmd, "generic-min-chunks", atLeast0(1e9))
