@@ -113,6 +113,9 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 			if krep != nil {
 				fmt.Fprintf(w, "graph: %d entities, %d facts, %d hyperedges (%.1f%% isolated), %d synonym edges; %d chunks failed, %d invalid triples\n",
 					krep.Entities, krep.Facts, krep.Hyperedges, 100*krep.IsolatedHyper, krep.SynonymEdges, krep.FailedChunks, krep.InvalidTriples)
+				if n := sumCounts(krep.FilteredEntities); n > 0 {
+					fmt.Fprintf(w, "entity filter: %d names kept out (%s), %d triples lost an endpoint\n", n, formatCounts(krep.FilteredEntities), krep.FilteredFacts)
+				}
 				fmt.Fprintf(w, "time: %s\n", formatStages(krep.StageSeconds, []string{"extract", "merge", "embed", "synonyms"}))
 			}
 			return nil

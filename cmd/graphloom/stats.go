@@ -56,11 +56,7 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 	fmt.Fprintf(w, "chunks\t%d (%d tokens, %s)\n", s.Chunks, s.Tokens, s.Tokenizer)
 	fmt.Fprintf(w, "entities\t%d (avg. degree %.2f)\n", s.Entities, s.AvgEntityDegree)
 	if s.EntityFilter != "" {
-		var parts []string
-		for _, rule := range slices.Sorted(maps.Keys(s.FilteredEntities)) {
-			parts = append(parts, fmt.Sprintf("%s %d", rule, s.FilteredEntities[rule]))
-		}
-		fmt.Fprintf(w, "entity filter\t%.1f%% of extracted names filtered (%s; %s)\n", 100*s.FilteredShare, strings.Join(parts, ", "), s.EntityFilter)
+		fmt.Fprintf(w, "entity filter\t%.1f%% of extracted names filtered (%s; %s)\n", 100*s.FilteredShare, formatCounts(s.FilteredEntities), s.EntityFilter)
 	}
 	fmt.Fprintf(w, "facts\t%d (%d augmented)\n", s.Facts, s.AugmentedFacts)
 	fmt.Fprintf(w, "hyperedges\t%d (isolated %.1f%%, %.2f entities each)\n", s.Hyperedges, 100*s.IsolatedHyperedges, s.EntitiesPerHyperedge)
@@ -95,4 +91,21 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// formatCounts prints a count per name, sorted by name: "generic 8, stop-phrase 3".
+func formatCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
