@@ -55,3 +55,33 @@ GRAPHLOOM_TEST_CLI=1 exec ` + exe + ` "$@"
 	assert.FileExists(t, filepath.Join(dir, "run.jsonl"))
 	assert.FileExists(t, filepath.Join(dir, "report", "report.md"))
 }
+
+func TestReadmeForPublicUsers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	s := string(data)
+	assert.NotContains(t, s, "../shared", "the public README points at nothing outside the repository")
+	assert.Contains(t, s, "Go 1.26.8")
+	mod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(mod), "\ngo 1.26.8\n", "the README names go.mod's Go version")
+}
+
+// TestGitignoreCoversSideFiles: temporary files of interrupted writes, writer locks,
+// run reports and scorer checkpoints are never committed by accident.
+func TestGitignoreCoversSideFiles(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	for _, p := range []string{"x.gl", ".x.gl.tmp-123456", "data/.idx.tmp-9", "x.gl.lock", "x.gl.aug-20250101T000000-ab12.json", "x.gl.scorer"} {
+		out, err := exec.Command("git", "-C", filepath.Join("..", ".."), "check-ignore", "--no-index", "-q", p).CombinedOutput()
+		assert.NoError(t, err, "%s is not ignored %s", p, out)
+	}
+}
+
+func TestHyperedgesHelpIsHonest(t *testing.T) {
+	r := run(t, nil, "index", "--help")
+	require.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, `(default "auto")`)
+	assert.Contains(t, r.stdout, "llm extractor: none")
+}
