@@ -210,10 +210,10 @@ func (c Config) keyState() string {
 // redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("llm.Config{BaseURL: %q, Model: %q, EmbedBaseURL: %q, EmbedModel: %q, APIKey: %s, "+
-		"Concurrency: %d, Timeout: %v, MaxRetries: %d, BackoffBase: %v, BackoffMax: %v, CacheDir: %q, "+
+		"Concurrency: %d, Timeout: %v, RequestDeadline: %v, FailFast: %d, MaxRetries: %d, BackoffBase: %v, BackoffMax: %v, CacheDir: %q, "+
 		"Temperature: %g, MaxTokens: %d, MaxCompletionTokensField: %t, EmbedBatchSize: %d}",
 		redactURL(c.BaseURL), c.Model, redactURL(c.EmbedBaseURL), c.EmbedModel, c.keyState(),
-		c.Concurrency, c.Timeout, c.MaxRetries, c.BackoffBase, c.BackoffMax, c.CacheDir,
+		c.Concurrency, c.Timeout, c.RequestDeadline, c.FailFast, c.MaxRetries, c.BackoffBase, c.BackoffMax, c.CacheDir,
 		c.Temperature, c.MaxTokens, c.MaxCompletionTokensField, c.EmbedBatchSize)
 }
 
@@ -230,6 +230,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("api_key", c.keyState()),
 		slog.Int("concurrency", c.Concurrency),
 		slog.Duration("timeout", c.Timeout),
+		slog.Duration("request_deadline", c.RequestDeadline),
+		slog.Int("fail_fast", c.FailFast),
 		slog.Int("max_retries", c.MaxRetries),
 		slog.Duration("backoff_base", c.BackoffBase),
 		slog.Duration("backoff_max", c.BackoffMax),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -15,7 +16,7 @@ func newQueryCmd() *cobra.Command {
 	cfg := retrieve.DefaultConfig()
 	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5}
 	var lf llmFlags
-	var path, questions, retriever, out string
+	var path, questions, retriever, out, compare, dataset string
 	var asJSON, noRecognition bool
 	cmd := &cobra.Command{
 		Use:   `query --index INDEX ("a question" | --questions Q.jsonl --out run.jsonl)`,
@@ -26,13 +27,18 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 (plus "answer" with --answer, which needs an LLM).`,
 		Example: `  graphloom query --index harbour.gl --retriever ppr "Who bought the ship that was wrecked on Gull Rock?"
   graphloom query --index harbour.gl --retriever bm25 --top-k 3 --json "Where was Tomas Brell born?"
-  graphloom query --index harbour.gl --questions questions.jsonl --out run.jsonl --retriever hyperppr`,
+  graphloom query --index harbour.gl --questions questions.jsonl --out run.jsonl --retriever hyperppr
+  graphloom query --index harbour.gl --retriever ppr --compare bm25 --dataset examples/harbour/questions.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
-			if (len(args) == 1) == (questions != "") {
+			if compare != "" {
+				if dataset == "" || len(args) > 0 || questions != "" {
+					return usageError{fmt.Errorf("query: --compare needs --dataset and no question or --questions")}
+				}
+			} else if (len(args) == 1) == (questions != "") {
 				return usageError{fmt.Errorf("query: give either a question or --questions")}
 			}
 			if questions != "" && out == "" {
@@ -63,6 +69,31 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 				return usageError{err}
 			}
 			defer lf.report(cmd.ErrOrStderr())
+			if compare != "" {
+				o, err := s.Retriever(compare)
+				if err != nil {
+					return usageError{err}
+				}
+				ds, err := eval.ReadDataset(dataset)
+				if err != nil {
+					return err
+				}
+				wins, err := crossChunkWins(cmd.Context(), r, o, ds, rc.TopK)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), wins)
+				}
+				multi := 0
+				for _, ex := range ds.Examples {
+					if len(ex.Gold) >= 2 {
+						multi++
+					}
+				}
+				printWins(cmd.OutOrStdout(), wins, retriever, compare, rc.TopK, multi)
+				return nil
+			}
 			var qs []retrieve.Question
 			if questions != "" {
 				if qs, err = retrieve.ReadQuestions(questions); err != nil {
@@ -96,6 +127,8 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.StringVar(&questions, "questions", "", `JSONL file of {"id","question"}`)
 	f.StringVar(&out, "out", "", "run file to write (JSONL)")
 	f.StringVar(&retriever, "retriever", "ppr", "retriever: "+strings.Join(retrieve.Names, ", "))
+	f.StringVar(&compare, "compare", "", "with --dataset: list the questions needing several passages whose gold passages are all in --retriever's top k but not in this retriever's")
+	f.StringVar(&dataset, "dataset", "", "QA dataset with gold passages, for --compare")
 	f.IntVar(&rc.TopK, "top-k", rc.TopK, "passages per question")
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
