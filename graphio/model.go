@@ -21,6 +21,9 @@ const (
 	numKinds
 )
 
+// NumKinds is the number of node kinds.
+const NumKinds = int(numKinds)
+
 var kindNames = [...]string{"entity", "chunk", "hyperedge", "fact"}
 
 func (k NodeKind) String() string {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
-	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/llm"
 )
 
@@ -151,6 +150,9 @@ type Searcher struct {
 	namesOnce sync.Once
 	names     *nameIndex
 
+	sparseOnce [graphio.NumKinds]sync.Once
+	sparse     [graphio.NumKinds]*sparseRows
+
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
 
@@ -220,19 +222,6 @@ func (s *Searcher) embedQuery(ctx context.Context, instruction, q string) ([]flo
 		return nil, fmt.Errorf("retrieve: embed question: %w", err)
 	}
 	return vs[0], nil
-}
-
-// scores returns dot(q, row) for every row of the matrix of kind k.
-func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
-	m := s.ix.Embeddings[k]
-	if m == nil {
-		return nil
-	}
-	out := make([]float32, m.Rows())
-	for i := range out {
-		out[i] = kernels.Dot(m.Row(i), q)
-	}
-	return out
 }
 
 // entityChunks caches, per entity, the chunks it occurs in.
