@@ -84,6 +84,20 @@ type Config struct {
 	// question."). Empty by default: the built-in embedder has no use for them.
 	QueryToFact, QueryToPassage string
 
+	// PCSTTopK and PCSTTopKEdges are how many nodes and distinct edge similarities
+	// get prizes, and PCSTEdgeCost the edge cost (G-Retriever's WebQSP call:
+	// topk 3, topk_e 5, cost_e 0.5; seed 004 grid-searches cost_e ∈ {0.01, 0.1, 0.5}).
+	PCSTTopK, PCSTTopKEdges int
+	PCSTEdgeCost            float64
+	// PCSTSeeds, PCSTHops and PCSTMaxNodes bound the subgraph PCST runs on: the
+	// entities within PCSTHops fact edges of the PCSTSeeds most similar ones, at most
+	// PCSTMaxNodes. G-Retriever's graphs are per question; graphloom's is the corpus's
+	// (a documented deviation). Defaults 20, 2, 2000.
+	PCSTSeeds, PCSTHops, PCSTMaxNodes int
+	// PCSTText is the subgraph's textualisation: PCSTTextCSV (G-Retriever, default)
+	// or PCSTTextVerbal (SelfGraphRAG's "v_i [r] v_j" lines).
+	PCSTText string
+
 	// HyperEntityTopK and HyperEdgeTopK are how many entities and hyperedges the
 	// vector search returns before propagation; HyperGraphRAG top_k: 60.
 	HyperEntityTopK, HyperEdgeTopK int
@@ -104,11 +118,12 @@ func DefaultConfig() Config {
 		RecognitionMemory: true, RecognitionKeep: 4,
 		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
 		HyperChunkTopK: 100, HyperChunkWeight: 0.5,
+		PCSTTopK: 3, PCSTTopKEdges: 5, PCSTEdgeCost: 0.5, PCSTSeeds: 20, PCSTHops: 2, PCSTMaxNodes: 2000, PCSTText: PCSTTextCSV,
 	}
 }
 
 // Names lists the retrievers in the order reports show them.
-var Names = []string{"bm25", "dense", "triples", "ppr", "hyperppr"}
+var Names = []string{"bm25", "dense", "triples", "ppr", "hyperppr", "pcst"}
 
 // Passage is a retrieved chunk.
 type Passage struct {
@@ -123,6 +138,8 @@ type Passage struct {
 type Result struct {
 	Passages []Passage  `json:"passages"`
 	Facts    [][]string `json:"facts"` // the facts that drove the ranking, as [s, p, o]
+	// Subgraph is the retrieved subgraph as text, for retrievers that return one (pcst).
+	Subgraph string `json:"subgraph,omitempty"`
 }
 
 // A Retriever ranks the chunks of an index for a question.
@@ -149,6 +166,9 @@ type Searcher struct {
 
 	namesOnce sync.Once
 	names     *nameIndex
+
+	factAdjOnce sync.Once
+	factAdj     [][]int32
 
 	sparseOnce [graphio.NumKinds]sync.Once
 	sparse     [graphio.NumKinds]*sparseRows
@@ -202,6 +222,8 @@ func (s *Searcher) Retriever(name string) (Retriever, error) {
 		return tripleRetriever{s}, nil
 	case "ppr":
 		return hippoRetriever{s}, nil
+	case "pcst":
+		return pcstRetriever{s}, nil
 	case "hyperppr":
 		if len(s.ix.Hyperedges) == 0 {
 			return nil, fmt.Errorf("retrieve: hyperppr needs hyperedges; the index has none")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -355,4 +356,57 @@ func TestLexicalFilterDropsUnrelatedFacts(t *testing.T) {
 	res, err = r.Retrieve(context.Background(), "q", 3)
 	require.NoError(t, err)
 	assert.NotEmpty(t, res.Facts, "without the filter the dense linker keeps its top facts")
+}
+
+func TestPCSTPrizesAsGRetriever(t *testing.T) {
+	nodes, edges, cost := PCSTPrizes([]float64{0.1, 0.9, 0.5, 0.7}, []float64{0.9, 0.9, 0.8, 0.5, 0.1}, 3, 3, 0.5)
+	assert.Equal(t, []float64{0, 3, 1, 2}, nodes)
+	// k=0: two edges share 0.9 → min(3/2, 3) = 1.5; k=1: min(2/1, 1.485) = 1.485; k=2: min(1, 1.47015) = 1.
+	assert.InDeltaSlice(t, []float64{1.5, 1.5, 1.485, 1, 0}, edges, 1e-12)
+	assert.Equal(t, 0.5, cost)
+	_, _, cost = PCSTPrizes([]float64{1}, []float64{0.2}, 3, 3, 5)
+	assert.InDelta(t, 3*0.995, cost, 1e-12, "cost_e capped below the largest edge prize")
+}
+
+func TestPCSTRetrieverReturnsATree(t *testing.T) {
+	ctx := context.Background()
+	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
+	require.NoError(t, err)
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	for _, text := range []string{PCSTTextCSV, PCSTTextVerbal} {
+		cfg := DefaultConfig()
+		cfg.PCSTText = text
+		s, err := Open(ix, nil, cfg, nil)
+		require.NoError(t, err)
+		r, err := s.Retriever("pcst")
+		require.NoError(t, err)
+		res, err := r.Retrieve(ctx, "Who is the daughter of Tomas Brell?", 5)
+		require.NoError(t, err)
+		require.NotEmpty(t, res.Facts)
+		require.NotEmpty(t, res.Passages)
+		// The facts form one tree: n entities, n−1 facts, each a distinct pair.
+		ents, pairs := map[string]bool{}, map[[2]string]bool{}
+		for _, f := range res.Facts {
+			ents[f[0]], ents[f[2]] = true, true
+			a, b := min(f[0], f[2]), max(f[0], f[2])
+			pairs[[2]string{a, b}] = true
+		}
+		assert.Len(t, res.Facts, len(ents)-1)
+		assert.Len(t, pairs, len(res.Facts))
+		lines := strings.Split(strings.TrimSpace(res.Subgraph), "\n")
+		switch text {
+		case PCSTTextCSV:
+			assert.Equal(t, "node_id,node_attr", lines[0])
+			assert.Contains(t, res.Subgraph, "\n\nsrc,edge_attr,dst\n")
+		case PCSTTextVerbal:
+			require.Len(t, lines, len(res.Facts))
+			for i, f := range res.Facts {
+				assert.Equal(t, f[0]+" ["+f[1]+"] "+f[2], lines[i])
+			}
+		}
+		assert.Contains(t, res.Subgraph, "tomas brell", "the entity the question names")
+	}
 }

@@ -27,6 +27,7 @@ type RunLine struct {
 	Retriever string     `json:"retriever"`
 	Passages  []Passage  `json:"passages"`
 	Facts     [][]string `json:"facts"`
+	Subgraph  string     `json:"subgraph,omitempty"` // the retrieved subgraph as text (pcst)
 	Answer    *string    `json:"answer,omitempty"`
 }
 
@@ -108,7 +109,7 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 					errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)
 					continue
 				}
-				line := RunLine{ID: qs[i].ID, Question: qs[i].Question, Retriever: r.Name(), Passages: res.Passages, Facts: res.Facts}
+				line := RunLine{ID: qs[i].ID, Question: qs[i].Question, Retriever: r.Name(), Passages: res.Passages, Facts: res.Facts, Subgraph: res.Subgraph}
 				if line.Passages == nil {
 					line.Passages = []Passage{}
 				}

@@ -147,6 +147,9 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 			fmt.Fprintf(w, "  (%s)\n", strings.Join(f, " | "))
 		}
 	}
+	if l.Subgraph != "" {
+		fmt.Fprintf(w, "subgraph:\n%s\n", strings.TrimRight(l.Subgraph, "\n"))
+	}
 	for i, p := range l.Passages {
 		text := p.Text
 		if len(text) > 300 {
