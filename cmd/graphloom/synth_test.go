@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/llm/llmtest"
+)
+
+func TestSynthCLI(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+
+	// Offline: the template generator writes both kinds of items.
+	out := filepath.Join(dir, "qa.jsonl")
+	r := run(t, nil, "synth", "--index", idx, "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "(template)")
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	types := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var it struct {
+			Type, Question, Answer, Evidence string
+			Chunks                           []string `json:"chunk_ids"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &it))
+		types[it.Type]++
+		assert.NotEmpty(t, it.Question)
+		assert.NotEmpty(t, it.Chunks)
+	}
+	assert.Positive(t, types["hop"])
+	assert.Positive(t, types["sum"])
+
+	// --plan counts what the LLM would be sent and sends nothing.
+	srv := llmtest.NewServer(t)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
+	r = run(t, env, "synth", "--index", idx, "--plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "nothing sent")
+	assert.Zero(t, srv.Count())
+
+	// Usage errors.
+	assert.Equal(t, 2, run(t, nil, "synth", "--index", idx, "--out", out, "--generator", "magic").code)
+	assert.Equal(t, 2, run(t, nil, "synth", "--index", idx).code, "--out is required without --plan")
+}

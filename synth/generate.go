@@ -1,0 +1,278 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm"
+)
+
+// Rejection reasons, as counted in Report.Rejected.
+const (
+	RejectAnswerNotInEvidence = "answer_not_in_evidence"
+	RejectAnswerInQuestion    = "question_states_answer"
+	RejectDuplicate           = "duplicate_question"
+	RejectEmpty               = "empty_question_or_answer"
+	RejectUnparseable         = "unparseable_answer"
+	RejectFailed              = "call_failed"
+)
+
+// A Generator writes the question and answer of each candidate.
+type Generator interface {
+	// Name identifies the generator in items and reports ("template", "llm:MODEL").
+	Name() string
+	// Generate returns, per candidate, the pair or the rejection reason.
+	Generate(ctx context.Context, ix *graphio.Index, cands []Candidate, cfg Config, progress func(done, total int)) ([]Pair, error)
+}
+
+// Pair is a generated question and answer, or why there is none.
+type Pair struct {
+	Question, Answer string
+	Rejected         string
+}
+
+// Report summarises a SynthGen run.
+type Report struct {
+	Generator  string         `json:"generator"`
+	Candidates map[string]int `json:"candidates"` // enumerated, per type (before the caps)
+	Asked      map[string]int `json:"asked"`      // sent to the generator, per type
+	Items      map[string]int `json:"items"`      // kept, per type
+	Rejected   map[string]int `json:"rejected"`   // by reason
+	// Plan: calls and prompt tokens the LLM generator would spend (nothing is sent).
+	Plan       bool `json:"plan,omitempty"`
+	Calls      int  `json:"calls"`
+	PlanTokens int  `json:"planned_prompt_tokens,omitempty"`
+}
+
+// Candidates enumerates both kinds of candidates under cfg, hop first.
+func Candidates(ix *graphio.Index, cfg Config) ([]Candidate, *Report) {
+	rep := &Report{Candidates: map[string]int{}, Asked: map[string]int{}, Items: map[string]int{}, Rejected: map[string]int{}}
+	hop, nh := HopPaths(ix, cfg)
+	sum, ns := SumNeighbourhoods(ix, cfg)
+	rep.Candidates[TypeHop], rep.Candidates[TypeSum] = nh, ns
+	rep.Asked[TypeHop], rep.Asked[TypeSum] = len(hop), len(sum)
+	return append(hop, sum...), rep
+}
+
+// Run generates the items of ix with gen. Generated pairs are validated: the answer
+// must occur in the verbalised evidence, the question must not state it, and a
+// question already asked is dropped; rejections are counted by reason.
+func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, progress func(done, total int)) ([]Item, *Report, error) {
+	if len(ix.Facts) == 0 {
+		return nil, nil, fmt.Errorf("synth: the index has no facts to ask about")
+	}
+	cands, rep := Candidates(ix, cfg)
+	rep.Generator = gen.Name()
+	pairs, err := gen.Generate(ctx, ix, cands, cfg, progress)
+	if err != nil {
+		return nil, rep, err
+	}
+	if len(pairs) != len(cands) {
+		return nil, rep, fmt.Errorf("synth: %s returned %d pairs for %d candidates", gen.Name(), len(pairs), len(cands))
+	}
+	if _, isLLM := gen.(*LLMGenerator); isLLM {
+		rep.Calls = len(cands)
+		failed := 0
+		for _, p := range pairs {
+			if p.Rejected == RejectFailed {
+				failed++
+			}
+		}
+		if failed > 0 && failed == len(pairs) {
+			return nil, rep, fmt.Errorf("synth: every generation call failed (%d of %d); nothing was written", failed, len(pairs))
+		}
+	}
+	var items []Item
+	seen := map[string]bool{}
+	n := map[string]int{}
+	for i, c := range cands {
+		p := pairs[i]
+		it := item(ix, c, n[c.Type])
+		reason := p.Rejected
+		if reason == "" {
+			reason = validate(p, it.Evidence, seen)
+		}
+		if reason != "" {
+			rep.Rejected[reason]++
+			continue
+		}
+		n[c.Type]++
+		it.ID = fmt.Sprintf("synth-%s-%d", c.Type, n[c.Type])
+		it.Question, it.Answer, it.Generator = strings.TrimSpace(p.Question), strings.TrimSpace(p.Answer), gen.Name()
+		items = append(items, it)
+		rep.Items[c.Type]++
+	}
+	return items, rep, nil
+}
+
+func validate(p Pair, evidence string, seen map[string]bool) string {
+	q, a := norm(p.Question), norm(p.Answer)
+	switch {
+	case q == "" || a == "":
+		return RejectEmpty
+	case !strings.Contains(" "+norm(evidence)+" ", " "+a+" "):
+		return RejectAnswerNotInEvidence
+	case strings.Contains(" "+q+" ", " "+a+" "):
+		return RejectAnswerInQuestion
+	case seen[q]:
+		return RejectDuplicate
+	}
+	seen[q] = true
+	return ""
+}
+
+// norm lower-cases s and keeps its letters and digits, one space between words.
+func norm(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }), " ")
+}
+
+// Template is the offline generator: questions from fixed relation templates over
+// the same paths and neighbourhoods. It is graphloom's, not the paper's (which
+// prompts an LLM), so that the whole pipeline runs without a model.
+type Template struct{}
+
+// Name implements Generator.
+func (Template) Name() string { return "template" }
+
+// Generate implements Generator.
+func (Template) Generate(_ context.Context, ix *graphio.Index, cands []Candidate, _ Config, progress func(done, total int)) ([]Pair, error) {
+	out := make([]Pair, len(cands))
+	for i, c := range cands {
+		ent := func(e int32) string { return ix.Entities[e].Name }
+		switch c.Type {
+		case TypeHop:
+			// a –r1→ b –r2→ c: "Starting from a, follow "r1", then "r2": which entity is reached?"
+			first := &ix.Facts[c.Facts[0]]
+			rels := make([]string, len(c.Facts))
+			for j, f := range c.Facts {
+				rels[j] = fmt.Sprintf("%q", ix.Facts[f].Predicate)
+			}
+			out[i] = Pair{
+				Question: fmt.Sprintf("Starting from %s, follow the relation %s: which entity do you reach?", ent(first.Subject), strings.Join(rels, ", then ")),
+				Answer:   ent(c.Answer),
+			}
+		case TypeSum:
+			var parts []string
+			for _, f := range c.Facts {
+				x := &ix.Facts[f]
+				parts = append(parts, fmt.Sprintf("%s %q it", ent(x.Subject), x.Predicate))
+			}
+			out[i] = Pair{Question: fmt.Sprintf("Which entity is such that %s?", joinAnd(parts)), Answer: ent(c.Answer)}
+		}
+		if progress != nil {
+			progress(i+1, len(cands))
+		}
+	}
+	return out, nil
+}
+
+func joinAnd(xs []string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// Chatter is the LLM the generator calls; *llm.Client is one.
+type Chatter interface {
+	ChatAll(ctx context.Context, reqs []llm.ChatRequest, onDone func(i int, resp llm.ChatResponse, err error)) error
+	Config() llm.Config
+}
+
+// LLMGenerator is seed 001's generator: M(Verbalize(subgraph); π_Q^hop or π_Q^sum),
+// answered as JSON {"question", "answer"}. Every call goes through the client's
+// cache and usage accounting.
+type LLMGenerator struct{ C Chatter }
+
+// Name implements Generator.
+func (g *LLMGenerator) Name() string { return "llm:" + g.C.Config().Model }
+
+// Requests builds the generation request of each candidate.
+func Requests(ix *graphio.Index, cands []Candidate, cfg Config) []llm.ChatRequest {
+	reqs := make([]llm.ChatRequest, len(cands))
+	for i, c := range cands {
+		sys := promptHop
+		user := fmt.Sprintf("Path (%d facts, in order):\n%s", len(c.Facts), Verbalize(ix, c.Facts))
+		if c.Type == TypeSum {
+			sys = promptSum
+			user = fmt.Sprintf("Target node: %s\nIncoming facts:\n%s", ix.Entities[c.Answer].Name, Verbalize(ix, c.Facts))
+		}
+		reqs[i] = llm.ChatRequest{Messages: []llm.Message{llm.System(sys), llm.User(user)}, MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "synth"}
+	}
+	return reqs
+}
+
+// Generate implements Generator.
+func (g *LLMGenerator) Generate(ctx context.Context, ix *graphio.Index, cands []Candidate, cfg Config, progress func(done, total int)) ([]Pair, error) {
+	out := make([]Pair, len(cands))
+	done := 0
+	err := g.C.ChatAll(ctx, Requests(ix, cands, cfg), func(i int, resp llm.ChatResponse, err error) {
+		done++
+		if progress != nil {
+			progress(done, len(cands))
+		}
+		if err != nil {
+			out[i].Rejected = RejectFailed
+			return
+		}
+		var v struct {
+			Question string `json:"question"`
+			Answer   any    `json:"answer"`
+		}
+		if llm.ParseJSON(resp.Content, &v) != nil {
+			out[i].Rejected = RejectUnparseable
+			return
+		}
+		out[i] = Pair{Question: v.Question, Answer: scalar(v.Answer)}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("synth: %w", err)
+	}
+	return out, nil
+}
+
+// scalar renders a JSON answer that may be a string, a number or a list of strings.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return fmt.Sprint(x)
+	case []any:
+		var parts []string
+		for _, e := range x {
+			parts = append(parts, scalar(e))
+		}
+		return strings.Join(parts, ", ")
+	}
+	return ""
+}
+
+// π_Q^hop and π_Q^sum. Seed 001 fixes its templates before training but its appendix
+// is not in the text we have; these are graphloom's, written to the paper's
+// definitions.
+const promptHop = `You write one question-answer pair for training a graph retriever.
+You are given a path of facts from a knowledge graph, one per line as "subject [relation] object", in order: the object of each fact is the subject of the next.
+Write a natural question that can only be answered by following every fact of the path: it names the first entity and describes the relations, but never names any later entity. The answer is the last entity of the path, written exactly as in the facts.
+Return JSON only: {"question": "...", "answer": "..."}`
+
+const promptSum = `You write one question-answer pair for training a graph retriever.
+You are given a target node of a knowledge graph and three facts that point to it, one per line as "subject [relation] target".
+Write a natural question about the target that needs all three facts to answer and does not name the target. The answer is the target, written exactly as given.
+Return JSON only: {"question": "...", "answer": "..."}`
+
+// Plan reports what the LLM generator would send for ix under cfg — calls and
+// prompt tokens (count gives a text's tokens) — without sending anything.
+func Plan(ix *graphio.Index, cfg Config, count func(string) int) *Report {
+	cands, rep := Candidates(ix, cfg)
+	rep.Plan, rep.Calls = true, len(cands)
+	for _, r := range Requests(ix, cands, cfg) {
+		for _, m := range r.Messages {
+			rep.PlanTokens += count(m.Content) + 4 // per-message overhead of the chat format
+		}
+	}
+	return rep
+}

@@ -1,0 +1,223 @@
+// Package synth generates synthetic question–answer pairs from a knowledge graph:
+// SelfGraphRAG's SynthGen (seed 001). Two kinds of items:
+//
+//   - hop: a path v_a –r1→ v_b –r2→ v_c of PathLength facts (two by default); the
+//     question needs every edge of the path and its answer is the path's last node;
+//   - sum: a node v_p with at least SumNeighbours distinct in-neighbours, of whose
+//     incoming facts SumNeighbours are sampled; the question is about v_p and
+//     answerable only from those facts.
+//
+// The evidence of an item is its facts verbalised ([Verbalize]), and the LLM
+// generator (seed 001's M(Verbalize(·); π_Q)) writes the pair from that evidence
+// alone. The template generator writes them from relation templates, offline; it is
+// graphloom's own, not the paper's method, and is marked so in every item.
+package synth
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// Item types.
+const (
+	TypeHop = "hop"
+	TypeSum = "sum"
+)
+
+// Config holds SynthGen's settings.
+type Config struct {
+	// PathLength is the number of facts of a hop path; the paper bounds it at 2
+	// ("a hyperparameter of SynthGen rather than a fixed constraint").
+	PathLength int
+	// SumNeighbours is the number of distinct in-neighbours sampled for a sum item;
+	// the paper fixes it at 3.
+	SumNeighbours int
+	// MaxHop and MaxSum cap the items of each type (0: no cap). When the enumeration
+	// yields more, a seeded uniform sample is kept. Defaults 500 and 500.
+	MaxHop, MaxSum int
+	// Seed drives every sample (paths, neighbourhoods, neighbour draws).
+	Seed uint64
+	// MaxTokens bounds each generated answer (LLM generator); default 256.
+	MaxTokens int
+}
+
+// DefaultConfig returns the paper's settings.
+func DefaultConfig() Config {
+	return Config{PathLength: 2, SumNeighbours: 3, MaxHop: 500, MaxSum: 500, Seed: 1, MaxTokens: 256}
+}
+
+// Candidate is a subgraph to ask about: its facts in edge-insertion order and the
+// node the answer names.
+type Candidate struct {
+	Type   string
+	Facts  []int32 // fact indices; for hop in path order
+	Answer int32   // entity the question asks for: the path's end, or the summarised node
+}
+
+// Item is one synthetic question–answer pair with its provenance.
+type Item struct {
+	ID        string      `json:"id"`
+	Type      string      `json:"type"`
+	Question  string      `json:"question"`
+	Answer    string      `json:"answer"`
+	Generator string      `json:"generator"`
+	Nodes     []string    `json:"nodes"`    // entities of the subgraph, in order of appearance
+	Edges     [][3]string `json:"edges"`    // its facts as [subject, predicate, object]
+	FactIDs   []string    `json:"fact_ids"` // the index's fact ids
+	Chunks    []string    `json:"chunk_ids"`
+	Evidence  string      `json:"evidence"` // Verbalize(edges)
+}
+
+// Verbalize is seed 001's linearisation of a subgraph: each fact (v_i, r, v_j)
+// becomes the sentence "v_i [r] v_j", concatenated in edge-insertion order (the
+// order given). It is deterministic.
+func Verbalize(ix *graphio.Index, facts []int32) string {
+	lines := make([]string, len(facts))
+	for i, f := range facts {
+		x := &ix.Facts[f]
+		lines[i] = ix.Entities[x.Subject].Name + " [" + x.Predicate + "] " + ix.Entities[x.Object].Name
+	}
+	return strings.Join(lines, "\n")
+}
+
+// HopPaths enumerates the directed paths of cfg.PathLength facts with distinct nodes
+// (v_a –r1→ v_b –r2→ … → v_z), in index order, and keeps a seeded sample of
+// cfg.MaxHop when there are more. total is the number enumerated.
+func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
+	n := max(1, cfg.PathLength)
+	out := outgoing(ix)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68_6f_70))
+	// Reservoir sampling keeps memory bounded however many paths there are.
+	keep := func(c Candidate) {
+		total++
+		if cfg.MaxHop <= 0 || len(paths) < cfg.MaxHop {
+			paths = append(paths, c)
+			return
+		}
+		if j := rng.IntN(total); j < cfg.MaxHop {
+			paths[j] = c
+		}
+	}
+	var walk func(path []int32, visited []int32)
+	walk = func(path []int32, visited []int32) {
+		if len(path) == n {
+			end := ix.Facts[path[len(path)-1]].Object
+			keep(Candidate{Type: TypeHop, Facts: slices.Clone(path), Answer: end})
+			return
+		}
+		at := ix.Facts[path[len(path)-1]].Object
+		for _, f := range out[at] {
+			o := ix.Facts[f].Object
+			if slices.Contains(visited, o) {
+				continue
+			}
+			walk(append(path, f), append(visited, o))
+		}
+	}
+	for f := range ix.Facts {
+		x := &ix.Facts[f]
+		if x.Subject == x.Object {
+			continue
+		}
+		walk([]int32{int32(f)}, []int32{x.Subject, x.Object})
+	}
+	sortCandidates(paths)
+	return paths, total
+}
+
+// SumNeighbourhoods finds the nodes with at least cfg.SumNeighbours distinct
+// in-neighbours and, for each, samples that many of them and one incoming fact from
+// each (seeded); a seeded sample of cfg.MaxSum nodes is kept when there are more.
+func SumNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total int) {
+	k := max(1, cfg.SumNeighbours)
+	in := map[int32]map[int32][]int32{} // node → in-neighbour → facts
+	for f := range ix.Facts {
+		x := &ix.Facts[f]
+		if x.Subject == x.Object {
+			continue
+		}
+		if in[x.Object] == nil {
+			in[x.Object] = map[int32][]int32{}
+		}
+		in[x.Object][x.Subject] = append(in[x.Object][x.Subject], int32(f))
+	}
+	var nodes []int32
+	for v, nb := range in {
+		if len(nb) >= k {
+			nodes = append(nodes, v)
+		}
+	}
+	slices.Sort(nodes)
+	total = len(nodes)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x73_75_6d))
+	if cfg.MaxSum > 0 && len(nodes) > cfg.MaxSum {
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		nodes = nodes[:cfg.MaxSum]
+		slices.Sort(nodes)
+	}
+	for _, v := range nodes {
+		srcs := make([]int32, 0, len(in[v]))
+		for s := range in[v] {
+			srcs = append(srcs, s)
+		}
+		slices.Sort(srcs)
+		rng.Shuffle(len(srcs), func(i, j int) { srcs[i], srcs[j] = srcs[j], srcs[i] })
+		var facts []int32
+		for _, s := range srcs[:k] {
+			fs := in[v][s]
+			facts = append(facts, fs[rng.IntN(len(fs))])
+		}
+		slices.Sort(facts) // edge-insertion order
+		out = append(out, Candidate{Type: TypeSum, Facts: facts, Answer: v})
+	}
+	return out, total
+}
+
+func outgoing(ix *graphio.Index) [][]int32 {
+	out := make([][]int32, len(ix.Entities))
+	for f := range ix.Facts {
+		x := &ix.Facts[f]
+		out[x.Subject] = append(out[x.Subject], int32(f))
+	}
+	return out
+}
+
+func sortCandidates(cs []Candidate) {
+	slices.SortFunc(cs, func(a, b Candidate) int { return slices.Compare(a.Facts, b.Facts) })
+}
+
+// item fills an Item's provenance from a candidate.
+func item(ix *graphio.Index, c Candidate, n int) Item {
+	it := Item{ID: fmt.Sprintf("synth-%s-%d", c.Type, n), Type: c.Type, Evidence: Verbalize(ix, c.Facts)}
+	seenNode := map[int32]bool{}
+	seenChunk := map[int32]bool{}
+	node := func(e int32) {
+		if !seenNode[e] {
+			seenNode[e] = true
+			it.Nodes = append(it.Nodes, ix.Entities[e].Name)
+		}
+	}
+	var chunks []int32
+	for _, f := range c.Facts {
+		x := &ix.Facts[f]
+		node(x.Subject)
+		node(x.Object)
+		it.Edges = append(it.Edges, [3]string{ix.Entities[x.Subject].Name, x.Predicate, ix.Entities[x.Object].Name})
+		it.FactIDs = append(it.FactIDs, x.ID)
+		for _, ch := range x.Chunks {
+			if !seenChunk[ch] {
+				seenChunk[ch] = true
+				chunks = append(chunks, ch)
+			}
+		}
+	}
+	slices.Sort(chunks)
+	for _, ch := range chunks {
+		it.Chunks = append(it.Chunks, ix.Chunks[ch].ID)
+	}
+	return it
+}

@@ -1,0 +1,203 @@
+package synth
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
+)
+
+// handGraph: a –born in→ b –capital of→ c; x, y, z each –visited→ b; y –met→ b too.
+func handGraph(t *testing.T) *graphio.Index {
+	ix := &graphio.Index{}
+	b := graphio.NewBuilder(ix, "")
+	d, _ := b.AddDocument("D", "x", "s")
+	c0, _ := b.AddChunk(d, 0, "T0", "text zero", 2)
+	c1, _ := b.AddChunk(d, 1, "T1", "text one", 2)
+	for _, f := range []struct {
+		s, p, o string
+		c       int32
+	}{
+		{"anna", "born in", "brill", c0},
+		{"brill", "capital of", "corvia", c1},
+		{"xavier", "visited", "brill", c0},
+		{"yara", "visited", "brill", c1},
+		{"yara", "met", "brill", c1},
+		{"zeno", "visited", "brill", c1},
+	} {
+		_, _, err := b.AddFact(f.s, f.p, f.o, f.c)
+		require.NoError(t, err)
+	}
+	return ix
+}
+
+func TestVerbalizeIsDeterministic(t *testing.T) {
+	ix := handGraph(t)
+	want := "anna [born in] brill\nbrill [capital of] corvia"
+	assert.Equal(t, want, Verbalize(ix, []int32{0, 1}))
+	assert.Equal(t, Verbalize(ix, []int32{0, 1}), Verbalize(ix, []int32{0, 1}))
+	assert.Equal(t, "brill [capital of] corvia\nanna [born in] brill", Verbalize(ix, []int32{1, 0}), "edge order is kept")
+}
+
+func TestHopPathsAndNeighbourhoods(t *testing.T) {
+	ix := handGraph(t)
+	cfg := DefaultConfig()
+	paths, total := HopPaths(ix, cfg)
+	// Every fact into brill continues with brill –capital of→ corvia.
+	require.Equal(t, 5, total)
+	for _, p := range paths {
+		assert.Len(t, p.Facts, 2)
+		assert.Equal(t, int32(1), p.Facts[1])
+		assert.Equal(t, "corvia", ix.Entities[p.Answer].Name)
+	}
+	cfg.MaxHop = 2
+	a, _ := HopPaths(ix, cfg)
+	b, _ := HopPaths(ix, cfg)
+	assert.Len(t, a, 2)
+	assert.Equal(t, a, b, "the sample is seeded")
+
+	sums, n := SumNeighbourhoods(ix, DefaultConfig())
+	require.Equal(t, 1, n, "brill has four distinct in-neighbours; corvia one")
+	require.Len(t, sums, 1)
+	assert.Equal(t, "brill", ix.Entities[sums[0].Answer].Name)
+	srcs := map[int32]bool{}
+	for _, f := range sums[0].Facts {
+		srcs[ix.Facts[f].Subject] = true
+		assert.Equal(t, sums[0].Answer, ix.Facts[f].Object)
+	}
+	assert.Len(t, srcs, 3, "three distinct in-neighbours")
+	cfg = DefaultConfig()
+	cfg.SumNeighbours = 5
+	_, n = SumNeighbourhoods(ix, cfg)
+	assert.Zero(t, n)
+}
+
+func exampleIndex(t *testing.T) *graphio.Index {
+	ctx := context.Background()
+	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
+	require.NoError(t, err)
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	return ix
+}
+
+func checkProvenance(t *testing.T, ix *graphio.Index, items []Item) {
+	t.Helper()
+	facts := map[string]*graphio.Fact{}
+	for i := range ix.Facts {
+		facts[ix.Facts[i].ID] = &ix.Facts[i]
+	}
+	chunks := map[string]bool{}
+	for _, c := range ix.Chunks {
+		chunks[c.ID] = true
+	}
+	for _, it := range items {
+		require.Len(t, it.FactIDs, len(it.Edges), it.ID)
+		var lines []string
+		for i, id := range it.FactIDs {
+			f := facts[id]
+			require.NotNil(t, f, "%s: fact %s is in the index", it.ID, id)
+			assert.Equal(t, [3]string{ix.Entities[f.Subject].Name, f.Predicate, ix.Entities[f.Object].Name}, it.Edges[i])
+			lines = append(lines, it.Edges[i][0]+" ["+it.Edges[i][1]+"] "+it.Edges[i][2])
+		}
+		assert.Equal(t, strings.Join(lines, "\n"), it.Evidence)
+		require.NotEmpty(t, it.Chunks)
+		for _, c := range it.Chunks {
+			assert.True(t, chunks[c], "%s: chunk %s", it.ID, c)
+		}
+		assert.Contains(t, " "+norm(it.Evidence)+" ", " "+norm(it.Answer)+" ")
+	}
+}
+
+func TestTemplateSynthOnTheExampleCorpus(t *testing.T) {
+	ix := exampleIndex(t)
+	items, rep, err := Run(context.Background(), ix, Template{}, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Positive(t, rep.Items[TypeHop])
+	assert.Positive(t, rep.Items[TypeSum])
+	assert.Equal(t, len(items), rep.Items[TypeHop]+rep.Items[TypeSum])
+	checkProvenance(t, ix, items)
+	for _, it := range items {
+		assert.Equal(t, "template", it.Generator)
+		assert.NotContains(t, " "+norm(it.Question)+" ", " "+norm(it.Answer)+" ", "%s states its answer", it.ID)
+	}
+	again, _, err := Run(context.Background(), ix, Template{}, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, items, again, "deterministic")
+}
+
+func TestLLMSynthAgainstTheScriptedServer(t *testing.T) {
+	ix := handGraph(t)
+	srv := llmtest.NewServer(t)
+	// Hop prompts: a good pair for paths from anna, a question stating its answer for
+	// xavier's, an answer not in the evidence for yara's, prose without JSON for zeno's.
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		u := r.LastUser()
+		switch {
+		case strings.HasPrefix(u, "Target node"):
+			return llmtest.Reply{Content: `{"question": "Which city did Xavier, Yara and Zeno all come to?", "answer": "Brill"}`}
+		case strings.Contains(u, "anna [born in]"):
+			return llmtest.Reply{Content: `{"question": "Anna was born in a city; what is that city the capital of?", "answer": "Corvia"}`}
+		case strings.Contains(u, "xavier"):
+			return llmtest.Reply{Content: `{"question": "Is Corvia where Xavier's city is capital?", "answer": "corvia"}`}
+		case strings.Contains(u, "yara"):
+			return llmtest.Reply{Content: `{"question": "Where did Yara go next?", "answer": "Atlantis"}`}
+		}
+		return llmtest.Reply{Content: `Sorry, I cannot help with that.`}
+	})
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	gen := &LLMGenerator{C: c}
+	items, rep, err := Run(context.Background(), ix, gen, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 6, rep.Calls, "5 paths and 1 neighbourhood")
+	assert.Equal(t, 6, srv.Count())
+	assert.Equal(t, map[string]int{TypeHop: 1, TypeSum: 1}, rep.Items)
+	assert.Equal(t, 1, rep.Rejected[RejectAnswerInQuestion])
+	assert.Equal(t, 2, rep.Rejected[RejectAnswerNotInEvidence], "yara's two paths")
+	assert.Equal(t, 1, rep.Rejected[RejectUnparseable])
+	checkProvenance(t, ix, items)
+	assert.Equal(t, "llm:m", items[0].Generator)
+	assert.Contains(t, srv.Requests()[0].Messages[0].Content, "path of facts")
+
+	// A rerun is answered from the cache.
+	_, _, err = Run(context.Background(), ix, gen, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 6, srv.Count(), "no new HTTP call")
+
+	// Plan sends nothing.
+	plan := Plan(ix, DefaultConfig(), func(s string) int { return len(strings.Fields(s)) })
+	assert.Equal(t, 6, plan.Calls)
+	assert.Positive(t, plan.PlanTokens)
+	assert.Equal(t, 6, srv.Count())
+
+	// Items round-trip through JSON.
+	b, err := json.Marshal(items[0])
+	require.NoError(t, err)
+	var back Item
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, items[0], back)
+}
+
+func TestLLMSynthFailsWhenEveryCallFails(t *testing.T) {
+	ix := handGraph(t)
+	srv := llmtest.NewServer(t)
+	srv.FailNext(1000, llmtest.Fault{Status: 400})
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	_, _, err = Run(context.Background(), ix, &LLMGenerator{C: c}, DefaultConfig(), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "every generation call failed")
+}
