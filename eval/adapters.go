@@ -166,6 +166,8 @@ func parseRecord(raw json.RawMessage) (Example, error) {
 	ex := Example{ID: idOf(r), Question: q, Kind: KindOpen}
 	var err error
 	switch {
+	case r.has("evidence_list"):
+		err = parseMultiHopRAG(r, &ex)
 	case isChoice(r):
 		err = parseChoice(r, &ex)
 	case isYesNo(r):
@@ -666,4 +668,27 @@ func choiceLetter(v json.RawMessage, options []string, oneBased bool) (string, b
 		}
 	}
 	return "", false
+}
+
+// parseMultiHopRAG reads MultiHop-RAG's records: {query, answer, question_type,
+// evidence_list: [{title, source, fact, …}]}. The evidence facts are gold spans
+// (sentences of the news articles); a null-query item ("Insufficient information")
+// has none.
+func parseMultiHopRAG(r record, ex *Example) error {
+	ex.Format = FormatMultiHopRAG
+	ex.Answers = answersOf(r)
+	var ev []record
+	if v := field(r, "evidence_list"); !isNull(v) {
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return fmt.Errorf("evidence_list: want a list of objects: %v", err)
+		}
+	}
+	for _, e := range ev {
+		if v, ok := e.get("fact", "evidence", "text"); ok {
+			if s, ok := scalar(v); ok && strings.TrimSpace(s) != "" {
+				ex.Spans = append(ex.Spans, strings.TrimSpace(s))
+			}
+		}
+	}
+	return nil
 }

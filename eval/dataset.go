@@ -35,6 +35,9 @@ const (
 	FormatYesNo      Format = "yesno"      // PubMedQA-style
 	FormatChoice     Format = "choice"
 	FormatSpans      Format = "spans" // HyperGraphRAG-style gold text spans
+	// FormatMultiHopRAG is MultiHop-RAG's: query, answer and an evidence_list of
+	// {title, fact, …}; each evidence fact is a gold span.
+	FormatMultiHopRAG Format = "multihop-rag"
 )
 
 // Passage is a titled paragraph an example ships with.

@@ -279,3 +279,22 @@ func TestCorpusFromDataset(t *testing.T) {
 	_, err = CorpusFromDataset(lit)
 	assert.ErrorContains(t, err, "ship no passages")
 }
+
+func TestMultiHopRAGFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mhrag.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[
+ {"query": "Did the company that TechCrunch says raised funds also appear in The Verge?", "answer": "Yes",
+  "question_type": "comparison_query",
+  "evidence_list": [{"title": "A", "source": "TechCrunch", "fact": "Acme raised $10M."},
+                    {"title": "B", "source": "The Verge", "fact": "Acme launched a phone."}]},
+ {"query": "Who won?", "answer": "Insufficient information.", "question_type": "null_query", "evidence_list": []}
+]`), 0o644))
+	ds, err := ReadDataset(path)
+	require.NoError(t, err)
+	require.Len(t, ds.Examples, 2)
+	ex := ds.Examples[0]
+	assert.Equal(t, FormatMultiHopRAG, ex.Format)
+	assert.Equal(t, []string{"Yes"}, ex.Answers)
+	assert.Equal(t, []string{"Acme raised $10M.", "Acme launched a phone."}, ex.Spans)
+	assert.Empty(t, ds.Examples[1].Spans)
+}
