@@ -69,6 +69,7 @@ type AblationRow struct {
 
 // AblationReport is the ablation table of one dataset.
 type AblationReport struct {
+	Kind    string        `json:"kind"` // "Ablations" or "Sweep"
 	Dataset string        `json:"dataset"`
 	TopK    int           `json:"top_k"`
 	Rows    []AblationRow `json:"rows"`
@@ -87,7 +88,7 @@ type Rebuilder func(ctx context.Context, kcfg kg.Config, titles bool) (*graphio.
 // passages) and ms per question.
 func Ablate(ctx context.Context, ix *graphio.Index, open Opener, rebuild Rebuilder, ds *Dataset, base retrieve.Config, kbase kg.Config, cfg Config) (*AblationReport, error) {
 	cfg = cfg.withDefaults()
-	rep := &AblationReport{Dataset: ds.Path, TopK: cfg.TopK}
+	rep := &AblationReport{Kind: "Ablations", Dataset: ds.Path, TopK: cfg.TopK}
 	graphOnly := cfg
 	graphOnly.Retrievers = nil
 	for _, r := range cfg.Retrievers {
@@ -155,7 +156,7 @@ func (r *AblationRow) metric(k int) (float64, bool) {
 // Markdown renders the ablation table.
 func (a *AblationReport) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Ablations — %s\n\n", a.Dataset)
+	fmt.Fprintf(&b, "## %s — %s\n\n", a.Kind, a.Dataset)
 	byRecall := len(a.Rows) > 0 && a.Rows[0].Recall != nil
 	if byRecall {
 		b.WriteString("| setting | retriever | R@2 | R@5 | R@10 | ms/q |\n|---|---|--:|--:|--:|--:|\n")
@@ -205,7 +206,7 @@ func (a *AblationReport) Chart() (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "Ablations — " + filepath.Join(filepath.Base(filepath.Dir(a.Dataset)), filepath.Base(a.Dataset))
+	p.Title.Text = a.Kind + " — " + filepath.Join(filepath.Base(filepath.Dir(a.Dataset)), filepath.Base(a.Dataset))
 	// Room above 100 for the legend, so it never covers a bar.
 	p.Y.Min, p.Y.Max = 0, 118
 	var yt plot.ConstantTicks
@@ -253,14 +254,19 @@ func (a *AblationReport) Chart() (*plot.Plot, error) {
 
 // WriteFiles writes ablation.md, ablation.json and ablation.png into dir.
 func (a *AblationReport) WriteFiles(dir string) ([]string, error) {
+	return a.WriteFilesAs(dir, "ablation")
+}
+
+// WriteFilesAs writes NAME.md, NAME.json and NAME.png into dir.
+func (a *AblationReport) WriteFilesAs(dir, name string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	md := filepath.Join(dir, "ablation.md")
+	md := filepath.Join(dir, name+".md")
 	if err := graphio.AtomicWrite(md, func(w io.Writer) error { _, err := io.WriteString(w, a.Markdown()); return err }); err != nil {
 		return nil, err
 	}
-	js := filepath.Join(dir, "ablation.json")
+	js := filepath.Join(dir, name+".json")
 	if err := graphio.AtomicWrite(js, func(w io.Writer) error {
 		e := json.NewEncoder(w)
 		e.SetIndent("", " ")
@@ -277,7 +283,7 @@ func (a *AblationReport) WriteFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eval: ablation chart: %w", err)
 	}
-	png := filepath.Join(dir, "ablation.png")
+	png := filepath.Join(dir, name+".png")
 	if err := graphio.AtomicWrite(png, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
 		return nil, err
 	}
@@ -299,4 +305,39 @@ func OfflineRebuilder(corpus string) Rebuilder {
 		}
 		return ix, nil
 	}
+}
+
+// A Setting is one point of a sweep: a name ("pcst-cost-e=0.1") and how it changes
+// the retrieval config.
+type Setting struct {
+	Name  string
+	Apply func(*retrieve.Config) error
+}
+
+// Sweep evaluates cfg.Retrievers on ix under each setting in turn (G-Retriever's grid
+// search over node and edge budgets and cost_e, CAGE's α): one row per setting and
+// retriever, in the ablation table's format.
+func Sweep(ctx context.Context, ix *graphio.Index, open Opener, ds *Dataset, base retrieve.Config, settings []Setting, cfg Config) (*AblationReport, error) {
+	cfg = cfg.withDefaults()
+	rep := &AblationReport{Kind: "Sweep", Dataset: ds.Path, TopK: cfg.TopK}
+	for _, st := range settings {
+		rc := base
+		if err := st.Apply(&rc); err != nil {
+			return nil, fmt.Errorf("eval: sweep %s: %w", st.Name, err)
+		}
+		src, err := open(ix, rc)
+		if err != nil {
+			return nil, fmt.Errorf("eval: sweep %s: %w", st.Name, err)
+		}
+		r, err := Evaluate(ctx, ix, src, nil, ds, cfg, nil)
+		if err != nil {
+			return nil, fmt.Errorf("eval: sweep %s: %w", st.Name, err)
+		}
+		for _, s := range r.Retrievers {
+			if s.Skipped == "" {
+				rep.Rows = append(rep.Rows, AblationRow{Setting: st.Name, Retriever: s.Retriever, Recall: s.Recall, AnswerHit: s.AnswerHit, MsPerQ: s.MsPerQuery()})
+			}
+		}
+	}
+	return rep, nil
 }

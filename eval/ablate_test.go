@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,4 +65,29 @@ func TestAblateAppliesEachSetting(t *testing.T) {
 	png, err := os.ReadFile(filepath.Join(dir, "ablation.png"))
 	require.NoError(t, err)
 	assert.Equal(t, "\x89PNG", string(png[:4]))
+}
+
+func TestSweepRunsEachSetting(t *testing.T) {
+	ctx := context.Background()
+	ix, err := OfflineRebuilder(filepath.Join("..", "examples", "harbour", "corpus.json"))(ctx, kg.DefaultConfig(), true)
+	require.NoError(t, err)
+	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
+	require.NoError(t, err)
+	var mus []float64
+	open := func(ix *graphio.Index, rc retrieve.Config) (Retrievers, error) {
+		mus = append(mus, rc.FinalBM25Weight)
+		return retrieve.Open(ix, nil, rc, nil)
+	}
+	var settings []Setting
+	for _, mu := range []float64{0, 0.5, 1} {
+		settings = append(settings, Setting{Name: fmt.Sprintf("mu=%g", mu), Apply: func(c *retrieve.Config) error { c.FinalBM25Weight = mu; return nil }})
+	}
+	cfg := DefaultConfig()
+	cfg.Retrievers = []string{"ppr"}
+	rep, err := Sweep(ctx, ix, open, ds, retrieve.DefaultConfig(), settings, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{0, 0.5, 1}, mus)
+	require.Len(t, rep.Rows, 3)
+	assert.Equal(t, "mu=1", rep.Rows[2].Setting)
+	assert.Contains(t, rep.Markdown(), "## Sweep")
 }

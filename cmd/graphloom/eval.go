@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -22,6 +23,7 @@ func newEvalCmd() *cobra.Command {
 	var indexPath, dataset, out, runPath, extraction, corpusOut, retrievers string
 	var asJSON, noRecognition, ablate bool
 	var ablateCorpus string
+	var sweeps []string
 	cmd := &cobra.Command{
 		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
 		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
@@ -129,6 +131,10 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					finish()
 					return runAblation(cmd, ix, api, ds, rcfg, cfg, ablateCorpus, out)
 				}
+				if len(sweeps) > 0 {
+					finish()
+					return runSweep(cmd, ix, api, ds, &rcfg, cfg, sweeps, out)
+				}
 				s, err := retrieve.Open(ix, api, rcfg, chat)
 				if err != nil {
 					return err
@@ -182,6 +188,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	registerRetrievalFlags(cmd, &rcfg)
 	f.BoolVar(&ablate, "ablate", false, "ablation table: the graph retrievers with each retrieval component switched off in turn (with --ablate-corpus, each graph-build component too); writes ablation.md/.json/.png to --out")
+	f.StringArrayVar(&sweeps, "sweep", nil, `grid search: FLAG=V1,V2,… over a retrieval flag (repeat for a grid), e.g. --sweep pcst-cost-e=0.01,0.1,0.5; writes sweep.md/.json/.png to --out`)
 	f.StringVar(&ablateCorpus, "ablate-corpus", "", "with --ablate: the corpus the index was built from offline, rebuilt once per graph-build ablation")
 	f.StringVar(&extraction, "extraction", "", "score the index's extracted triples against gold within-passage triples [{title, triples}] and exit")
 	f.StringVar(&corpusOut, "corpus-out", "", "write the passages of --dataset as a corpus JSON ({title, text} array) and exit")
@@ -266,6 +273,71 @@ func runAblation(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *
 	}
 	if out != "" {
 		files, err := rep.WriteFiles(out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(files, ", "))
+	}
+	_, err = io.WriteString(cmd.OutOrStdout(), rep.Markdown())
+	return err
+}
+
+// runSweep evaluates the grid of retrieval-flag values the --sweep flags give.
+func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg *retrieve.Config, cfg eval.Config, sweeps []string, out string) error {
+	type axis struct {
+		flag   string
+		values []string
+	}
+	var axes []axis
+	for _, sw := range sweeps {
+		name, vals, ok := strings.Cut(sw, "=")
+		f := cmd.Flags().Lookup(name)
+		if !ok || f == nil || vals == "" {
+			return usageError{fmt.Errorf("eval: --sweep %q: want FLAG=V1,V2,… with a flag of eval", sw)}
+		}
+		if !isRetrievalFlag(f) {
+			return usageError{fmt.Errorf("eval: --sweep %q: --%s is not a retrieval setting", sw, name)}
+		}
+		axes = append(axes, axis{name, strings.Split(vals, ",")})
+	}
+	// The grid, last axis fastest.
+	var settings []eval.Setting
+	var walk func(i int, name string, set [][2]string)
+	walk = func(i int, name string, set [][2]string) {
+		if i == len(axes) {
+			set := slices.Clone(set)
+			settings = append(settings, eval.Setting{Name: strings.TrimPrefix(name, " "), Apply: func(c *retrieve.Config) error {
+				for _, kv := range set {
+					if err := cmd.Flags().Set(kv[0], kv[1]); err != nil {
+						return usageError{fmt.Errorf("--%s %s: %w", kv[0], kv[1], err)}
+					}
+				}
+				if err := checkFlags(cmd); err != nil {
+					return err
+				}
+				*c = *rcfg
+				return nil
+			}})
+			return
+		}
+		for _, v := range axes[i].values {
+			walk(i+1, name+" "+axes[i].flag+"="+v, append(set, [2]string{axes[i].flag, v}))
+		}
+	}
+	walk(0, "", nil)
+	open := func(ix *graphio.Index, rc retrieve.Config) (eval.Retrievers, error) {
+		return retrieve.Open(ix, api, rc, nil)
+	}
+	rep, err := eval.Sweep(cmd.Context(), ix, open, ds, *rcfg, settings, cfg)
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return usageError{err}
+		}
+		return err
+	}
+	if out != "" {
+		files, err := rep.WriteFilesAs(out, "sweep")
 		if err != nil {
 			return err
 		}

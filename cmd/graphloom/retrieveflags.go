@@ -2,14 +2,32 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/graphloom/graphloom/retrieve"
 )
+
+// retrievalAnnotation marks the flags registerRetrievalFlags binds: the ones
+// eval --sweep may vary.
+const retrievalAnnotation = "graphloom/retrieval"
+
+// isRetrievalFlag reports whether f is a retrieval setting.
+func isRetrievalFlag(f *pflag.Flag) bool { _, ok := f.Annotations[retrievalAnnotation]; return ok }
 
 // registerRetrievalFlags binds the retrieval knobs shared by query and eval, with
 // their ranges.
 func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
 	f := cmd.Flags()
+	before := map[string]bool{}
+	f.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
+	defer f.VisitAll(func(fl *pflag.Flag) {
+		if !before[fl.Name] {
+			if fl.Annotations == nil {
+				fl.Annotations = map[string][]string{}
+			}
+			fl.Annotations[retrievalAnnotation] = []string{"true"}
+		}
+	})
 	f.Float64Var(&cfg.Damping, "damping", cfg.Damping, "PPR damping (ppr, hyperppr)")
 	f.IntVar(&cfg.LinkingTopK, "linking-top-k", cfg.LinkingTopK, "facts linked and entities seeded (ppr)")
 	f.Float64Var(&cfg.PassageNodeWeight, "passage-node-weight", cfg.PassageNodeWeight, "weight of passage seeds (ppr)")

@@ -54,3 +54,19 @@ func TestSynthCLI(t *testing.T) {
 	assert.Equal(t, 2, run(t, nil, "synth", "--index", idx, "--out", out, "--generator", "magic").code)
 	assert.Equal(t, 2, run(t, nil, "synth", "--index", idx).code, "--out is required without --plan")
 }
+
+func TestEvalSweep(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+	ds := "../../examples/harbour/questions.json"
+	r := run(t, nil, "eval", "--index", idx, "--dataset", ds, "--retrievers", "pcst", "--sweep", "pcst-cost-e=0.01,0.5", "--sweep", "pcst-topk=3,5", "--out", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, s := range []string{"pcst-cost-e=0.01 pcst-topk=3", "pcst-cost-e=0.01 pcst-topk=5", "pcst-cost-e=0.5 pcst-topk=3", "pcst-cost-e=0.5 pcst-topk=5"} {
+		assert.Contains(t, r.stdout, "| "+s+" | pcst |")
+	}
+	assert.FileExists(t, filepath.Join(dir, "sweep.png"))
+	for _, bad := range []string{"top-k=1,2", "nope=1", "pcst-cost-e", "pcst-cost-e=-1"} {
+		assert.Equal(t, 2, run(t, nil, "eval", "--index", idx, "--dataset", ds, "--retrievers", "pcst", "--sweep", bad).code, bad)
+	}
+}
