@@ -51,6 +51,7 @@ func flagWalkBase(t *testing.T, dir, idx, corpus string) map[string][]string {
 		"query":   {"query", "--index", idx, "Where was Mara Vell1 born?"},
 		"augment": {"augment", "--index", idx, "--out", filepath.Join(dir, "walk-aug.gl"), "--selector", "random", "--no-checkpoint"},
 		"eval":    {"eval", "--index", idx, "--dataset", qs, "--retrievers", "bm25,ppr"},
+		"serve":   {"serve", "--index", idx, "--dry-run"},
 		"synth":   {"synth", "--index", idx, "--out", filepath.Join(dir, "walk-qa.jsonl"), "--generator", "template"},
 	}
 }

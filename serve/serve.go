@@ -1,0 +1,306 @@
+// Package serve answers retrieval over HTTP with the index loaded once: a JSON API for
+// single and batch queries with any retriever, index statistics and health, with
+// request limits, per-request deadlines and an atomic reload, so readers see an
+// augmented index as soon as it is written.
+//
+//	GET  /healthz          {"status": "ok", "index": …, "loaded": …, "chunks": …}
+//	GET  /v1/stats         graphio.Stats of the loaded index
+//	POST /v1/query         {"question", "retriever"?, "top_k"?} → retrieve.RunLine
+//	POST /v1/query/batch   {"questions": [{"id"?, "question"}], "retriever"?, "top_k"?} → {"results": [RunLine]}
+//	POST /v1/reload        re-read the index file; {"loaded": …, "chunks": …}
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+// Config holds the server's limits.
+type Config struct {
+	// Retrieval is the retrieval configuration every query uses.
+	Retrieval retrieve.Config
+	// Retriever is the default retriever; "ppr".
+	Retriever string
+	// TopK is the default number of passages; 5. MaxTopK bounds a request's; 100.
+	TopK, MaxTopK int
+	// MaxBatch is the most questions of one batch request; 1,000.
+	MaxBatch int
+	// MaxBody is the largest request body in bytes; 1 MiB.
+	MaxBody int64
+	// Timeout is the deadline of one request; 30 s.
+	Timeout time.Duration
+	// MaxInFlight bounds the requests served at once; beyond it the server answers
+	// 503 with Retry-After. 0 = 64.
+	MaxInFlight int
+	// Workers is the number of questions of a batch retrieved at once; 0 = GOMAXPROCS.
+	Workers int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Retrieval: retrieve.DefaultConfig(), Retriever: "ppr", TopK: 5, MaxTopK: 100, MaxBatch: 1000,
+		MaxBody: 1 << 20, Timeout: 30 * time.Second, MaxInFlight: 64}
+}
+
+// Loader reads the index (graphio.ReadFile of the served path, in the CLI).
+type Loader func() (*graphio.Index, error)
+
+// loaded is one loaded index and its searcher.
+type loaded struct {
+	ix       *graphio.Index
+	searcher *retrieve.Searcher
+	at       time.Time
+}
+
+// Server is the HTTP API. Create it with New; it is an http.Handler.
+type Server struct {
+	cfg    Config
+	name   string // the index path, for /healthz
+	load   Loader
+	api    embed.Embedder // the API embedder when the index needs one, else nil
+	cur    atomic.Pointer[loaded]
+	reload sync.Mutex // one reload at a time
+	slots  chan struct{}
+	mux    *http.ServeMux
+}
+
+// New loads the index and returns the server. api is the embedding model for an
+// index embedded by one (nil for the built-in embedder).
+func New(name string, load Loader, api embed.Embedder, cfg Config) (*Server, error) {
+	d := DefaultConfig()
+	if cfg.Retriever == "" {
+		cfg.Retriever = d.Retriever
+	}
+	if cfg.TopK <= 0 {
+		cfg.TopK = d.TopK
+	}
+	if cfg.MaxTopK <= 0 {
+		cfg.MaxTopK = d.MaxTopK
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = d.MaxBatch
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = d.MaxBody
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = d.Timeout
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = d.MaxInFlight
+	}
+	if !slices.Contains(retrieve.Names, cfg.Retriever) {
+		return nil, fmt.Errorf("serve: unknown default retriever %q", cfg.Retriever)
+	}
+	s := &Server{cfg: cfg, name: name, load: load, api: api, slots: make(chan struct{}, cfg.MaxInFlight), mux: http.NewServeMux()}
+	if _, err := s.Reload(); err != nil {
+		return nil, err
+	}
+	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.HandleFunc("GET /v1/stats", s.limited(s.stats))
+	s.mux.HandleFunc("POST /v1/query", s.limited(s.query))
+	s.mux.HandleFunc("POST /v1/query/batch", s.limited(s.batch))
+	s.mux.HandleFunc("POST /v1/reload", s.limited(s.reloadHandler))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Reload reads the index again and swaps it in atomically: requests in flight finish
+// on the index they started with. On error the served index is unchanged.
+func (s *Server) Reload() (*graphio.Index, error) {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	ix, err := s.load()
+	if err != nil {
+		return nil, fmt.Errorf("serve: load %s: %w", s.name, err)
+	}
+	sr, err := retrieve.Open(ix, s.api, s.cfg.Retrieval, nil)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %s: %w", s.name, err)
+	}
+	s.cur.Store(&loaded{ix: ix, searcher: sr, at: time.Now()})
+	return ix, nil
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func fail(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, apiError{Error: fmt.Sprintf(format, args...)})
+}
+
+// limited bounds the requests in flight and gives each a deadline.
+func (s *Server) limited(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "busy: %d requests in flight", s.cfg.MaxInFlight)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		h(w, r.WithContext(ctx))
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	cur := s.cur.Load()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "index": s.name, "loaded": cur.at.UTC().Format(time.RFC3339Nano),
+		"chunks": len(cur.ix.Chunks), "runs": len(cur.ix.Runs)})
+}
+
+func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, graphio.ComputeStats(s.cur.Load().ix, 10))
+}
+
+func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
+	ix, err := s.Reload()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"loaded": s.cur.Load().at.UTC().Format(time.RFC3339Nano), "chunks": len(ix.Chunks), "runs": len(ix.Runs)})
+}
+
+// QueryRequest is the body of /v1/query.
+type QueryRequest struct {
+	Question  string `json:"question"`
+	Retriever string `json:"retriever,omitempty"`
+	TopK      int    `json:"top_k,omitempty"`
+}
+
+// BatchRequest is the body of /v1/query/batch.
+type BatchRequest struct {
+	Questions []retrieve.Question `json:"questions"`
+	Retriever string              `json:"retriever,omitempty"`
+	TopK      int                 `json:"top_k,omitempty"`
+}
+
+// decode reads a JSON body strictly; it answers the error itself and reports false.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			fail(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", tooBig.Limit)
+			return false
+		}
+		fail(w, http.StatusBadRequest, "malformed JSON body: %v", err)
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		fail(w, http.StatusBadRequest, "malformed JSON body: trailing data")
+		return false
+	}
+	return true
+}
+
+// pick resolves a request's retriever and top-k, answering errors itself.
+func (s *Server) pick(w http.ResponseWriter, sr *retrieve.Searcher, name string, k int) (retrieve.Retriever, int, bool) {
+	if name == "" {
+		name = s.cfg.Retriever
+	}
+	if k == 0 {
+		k = s.cfg.TopK
+	}
+	if k < 1 || k > s.cfg.MaxTopK {
+		fail(w, http.StatusBadRequest, "top_k %d: want 1 to %d", k, s.cfg.MaxTopK)
+		return nil, 0, false
+	}
+	r, err := sr.Retriever(name)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return nil, 0, false
+	}
+	return r, k, true
+}
+
+func (s *Server) query(w http.ResponseWriter, r *http.Request) {
+	var req QueryRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Question == "" {
+		fail(w, http.StatusBadRequest, "question is empty")
+		return
+	}
+	cur := s.cur.Load()
+	ret, k, ok := s.pick(w, cur.searcher, req.Retriever, req.TopK)
+	if !ok {
+		return
+	}
+	lines, err := retrieve.Run(r.Context(), ret, nil, []retrieve.Question{{ID: "q1", Question: req.Question}}, retrieve.RunConfig{TopK: k, Workers: 1}, nil)
+	if err != nil {
+		s.retrievalFailed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lines[0])
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	var req BatchRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if len(req.Questions) == 0 || len(req.Questions) > s.cfg.MaxBatch {
+		fail(w, http.StatusBadRequest, "questions: want 1 to %d, got %d", s.cfg.MaxBatch, len(req.Questions))
+		return
+	}
+	for i := range req.Questions {
+		if req.Questions[i].Question == "" {
+			fail(w, http.StatusBadRequest, "questions[%d]: question is empty", i)
+			return
+		}
+		if req.Questions[i].ID == "" {
+			req.Questions[i].ID = fmt.Sprintf("q%d", i+1)
+		}
+	}
+	cur := s.cur.Load()
+	ret, k, ok := s.pick(w, cur.searcher, req.Retriever, req.TopK)
+	if !ok {
+		return
+	}
+	lines, err := retrieve.Run(r.Context(), ret, nil, req.Questions, retrieve.RunConfig{TopK: k, Workers: s.cfg.Workers}, nil)
+	if err != nil {
+		s.retrievalFailed(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": lines})
+}
+
+func (s *Server) retrievalFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		fail(w, http.StatusGatewayTimeout, "deadline of %s exceeded", s.cfg.Timeout)
+		return
+	}
+	fail(w, http.StatusInternalServerError, "%v", err)
+}
