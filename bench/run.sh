@@ -34,4 +34,11 @@ run "$root/bench/rgcn.sh" --out "$out/rgcn"
 section "4. CrossAug stage times (issue 7)"
 run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
 
+section "serve: loopback load test, 50 clients × 20 requests (issue 16)"
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" && -f "$out/index/full.gl" ]]; then
+	run go run ./bench/serve -index "$out/index/full.gl"
+else
+	run go run ./bench/serve -corpus examples/harbour/corpus.json
+fi
+
 exit $status
