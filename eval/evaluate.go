@@ -122,7 +122,7 @@ func Evaluate(ctx context.Context, ix *graphio.Index, src Retrievers, chat retri
 			continue
 		}
 		t0 := time.Now()
-		lines, err := retrieve.Run(ctx, r, nil, qs, retrieve.RunConfig{TopK: cfg.Depth(), Workers: cfg.Workers}, progress.stage("retrieve "+name))
+		lines, err := retrieve.Run(ctx, r, nil, qs, retrieve.RunConfig{TopK: cfg.Depth(), Workers: cfg.Workers, BatchSize: 32}, progress.stage("retrieve "+name))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

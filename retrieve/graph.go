@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -116,4 +117,64 @@ func (g *graphView) solve(reset []float64) ([]float64, bool, error) {
 		return nil, false, fmt.Errorf("retrieve: ppr: %w", err)
 	}
 	return x, true, nil
+}
+
+// BatchRetriever is a Retriever that can retrieve many questions at once faster than
+// one by one (the PPR retrievers solve 8 questions per pass over the graph).
+type BatchRetriever interface {
+	Retriever
+	RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error)
+}
+
+// solveBatch prepares every question, solves the PPR of those that have a reset in
+// one SolveBatch call, and finishes each; result i answers qs[i].
+func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare func(context.Context, *graphView, string) (*pprQuery, error)) ([]Result, error) {
+	ps := make([]*pprQuery, len(qs))
+	var resets [][]float64
+	var idx []int
+	for i, q := range qs {
+		p, err := prepare(ctx, g, q)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+		if p.reset != nil {
+			if r := kernels.SanitizePPRReset(p.reset); nonZero(r) {
+				p.reset = r
+				resets = append(resets, r)
+				idx = append(idx, i)
+			} else {
+				p.reset = nil
+			}
+		}
+	}
+	out := make([]Result, len(qs))
+	var xs [][]float64
+	if len(resets) > 0 {
+		var err error
+		if xs, _, err = g.solver.SolveBatch(resets); err != nil {
+			return nil, fmt.Errorf("retrieve: ppr: %w", err)
+		}
+	}
+	solved := map[int][]float64{}
+	for j, i := range idx {
+		solved[i] = xs[j]
+	}
+	for i, p := range ps {
+		if x, ok := solved[i]; ok {
+			out[i] = p.finish(s, g, x, true, k)
+		} else {
+			out[i] = p.fallback(s, k)
+		}
+	}
+	return out, nil
+}
+
+func nonZero(v []float64) bool {
+	for _, x := range v {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }

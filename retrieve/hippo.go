@@ -14,26 +14,70 @@ type hippoRetriever struct{ s *Searcher }
 func (r hippoRetriever) Name() string { return "ppr" }
 
 func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, error) {
-	s := r.s
-	g, err := s.hippoGraph()
+	g, err := r.s.hippoGraph()
 	if err != nil {
 		return Result{}, err
 	}
+	p, err := r.prepare(ctx, g, q)
+	if err != nil || p.reset == nil {
+		return p.fallback(r.s, k), err
+	}
+	x, ok, err := g.solve(p.reset)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.finish(r.s, g, x, ok, k), nil
+}
+
+// RetrieveBatch retrieves many questions with their PPR solved together, 8 per pass
+// over the graph (kernels.PPRSolver.SolveBatch); result i is Retrieve(qs[i]).
+func (r hippoRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error) {
+	g, err := r.s.hippoGraph()
+	if err != nil {
+		return nil, err
+	}
+	return solveBatch(ctx, r.s, g, qs, k, r.prepare)
+}
+
+// pprQuery is a question's state between seeding and the PPR solve.
+type pprQuery struct {
+	q     string
+	dense []float64  // passage scores, the fallback ranking
+	facts [][]string // linked facts
+	reset []float64  // nil: no PPR, rank by dense
+}
+
+func (p *pprQuery) fallback(s *Searcher, k int) Result {
+	if p.dense == nil {
+		return Result{}
+	}
+	return Result{Passages: s.passages(p.dense, k), Facts: p.facts}
+}
+
+// finish ranks the passages from a PPR vector x (ok false: the reset was empty).
+func (p *pprQuery) finish(s *Searcher, g *graphView, x []float64, ok bool, k int) Result {
+	if !ok {
+		return p.fallback(s, k)
+	}
+	return Result{Passages: s.passages(s.final(p.q, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: p.facts}
+}
+
+// prepare links the question's facts and entities and builds its PPR reset vector.
+func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*pprQuery, error) {
+	s := r.s
 	qp, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
 	if err != nil {
-		return Result{}, err
+		return &pprQuery{}, err
 	}
 	dense := s.passageScores(q, toF64(s.scores(graphio.KindChunk, qp)))
-	fallback := func(facts [][]string) (Result, error) {
-		return Result{Passages: s.passages(dense, k), Facts: facts}, nil
-	}
+	p := &pprQuery{q: q, dense: dense}
 	if len(s.ix.Facts) == 0 {
-		return fallback(nil)
+		return p, nil
 	}
 	qf := qp
 	if s.cfg.QueryToFact != s.cfg.QueryToPassage {
 		if qf, err = s.embedQuery(ctx, s.cfg.QueryToFact, q); err != nil {
-			return Result{}, err
+			return &pprQuery{}, err
 		}
 	}
 	// 1. Fact scores, min-max normalised; the top LinkingTopK facts are candidates.
@@ -46,10 +90,10 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if s.llm != nil && s.cfg.RecognitionMemory {
 		kept, err := s.recognize(ctx, q, top)
 		if err != nil {
-			return Result{}, err
+			return &pprQuery{}, err
 		}
 		if len(kept) == 0 {
-			return fallback(nil) // HippoRAG falls back to dense retrieval
+			return p, nil // HippoRAG falls back to dense retrieval
 		}
 		top = kept
 	} else if factLex != nil && s.cfg.LexicalFilter {
@@ -64,12 +108,11 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		}
 		top = kept
 		if len(top) == 0 && len(s.queryEntities(q)) == 0 {
-			return fallback(nil)
+			return p, nil
 		}
 	}
-	var facts [][]string
 	for _, f := range top {
-		facts = append(facts, s.factTriple(f))
+		p.facts = append(p.facts, s.factTriple(f))
 	}
 	// 3. Entity seeds: fact score ÷ number of chunks holding the entity, averaged over
 	// the entity's occurrences among the kept facts; only the top LinkingTopK survive.
@@ -116,14 +159,8 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	for c, v := range dense {
 		reset[g.ns.Chunk(int32(c))] += v * s.cfg.PassageNodeWeight
 	}
-	x, ok, err := g.solve(reset)
-	if err != nil || !ok {
-		if err != nil {
-			return Result{}, err
-		}
-		return fallback(facts)
-	}
-	return Result{Passages: s.passages(s.final(q, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: facts}, nil
+	p.reset = reset
+	return p, nil
 }
 
 func toF32(v []float64) []float32 {

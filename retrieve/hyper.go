@@ -14,14 +14,37 @@ type hyperRetriever struct{ s *Searcher }
 func (r hyperRetriever) Name() string { return "hyperppr" }
 
 func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, error) {
-	s := r.s
-	g, err := s.hyperGraph()
+	g, err := r.s.hyperGraph()
 	if err != nil {
 		return Result{}, err
 	}
-	qv, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
+	p, err := r.prepare(ctx, g, q)
+	if err != nil || p.reset == nil {
+		return p.fallback(r.s, k), err
+	}
+	x, ok, err := g.solve(p.reset)
 	if err != nil {
 		return Result{}, err
+	}
+	return p.finish(r.s, g, x, ok, k), nil
+}
+
+// RetrieveBatch retrieves many questions with their PPR solved together; result i is
+// Retrieve(qs[i]).
+func (r hyperRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error) {
+	g, err := r.s.hyperGraph()
+	if err != nil {
+		return nil, err
+	}
+	return solveBatch(ctx, r.s, g, qs, k, r.prepare)
+}
+
+// prepare seeds the question's entities, hyperedges and chunks into a reset vector.
+func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*pprQuery, error) {
+	s := r.s
+	qv, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
+	if err != nil {
+		return &pprQuery{}, err
 	}
 	entChunks := s.entityChunks()
 	// Local path: the top entities by similarity, divided by their chunk counts.
@@ -83,12 +106,5 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	for i, v := range minMax(vals) {
 		reset[g.ns.Chunk(top[i].Index)] += v * s.cfg.HyperChunkWeight
 	}
-	x, ok, err := g.solve(reset)
-	if err != nil {
-		return Result{}, err
-	}
-	if !ok {
-		return Result{Passages: s.passages(toF64(dense), k)}, nil
-	}
-	return Result{Passages: s.passages(s.final(q, g.chunkScores(x, len(s.ix.Chunks))), k)}, nil
+	return &pprQuery{q: q, dense: toF64(dense), reset: reset}, nil
 }

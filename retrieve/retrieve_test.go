@@ -410,3 +410,42 @@ func TestPCSTRetrieverReturnsATree(t *testing.T) {
 		assert.Contains(t, res.Subgraph, "tomas brell", "the entity the question names")
 	}
 }
+
+func TestBatchRetrievalEqualsOneByOne(t *testing.T) {
+	ctx := context.Background()
+	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
+	require.NoError(t, err)
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	s, err := Open(ix, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile("../examples/harbour/questions.json")
+	require.NoError(t, err)
+	var qs []struct{ Question string }
+	require.NoError(t, json.Unmarshal(data, &qs))
+	texts := []string{"zzzz qqqq"} // matches nothing: the fallback path
+	for _, q := range qs {
+		texts = append(texts, q.Question)
+	}
+	for _, name := range []string{"ppr", "hyperppr"} {
+		r, err := s.Retriever(name)
+		require.NoError(t, err)
+		br, ok := r.(BatchRetriever)
+		require.True(t, ok, name)
+		batch, err := br.RetrieveBatch(ctx, texts, 10)
+		require.NoError(t, err)
+		require.Len(t, batch, len(texts))
+		for i, q := range texts {
+			one, err := r.Retrieve(ctx, q, 10)
+			require.NoError(t, err)
+			require.Len(t, batch[i].Passages, len(one.Passages), "%s %q", name, q)
+			for j := range one.Passages {
+				assert.Equal(t, one.Passages[j].ChunkID, batch[i].Passages[j].ChunkID, "%s %q rank %d", name, q, j)
+				assert.InDelta(t, one.Passages[j].Score, batch[i].Passages[j].Score, 1e-6)
+			}
+			assert.Equal(t, one.Facts, batch[i].Facts)
+		}
+	}
+}

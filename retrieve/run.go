@@ -82,7 +82,10 @@ type RunConfig struct {
 	// qa_top_k: 5).
 	Answer     bool
 	AnswerTopK int
-	Workers    int // questions in flight; 0 = GOMAXPROCS
+	Workers    int // questions (or batches) in flight; 0 = GOMAXPROCS
+	// BatchSize is how many questions a batch retriever (ppr, hyperppr) solves per
+	// call; 0 or 1 retrieves one by one. The CLI's query --questions uses 32.
+	BatchSize int
 }
 
 // Run retrieves (and optionally answers) every question, calling progress as they
@@ -96,49 +99,72 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	jobs := make(chan int)
+	// Batch retrievers (ppr, hyperppr) solve BatchSize questions per call.
+	batch := 1
+	br, isBatch := r.(BatchRetriever)
+	if isBatch = isBatch && cfg.BatchSize > 1; isBatch {
+		batch = cfg.BatchSize
+	}
+	jobs := make(chan [2]int)
 	errs := make(chan error, len(qs))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
-			for i := range jobs {
-				res, err := r.Retrieve(ctx, qs[i].Question, cfg.TopK)
-				if err != nil {
-					errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)
-					continue
-				}
-				line := RunLine{ID: qs[i].ID, Question: qs[i].Question, Retriever: r.Name(), Passages: res.Passages, Facts: res.Facts, Subgraph: res.Subgraph}
-				if line.Passages == nil {
-					line.Passages = []Passage{}
-				}
-				if line.Facts == nil {
-					line.Facts = [][]string{}
-				}
-				if cfg.Answer {
-					a, err := Answer(ctx, chat, qs[i].Question, res.Passages, cfg.AnswerTopK)
-					if err != nil {
-						errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)
+			for job := range jobs {
+				var results []Result
+				if isBatch {
+					texts := make([]string, 0, job[1]-job[0])
+					for _, q := range qs[job[0]:job[1]] {
+						texts = append(texts, q.Question)
+					}
+					var err error
+					if results, err = br.RetrieveBatch(ctx, texts, cfg.TopK); err != nil {
+						errs <- fmt.Errorf("questions %s…%s: %w", qs[job[0]].ID, qs[job[1]-1].ID, err)
 						continue
 					}
-					line.Answer = &a
+				} else {
+					res, err := r.Retrieve(ctx, qs[job[0]].Question, cfg.TopK)
+					if err != nil {
+						errs <- fmt.Errorf("question %s: %w", qs[job[0]].ID, err)
+						continue
+					}
+					results = []Result{res}
 				}
-				out[i] = line
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done, len(qs))
+				for j, res := range results {
+					i := job[0] + j
+					line := RunLine{ID: qs[i].ID, Question: qs[i].Question, Retriever: r.Name(), Passages: res.Passages, Facts: res.Facts, Subgraph: res.Subgraph}
+					if line.Passages == nil {
+						line.Passages = []Passage{}
+					}
+					if line.Facts == nil {
+						line.Facts = [][]string{}
+					}
+					if cfg.Answer {
+						a, err := Answer(ctx, chat, qs[i].Question, res.Passages, cfg.AnswerTopK)
+						if err != nil {
+							errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)
+							continue
+						}
+						line.Answer = &a
+					}
+					out[i] = line
+					mu.Lock()
+					done++
+					if progress != nil {
+						progress(done, len(qs))
+					}
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		})
 	}
-	for i := range qs {
+	for lo := 0; lo < len(qs); lo += batch {
 		if ctx.Err() != nil {
 			break
 		}
-		jobs <- i
+		jobs <- [2]int{lo, min(lo+batch, len(qs))}
 	}
 	close(jobs)
 	wg.Wait()

@@ -289,7 +289,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	lines, err := retrieve.Run(r.Context(), ret, nil, req.Questions, retrieve.RunConfig{TopK: k, Workers: s.cfg.Workers}, nil)
+	lines, err := retrieve.Run(r.Context(), ret, nil, req.Questions, retrieve.RunConfig{TopK: k, Workers: s.cfg.Workers, BatchSize: 32}, nil)
 	if err != nil {
 		s.retrievalFailed(w, r, err)
 		return

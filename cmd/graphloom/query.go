@@ -14,7 +14,7 @@ import (
 
 func newQueryCmd() *cobra.Command {
 	cfg := retrieve.DefaultConfig()
-	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5}
+	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5, BatchSize: 32}
 	var lf llmFlags
 	var path, questions, retriever, out, compare, dataset string
 	var asJSON, noRecognition bool
