@@ -34,6 +34,7 @@ func RetrievalAblations() []RetrievalAblation {
 	return []RetrievalAblation{
 		{"no BM25 fusion (lexical=dense)", func(c *retrieve.Config) { c.Lexical = retrieve.LexicalDense }},
 		{"no final fusion (μ=0)", func(c *retrieve.Config) { c.FinalBM25Weight = 0 }},
+		{"linear final fusion", func(c *retrieve.Config) { c.FinalFusion = retrieve.FusionLinear }},
 		{"no query-entity seeds", func(c *retrieve.Config) { c.QueryEntities = false }},
 		{"no lexical fact filter", func(c *retrieve.Config) { c.LexicalFilter = false }},
 		{"no stemming", func(c *retrieve.Config) { c.Stem = false }},

@@ -51,7 +51,8 @@ func TestAblateAppliesEachSetting(t *testing.T) {
 	require.Len(t, seen, 1+nr+ni)
 	assert.Equal(t, retrieve.LexicalDense, seen[1].Lexical)
 	assert.Zero(t, seen[2].FinalBM25Weight)
-	assert.False(t, seen[3].QueryEntities)
+	assert.Equal(t, retrieve.FusionLinear, seen[3].FinalFusion)
+	assert.False(t, seen[4].QueryEntities)
 	// μ = 0 ranks by PPR mass alone, which differs on this corpus.
 	assert.NotEqual(t, rep.Rows[1].Recall[2], rep.Rows[3].Recall[2])
 

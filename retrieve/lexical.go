@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -36,6 +37,14 @@ func validLexical(m string) error {
 		return nil
 	}
 	return fmt.Errorf("retrieve: lexical mode %q: want %s, %s or %s", m, LexicalAuto, LexicalDense, LexicalFused)
+}
+
+func validFusion(m string) error {
+	switch m {
+	case "", FusionRRF, FusionLinear:
+		return nil
+	}
+	return fmt.Errorf("retrieve: final fusion %q: want %s or %s", m, FusionRRF, FusionLinear)
 }
 
 // fuse returns λ·minmax(lex) + (1−λ)·minmax(dense). A lexical vector with no match
@@ -126,12 +135,59 @@ func (s *Searcher) kindScores(k graphio.NodeKind, q string, dense []float64) []f
 	return fuse(dense, idx.scores(q), s.cfg.LexicalWeight)
 }
 
+// Final fusions for [Config.FinalFusion].
+const (
+	// FusionRRF is reciprocal-rank fusion (Cormack et al., 2009): a passage scores
+	// (1−μ)/(k + its PPR rank) + μ/(k + its BM25 rank), k = 60.
+	FusionRRF = "rrf"
+	// FusionLinear is μ·minmax(BM25) + (1−μ)·minmax(PPR).
+	FusionLinear = "linear"
+)
+
+// rrfK is reciprocal-rank fusion's constant, the value of its paper.
+const rrfK = 60
+
 // final is the passage ranking of a graph retriever: the PPR mass of each passage,
-// fused with BM25 when FinalBM25Weight > 0 (μ·minmax(BM25) + (1−μ)·minmax(PPR)).
+// fused with BM25 when FinalBM25Weight > 0 and lexical scoring is on.
 func (s *Searcher) final(q string, ppr []float64) []float64 {
 	mu := s.cfg.FinalBM25Weight
 	if mu <= 0 || !s.lexicalOn() {
 		return ppr
 	}
-	return fuse(ppr, s.bm25Scores(q), mu)
+	if s.cfg.FinalFusion == FusionLinear {
+		return fuse(ppr, s.bm25Scores(q), mu)
+	}
+	return rrf(ppr, s.bm25Scores(q), mu)
+}
+
+// rrf is weighted reciprocal-rank fusion of two score vectors:
+// (1−μ)/(k+rank_a) + μ/(k+rank_b), ranks from 1, ties broken by position.
+func rrf(a, b []float64, mu float64) []float64 {
+	ra, rb := ranks(a), ranks(b)
+	out := make([]float64, len(a))
+	for i := range out {
+		out[i] = (1-mu)/(rrfK+float64(ra[i])) + mu/(rrfK+float64(rb[i]))
+	}
+	return out
+}
+
+func ranks(v []float64) []int {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int {
+		switch {
+		case v[x] > v[y]:
+			return -1
+		case v[x] < v[y]:
+			return 1
+		}
+		return 0
+	})
+	r := make([]int, len(v))
+	for k, i := range idx {
+		r[i] = k + 1
+	}
+	return r
 }

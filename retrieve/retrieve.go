@@ -43,12 +43,16 @@ type Config struct {
 	// LexicalWeight is λ in λ·minmax(BM25) + (1−λ)·minmax(dense) when lexical scoring
 	// is on; default 0.5.
 	LexicalWeight float64
-	// FinalBM25Weight is μ in the final passage score μ·minmax(BM25) + (1−μ)·minmax(PPR)
-	// of ppr and hyperppr when lexical scoring is on; 0 ranks by PPR mass alone as the
-	// papers do. Default 0.5: the two min-max-normalised rankings weigh the same
-	// (CombSUM), the uninformed choice. PPR mass alone over-ranks well-connected
-	// passages at R@1–2 (PubMedQA dev: ppr R@1 21 against BM25's 97 with μ = 0).
+	// FinalBM25Weight is BM25's weight μ in the final passage ranking of ppr and
+	// hyperppr when lexical scoring is on; 0 ranks by PPR mass alone as the papers do.
+	// Default 0.5: the two rankings weigh the same. PPR mass alone over-ranks
+	// well-connected passages (PubMedQA dev: ppr R@1 21 against BM25's 97 with μ = 0)
+	// and blurs single-hop questions.
 	FinalBM25Weight float64
+	// FinalFusion is how PPR and BM25 are fused: FusionRRF (default), reciprocal-rank
+	// fusion with k = 60, which needs no score calibration and cannot let one ranker's
+	// outliers dominate; or FusionLinear over min-max-normalised scores.
+	FinalFusion string
 	// HubWeights scales the edges of each entity by its specificity log(N/df)/log(N),
 	// so that entities found in many chunks carry little PPR mass between them. Off in
 	// the papers (HippoRAG 2 weighs every passage edge 1).
@@ -113,7 +117,7 @@ type Config struct {
 // DefaultConfig returns the papers' defaults.
 func DefaultConfig() Config {
 	return Config{
-		BM25K1: 1.2, BM25B: 0.75, Stem: true, Lexical: LexicalAuto, LexicalWeight: 0.5, QueryEntities: true, LexicalFilter: true, FinalBM25Weight: 0.5,
+		BM25K1: 1.2, BM25B: 0.75, Stem: true, Lexical: LexicalAuto, LexicalWeight: 0.5, QueryEntities: true, LexicalFilter: true, FinalBM25Weight: 0.5, FinalFusion: FusionRRF,
 		LinkingTopK: 5, PassageNodeWeight: 0.05, Damping: 0.5,
 		RecognitionMemory: true, RecognitionKeep: 4,
 		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
@@ -195,6 +199,9 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 		return nil, fmt.Errorf("retrieve: no embedder")
 	}
 	if err := validLexical(cfg.Lexical); err != nil {
+		return nil, err
+	}
+	if err := validFusion(cfg.FinalFusion); err != nil {
 		return nil, err
 	}
 	if emb.Identity() != ix.Meta.Embedder {

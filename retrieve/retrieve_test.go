@@ -449,3 +449,13 @@ func TestBatchRetrievalEqualsOneByOne(t *testing.T) {
 		}
 	}
 }
+
+func TestRRF(t *testing.T) {
+	a := []float64{0.9, 0.1, 0.5} // ranks 1, 3, 2
+	b := []float64{0, 7, 7}       // ranks 3, 1, 2 (ties by position)
+	got := rrf(a, b, 0.5)
+	want := []float64{0.5/61 + 0.5/63, 0.5/63 + 0.5/61, 0.5/62 + 0.5/62}
+	assert.InDeltaSlice(t, want, got, 1e-15)
+	assert.Equal(t, []int{1, 3, 2}, ranks(a))
+	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
+}

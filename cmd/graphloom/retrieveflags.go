@@ -38,6 +38,7 @@ func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
 	f.BoolVar(&cfg.HubWeights, "hub-weights", cfg.HubWeights, "scale each entity's edges by its specificity log(N/df)/log(N)")
 	f.BoolVar(&cfg.QueryEntities, "query-entities", cfg.QueryEntities, "also seed PPR with the entities the question names verbatim")
 	f.BoolVar(&cfg.LexicalFilter, "lexical-filter", cfg.LexicalFilter, "offline recognition memory: drop linked facts sharing no term with the question")
+	f.StringVar(&cfg.FinalFusion, "final-fusion", cfg.FinalFusion, `fusion of PPR and BM25 in the final ranking: "rrf" (reciprocal ranks, k=60) or "linear" (min-max scores)`)
 	f.Float64Var(&cfg.FinalBM25Weight, "final-bm25-weight", cfg.FinalBM25Weight, "BM25 share μ of the final ppr/hyperppr passage score (with lexical scoring on)")
 	f.StringVar(&cfg.QueryToPassage, "query-to-passage", cfg.QueryToPassage, `instruction prefixed to the question for passage scoring with an API embedder (HippoRAG 2 with NV-Embed-v2: "Given a question, retrieve relevant documents that best answer the question.")`)
 	f.StringVar(&cfg.QueryToFact, "query-to-fact", cfg.QueryToFact, `instruction prefixed to the question for fact scoring with an API embedder (HippoRAG 2: "Given a question, retrieve relevant triplet facts that matches this question.")`)
