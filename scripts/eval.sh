@@ -47,6 +47,15 @@ echo
 echo "rule extractor vs examples/harbour/gold_triples.json:"
 "$bin" eval --index "$out/harbour.glx" --extraction examples/harbour/gold_triples.json
 
+section "long technical document: the Go toolchain's docs (synthetic sentence recall; scripts/techset.py)"
+if command -v python3 >/dev/null && [[ -d "$(go env GOROOT 2>/dev/null)/doc" ]]; then
+	python3 scripts/techset.py "$(go env GOROOT)/doc" "$out/techset" | sed 's/^/  /'
+	index techset "$out/techset/corpus.json"
+	evaluate techset "$out/techset/questions.json"
+else
+	echo "  skipped: needs python3 and the Go toolchain's doc folder"
+fi
+
 if [[ ! -d "$corpora" ]]; then
 	printf '\n(%s not found: only the example corpus was evaluated)\n' "$corpora"
 	printf '\nmake eval: %ds; reports in %s\n' $((SECONDS - start)) "$out"
@@ -93,6 +102,7 @@ section "ablations"
 	ablate harbour examples/harbour/questions.json examples/harbour/corpus.json
 	ablate morehopqa "$corpora/morehopqa_150.json" "$out/morehopqa_corpus.json"
 	ablate pubmedqa "$corpora/pubmedqa/pqal_dev500.json"
+	[[ -f "$out/techset.glx" ]] && ablate techset "$out/techset/questions.json" "$out/techset/corpus.json"
 	for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 		[[ -e "$book" ]] || continue
 		ds=${book%_corpus.json}.json
