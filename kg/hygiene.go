@@ -42,7 +42,9 @@ func init() {
 
 // nameRule returns the rule that rejects a normalised entity name, or "".
 // Four-digit years are dates, not bare numbers: they stay (the generic filter
-// catches a year every chunk names).
+// catches a year every chunk names). A single letter with numbers ("p 0 001", from
+// "p < 0.001") is a statistic's value, not an entity — the odd name of that shape
+// ("F-16") is lost with them.
 func nameRule(name string) string {
 	words := strings.Fields(name)
 	switch {
@@ -59,6 +61,10 @@ func nameRule(name string) string {
 		}
 	}
 	if digits && !(len(words) == 1 && len(words[0]) == 4) {
+		return FilterNumber
+	}
+	// A statistic or variable with its value: "p 0 001" (p < 0.001), "n 45", "r 0 3".
+	if len(words) >= 2 && graphio.AlnumLen(words[0]) == 1 && !unicode.IsDigit(rune(words[0][0])) && allDigits(words[1:]) {
 		return FilterNumber
 	}
 	if structureWords[words[0]] && (len(words) == 1 || len(words) == 2 && numberLike(words[1])) {
@@ -164,4 +170,15 @@ func (f *entityFilter) reject(name string, mentionOnly bool) string {
 // describe records the filter settings in the index's metadata.
 func (c Config) describeFilter() string {
 	return fmt.Sprintf("rules=%t generic>%.3g(min %d chunks) mention-only=%t", c.EntityRules, c.MaxEntityShare, c.GenericMinChunks, c.MentionOnly)
+}
+
+func allDigits(ws []string) bool {
+	for _, w := range ws {
+		for _, r := range w {
+			if !unicode.IsDigit(r) {
+				return false
+			}
+		}
+	}
+	return true
 }

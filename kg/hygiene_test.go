@@ -28,6 +28,10 @@ func TestNameRules(t *testing.T) {
 		{"", FilterStop},
 		{"mira solenne", ""},
 		{"ip", ""}, // two letters: a name may be short (the synonym step skips it)
+		{"p 0 001", FilterNumber},
+		{"n 45", FilterNumber},
+		{"p 0 05 group", ""},
+		{"vitamin d 3", ""},
 	} {
 		assert.Equal(t, tc.want, nameRule(tc.name), "%q", tc.name)
 	}
