@@ -10,7 +10,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -33,31 +32,46 @@ type Scorer interface {
 	Save(path string) error
 }
 
-// TrainReport summarises the scorer's training.
+// TrainReport summarises the scorer's training. Entities are split into train,
+// validation and test regions (partition) and each split's views are sampled inside
+// its region only: the validation views alone choose the epoch, the test views are
+// reported.
 type TrainReport struct {
-	Reused        bool      `json:"reused_checkpoint"`
-	Epochs        int       `json:"epochs"`
-	BestEpoch     int       `json:"best_epoch"`
-	TrainViews    int       `json:"train_views_per_epoch"`
-	EvalViews     int       `json:"eval_views"`
-	EvalBCE       float64   `json:"eval_bce"`
-	EvalAccuracy  float64   `json:"eval_accuracy"`
-	EvalAUC       float64   `json:"eval_roc_auc"`
-	RankingAcc    float64   `json:"eval_ranking_accuracy"` // corrupted view scored above the clean view of its root
-	SizeBaseline  float64   `json:"size_baseline_roc_auc"` // node-count-only classifier on the same views
-	SizeMatched   bool      `json:"size_matched"`
-	Seconds       float64   `json:"seconds"`
-	Compilations  int64     `json:"compilations"` // executables the scorer compiled while training
-	History       []EvalRow `json:"history"`
-	Fingerprint   string    `json:"fingerprint"`
-	ChecksumError string    `json:"-"`
+	Reused     bool    `json:"reused_checkpoint"`
+	Epochs     int     `json:"epochs"`
+	BestEpoch  int     `json:"best_epoch"`
+	SplitRoots [3]int  `json:"split_roots"` // root candidates in train, validation, test
+	SplitNodes [3]int  `json:"split_nodes"` // walk-graph entities in train, validation, test
+	TrainViews int     `json:"train_views_per_epoch"`
+	EvalViews  int     `json:"val_views"`
+	TestViews  int     `json:"test_views"`
+	KeptViews  float64 `json:"balanced_share"` // share of drawn training views kept by shape balancing
+	// Validation metrics at the best epoch.
+	EvalBCE      float64 `json:"val_bce"`
+	EvalAccuracy float64 `json:"val_accuracy"`
+	EvalAUC      float64 `json:"val_roc_auc"`
+	RankingAcc   float64 `json:"val_ranking_accuracy"` // corrupted view scored above a clean view of its root
+	// Test metrics of the restored weights.
+	TestBCE      float64 `json:"test_bce"`
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestAUC      float64 `json:"test_roc_auc"`
+	TestRanking  float64 `json:"test_ranking_accuracy"`
+	// Baselines is the test ROC-AUC of shortcut classifiers that see only a view's
+	// structure (shortcutBaselines); BestBaseline the highest of them.
+	Baselines     map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
+	BestBaseline  float64            `json:"best_shortcut_baseline"`
+	Seconds       float64            `json:"seconds"`
+	Compilations  int64              `json:"compilations"` // executables the scorer compiled while training
+	History       []EvalRow          `json:"history"`
+	Fingerprint   string             `json:"fingerprint"`
+	ChecksumError string             `json:"-"`
 }
 
-// EvalRow is one evaluation during training.
+// EvalRow is one evaluation during training (on the validation split).
 type EvalRow struct {
 	Epoch     int     `json:"epoch"`
 	TrainLoss float64 `json:"train_loss"`
-	EvalBCE   float64 `json:"eval_bce"`
+	EvalBCE   float64 `json:"val_bce"`
 	Accuracy  float64 `json:"accuracy"`
 	AUC       float64 `json:"roc_auc"`
 	Ranking   float64 `json:"ranking_accuracy"`
@@ -77,12 +91,13 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		fmt.Fprintf(h, "%d-%d;", s.A, s.B)
 	}
 	t := struct {
-		W, WR, CW int
+		W, WR     int
 		C, AF, AS float64
 		MN, MF    int
 		FM, ED    float64
 		TR, ER    int
-		SM        bool
+		VF, TF    float64
+		TE        int
 		E         int
 		LR        float64
 		EE, P     int
@@ -90,9 +105,9 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		H         int
 		D         float64
 		S         int64
-	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.CleanWalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
+	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.SizeMatched, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -138,36 +153,69 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 }
 
 // trainScorer is CrossAug's self-supervised training (anchors §D.1, §D.4): every epoch
-// draws fresh training roots, builds one clean and up to two corrupted views per root
-// and takes one full-batch optimizer step; every EvalEvery epochs it scores a fixed set
-// of evaluation views; training stops early after Patience epochs without a MinDelta
-// improvement of the evaluation BCE, and the best weights are restored. A scorer that
-// pads batches to fixed shapes is first sized to sampled epochs (prepareShapes); that
-// draws from its own random source and changes no batch.
+// draws fresh training roots, builds clean and corrupted views per root, balances
+// their shapes (balanceViews) and takes one full-batch optimizer step; every EvalEvery
+// epochs it scores a fixed set of validation views; training stops early after
+// Patience epochs without a MinDelta improvement of the validation BCE, and the best
+// weights are restored. The test views are scored once, at the end, next to shortcut
+// baselines that see only the views' structure.
 //
-// Deviation: evaluation roots are excluded from training roots (the reference draws
-// both from all candidates), so the reported metrics are on held-out roots.
+// Deviation: the reference draws evaluation roots from all candidates, so its
+// evaluation subgraphs overlap the training ones and also choose the epoch. Here the
+// walk graph is partitioned into train, validation and test regions (partition) and
+// each split samples only inside its region.
 func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, log io.Writer) (TrainReport, error) {
 	t0 := time.Now()
-	tr := TrainReport{SizeMatched: cfg.SizeMatched}
-	evalRng := rand.New(rand.NewSource(cfg.Seed + 104729))
-	order := slices.Clone(cands)
-	evalRng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	nEval := min(cfg.EvalRoots, max(1, len(order)/4))
-	evalRoots, trainRoots := order[:nEval], order[nEval:]
-	if len(trainRoots) == 0 {
-		trainRoots = evalRoots
+	tr := TrainReport{}
+	part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729)
+	var graphs [3]*minerGraph
+	var roots [3][]int32
+	for split := range 3 {
+		graphs[split] = g.restrict(part, int8(split))
+		var in []int32
+		for _, c := range cands {
+			if part[c] == int8(split) {
+				in = append(in, c)
+			}
+		}
+		roots[split] = graphs[split].rootsIn(in)
+		tr.SplitRoots[split] = len(roots[split])
+		for u := range graphs[split].adj {
+			if len(graphs[split].adj[u]) > 0 {
+				tr.SplitNodes[split]++
+			}
+		}
 	}
-	evalViews := g.sampleGroups(evalRoots, len(evalRoots), cfg, evalRng)
-	if len(evalViews) == 0 {
-		return tr, fmt.Errorf("augment: no training views: subgraphs need ≥ %d nodes and ≥ %d fact edges; the graph is too sparse", cfg.MinNodes, cfg.MinFactEdges)
+	tooSparse := fmt.Errorf("augment: too few training views: subgraphs need ≥ %d nodes and ≥ %d fact edges in each of the train, validation and test regions (roots %v); the graph is too small or sparse", cfg.MinNodes, cfg.MinFactEdges, tr.SplitRoots)
+	valViews := graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
+	testViews := graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(cfg.Seed+15485863)))
+	if len(valViews) == 0 || len(testViews) == 0 {
+		return tr, tooSparse
 	}
-	tr.EvalViews = len(evalViews)
-	tr.SizeBaseline = sizeBaselineAUC(evalViews)
-	evalGraphs, evalLabels := graphsOf(ix, evalViews)
-	if err := prepareShapes(sc, g, trainRoots, evalViews, cfg); err != nil {
+	tr.EvalViews, tr.TestViews = len(valViews), len(testViews)
+	gTrain := graphs[splitTrain]
+
+	// Sized epochs: fit the scorer's padded shapes, and the shortcut baselines.
+	sizeRng := rand.New(rand.NewSource(cfg.Seed + 7919))
+	var sizing [][]view
+	var baseTrain []view
+	for range sizingEpochs {
+		if vs := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, sizeRng); len(vs) > 0 {
+			sizing = append(sizing, vs)
+			baseTrain = append(baseTrain, vs...)
+		}
+	}
+	if len(sizing) == 0 {
+		return tr, tooSparse
+	}
+	tr.Baselines = shortcutBaselines(baseTrain, valViews, testViews)
+	for _, v := range tr.Baselines {
+		tr.BestBaseline = max(tr.BestBaseline, v)
+	}
+	if err := prepareShapes(sc, sizing, [][]view{valViews, testViews}); err != nil {
 		return tr, err
 	}
+	valGraphs, valLabels := graphsOf(ix, valViews)
 	compiled := func() int64 { return 0 }
 	if c, ok := sc.(compileCounter); ok {
 		compiled = c.Compilations
@@ -181,7 +229,7 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 		if err := ctx.Err(); err != nil {
 			return tr, err
 		}
-		views := g.sampleGroups(trainRoots, cfg.TrainRoots, cfg, rng)
+		views := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, rng)
 		if len(views) == 0 {
 			return tr, fmt.Errorf("augment: epoch %d drew no training views", epoch)
 		}
@@ -196,14 +244,14 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 		if epoch%cfg.EvalEvery != 0 && epoch != cfg.Epochs {
 			continue
 		}
-		row, err := evaluate(sc, evalGraphs, evalLabels, evalViews)
+		row, err := evaluate(sc, valGraphs, valLabels, valViews)
 		if err != nil {
 			return tr, err
 		}
 		row.Epoch, row.TrainLoss = epoch, lastLoss
 		tr.History = append(tr.History, row)
 		if log != nil {
-			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
+			fmt.Fprintf(log, "epoch %3d  loss %.4f  val BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
 				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
 		}
 		if row.EvalBCE < best-cfg.MinDelta {
@@ -223,43 +271,52 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 			return tr, err
 		}
 	}
-	row, err := evaluate(sc, evalGraphs, evalLabels, evalViews)
+	row, err := evaluate(sc, valGraphs, valLabels, valViews)
 	if err != nil {
 		return tr, err
 	}
 	tr.BestEpoch = bestEpoch
 	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
+	testGraphs, testLabels := graphsOf(ix, testViews)
+	row, err = evaluate(sc, testGraphs, testLabels, testViews)
+	if err != nil {
+		return tr, err
+	}
+	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	tr.Compilations = compiled() - compiledBefore
 	if log != nil {
-		fmt.Fprintf(log, "best epoch %d: eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (node-count baseline ROC-AUC %.3f)  %d executables compiled, %.1fs\n",
-			bestEpoch, tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc, tr.SizeBaseline, tr.Compilations, tr.Seconds)
+		fmt.Fprintf(log, "best epoch %d: val BCE %.4f, ROC-AUC %.3f; test ROC-AUC %.3f, ranking %.3f, accuracy %.3f; %d executables compiled, %.1fs\n",
+			bestEpoch, tr.EvalBCE, tr.EvalAUC, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.Compilations, tr.Seconds)
+		fmt.Fprintf(log, "shortcut baselines (test ROC-AUC):")
+		for _, k := range sortedKeys(tr.Baselines) {
+			fmt.Fprintf(log, " %s %.3f", k, tr.Baselines[k])
+		}
+		fmt.Fprintln(log)
 	}
 	return tr, nil
 }
 
-// sizingEpochs is how many epochs of training views prepareShapes draws to size the
-// scorer's batches.
+// sizingEpochs is how many epochs of training views trainScorer draws, with their own
+// random source, to size the scorer's batches and fit the shortcut baselines.
 const sizingEpochs = 16
 
-// prepareShapes lets a scorer that pads batches fit its shapes, before the first step,
-// to sizingEpochs epochs of training batches drawn with their own random source (the
-// training draws are unchanged) and to the evaluation batches.
-func prepareShapes(sc Scorer, g *minerGraph, trainRoots []int32, evalViews []view, cfg Config) error {
+// prepareShapes lets a scorer that pads batches fit its shapes, before the first
+// step, to sampled training epochs and to the evaluation view sets.
+func prepareShapes(sc Scorer, trainEpochs [][]view, evalSets [][]view) error {
 	p, ok := sc.(batchPreparer)
 	if !ok {
 		return nil
 	}
-	rng := rand.New(rand.NewSource(cfg.Seed + 7919))
 	var train [][]*kernels.Graph
-	for range sizingEpochs {
-		if vs := g.sampleGroups(trainRoots, cfg.TrainRoots, cfg, rng); len(vs) > 0 {
-			train = append(train, shapeGraphs(viewSubgraphs(vs)))
-		}
+	for _, vs := range trainEpochs {
+		train = append(train, shapeGraphs(viewSubgraphs(vs)))
 	}
 	var eval [][]*kernels.Graph
-	for lo := 0; lo < len(evalViews); lo += evalChunk {
-		eval = append(eval, shapeGraphs(viewSubgraphs(evalViews[lo:min(lo+evalChunk, len(evalViews))])))
+	for _, vs := range evalSets {
+		for lo := 0; lo < len(vs); lo += evalChunk {
+			eval = append(eval, shapeGraphs(viewSubgraphs(vs[lo:min(lo+evalChunk, len(vs))])))
+		}
 	}
 	for _, family := range [][][]*kernels.Graph{train, eval} {
 		if err := p.Prepare(family); err != nil {
@@ -293,15 +350,18 @@ func evaluate(sc Scorer, gs []*kernels.Graph, labels []float32, views []view) (E
 	if err != nil {
 		return EvalRow{}, err
 	}
-	clean := map[int]float32{}
+	clean := map[int][]float32{}
 	for i, v := range views {
 		if v.label == 0 {
-			clean[v.group] = logits[i]
+			clean[v.group] = append(clean[v.group], logits[i])
 		}
 	}
 	var won, total float64
 	for i, v := range views {
-		if c, ok := clean[v.group]; ok && v.label == 1 {
+		if v.label != 1 {
+			continue
+		}
+		for _, c := range clean[v.group] {
 			total++
 			switch {
 			case logits[i] > c:
