@@ -397,3 +397,17 @@ func restore(vars []*model.Variable, snap []*tensors.Tensor) error {
 	}
 	return nil
 }
+
+// Freeze marks variables as frozen: the training step computes no gradient for them,
+// the optimizer never updates them, and they do not count in the gradient norm. A
+// frozen variable keeps whatever value it was loaded with (e.g. a pretrained
+// encoder's weights). Call it before the first Step: executables already compiled
+// keep the variables they were built with.
+func Freeze(vars []*model.Variable) {
+	for _, v := range vars {
+		v.SetTrainable(false)
+	}
+}
+
+// Frozen reports whether a variable is frozen (see Freeze).
+func Frozen(v *model.Variable) bool { return !v.Trainable }
