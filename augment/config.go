@@ -38,6 +38,14 @@ type Config struct {
 	// EntityDeleteRatio is the share of non-root entities an entity-missing view
 	// deletes; paper: 0.08.
 	EntityDeleteRatio float64
+	// RootCentred draws the corruptions of a training view among the facts and
+	// entities within one hop of its root, where the random walks see every
+	// neighbour: farther out, clean walk samples are cut off just as corrupted ones
+	// are, and a corruption there is invisible. Default on; the paper corrupts
+	// anywhere in the subgraph. Measured on a graph with planted missingness
+	// (TestScorerLearnsPlantedMissingness): test ROC-AUC 0.52 anywhere, 0.61 root-centred,
+	// against 0.60 for an oracle that knows the planted rule.
+	RootCentred bool
 	// TrainRoots and EvalRoots are the roots sampled per epoch and the fixed validation
 	// roots; paper: 128 and 64. TestRoots is the number of test roots whose views are
 	// reported (not in the paper: 256).
@@ -95,7 +103,7 @@ func DefaultConfig() Config {
 		WalkLength: 3, WalksPerRoot: 20, WeightClip: 5,
 		FactWalkScale: 1, SynonymWalkScale: 0.5, MinNodes: 4, MinFactEdges: 1,
 		FactMaskRatio: 0.2, EntityDeleteRatio: 0.08, TrainRoots: 128, EvalRoots: 64, TestRoots: 256,
-		ValFraction: 0.15, TestFraction: 0.15,
+		ValFraction: 0.15, TestFraction: 0.15, RootCentred: true,
 		Epochs: 200, LearningRate: 2e-3, EvalEvery: 10, Patience: 50, MinDelta: 1e-4,
 		Hidden: 256, Dropout: 0.1,
 		RootFraction: 0.1, Threshold: 0.5, MaxJaccard: 0.5, Budget: 0.1,

@@ -1,6 +1,7 @@
 package augment
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -65,6 +66,16 @@ type TrainReport struct {
 	History       []EvalRow          `json:"history"`
 	Fingerprint   string             `json:"fingerprint"`
 	ChecksumError string             `json:"-"`
+
+	result *train.Result // the loop's result, for the curves
+}
+
+// trainLogs are where training reports: text lines (the CLI's stderr), the JSONL log
+// and per-epoch progress; any may be nil.
+type trainLogs struct {
+	text     io.Writer
+	jsonl    io.Writer
+	progress func(done, total int)
 }
 
 // EvalRow is one evaluation during training (on the validation split).
@@ -135,9 +146,29 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 	if err != nil {
 		return nil, TrainReport{}, err
 	}
-	tr, err := trainScorer(ctx, ix, g, cands, sc, opts.Config, opts.Log)
+	logs := trainLogs{text: opts.Log}
+	if opts.Progress != nil {
+		logs.progress = opts.Progress("train")
+	}
+	var jsonl bytes.Buffer
+	if opts.Checkpoint != "" {
+		logs.jsonl = &jsonl
+	}
+	tr, err := trainScorer(ctx, ix, g, cands, sc, opts.Config, logs)
 	if err != nil {
 		return nil, tr, err
+	}
+	if opts.Checkpoint != "" {
+		// The training log (one JSON line per epoch and evaluation) and the loss / ROC-AUC
+		// curves go beside the checkpoint.
+		if err := graphio.AtomicWrite(opts.Checkpoint+".log.jsonl", func(w io.Writer) error { _, err := w.Write(jsonl.Bytes()); return err }); err != nil {
+			return nil, tr, err
+		}
+		if tr.result != nil && len(tr.result.History) > 0 {
+			if err := train.WriteCurves(opts.Checkpoint+".png", "CrossAug missingness scorer", tr.result); err != nil {
+				return nil, tr, err
+			}
+		}
 	}
 	tr.Fingerprint = fp
 	if opts.Checkpoint != "" {
@@ -164,7 +195,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 // evaluation subgraphs overlap the training ones and also choose the epoch. Here the
 // walk graph is partitioned into train, validation and test regions (partition) and
 // each split samples only inside its region.
-func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, log io.Writer) (TrainReport, error) {
+func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
 	t0 := time.Now()
 	tr := TrainReport{}
 	part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729)
@@ -223,54 +254,51 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	compiledBefore := compiled()
 
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	best, bestEpoch, sinceBest := math.Inf(1), 0, 0
-	var lastLoss float64
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		if err := ctx.Err(); err != nil {
-			return tr, err
-		}
-		views := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, rng)
-		if len(views) == 0 {
-			return tr, fmt.Errorf("augment: epoch %d drew no training views", epoch)
-		}
-		tr.TrainViews = len(views)
-		gs, ls := graphsOf(ix, views)
-		loss, err := sc.TrainStep(gs, ls)
-		if err != nil {
-			return tr, fmt.Errorf("augment: train epoch %d: %w", epoch, err)
-		}
-		lastLoss = loss
-		tr.Epochs = epoch
-		if epoch%cfg.EvalEvery != 0 && epoch != cfg.Epochs {
-			continue
-		}
-		row, err := evaluate(sc, valGraphs, valLabels, valViews)
-		if err != nil {
-			return tr, err
-		}
-		row.Epoch, row.TrainLoss = epoch, lastLoss
-		tr.History = append(tr.History, row)
-		if log != nil {
-			fmt.Fprintf(log, "epoch %3d  loss %.4f  val BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
-				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
-		}
-		if row.EvalBCE < best-cfg.MinDelta {
-			best, bestEpoch, sinceBest = row.EvalBCE, epoch, 0
-			if err := sc.Snapshot(); err != nil {
-				return tr, err
+	loop := train.Loop{Steps: cfg.Epochs, EvalEvery: cfg.EvalEvery, Patience: (cfg.Patience + cfg.EvalEvery - 1) / cfg.EvalEvery,
+		MinDelta: cfg.MinDelta, Log: logs.jsonl, Progress: logs.progress}
+	res, err := loop.Run(ctx, train.Hooks{
+		Step: func(i int) (train.StepStats, error) {
+			views := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, rng)
+			if len(views) == 0 {
+				return train.StepStats{}, fmt.Errorf("augment: epoch %d drew no training views", i+1)
 			}
-		} else {
-			sinceBest += cfg.EvalEvery
-			if cfg.Patience > 0 && sinceBest >= cfg.Patience {
-				break
+			tr.TrainViews = len(views)
+			gs, ls := graphsOf(ix, views)
+			loss, err := sc.TrainStep(gs, ls)
+			if err != nil {
+				return train.StepStats{}, fmt.Errorf("augment: train epoch %d: %w", i+1, err)
 			}
+			tr.Epochs = i + 1
+			return train.StepStats{Step: i, Loss: loss, LR: cfg.LearningRate}, nil
+		},
+		Eval: func() (train.Metrics, error) {
+			row, err := evaluate(sc, valGraphs, valLabels, valViews)
+			if err != nil {
+				return train.Metrics{}, err
+			}
+			row.Epoch = tr.Epochs
+			if n := len(tr.History); n == 0 || tr.History[n-1].Epoch != row.Epoch {
+				tr.History = append(tr.History, row)
+			}
+			if logs.text != nil {
+				fmt.Fprintf(logs.text, "epoch %3d  val BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
+					row.Epoch, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
+			}
+			return train.Metrics{Loss: row.EvalBCE, Accuracy: row.Accuracy, AUC: row.AUC, N: len(valViews)}, nil
+		},
+		Snapshot: sc.Snapshot,
+		Restore:  sc.Restore,
+	})
+	if err != nil {
+		return tr, err
+	}
+	for i, h := range res.History {
+		if i < len(tr.History) {
+			tr.History[i].TrainLoss = h.TrainLoss
 		}
 	}
-	if bestEpoch > 0 {
-		if err := sc.Restore(); err != nil {
-			return tr, err
-		}
-	}
+	tr.result = res
+	bestEpoch := res.BestStep
 	row, err := evaluate(sc, valGraphs, valLabels, valViews)
 	if err != nil {
 		return tr, err
@@ -285,7 +313,7 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	tr.Compilations = compiled() - compiledBefore
-	if log != nil {
+	if log := logs.text; log != nil {
 		fmt.Fprintf(log, "best epoch %d: val BCE %.4f, ROC-AUC %.3f; test ROC-AUC %.3f, ranking %.3f, accuracy %.3f; %d executables compiled, %.1fs\n",
 			bestEpoch, tr.EvalBCE, tr.EvalAUC, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.Compilations, tr.Seconds)
 		fmt.Fprintf(log, "shortcut baselines (test ROC-AUC):")

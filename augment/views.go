@@ -122,15 +122,20 @@ func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *
 // clean ones, whose only difference is the missing fact.
 func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) *subgraph {
 	var facts [][2]int32
+	near := nearRoot(rec)
+	all := 0
 	for _, e := range rec.edges {
 		if e.rel == relFact {
-			facts = append(facts, pairKey(rec.nodes[e.u], rec.nodes[e.v]))
+			all++
+			if !cfg.RootCentred || near[e.u] || near[e.v] {
+				facts = append(facts, pairKey(rec.nodes[e.u], rec.nodes[e.v]))
+			}
 		}
 	}
-	if len(facts) <= cfg.MinFactEdges {
+	if all <= cfg.MinFactEdges || len(facts) == 0 {
 		return nil
 	}
-	k := min(len(facts)-cfg.MinFactEdges, max(1, int(math.Round(float64(len(facts))*cfg.FactMaskRatio))))
+	k := min(len(facts), all-cfg.MinFactEdges, max(1, int(math.Round(float64(all)*cfg.FactMaskRatio))))
 	rng.Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
 	mask := &walkMask{dropPairs: map[[2]int32]bool{}}
 	for _, p := range facts[:k] {
@@ -169,8 +174,9 @@ func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *s
 		}
 	}
 	var cands []int32
+	near := nearRoot(rec)
 	for i, n := range rec.nodes {
-		if n != rec.root && hasFact[int32(i)] {
+		if n != rec.root && hasFact[int32(i)] && (!cfg.RootCentred || near[int32(i)]) {
 			cands = append(cands, n)
 		}
 	}
@@ -195,6 +201,21 @@ func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *s
 		}
 	}
 	return nil
+}
+
+// nearRoot returns the local indices of the root and its neighbours in s.
+func nearRoot(s *subgraph) map[int32]bool {
+	r, _ := slices.BinarySearch(s.nodes, s.root)
+	out := map[int32]bool{int32(r): true}
+	for _, e := range s.edges {
+		if e.u == int32(r) {
+			out[e.v] = true
+		}
+		if e.v == int32(r) {
+			out[e.u] = true
+		}
+	}
+	return out
 }
 
 // cleanPerGroup is how many clean views a training group draws, so that the balancing
@@ -438,8 +459,11 @@ func (g *minerGraph) rootsIn(cands []int32) []int32 {
 func toGraph(ix *graphio.Index, s *subgraph) *kernels.Graph {
 	emb := ix.Embeddings[graphio.KindEntity]
 	g := &kernels.Graph{NumNodes: len(s.nodes), NodeType: make([]int32, len(s.nodes)), X: make([]float32, 0, len(s.nodes)*emb.Dim)}
-	for _, n := range s.nodes {
+	for i, n := range s.nodes {
 		g.X = append(g.X, emb.Row(int(n))...)
+		if n == s.root {
+			g.NodeType[i] = nodeTypeRoot
+		}
 	}
 	for _, e := range s.edges {
 		g.Src = append(g.Src, e.u, e.v)
@@ -490,3 +514,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Node types of the scorer's input, as the reference's vocabulary (entity 0, chunk 1,
+// other 2): the root of a subgraph is marked "other" so that the scorer knows where
+// its walks started (not in the paper, whose subgraphs carry entity types only).
+const (
+	nodeTypeRoot = 2
+	numNodeTypes = 3
+)

@@ -148,6 +148,7 @@ rerun does not repeat paid calls.`,
 	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "least missingness score θ")
 	f.Float64Var(&cfg.MaxJaccard, "max-jaccard", cfg.MaxJaccard, "skip subgraphs overlapping a selected one by more than this node-Jaccard")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
+	f.BoolVar(&cfg.RootCentred, "root-centred", cfg.RootCentred, "corrupt training views within one hop of their root (false: anywhere, as the paper)")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	lf.register(cmd)
 	return cmd
