@@ -197,7 +197,7 @@ func TestFrozenParametersUnchanged(t *testing.T) {
 	}
 	require.NotEmpty(t, frozen)
 	require.NotEmpty(t, free)
-	train.Freeze(frozen)
+	train.Freeze(m.Store(), frozen)
 	before := func(vs []*model.Variable) [][]float32 {
 		var out [][]float32
 		for _, v := range vs {

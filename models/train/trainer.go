@@ -25,6 +25,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/models"
 )
 
 // Model is a graph classifier: one logit per graph slot of a batch.
@@ -584,22 +585,23 @@ func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, err
 	})
 }
 
-// trainable returns the task's variables that are not frozen.
+// trainable returns the task's variables that are not frozen (weights and state such
+// as batch-norm statistics).
 func (t *Trainer) trainable() []*model.Variable {
 	var out []*model.Variable
 	for _, v := range t.task.Variables() {
-		if v.Trainable {
+		if !models.IsFrozen(t.task.Store(), v) {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// Snapshot copies the current values of the trainable variables (for best-weights
+// Snapshot copies the current values of the variables that are not frozen (for best-weights
 // restore in a caller's Loop hooks).
 func (t *Trainer) Snapshot() ([]*tensors.Tensor, error) { return snapshot(t.trainable()) }
 
-// Restore sets the trainable variables to a Snapshot.
+// Restore sets the variables that are not frozen to a Snapshot.
 func (t *Trainer) Restore(snap []*tensors.Tensor) error { return restore(t.trainable(), snap) }
 
 // snapshot copies the variables' current values.
@@ -631,16 +633,13 @@ func restore(vars []*model.Variable, snap []*tensors.Tensor) error {
 	return nil
 }
 
-// Freeze marks variables as frozen: the training step computes no gradient for them,
-// the optimizer never updates them, and they do not count in the gradient norm. A
-// frozen variable keeps whatever value it was loaded with (e.g. a pretrained
-// encoder's weights). Call it before the first Step: executables already compiled
-// keep the variables they were built with.
-func Freeze(vars []*model.Variable) {
-	for _, v := range vars {
-		v.SetTrainable(false)
-	}
-}
+// Freeze marks variables of store as frozen (models.Freeze): the training step
+// computes no gradient for them, the optimizer never updates them, they do not count
+// in the gradient norm, and checkpoints do not save them again. A frozen variable
+// keeps whatever value it was loaded with (e.g. a pretrained encoder's weights). Call
+// it before the first Step: executables already compiled keep the variables they were
+// built with.
+func Freeze(store *model.Store, vars []*model.Variable) { models.Freeze(store, vars) }
 
 // Frozen reports whether a variable is frozen (see Freeze).
 func Frozen(v *model.Variable) bool { return !v.Trainable }
