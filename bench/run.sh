@@ -7,7 +7,9 @@
 #      (2Wiki corpus, 6,119 passages; skipped without ../shared)
 #   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
-#   4. CrossAug: sampling + training + scoring time against the whole augment run
+#   4. CrossAug: sampling + training + scoring time against the whole augment run;
+#      the scorer's test-split ROC-AUC next to shortcut baselines
+#   5. CrossAug planted missingness: GNN vs random selector, deleted facts recovered
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -33,5 +35,8 @@ run "$root/bench/rgcn.sh" --out "$out/rgcn"
 
 section "4. CrossAug stage times (issue 7)"
 run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
+
+section "5. CrossAug planted missingness, GNN vs random selector (issue 11)"
+run "$root/bench/planted.sh" "$bin" "$corpora" "$out/planted"
 
 exit $status

@@ -22,6 +22,7 @@ func newAugmentCmd() *cobra.Command {
 	var lf llmFlags
 	var path, out, completer, selector, rollback, gold string
 	var plan, asJSON, noCheckpoint bool
+	var planted int
 	cmd := &cobra.Command{
 		Use:   "augment --index INDEX [--completer llm|extractive] [--plan] [--rollback RUN]",
 		Short: "CrossAug: add GNN-selected, evidence-cited cross-chunk facts to an index",
@@ -103,6 +104,9 @@ rerun does not repeat paid calls.`,
 			if !noCheckpoint {
 				opts.Checkpoint = path + ".scorer"
 			}
+			if planted > 0 {
+				return runPlanted(cmd, ix, opts, planted, asJSON)
+			}
 			run := augment.NewRunID()
 			rep, err := augment.Run(cmd.Context(), ix, run, opts)
 			defer lf.report(cmd.ErrOrStderr())
@@ -142,6 +146,7 @@ rerun does not repeat paid calls.`,
 	f.StringVar(&rollback, "rollback", "", "remove the records of this run id and exit")
 	f.StringVar(&gold, "gold-facts", "", "facts.json of cross-chunk facts: count how many the run recovered")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn and random selectors (3 seeds) and count what each recovers; the index is not changed")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: 0.1 × entities)")
