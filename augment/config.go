@@ -61,8 +61,9 @@ type Config struct {
 	LearningRate float64
 	// EvalEvery is the evaluation interval in epochs; paper: 10.
 	EvalEvery int
-	// Patience is the early-stopping patience in epochs on evaluation BCE, with
-	// MinDelta the least improvement; paper: 50 and 1e-4. Best weights are restored.
+	// Patience is the early-stopping patience in epochs, with MinDelta the least
+	// improvement; paper: 50 and 1e-4 on the evaluation BCE, here on the validation
+	// ROC-AUC (see trainScorer). Best weights are restored.
 	Patience int
 	MinDelta float64
 	// Hidden is the scorer's width; paper: 256.

@@ -17,8 +17,9 @@ import (
 
 // plantedIndex builds a graph whose missingness is visible in the entities, not in
 // the shape of the subgraphs: a backbone of B entities (a ring with chords), and A
-// entities each hanging off one B entity and always holding one fact to its own C
-// entity (supported three times, so walks that reach an A usually step on to its C).
+// entities each hanging off one B entity; every A and B entity always holds one fact
+// to its own C entity (supported three times, so walks that reach it usually step on
+// to its C).
 // Entity features are the type (A, B, C) plus noise. A view where an A entity lacks
 // its C fact — masked, or C deleted — is incomplete; a scorer can tell only by
 // looking at which types meet.
@@ -43,6 +44,7 @@ func plantedIndex(seed int64, nA, nB int) *graphio.Index {
 	bs := make([]int32, nB)
 	for i := range bs {
 		bs[i] = add(fmt.Sprintf("b%d", i), 1)
+		fact(bs[i], add(fmt.Sprintf("c-of-b%d", i), 2), 3)
 	}
 	for i := range bs {
 		fact(bs[i], bs[(i+1)%nB], 1)
@@ -78,6 +80,9 @@ func TestScorerLearnsPlantedMissingness(t *testing.T) {
 	g := newMinerGraph(ix, cfg)
 	tr, err := trainScorer(context.Background(), ix, g, g.rootCandidates(), sc, cfg, trainLogs{})
 	require.NoError(t, err)
+	for _, h := range tr.History {
+		t.Logf("epoch %d train %.4f val %.4f auc %.3f", h.Epoch, h.TrainLoss, h.EvalBCE, h.AUC)
+	}
 	t.Logf("epochs %d (best %d), test AUC %.3f ranking %.3f, baselines %v, %d compilations, %.1fs",
 		tr.Epochs, tr.BestEpoch, tr.TestAUC, tr.TestRanking, tr.Baselines, tr.Compilations, tr.Seconds)
 	for _, k := range []string{"node_count", "edge_count", "components"} {
@@ -105,8 +110,8 @@ func TestScorerLearnsPlantedMissingness(t *testing.T) {
 }
 
 // plantedOracleAUC is the ROC-AUC of a classifier that knows the planted rule: it
-// counts A entities next to the root whose C fact is missing from the view (farther
-// out, clean walk samples are cut off too).
+// counts A and B entities next to the root whose C fact is missing from the view
+// (farther out, clean walk samples are cut off too).
 func plantedOracleAUC(ix *graphio.Index, g *minerGraph, cfg Config) float64 {
 	views := g.sampleGroups(g.rootCandidates(), 400, cfg, rand.New(rand.NewSource(1)))
 	typ := func(n int32) byte { return ix.Entities[n].Name[0] }
@@ -117,10 +122,10 @@ func plantedOracleAUC(ix *graphio.Index, g *minerGraph, cfg Config) float64 {
 		near := map[int32]bool{v.sg.root: true}
 		for _, e := range v.sg.edges {
 			u, w := v.sg.nodes[e.u], v.sg.nodes[e.v]
-			if typ(u) == 'a' && typ(w) == 'c' {
+			if typ(u) != 'c' && typ(w) == 'c' {
 				hasC[u] = true
 			}
-			if typ(w) == 'a' && typ(u) == 'c' {
+			if typ(w) != 'c' && typ(u) == 'c' {
 				hasC[w] = true
 			}
 			if u == v.sg.root {
@@ -132,7 +137,7 @@ func plantedOracleAUC(ix *graphio.Index, g *minerGraph, cfg Config) float64 {
 		}
 		bad := 0.0
 		for _, n := range v.sg.nodes {
-			if typ(n) == 'a' && !hasC[n] && near[n] {
+			if typ(n) != 'c' && !hasC[n] && near[n] {
 				bad++
 			}
 		}

@@ -352,9 +352,9 @@ const (
 
 // partition assigns every entity of the walk graph to the train, validation or test
 // split so that no sampled subgraph crosses splits: regions grown breadth-first from
-// shuffled seeds up to regionSize entities (max(16, entities/40)) are dealt to the test
-// split until it holds testFrac of the entities, then to validation until valFrac, the
-// rest (and every fragment under half a region) to training.
+// shuffled seeds up to regionSize entities (max(16, entities/40)) are dealt, in random
+// order, each to the split furthest below its share (testFrac, valFrac, the rest for
+// training); fragments under half a region go to training.
 // Subgraphs of a split are then sampled on the walk graph restricted to it
 // (restrict), so the test subgraphs share no entity with training subgraphs.
 func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
@@ -398,22 +398,31 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 		}
 		sizes = append(sizes, claimed)
 	}
+	// Whole regions go, in random order, to the split furthest below its share;
+	// fragments (under half a region) to training.
 	order := rng.Perm(len(sizes))
 	split := make([]int8, len(sizes))
 	total := float64(len(active))
-	var test, val int
+	target := [3]float64{(1 - valFrac - testFrac) * total, valFrac * total, testFrac * total}
+	var have [3]float64
 	for _, r := range order {
-		whole := sizes[r] >= regionSize/2 // fragments left between regions go to training
-		switch {
-		case whole && float64(test) < testFrac*total:
-			split[r] = splitTest
-			test += sizes[r]
-		case whole && float64(val) < valFrac*total:
-			split[r] = splitVal
-			val += sizes[r]
-		default:
+		if sizes[r] < regionSize/2 {
 			split[r] = splitTrain
+			have[splitTrain] += float64(sizes[r])
 		}
+	}
+	for _, r := range order {
+		if sizes[r] < regionSize/2 {
+			continue
+		}
+		best := splitTest
+		for _, sp := range []int{splitVal, splitTrain} {
+			if target[sp]-have[sp] > target[best]-have[best] {
+				best = sp
+			}
+		}
+		split[r] = int8(best)
+		have[best] += float64(sizes[r])
 	}
 	part := make([]int8, n)
 	for u := range part {
