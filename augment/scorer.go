@@ -109,6 +109,8 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TR, ER    int
 		VF, TF    float64
 		TE        int
+		RC        bool
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch)
 		E         int
 		LR        float64
 		EE, P     int
@@ -118,7 +120,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		S         int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 2, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, each printing its figures against a reference run in the
-# same invocation. Long: budget 10–20 minutes on 2 cores.
+# same invocation. Long: budget 40–60 minutes on 2 cores (the planted-missingness runs on
+# the 2Wiki corpus train three scorers and complete thousands of subgraphs).
 #   bench/run.sh BIN CORPORA OUTDIR
 #
 #   1. ingestion and offline indexing throughput, peak memory, index size vs LightRAG JSON
