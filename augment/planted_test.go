@@ -2,6 +2,10 @@ package augment
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,4 +80,43 @@ func TestPlanted(t *testing.T) {
 	for _, r := range none {
 		assert.Zero(t, r.Recovered)
 	}
+}
+
+// TestTrainingLogBesideCheckpoint: a trained scorer leaves its JSONL training log (one
+// line per epoch and per validation) and its loss / ROC-AUC curves beside the
+// checkpoint, and a second run reuses the checkpoint.
+func TestTrainingLogBesideCheckpoint(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(nil)
+	opts.Plan = true
+	opts.Checkpoint = filepath.Join(t.TempDir(), "ix.gl.scorer")
+	opts.LoadScorer = func(string) (Scorer, error) { return &fakeScorer{}, nil }
+	rep, err := Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	require.False(t, rep.Training.Reused)
+	data, err := os.ReadFile(opts.Checkpoint + ".log.jsonl")
+	require.NoError(t, err)
+	var steps, evals int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Step int              `json:"step"`
+			Loss *float64         `json:"loss"`
+			Eval *json.RawMessage `json:"eval"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		if r.Eval != nil {
+			evals++
+		} else {
+			steps++
+		}
+	}
+	assert.Equal(t, rep.Training.Epochs, steps)
+	assert.Equal(t, len(rep.Training.History), evals)
+	png, err := os.ReadFile(opts.Checkpoint + ".png")
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(png[:4]))
+
+	rep, err = Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	assert.True(t, rep.Training.Reused)
 }
