@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,29 +68,101 @@ func chainIndexTitled(t *testing.T, title string) *graphio.Index {
 	return ix
 }
 
-func TestCorruptionCounts(t *testing.T) {
+// TestCorruptedViews checks both corruption types of the reference on walk samples:
+// a relation-missing view holds both ends of a masked fact but not the fact, an
+// entity-missing view none of the deleted entities and a fact neighbour of one; both
+// are connected; balanced epochs have the same shape distribution in both classes.
+func TestCorruptedViews(t *testing.T) {
+	ix := chainIndex(t)
 	cfg := DefaultConfig()
+	g := newMinerGraph(ix, cfg)
+	cands := g.rootCandidates()
 	rng := rand.New(rand.NewSource(1))
-	// 12 nodes, 10 fact edges, 2 synonym edges.
-	s := &subgraph{root: 0, nodes: make([]int32, 12)}
-	for i := range s.nodes {
-		s.nodes[i] = int32(i)
+	var rel, ent int
+	for _, root := range cands {
+		rec := g.sample(root, cfg.WalksPerRoot, cfg, rng)
+		if rec == nil {
+			continue
+		}
+		if m := g.relationMissing(rec, cfg, rng); m != nil {
+			rel++
+			assert.Equal(t, 1, components(m), "relation-missing views are connected")
+			has := map[[2]int32]bool{}
+			for _, e := range m.edges {
+				if e.rel == relFact {
+					has[pairKey(m.nodes[e.u], m.nodes[e.v])] = true
+				}
+			}
+			missing := 0
+			for i, u := range m.nodes {
+				for _, nb := range g.adj[u] {
+					j, ok := slices.BinarySearch(m.nodes, nb.to)
+					if nb.rel == relFact && (!ok || !has[pairKey(u, nb.to)]) {
+						missing++
+					}
+					_ = i
+					_ = j
+				}
+			}
+			assert.Positive(t, missing, "a fact of one of the view's entities is missing")
+		}
+		if d := g.entityMissing(rec, cfg, rng); d != nil {
+			ent++
+			assert.Equal(t, 1, components(d), "entity-missing views are connected")
+			in := map[int32]bool{}
+			for _, n := range d.nodes {
+				in[n] = true
+			}
+			assert.True(t, in[root])
+		}
 	}
-	for i := int32(0); i < 10; i++ {
-		s.edges = append(s.edges, sedge{i, i + 1, relFact})
+	assert.Positive(t, rel)
+	assert.Positive(t, ent)
+
+	views := g.sampleGroups(cands, 200, cfg, rng)
+	require.NotEmpty(t, views)
+	count := map[shapeKey][2]int{}
+	kinds := map[string]int{}
+	for _, v := range views {
+		c := count[keyOf(v.sg)]
+		c[int(v.label)]++
+		count[keyOf(v.sg)] = c
+		kinds[v.kind]++
 	}
-	s.edges = append(s.edges, sedge{0, 11, relSynonym}, sedge{3, 11, relSynonym})
-	m := maskFacts(s, cfg, rng)
-	require.NotNil(t, m)
-	assert.Equal(t, 8, m.factEdges(), "round(10 × 0.2) = 2 fact edges masked")
-	assert.Equal(t, 12, len(m.nodes), "masking keeps nodes")
-	d := deleteEntities(s, cfg, rng)
-	require.NotNil(t, d)
-	assert.Equal(t, 11, len(d.nodes), "max(1, round(12 × 0.08)) = 1 entity deleted")
-	assert.Contains(t, d.nodes, int32(0), "the root is never deleted")
-	one := &subgraph{nodes: []int32{0, 1}, edges: []sedge{{0, 1, relFact}}}
-	assert.Nil(t, maskFacts(one, cfg, rng), "the last fact edge is kept")
-	assert.Nil(t, deleteEntities(one, cfg, rng), "deleting would leave no fact edge")
+	for k, c := range count {
+		assert.Equal(t, c[0], c[1], "shape %+v: as many clean as corrupted views", k)
+	}
+	assert.Positive(t, kinds[kindRelation])
+	assert.Positive(t, kinds[kindEntity])
+	assert.Equal(t, kinds[kindClean], kinds[kindRelation]+kinds[kindEntity])
+}
+
+// TestPartition checks that the split regions cover the walk graph in the requested
+// shares and that restricted graphs never leave their split.
+func TestPartition(t *testing.T) {
+	ix := chainIndex(t)
+	g := newMinerGraph(ix, DefaultConfig())
+	part := g.partition(0.15, 0.15, 7)
+	var sizes [3]int
+	active := 0
+	for u := range g.adj {
+		if len(g.adj[u]) > 0 {
+			active++
+			sizes[part[u]]++
+		}
+	}
+	assert.GreaterOrEqual(t, float64(sizes[splitTest]), 0.15*float64(active))
+	assert.GreaterOrEqual(t, float64(sizes[splitVal]), 0.15*float64(active))
+	assert.Greater(t, sizes[splitTrain], sizes[splitTest])
+	for split := int8(0); split < 3; split++ {
+		r := g.restrict(part, split)
+		for u, ns := range r.adj {
+			for _, nb := range ns {
+				assert.Equal(t, split, part[u])
+				assert.Equal(t, split, part[nb.to])
+			}
+		}
+	}
 }
 
 func TestGraphHelpers(t *testing.T) {

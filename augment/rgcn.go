@@ -63,7 +63,7 @@ func newRGCNScorer(eng *engine.Engine, m *models.RGCNClassifier, cfg Config) (*R
 	if err != nil {
 		return nil, err
 	}
-	spec := kernels.Spec{FeatDim: m.Config().InputDim, NumRelations: walkRelations, NumNodeTypes: 1}
+	spec := kernels.Spec{FeatDim: m.Config().InputDim, NumRelations: walkRelations, NumNodeTypes: numNodeTypes}
 	if err := m.CheckBatch(spec); err != nil {
 		return nil, fmt.Errorf("augment: scorer: %w", err)
 	}

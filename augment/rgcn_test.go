@@ -63,6 +63,7 @@ func TestRGCNScorerMatchesReferenceLayout(t *testing.T) {
 	const dim = 12
 	cfg := DefaultConfig()
 	cfg.Hidden, cfg.Dropout = 16, 0
+	cfg.WalksPerRoot = 30 // subgraphs up to 91 nodes: 128-row tiles too
 	rng := rand.New(rand.NewPCG(3, 4))
 
 	for _, tc := range []struct {
@@ -141,6 +142,7 @@ func TestRGCNScorerMatchesReferenceLayout(t *testing.T) {
 func TestBatchShapes(t *testing.T) {
 	const dim = 4
 	cfg := DefaultConfig()
+	cfg.WalksPerRoot = 30
 	s, err := newBatchShapes(kernels.Spec{FeatDim: dim, NumRelations: walkRelations, NumNodeTypes: 1}, cfg)
 	require.NoError(t, err)
 	require.Len(t, s.tiers, 2, "the largest subgraph (1 + 30 walks × 3 hops = 91 nodes) needs 128-row tiles")
@@ -155,10 +157,11 @@ func TestBatchShapes(t *testing.T) {
 	_, err = s.batch(walkGraphs(rng, dim, 1, 129, 129))
 	assert.ErrorContains(t, err, "exceeds the largest tile")
 
-	// The worst training batch (three views of the largest size per root) fits the ladder.
-	b, err = s.batch(walkGraphs(rng, dim, 3*cfg.TrainRoots, 91, 91))
+	// The worst training batch (every view of every root at the largest size) fits the ladder.
+	worst := (cleanPerGroup + 2) * cfg.TrainRoots
+	b, err = s.batch(walkGraphs(rng, dim, worst, 91, 91))
 	require.NoError(t, err)
-	assert.Equal(t, 3*cfg.TrainRoots*128, b.Bucket.Nodes)
+	assert.Equal(t, worst*128, b.Bucket.Nodes)
 
 	// Batches like the fitted samples land in fitted shapes with little padding.
 	var samples [][]*kernels.Graph

@@ -1,6 +1,7 @@
 package augment
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +11,6 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -33,31 +33,56 @@ type Scorer interface {
 	Save(path string) error
 }
 
-// TrainReport summarises the scorer's training.
+// TrainReport summarises the scorer's training. Entities are split into train,
+// validation and test regions (partition) and each split's views are sampled inside
+// its region only: the validation views alone choose the epoch, the test views are
+// reported.
 type TrainReport struct {
-	Reused        bool      `json:"reused_checkpoint"`
-	Epochs        int       `json:"epochs"`
-	BestEpoch     int       `json:"best_epoch"`
-	TrainViews    int       `json:"train_views_per_epoch"`
-	EvalViews     int       `json:"eval_views"`
-	EvalBCE       float64   `json:"eval_bce"`
-	EvalAccuracy  float64   `json:"eval_accuracy"`
-	EvalAUC       float64   `json:"eval_roc_auc"`
-	RankingAcc    float64   `json:"eval_ranking_accuracy"` // corrupted view scored above the clean view of its root
-	SizeBaseline  float64   `json:"size_baseline_roc_auc"` // node-count-only classifier on the same views
-	SizeMatched   bool      `json:"size_matched"`
-	Seconds       float64   `json:"seconds"`
-	Compilations  int64     `json:"compilations"` // executables the scorer compiled while training
-	History       []EvalRow `json:"history"`
-	Fingerprint   string    `json:"fingerprint"`
-	ChecksumError string    `json:"-"`
+	Reused     bool    `json:"reused_checkpoint"`
+	Epochs     int     `json:"epochs"`
+	BestEpoch  int     `json:"best_epoch"`
+	SplitRoots [3]int  `json:"split_roots"` // root candidates in train, validation, test
+	SplitNodes [3]int  `json:"split_nodes"` // walk-graph entities in train, validation, test
+	TrainViews int     `json:"train_views_per_epoch"`
+	EvalViews  int     `json:"val_views"`
+	TestViews  int     `json:"test_views"`
+	KeptViews  float64 `json:"balanced_share"` // share of drawn training views kept by shape balancing
+	// Validation metrics at the best epoch.
+	EvalBCE      float64 `json:"val_bce"`
+	EvalAccuracy float64 `json:"val_accuracy"`
+	EvalAUC      float64 `json:"val_roc_auc"`
+	RankingAcc   float64 `json:"val_ranking_accuracy"` // corrupted view scored above a clean view of its root
+	// Test metrics of the restored weights.
+	TestBCE      float64 `json:"test_bce"`
+	TestAccuracy float64 `json:"test_accuracy"`
+	TestAUC      float64 `json:"test_roc_auc"`
+	TestRanking  float64 `json:"test_ranking_accuracy"`
+	// Baselines is the test ROC-AUC of shortcut classifiers that see only a view's
+	// structure (shortcutBaselines); BestBaseline the highest of them.
+	Baselines     map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
+	BestBaseline  float64            `json:"best_shortcut_baseline"`
+	Seconds       float64            `json:"seconds"`
+	Compilations  int64              `json:"compilations"` // executables the scorer compiled while training
+	History       []EvalRow          `json:"history"`
+	Fingerprint   string             `json:"fingerprint"`
+	ChecksumError string             `json:"-"`
+
+	result *train.Result // the loop's result, for the curves
 }
 
-// EvalRow is one evaluation during training.
+// trainLogs are where training reports: text lines (the CLI's stderr), the JSONL log
+// and per-epoch progress; any may be nil.
+type trainLogs struct {
+	text     io.Writer
+	jsonl    io.Writer
+	progress func(done, total int)
+}
+
+// EvalRow is one evaluation during training (on the validation split).
 type EvalRow struct {
 	Epoch     int     `json:"epoch"`
 	TrainLoss float64 `json:"train_loss"`
-	EvalBCE   float64 `json:"eval_bce"`
+	EvalBCE   float64 `json:"val_bce"`
 	Accuracy  float64 `json:"accuracy"`
 	AUC       float64 `json:"roc_auc"`
 	Ranking   float64 `json:"ranking_accuracy"`
@@ -77,12 +102,15 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		fmt.Fprintf(h, "%d-%d;", s.A, s.B)
 	}
 	t := struct {
-		W, WR, CW int
+		W, WR     int
 		C, AF, AS float64
 		MN, MF    int
 		FM, ED    float64
 		TR, ER    int
-		SM        bool
+		VF, TF    float64
+		TE        int
+		RC        bool
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch)
 		E         int
 		LR        float64
 		EE, P     int
@@ -90,9 +118,9 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		H         int
 		D         float64
 		S         int64
-	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.CleanWalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
+	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.SizeMatched, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 2, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -120,9 +148,29 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 	if err != nil {
 		return nil, TrainReport{}, err
 	}
-	tr, err := trainScorer(ctx, ix, g, cands, sc, opts.Config, opts.Log)
+	logs := trainLogs{text: opts.Log}
+	if opts.Progress != nil {
+		logs.progress = opts.Progress("train")
+	}
+	var jsonl bytes.Buffer
+	if opts.Checkpoint != "" {
+		logs.jsonl = &jsonl
+	}
+	tr, err := trainScorer(ctx, ix, g, cands, sc, opts.Config, logs)
 	if err != nil {
 		return nil, tr, err
+	}
+	if opts.Checkpoint != "" {
+		// The training log (one JSON line per epoch and evaluation) and the loss / ROC-AUC
+		// curves go beside the checkpoint.
+		if err := graphio.AtomicWrite(opts.Checkpoint+".log.jsonl", func(w io.Writer) error { _, err := w.Write(jsonl.Bytes()); return err }); err != nil {
+			return nil, tr, err
+		}
+		if tr.result != nil && len(tr.result.History) > 0 {
+			if err := train.WriteCurves(opts.Checkpoint+".png", "CrossAug missingness scorer", tr.result); err != nil {
+				return nil, tr, err
+			}
+		}
 	}
 	tr.Fingerprint = fp
 	if opts.Checkpoint != "" {
@@ -138,36 +186,86 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 }
 
 // trainScorer is CrossAug's self-supervised training (anchors §D.1, §D.4): every epoch
-// draws fresh training roots, builds one clean and up to two corrupted views per root
-// and takes one full-batch optimizer step; every EvalEvery epochs it scores a fixed set
-// of evaluation views; training stops early after Patience epochs without a MinDelta
-// improvement of the evaluation BCE, and the best weights are restored. A scorer that
-// pads batches to fixed shapes is first sized to sampled epochs (prepareShapes); that
-// draws from its own random source and changes no batch.
+// draws fresh training roots, builds clean and corrupted views per root, balances
+// their shapes (balanceViews) and takes one full-batch optimizer step; every EvalEvery
+// epochs it scores a fixed set of validation views; training stops early after
+// Patience epochs without a MinDelta improvement of the validation ROC-AUC, and the
+// best weights are restored. The test views are scored once, at the end, next to shortcut
+// baselines that see only the views' structure.
 //
-// Deviation: evaluation roots are excluded from training roots (the reference draws
-// both from all candidates), so the reported metrics are on held-out roots.
-func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, log io.Writer) (TrainReport, error) {
+// Deviation: the reference stops on the evaluation BCE. On a validation split that
+// shares no entity with training, the BCE rises from the first epochs (the scorer
+// grows confident on entities it has seen) while the ranking of unseen subgraphs still
+// improves — on the planted-missingness graph the BCE-chosen epoch 10 ranks at chance,
+// the AUC-chosen one near the planted-rule oracle — and selection ranks subgraphs by
+// score, so the ROC-AUC chooses the epoch.
+//
+// Deviation: the reference draws evaluation roots from all candidates, so its
+// evaluation subgraphs overlap the training ones and also choose the epoch. Here the
+// walk graph is partitioned into train, validation and test regions (partition) and
+// each split samples only inside its region.
+func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
 	t0 := time.Now()
-	tr := TrainReport{SizeMatched: cfg.SizeMatched}
-	evalRng := rand.New(rand.NewSource(cfg.Seed + 104729))
-	order := slices.Clone(cands)
-	evalRng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	nEval := min(cfg.EvalRoots, max(1, len(order)/4))
-	evalRoots, trainRoots := order[:nEval], order[nEval:]
-	if len(trainRoots) == 0 {
-		trainRoots = evalRoots
+	tr := TrainReport{}
+	// Partition; on a small graph a partition may leave a split without views: try
+	// a few partition seeds.
+	var graphs [3]*minerGraph
+	var roots [3][]int32
+	var valViews, testViews []view
+	for attempt := range partitionAttempts {
+		part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729+int64(attempt))
+		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
+		for split := range 3 {
+			graphs[split] = g.restrict(part, int8(split))
+			var in []int32
+			for _, c := range cands {
+				if part[c] == int8(split) {
+					in = append(in, c)
+				}
+			}
+			roots[split] = graphs[split].rootsIn(in)
+			tr.SplitRoots[split] = len(roots[split])
+			for u := range graphs[split].adj {
+				if len(graphs[split].adj[u]) > 0 {
+					tr.SplitNodes[split]++
+				}
+			}
+		}
+		valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(cfg.Seed+15485863)))
+		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, cfg, rand.New(rand.NewSource(cfg.Seed)))
+		if len(valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
+			break
+		}
 	}
-	evalViews := g.sampleGroups(evalRoots, len(evalRoots), cfg, evalRng)
-	if len(evalViews) == 0 {
-		return tr, fmt.Errorf("augment: no training views: subgraphs need ≥ %d nodes and ≥ %d fact edges; the graph is too sparse", cfg.MinNodes, cfg.MinFactEdges)
+	tooSparse := fmt.Errorf("augment: too few training views: subgraphs need ≥ %d nodes and ≥ %d fact edges in each of the train, validation and test regions (roots %v); the graph is too small or sparse", cfg.MinNodes, cfg.MinFactEdges, tr.SplitRoots)
+	if len(valViews) == 0 || len(testViews) == 0 {
+		return tr, tooSparse
 	}
-	tr.EvalViews = len(evalViews)
-	tr.SizeBaseline = sizeBaselineAUC(evalViews)
-	evalGraphs, evalLabels := graphsOf(ix, evalViews)
-	if err := prepareShapes(sc, g, trainRoots, evalViews, cfg); err != nil {
+	tr.EvalViews, tr.TestViews = len(valViews), len(testViews)
+	gTrain := graphs[splitTrain]
+
+	// Sized epochs: fit the scorer's padded shapes, and the shortcut baselines.
+	sizeRng := rand.New(rand.NewSource(cfg.Seed + 7919))
+	var sizing [][]view
+	var baseTrain []view
+	for range sizingEpochs {
+		if vs := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, sizeRng); len(vs) > 0 {
+			sizing = append(sizing, vs)
+			baseTrain = append(baseTrain, vs...)
+		}
+	}
+	if len(sizing) == 0 {
+		return tr, tooSparse
+	}
+	tr.Baselines = shortcutBaselines(baseTrain, valViews, testViews)
+	for _, v := range tr.Baselines {
+		tr.BestBaseline = max(tr.BestBaseline, v)
+	}
+	if err := prepareShapes(sc, sizing, [][]view{valViews, testViews}); err != nil {
 		return tr, err
 	}
+	valGraphs, valLabels := graphsOf(ix, valViews)
 	compiled := func() int64 { return 0 }
 	if c, ok := sc.(compileCounter); ok {
 		compiled = c.Compilations
@@ -175,91 +273,106 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	compiledBefore := compiled()
 
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	best, bestEpoch, sinceBest := math.Inf(1), 0, 0
-	var lastLoss float64
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		if err := ctx.Err(); err != nil {
-			return tr, err
-		}
-		views := g.sampleGroups(trainRoots, cfg.TrainRoots, cfg, rng)
-		if len(views) == 0 {
-			return tr, fmt.Errorf("augment: epoch %d drew no training views", epoch)
-		}
-		tr.TrainViews = len(views)
-		gs, ls := graphsOf(ix, views)
-		loss, err := sc.TrainStep(gs, ls)
-		if err != nil {
-			return tr, fmt.Errorf("augment: train epoch %d: %w", epoch, err)
-		}
-		lastLoss = loss
-		tr.Epochs = epoch
-		if epoch%cfg.EvalEvery != 0 && epoch != cfg.Epochs {
-			continue
-		}
-		row, err := evaluate(sc, evalGraphs, evalLabels, evalViews)
-		if err != nil {
-			return tr, err
-		}
-		row.Epoch, row.TrainLoss = epoch, lastLoss
-		tr.History = append(tr.History, row)
-		if log != nil {
-			fmt.Fprintf(log, "epoch %3d  loss %.4f  eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
-				epoch, row.TrainLoss, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
-		}
-		if row.EvalBCE < best-cfg.MinDelta {
-			best, bestEpoch, sinceBest = row.EvalBCE, epoch, 0
-			if err := sc.Snapshot(); err != nil {
-				return tr, err
+	loop := train.Loop{Steps: cfg.Epochs, EvalEvery: cfg.EvalEvery, Patience: (cfg.Patience + cfg.EvalEvery - 1) / cfg.EvalEvery,
+		MinDelta: cfg.MinDelta, Log: logs.jsonl, Progress: logs.progress}
+	res, err := loop.Run(ctx, train.Hooks{
+		Step: func(i int) (train.StepStats, error) {
+			views := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, rng)
+			if len(views) == 0 {
+				return train.StepStats{}, fmt.Errorf("augment: epoch %d drew no training views", i+1)
 			}
-		} else {
-			sinceBest += cfg.EvalEvery
-			if cfg.Patience > 0 && sinceBest >= cfg.Patience {
-				break
+			tr.TrainViews = len(views)
+			gs, ls := graphsOf(ix, views)
+			loss, err := sc.TrainStep(gs, ls)
+			if err != nil {
+				return train.StepStats{}, fmt.Errorf("augment: train epoch %d: %w", i+1, err)
 			}
+			tr.Epochs = i + 1
+			return train.StepStats{Step: i, Loss: loss, LR: cfg.LearningRate}, nil
+		},
+		Eval: func() (train.Metrics, error) {
+			row, err := evaluate(sc, valGraphs, valLabels, valViews)
+			if err != nil {
+				return train.Metrics{}, err
+			}
+			row.Epoch = tr.Epochs
+			if n := len(tr.History); n == 0 || tr.History[n-1].Epoch != row.Epoch {
+				tr.History = append(tr.History, row)
+			}
+			if logs.text != nil {
+				fmt.Fprintf(logs.text, "epoch %3d  val BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
+					row.Epoch, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
+			}
+			// Early stopping watches 1 − validation ROC-AUC (see trainScorer).
+			stop := 1 - row.AUC
+			if math.IsNaN(stop) {
+				stop = 0.5
+			}
+			return train.Metrics{Loss: stop, Accuracy: row.Accuracy, AUC: row.AUC, N: len(valViews)}, nil
+		},
+		Snapshot: sc.Snapshot,
+		Restore:  sc.Restore,
+	})
+	if err != nil {
+		return tr, err
+	}
+	for i, h := range res.History {
+		if i < len(tr.History) {
+			tr.History[i].TrainLoss = h.TrainLoss
 		}
 	}
-	if bestEpoch > 0 {
-		if err := sc.Restore(); err != nil {
-			return tr, err
-		}
-	}
-	row, err := evaluate(sc, evalGraphs, evalLabels, evalViews)
+	tr.result = res
+	bestEpoch := res.BestStep
+	row, err := evaluate(sc, valGraphs, valLabels, valViews)
 	if err != nil {
 		return tr, err
 	}
 	tr.BestEpoch = bestEpoch
 	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
+	testGraphs, testLabels := graphsOf(ix, testViews)
+	row, err = evaluate(sc, testGraphs, testLabels, testViews)
+	if err != nil {
+		return tr, err
+	}
+	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	tr.Compilations = compiled() - compiledBefore
-	if log != nil {
-		fmt.Fprintf(log, "best epoch %d: eval BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (node-count baseline ROC-AUC %.3f)  %d executables compiled, %.1fs\n",
-			bestEpoch, tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc, tr.SizeBaseline, tr.Compilations, tr.Seconds)
+	if log := logs.text; log != nil {
+		fmt.Fprintf(log, "best epoch %d: val BCE %.4f, ROC-AUC %.3f; test ROC-AUC %.3f, ranking %.3f, accuracy %.3f; %d executables compiled, %.1fs\n",
+			bestEpoch, tr.EvalBCE, tr.EvalAUC, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.Compilations, tr.Seconds)
+		fmt.Fprintf(log, "shortcut baselines (test ROC-AUC):")
+		for _, k := range sortedKeys(tr.Baselines) {
+			fmt.Fprintf(log, " %s %.3f", k, tr.Baselines[k])
+		}
+		fmt.Fprintln(log)
 	}
 	return tr, nil
 }
 
-// sizingEpochs is how many epochs of training views prepareShapes draws to size the
-// scorer's batches.
+// partitionAttempts is how many partition seeds trainScorer tries before it gives up
+// on a graph too small to split.
+const partitionAttempts = 5
+
+// sizingEpochs is how many epochs of training views trainScorer draws, with their own
+// random source, to size the scorer's batches and fit the shortcut baselines.
 const sizingEpochs = 16
 
-// prepareShapes lets a scorer that pads batches fit its shapes, before the first step,
-// to sizingEpochs epochs of training batches drawn with their own random source (the
-// training draws are unchanged) and to the evaluation batches.
-func prepareShapes(sc Scorer, g *minerGraph, trainRoots []int32, evalViews []view, cfg Config) error {
+// prepareShapes lets a scorer that pads batches fit its shapes, before the first
+// step, to sampled training epochs and to the evaluation view sets.
+func prepareShapes(sc Scorer, trainEpochs [][]view, evalSets [][]view) error {
 	p, ok := sc.(batchPreparer)
 	if !ok {
 		return nil
 	}
-	rng := rand.New(rand.NewSource(cfg.Seed + 7919))
 	var train [][]*kernels.Graph
-	for range sizingEpochs {
-		if vs := g.sampleGroups(trainRoots, cfg.TrainRoots, cfg, rng); len(vs) > 0 {
-			train = append(train, shapeGraphs(viewSubgraphs(vs)))
-		}
+	for _, vs := range trainEpochs {
+		train = append(train, shapeGraphs(viewSubgraphs(vs)))
 	}
 	var eval [][]*kernels.Graph
-	for lo := 0; lo < len(evalViews); lo += evalChunk {
-		eval = append(eval, shapeGraphs(viewSubgraphs(evalViews[lo:min(lo+evalChunk, len(evalViews))])))
+	for _, vs := range evalSets {
+		for lo := 0; lo < len(vs); lo += evalChunk {
+			eval = append(eval, shapeGraphs(viewSubgraphs(vs[lo:min(lo+evalChunk, len(vs))])))
+		}
 	}
 	for _, family := range [][][]*kernels.Graph{train, eval} {
 		if err := p.Prepare(family); err != nil {
@@ -293,15 +406,18 @@ func evaluate(sc Scorer, gs []*kernels.Graph, labels []float32, views []view) (E
 	if err != nil {
 		return EvalRow{}, err
 	}
-	clean := map[int]float32{}
+	clean := map[int][]float32{}
 	for i, v := range views {
 		if v.label == 0 {
-			clean[v.group] = logits[i]
+			clean[v.group] = append(clean[v.group], logits[i])
 		}
 	}
 	var won, total float64
 	for i, v := range views {
-		if c, ok := clean[v.group]; ok && v.label == 1 {
+		if v.label != 1 {
+			continue
+		}
+		for _, c := range clean[v.group] {
 			total++
 			switch {
 			case logits[i] > c:

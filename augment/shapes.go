@@ -70,8 +70,8 @@ type shapeTier struct {
 // newBatchShapes returns the ladders for cfg's largest subgraph (1 + walks × hops
 // nodes) and largest batch (three views per training root, or 256 evaluation views).
 func newBatchShapes(spec kernels.Spec, cfg Config) (*batchShapes, error) {
-	maxNodes := 1 + max(cfg.WalksPerRoot, cfg.CleanWalksPerRoot)*cfg.WalkLength
-	maxGraphs := max(3*cfg.TrainRoots, evalChunk, scoreChunk)
+	maxNodes := 1 + cfg.WalksPerRoot*cfg.WalkLength
+	maxGraphs := max((cleanPerGroup+2)*cfg.TrainRoots, evalChunk, scoreChunk)
 	s := &batchShapes{spec: spec}
 	for t := baseTile; ; t *= 2 {
 		layout := kernels.Layout{TileSize: t, GraphsPerTile: t / tileSlotsDiv}

@@ -3,10 +3,11 @@ package augment
 import (
 	"math"
 	"math/rand"
+	"slices"
+	"sort"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
-	"github.com/graphloom/graphloom/models/train"
 )
 
 // view is a subgraph presented to the scorer, with its label (1 = corrupted).
@@ -17,112 +18,244 @@ type view struct {
 	kind  string
 }
 
-// maskFacts returns a relation-missing view: min(|F| − MinFactEdges, max(1,
-// round(|F|·ratio))) random fact edges removed; nil when |F| ≤ MinFactEdges.
-func maskFacts(s *subgraph, cfg Config, rng *rand.Rand) *subgraph {
-	var facts []int
-	for i, e := range s.edges {
-		if e.rel == relFact {
-			facts = append(facts, i)
-		}
-	}
-	if len(facts) <= cfg.MinFactEdges {
-		return nil
-	}
-	k := min(len(facts)-cfg.MinFactEdges, max(1, int(math.Round(float64(len(facts))*cfg.FactMaskRatio))))
-	rng.Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
-	drop := map[int]bool{}
-	for _, i := range facts[:k] {
-		drop[i] = true
-	}
-	out := &subgraph{root: s.root, nodes: s.nodes}
-	for i, e := range s.edges {
-		if !drop[i] {
-			out.edges = append(out.edges, e)
-		}
-	}
-	return out
+// View kinds.
+const (
+	kindClean    = "clean"
+	kindRelation = "relation-missing"
+	kindEntity   = "entity-missing"
+)
+
+// walkMask removes parts of the walk graph for one corrupted view: fact edges between
+// some entity pairs (relation-missing) or some entities with all their edges
+// (entity-missing).
+type walkMask struct {
+	dropPairs map[[2]int32]bool
+	dropNodes map[int32]bool
 }
 
-// deleteEntities returns an entity-missing view: max(1, round(n·ratio)) random
-// non-root entities that carry a fact edge removed with their edges; nil if none can
-// be deleted or fewer than MinFactEdges fact edges would remain.
-func deleteEntities(s *subgraph, cfg Config, rng *rand.Rand) *subgraph {
+func (m *walkMask) allows(u int32, nb neighbor) bool {
+	if m == nil {
+		return true
+	}
+	if m.dropNodes[nb.to] || m.dropNodes[u] {
+		return false
+	}
+	return nb.rel != relFact || !m.dropPairs[pairKey(u, nb.to)]
+}
+
+// walkMasked is walk on the graph without what mask removes: each step picks an
+// allowed neighbour with probability proportional to its effective weight.
+func (g *minerGraph) walkMasked(root int32, walks, hops int, rng *rand.Rand, mask *walkMask) []int32 {
+	if mask == nil {
+		return g.walk(root, walks, hops, rng)
+	}
+	seen := map[int32]bool{root: true}
+	for w := 0; w < walks; w++ {
+		cur := root
+		for h := 0; h < hops; h++ {
+			total := 0.0
+			for _, nb := range g.adj[cur] {
+				if mask.allows(cur, nb) {
+					total += nb.eff
+				}
+			}
+			if total <= 0 {
+				break
+			}
+			x := rng.Float64() * total
+			next := int32(-1)
+			for _, nb := range g.adj[cur] {
+				if !mask.allows(cur, nb) {
+					continue
+				}
+				next = nb.to
+				if x -= nb.eff; x < 0 {
+					break
+				}
+			}
+			cur = next
+			seen[cur] = true
+		}
+	}
+	nodes := make([]int32, 0, len(seen))
+	for n := range seen {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// sampleMasked draws a subgraph around root on the graph without what mask removes
+// (nil: the whole graph, exactly as sample), or nil if it is too small or has too few
+// fact edges.
+func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *walkMask) *subgraph {
+	if mask == nil {
+		return g.sample(root, cfg.WalksPerRoot, cfg, rng)
+	}
+	nodes := g.walkMasked(root, cfg.WalksPerRoot, cfg.WalkLength, rng, mask)
+	full := g.induce(root, nodes)
+	s := &subgraph{root: root, nodes: full.nodes}
+	for _, e := range full.edges {
+		if e.rel == relFact && mask.dropPairs[pairKey(nodes[e.u], nodes[e.v])] {
+			continue
+		}
+		s.edges = append(s.edges, e)
+	}
+	if len(s.nodes) < cfg.MinNodes || s.factEdges() < cfg.MinFactEdges {
+		return nil
+	}
+	return s
+}
+
+// relationMissing returns a relation-missing view of root: from a record subgraph it
+// removes min(|F| − MinFactEdges, max(1, round(|F|·FactMaskRatio))) random fact
+// edges (anchors §D.4), then samples the view by the same random walks from root on
+// the graph without them. It returns nil when the record has too few fact edges or the
+// view holds no end of a removed edge (then it misses nothing). On a tree-like graph
+// a removed edge also cuts off what lies behind it, so the view often holds one end
+// only: it then misses that entity's fact and the branch behind it.
+//
+// Deviation from the reference, which deletes the edges from the record itself: there,
+// a removed bridge leaves a disconnected view, while clean views and every subgraph
+// scored at inference are connected walk samples, so connectivity alone gives the
+// label away. Walking after the removal yields connected views drawn exactly like the
+// clean ones, whose only difference is the missing fact.
+func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) *subgraph {
+	var facts [][2]int32
+	near := nearRoot(rec)
+	all := 0
+	for _, e := range rec.edges {
+		if e.rel == relFact {
+			all++
+			if !cfg.RootCentred || near[e.u] || near[e.v] {
+				facts = append(facts, pairKey(rec.nodes[e.u], rec.nodes[e.v]))
+			}
+		}
+	}
+	if all <= cfg.MinFactEdges || len(facts) == 0 {
+		return nil
+	}
+	k := min(len(facts), all-cfg.MinFactEdges, max(1, int(math.Round(float64(all)*cfg.FactMaskRatio))))
+	rng.Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
+	mask := &walkMask{dropPairs: map[[2]int32]bool{}}
+	for _, p := range facts[:k] {
+		mask.dropPairs[p] = true
+	}
+	s := g.sampleMasked(rec.root, cfg, rng, mask)
+	if s == nil {
+		return nil
+	}
+	in := make(map[int32]bool, len(s.nodes))
+	for _, n := range s.nodes {
+		in[n] = true
+	}
+	for p := range mask.dropPairs {
+		if in[p[0]] || in[p[1]] {
+			return s
+		}
+	}
+	return nil
+}
+
+// entityMissing returns an entity-missing view of root: among the record's non-root
+// entities that carry a fact edge inside it, max(1, round(n·EntityDeleteRatio))
+// random ones are deleted with their edges (anchors §D.4), then the view is sampled by
+// the same random walks from root on the graph without them. It returns nil when no
+// entity can be deleted or the view holds no fact neighbour of a deleted entity.
+//
+// Deviation from the reference (which deletes the entities from the record itself):
+// as for relationMissing, walking after the deletion keeps the view a connected walk
+// sample, so that components and size do not give the label away.
+func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *subgraph {
 	hasFact := map[int32]bool{}
-	for _, e := range s.edges {
+	for _, e := range rec.edges {
 		if e.rel == relFact {
 			hasFact[e.u], hasFact[e.v] = true, true
 		}
 	}
 	var cands []int32
-	for i, n := range s.nodes {
-		if n != s.root && hasFact[int32(i)] {
-			cands = append(cands, int32(i))
+	near := nearRoot(rec)
+	for i, n := range rec.nodes {
+		if n != rec.root && hasFact[int32(i)] && (!cfg.RootCentred || near[int32(i)]) {
+			cands = append(cands, n)
 		}
 	}
 	if len(cands) == 0 {
 		return nil
 	}
-	k := min(len(cands), max(1, int(math.Round(float64(len(s.nodes))*cfg.EntityDeleteRatio))))
+	k := min(len(cands), max(1, int(math.Round(float64(len(rec.nodes))*cfg.EntityDeleteRatio))))
 	rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
-	del := map[int32]bool{}
+	mask := &walkMask{dropNodes: map[int32]bool{}}
 	for _, c := range cands[:k] {
-		del[c] = true
+		mask.dropNodes[c] = true
 	}
-	remap := make([]int32, len(s.nodes))
-	out := &subgraph{root: s.root}
-	for i, n := range s.nodes {
-		if del[int32(i)] {
-			remap[i] = -1
-			continue
-		}
-		remap[i] = int32(len(out.nodes))
-		out.nodes = append(out.nodes, n)
-	}
-	for _, e := range s.edges {
-		if remap[e.u] >= 0 && remap[e.v] >= 0 {
-			out.edges = append(out.edges, sedge{remap[e.u], remap[e.v], e.rel})
-		}
-	}
-	if out.factEdges() < cfg.MinFactEdges {
+	s := g.sampleMasked(rec.root, cfg, rng, mask)
+	if s == nil {
 		return nil
+	}
+	for _, n := range s.nodes {
+		for _, nb := range g.adj[n] {
+			if nb.rel == relFact && mask.dropNodes[nb.to] {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// nearRoot returns the local indices of the root and its neighbours in s.
+func nearRoot(s *subgraph) map[int32]bool {
+	r, _ := slices.BinarySearch(s.nodes, s.root)
+	out := map[int32]bool{int32(r): true}
+	for _, e := range s.edges {
+		if e.u == int32(r) {
+			out[e.v] = true
+		}
+		if e.v == int32(r) {
+			out[e.u] = true
+		}
 	}
 	return out
 }
 
-// trainingGroup samples one root's views: a clean view (label 0) and the corrupted
-// views of a separately sampled record (label 1). It returns nil when the root yields
-// no clean view or no corrupted view.
+// cleanPerGroup is how many clean views a training group draws, so that the balancing
+// finds a clean partner of the same shape for most corrupted views.
+const cleanPerGroup = 2
+
+// trainingGroup samples one root's views: clean views (label 0, sampled exactly as
+// subgraphs are sampled for scoring) and the relation-missing and entity-missing views
+// of a separately sampled record (label 1). It returns nil when the root yields no
+// clean view or no corrupted view.
 func (g *minerGraph) trainingGroup(root int32, group int, cfg Config, rng *rand.Rand) []view {
-	cleanWalks := cfg.CleanWalksPerRoot
-	if cfg.SizeMatched {
-		cleanWalks = cfg.WalksPerRoot
+	var out []view
+	for range cleanPerGroup {
+		if c := g.sample(root, cfg.WalksPerRoot, cfg, rng); c != nil {
+			out = append(out, view{sg: c, label: 0, group: group, kind: kindClean})
+		}
 	}
-	clean := g.sample(root, cleanWalks, cfg, rng)
-	if clean == nil {
+	if len(out) == 0 {
 		return nil
 	}
 	rec := g.sample(root, cfg.WalksPerRoot, cfg, rng)
 	if rec == nil {
 		return nil
 	}
-	out := []view{{sg: clean, label: 0, group: group, kind: "clean"}}
-	if m := maskFacts(rec, cfg, rng); m != nil {
-		out = append(out, view{sg: m, label: 1, group: group, kind: "relation-missing"})
+	n := len(out)
+	if m := g.relationMissing(rec, cfg, rng); m != nil {
+		out = append(out, view{sg: m, label: 1, group: group, kind: kindRelation})
 	}
-	if !cfg.SizeMatched {
-		if d := deleteEntities(rec, cfg, rng); d != nil {
-			out = append(out, view{sg: d, label: 1, group: group, kind: "entity-missing"})
-		}
+	if d := g.entityMissing(rec, cfg, rng); d != nil {
+		out = append(out, view{sg: d, label: 1, group: group, kind: kindEntity})
 	}
-	if len(out) == 1 {
+	if len(out) == n {
 		return nil
 	}
 	return out
 }
 
 // sampleGroups draws training groups from roots until n groups are found or the
-// attempts run out (max(20·n, 100), as in the reference).
+// attempts run out (max(20·n, 100), as in the reference), then balances them (see
+// balanceViews).
 func (g *minerGraph) sampleGroups(roots []int32, n int, cfg Config, rng *rand.Rand) []view {
 	var out []view
 	groups := 0
@@ -133,6 +266,200 @@ func (g *minerGraph) sampleGroups(roots []int32, n int, cfg Config, rng *rand.Ra
 			groups++
 		}
 	}
+	return balanceViews(out, rng)
+}
+
+// shapeKey is what a shortcut classifier could read off a view without looking at
+// its entities: node count, edge count and connected components.
+type shapeKey struct{ nodes, edges, components int }
+
+func keyOf(s *subgraph) shapeKey {
+	return shapeKey{len(s.nodes), len(s.edges), components(s)}
+}
+
+// components counts the connected components of a subgraph.
+func components(s *subgraph) int {
+	parent := make([]int32, len(s.nodes))
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	var find func(int32) int32
+	find = func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	n := len(s.nodes)
+	for _, e := range s.edges {
+		if a, b := find(e.u), find(e.v); a != b {
+			parent[a] = b
+			n--
+		}
+	}
+	return n
+}
+
+// balanceViews keeps, for every shape (node count, edge count, components), as many
+// clean as corrupted views — the smaller of the two counts, chosen at random — so
+// that the shape has the same distribution in both classes and carries no label
+// information. Views keep their input order.
+func balanceViews(views []view, rng *rand.Rand) []view {
+	type bin struct{ clean, corrupt []int }
+	bins := map[shapeKey]*bin{}
+	var keys []shapeKey
+	for i, v := range views {
+		k := keyOf(v.sg)
+		b := bins[k]
+		if b == nil {
+			b = &bin{}
+			bins[k] = b
+			keys = append(keys, k)
+		}
+		if v.label == 1 {
+			b.corrupt = append(b.corrupt, i)
+		} else {
+			b.clean = append(b.clean, i)
+		}
+	}
+	keep := make([]bool, len(views))
+	for _, k := range keys { // first-seen order: deterministic for a seed
+		b := bins[k]
+		m := min(len(b.clean), len(b.corrupt))
+		for _, idx := range [][]int{b.clean, b.corrupt} {
+			rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+			for _, i := range idx[:m] {
+				keep[i] = true
+			}
+		}
+	}
+	var out []view
+	for i, v := range views {
+		if keep[i] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Splits of the root partition.
+const (
+	splitTrain = iota
+	splitVal
+	splitTest
+)
+
+// partition assigns every entity of the walk graph to the train, validation or test
+// split so that no sampled subgraph crosses splits: regions grown breadth-first from
+// shuffled seeds up to regionSize entities (max(16, entities/40)) are dealt, in random
+// order, each to the split furthest below its share (testFrac, valFrac, the rest for
+// training); fragments under half a region go to training.
+// Subgraphs of a split are then sampled on the walk graph restricted to it
+// (restrict), so the test subgraphs share no entity with training subgraphs.
+func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
+	n := len(g.adj)
+	rng := rand.New(rand.NewSource(seed))
+	region := make([]int32, n)
+	for i := range region {
+		region[i] = -1
+	}
+	var active []int32
+	for u := range g.adj {
+		if len(g.adj[u]) > 0 {
+			active = append(active, int32(u))
+		}
+	}
+	regionSize := max(16, len(active)/40)
+	seeds := slices.Clone(active)
+	rng.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
+	var sizes []int
+	for _, s := range seeds {
+		if region[s] >= 0 {
+			continue
+		}
+		id := int32(len(sizes))
+		claimed := 1
+		region[s] = id
+		queue := []int32{s}
+		for len(queue) > 0 && claimed < regionSize {
+			u := queue[0]
+			queue = queue[1:]
+			for _, nb := range g.adj[u] {
+				if claimed >= regionSize {
+					break
+				}
+				if region[nb.to] < 0 {
+					region[nb.to] = id
+					claimed++
+					queue = append(queue, nb.to)
+				}
+			}
+		}
+		sizes = append(sizes, claimed)
+	}
+	// Whole regions go, in random order, to the split furthest below its share;
+	// fragments (under half a region) to training.
+	order := rng.Perm(len(sizes))
+	split := make([]int8, len(sizes))
+	total := float64(len(active))
+	target := [3]float64{(1 - valFrac - testFrac) * total, valFrac * total, testFrac * total}
+	var have [3]float64
+	for _, r := range order {
+		if sizes[r] < regionSize/2 {
+			split[r] = splitTrain
+			have[splitTrain] += float64(sizes[r])
+		}
+	}
+	for _, r := range order {
+		if sizes[r] < regionSize/2 {
+			continue
+		}
+		best := splitTest
+		for _, sp := range []int{splitVal, splitTrain} {
+			if target[sp]-have[sp] > target[best]-have[best] {
+				best = sp
+			}
+		}
+		split[r] = int8(best)
+		have[best] += float64(sizes[r])
+	}
+	part := make([]int8, n)
+	for u := range part {
+		if region[u] >= 0 {
+			part[u] = split[region[u]]
+		}
+	}
+	return part
+}
+
+// restrict returns the walk graph with only the edges inside one split.
+func (g *minerGraph) restrict(part []int8, split int8) *minerGraph {
+	r := &minerGraph{ix: g.ix, adj: make([][]neighbor, len(g.adj)), cum: make([][]float64, len(g.adj)), fact: g.fact}
+	for u, ns := range g.adj {
+		if part[u] != split {
+			continue
+		}
+		acc := 0.0
+		for _, nb := range ns {
+			if part[nb.to] == split {
+				r.adj[u] = append(r.adj[u], nb)
+				acc += nb.eff
+				r.cum[u] = append(r.cum[u], acc)
+			}
+		}
+	}
+	return r
+}
+
+// rootsIn returns the candidates of a split that still have a walk neighbour in it.
+func (g *minerGraph) rootsIn(cands []int32) []int32 {
+	var out []int32
+	for _, c := range cands {
+		if len(g.adj[c]) > 0 {
+			out = append(out, c)
+		}
+	}
 	return out
 }
 
@@ -141,8 +468,11 @@ func (g *minerGraph) sampleGroups(roots []int32, n int, cfg Config, rng *rand.Ra
 func toGraph(ix *graphio.Index, s *subgraph) *kernels.Graph {
 	emb := ix.Embeddings[graphio.KindEntity]
 	g := &kernels.Graph{NumNodes: len(s.nodes), NodeType: make([]int32, len(s.nodes)), X: make([]float32, 0, len(s.nodes)*emb.Dim)}
-	for _, n := range s.nodes {
+	for i, n := range s.nodes {
 		g.X = append(g.X, emb.Row(int(n))...)
+		if n == s.root {
+			g.NodeType[i] = nodeTypeRoot
+		}
 	}
 	for _, e := range s.edges {
 		g.Src = append(g.Src, e.u, e.v)
@@ -152,14 +482,52 @@ func toGraph(ix *graphio.Index, s *subgraph) *kernels.Graph {
 	return g
 }
 
-// sizeBaselineAUC is the ROC-AUC of the classifier that calls smaller views corrupted
-// (score = −nodes): the share of the signal a scorer could get from size alone.
-func sizeBaselineAUC(views []view) float64 {
-	scores := make([]float64, len(views))
-	pos := make([]bool, len(views))
-	for i, v := range views {
-		scores[i] = -float64(len(v.sg.nodes))
-		pos[i] = v.label == 1
+// shapeFeatures are the statistics a shortcut classifier can read off a view's
+// structure alone: nodes, edges, components, mean, maximum and standard deviation of
+// the degree, leaves, and the root's degree.
+func shapeFeatures(s *subgraph) []float64 {
+	deg := make([]float64, len(s.nodes))
+	for _, e := range s.edges {
+		deg[e.u]++
+		deg[e.v]++
 	}
-	return train.ROCAUC(scores, pos)
+	n := float64(len(s.nodes))
+	var sum, mx, leaves, rootDeg float64
+	for i, d := range deg {
+		sum += d
+		mx = max(mx, d)
+		if d == 1 {
+			leaves++
+		}
+		if s.nodes[i] == s.root {
+			rootDeg = d
+		}
+	}
+	mean := sum / max(n, 1)
+	var vr float64
+	for _, d := range deg {
+		vr += (d - mean) * (d - mean)
+	}
+	return []float64{n, float64(len(s.edges)), float64(components(s)), mean, mx, math.Sqrt(vr / max(n, 1)), leaves, rootDeg}
 }
+
+// shapeFeatureNames name shapeFeatures' columns.
+var shapeFeatureNames = []string{"node_count", "edge_count", "components", "mean_degree", "max_degree", "degree_std", "leaves", "root_degree"}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Node types of the scorer's input, as the reference's vocabulary (entity 0, chunk 1,
+// other 2): the root of a subgraph is marked "other" so that the scorer knows where
+// its walks started (not in the paper, whose subgraphs carry entity types only).
+const (
+	nodeTypeRoot = 2
+	numNodeTypes = 3
+)

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, each printing its figures against a reference run in the
-# same invocation. Long: budget 10–20 minutes on 2 cores.
+# same invocation. Long: budget 40–60 minutes on 2 cores (the planted-missingness runs on
+# the 2Wiki corpus train three scorers and complete thousands of subgraphs).
 #   bench/run.sh BIN CORPORA OUTDIR
 #
 #   1. ingestion and offline indexing throughput, peak memory, index size vs LightRAG JSON
 #      (2Wiki corpus, 6,119 passages; skipped without ../shared)
 #   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
-#   4. CrossAug: sampling + training + scoring time against the whole augment run
+#   4. CrossAug: sampling + training + scoring time against the whole augment run;
+#      the scorer's test-split ROC-AUC next to shortcut baselines
+#   5. CrossAug planted missingness: GNN vs random selector, deleted facts recovered
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -33,6 +36,9 @@ run "$root/bench/rgcn.sh" --out "$out/rgcn"
 
 section "4. CrossAug stage times (issue 7)"
 run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
+
+section "5. CrossAug planted missingness, GNN vs random selector (issue 11)"
+run "$root/bench/planted.sh" "$bin" "$corpora" "$out/planted"
 
 section "serve: loopback load test, 50 clients × 20 requests (issue 16)"
 if [[ -f "$corpora/2wikimultihopqa_corpus.json" && -f "$out/index/full.gl" ]]; then

@@ -29,7 +29,8 @@ step "2. what the index holds"
 step "3. CrossAug at the paper's θ: train the missingness scorer, select subgraphs, complete, merge"
 # The example corpus is small (45 chunks): like the paper's LiteraryQA profile, use an
 # absolute root and completion budget instead of the multi-hop fractions; θ is the
-# default (0.5). If no subgraph reaches θ the command says so and records no run.
+# paper's 0.5. The scorer's test split shares no entity with its training views;
+# if no subgraph reaches θ the command says so and records no run.
 "$bin" augment --index "$idx" --roots 100 --budget 40 --gold-facts "$ex/facts.json" --quiet
 
 step "4. a multi-hop question over the augmented graph (HippoRAG 2 PPR)"

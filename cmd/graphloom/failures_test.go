@@ -139,7 +139,8 @@ func TestAugmentRecordsNoRunWhenEveryCallFails(t *testing.T) {
 func TestAugmentEmptySelection(t *testing.T) {
 	dir := t.TempDir()
 	idx := filepath.Join(dir, "a.gl")
-	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 12), "--out", idx).code)
+	// A graph large enough for the scorer's disjoint train/validation/test regions.
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
 	before := readFile(t, idx)
 	r := run(t, nil, "augment", "--index", idx, "--threshold", "1", "--epochs", "1", "--no-checkpoint")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -1,16 +1,21 @@
-// Package train trains graphloom's graph classifiers: Adam/AdamW with warm-up + cosine
-// learning rate, global gradient-norm clipping, periodic evaluation, early stopping
-// with best-weights restore, fixed seeds, and loss/accuracy/ROC-AUC metrics.
+// Package train is graphloom's one training stack. A Task is a model plus its loss
+// (graph-, node- or edge-level BCE/CE with masks, token cross-entropy with −100 labels,
+// pairwise margin, InfoNCE: see losses.go); a Trainer takes optimizer steps of a Task
+// (Adam/AdamW, warm-up + cosine learning rate, global gradient-norm clipping, gradient
+// accumulation over micro-batches, frozen parameters, fixed seeds); Loop owns the
+// training loop (validation every N steps, early stopping with best-weights restore,
+// a JSONL log, progress) for every learned model.
 //
 // Steps run as compiled GoMLX executables cached per batch shape in an engine.Engine,
 // so after every bucket has been seen once nothing recompiles. The optimizer update is
-// GoMLX's Adam (ml/train/optimizer); the loop, schedule, clipping and early stopping
-// are owned here.
+// GoMLX's Adam (ml/train/optimizer).
 package train
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/gomlx/compute/dtypes"
@@ -20,6 +25,7 @@ import (
 	"github.com/gomlx/gomlx/ml/train/optimizer"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/models"
 )
 
 // Model is a graph classifier: one logit per graph slot of a batch.
@@ -42,6 +48,7 @@ type Config struct {
 	Beta1, Beta2    float64 // Adam moment decays
 	Epsilon         float64 // Adam denominator epsilon (PyTorch default 1e-8)
 	ClipNorm        float64 // clip the global gradient L2 norm to this; 0 = off
+	AccumulateSteps int     // micro-batches per optimizer step (gradients averaged); 0 or 1 = none
 	EvalEvery       int     // evaluate every this many steps (and after the last)
 	Patience        int     // evaluations without improvement before stopping; 0 = never
 	MinDelta        float64 // improvement threshold on the eval loss
@@ -69,8 +76,8 @@ func (c Config) Validate() error {
 		return errors.New("train: Adam needs 0 ≤ β < 1 and ε > 0")
 	case c.WeightDecay < 0 || (c.WeightDecay > 0 && c.Optimizer != "adamw"):
 		return errors.New("train: WeightDecay needs optimizer adamw and must be ≥ 0")
-	case c.ClipNorm < 0 || c.Patience < 0 || c.MinDelta < 0:
-		return errors.New("train: ClipNorm, Patience and MinDelta must be ≥ 0")
+	case c.ClipNorm < 0 || c.Patience < 0 || c.MinDelta < 0 || c.AccumulateSteps < 0:
+		return errors.New("train: ClipNorm, Patience, MinDelta and AccumulateSteps must be ≥ 0")
 	}
 	return nil
 }
@@ -80,10 +87,72 @@ func (c Config) Schedule() Schedule {
 	return Schedule{Base: c.LearningRate, Min: c.MinLearningRate, Warmup: c.WarmupSteps, Total: c.TotalSteps}
 }
 
-// Example is a batch with one 0/1 label per input graph.
+// Batch is one mini-batch of a Task: its input tensors (which the trainer consumes)
+// and a key naming their shapes (one compiled executable per key).
+type Batch interface {
+	Inputs() ([]*tensors.Tensor, error)
+	ShapeKey() string
+}
+
+// Task is a model plus its loss: the trainer owns the loop, the task builds, for
+// batches shaped like b, the scalar loss from their input nodes. Variables are the
+// weights (snapshotted for best-weights restore, saved in checkpoints); those marked
+// with Freeze are never updated.
+type Task interface {
+	Kind() string
+	Store() *model.Store
+	Variables() []*model.Variable
+	LossFn(b Batch) (func(scope *model.Scope, in []*graph.Node, training bool) *graph.Node, error)
+}
+
+// Example is a batch with one 0/1 label per input graph: the batch of GraphBCE.
 type Example struct {
 	Batch  *kernels.Batch
 	Labels []float32
+}
+
+// Inputs implements Batch: the batch tensors, then the labels padded to graph slots.
+func (ex Example) Inputs() ([]*tensors.Tensor, error) {
+	if ex.Batch == nil {
+		return nil, errors.New("train: nil batch")
+	}
+	labels, err := ex.Batch.GraphValues(ex.Labels)
+	if err != nil {
+		return nil, err
+	}
+	return append(ex.Batch.Tensors(), tensors.FromFlatDataAndDimensions(labels, len(labels))), nil
+}
+
+// ShapeKey implements Batch.
+func (ex Example) ShapeKey() string {
+	if ex.Batch == nil {
+		return ""
+	}
+	return ex.Batch.ShapeKey()
+}
+
+// GraphBCE is the task of a graph classifier: masked mean BCE of its per-graph logits
+// (padding slots excluded) against Example labels.
+type GraphBCE struct{ Model }
+
+// LossFn implements Task.
+func (t GraphBCE) LossFn(b Batch) (func(scope *model.Scope, in []*graph.Node, training bool) *graph.Node, error) {
+	ex, ok := b.(Example)
+	if !ok || ex.Batch == nil {
+		return nil, fmt.Errorf("train: graph BCE: want an Example batch, got %T", b)
+	}
+	if err := checkBatch(t.Model, ex.Batch); err != nil {
+		return nil, err
+	}
+	spec, layout := ex.Batch.Spec, ex.Batch.Layout
+	nb := kernels.NumInputs(spec, layout)
+	return func(scope *model.Scope, in []*graph.Node, training bool) *graph.Node {
+		bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
+		if err != nil {
+			panic(err)
+		}
+		return MaskedBCE(t.Model.Logits(bn, training), in[nb], bn.GraphMask)
+	}, nil
 }
 
 // StepStats reports one training step.
@@ -98,22 +167,43 @@ type StepStats struct {
 // for concurrent use: steps update the model's variables in place.
 type Trainer struct {
 	eng   *engine.Engine
-	m     Model
+	m     Model // nil for tasks that are not graph classifiers (Predict unavailable)
+	task  Task
 	cfg   Config
 	opt   optimizer.Interface
 	lrVar *model.Variable
 	step  int
+
+	gradVars []*model.Variable // the variables with gradients, in update order
+
+	// Log receives the JSONL training log of FitTask; Progress its per-step progress.
+	Log      io.Writer
+	Progress func(done, total int)
 }
 
-// New prepares a Trainer. It seeds the store's random state (dropout) with cfg.Seed.
+// New prepares a Trainer of a graph classifier with the GraphBCE task.
 func New(eng *engine.Engine, m Model, cfg Config) (*Trainer, error) {
+	if m == nil {
+		return nil, errors.New("train: nil model")
+	}
+	t, err := NewTask(eng, GraphBCE{m}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.m = m
+	return t, nil
+}
+
+// NewTask prepares a Trainer of any task. It seeds the store's random state (dropout)
+// with cfg.Seed.
+func NewTask(eng *engine.Engine, task Task, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if eng == nil || m == nil {
-		return nil, errors.New("train: nil engine or model")
+	if eng == nil || task == nil {
+		return nil, errors.New("train: nil engine or task")
 	}
-	store := m.Store()
+	store := task.Store()
 	if err := store.SetRNGStateFromSeed(cfg.Seed); err != nil {
 		return nil, fmt.Errorf("train: seeding: %w", err)
 	}
@@ -121,7 +211,7 @@ func New(eng *engine.Engine, m Model, cfg Config) (*Trainer, error) {
 	if cfg.Optimizer == "adamw" {
 		adam = adam.WeightDecay(cfg.WeightDecay)
 	}
-	t := &Trainer{eng: eng, m: m, cfg: cfg, opt: adam.Done()}
+	t := &Trainer{eng: eng, task: task, cfg: cfg, opt: adam.Done()}
 	if _, ok := t.opt.(gradientOptimizer); !ok {
 		return nil, errors.New("train: GoMLX Adam does not accept gradients (UpdateGraphWithGradients)")
 	}
@@ -153,36 +243,38 @@ type gradientOptimizer interface {
 // StepsTaken returns how many training steps were run.
 func (t *Trainer) StepsTaken() int { return t.step }
 
-// Step runs one optimisation step on ex. Padding graph slots do not count in the loss.
+// Step runs one optimisation step on ex (GraphBCE). Padding graph slots do not count
+// in the loss.
 func (t *Trainer) Step(ex Example) (StepStats, error) {
-	b := ex.Batch
-	if b == nil {
+	if ex.Batch == nil {
 		return StepStats{}, errors.New("train: step: nil batch")
 	}
-	if err := checkBatch(t.m, b); err != nil {
-		return StepStats{}, err
-	}
-	labels, err := b.GraphValues(ex.Labels)
-	if err != nil {
-		return StepStats{}, fmt.Errorf("train: step: %w", err)
+	return t.StepBatches(ex)
+}
+
+// StepBatches runs one optimisation step over micro-batches: with one batch the
+// loss, gradients, clipping and update run in one executable; with several each
+// batch's gradients are computed separately, averaged, clipped and applied once
+// (gradient accumulation). Loss is the mean of the micro-batch losses.
+func (t *Trainer) StepBatches(bs ...Batch) (StepStats, error) {
+	if len(bs) == 0 {
+		return StepStats{}, errors.New("train: step: no batch")
 	}
 	lr := t.cfg.Schedule().LR(t.step)
 	if err := t.lrVar.SetValue(tensors.FromScalar(float32(lr))); err != nil {
 		return StepStats{}, fmt.Errorf("train: setting learning rate: %w", err)
 	}
-	exe, err := t.eng.Exec(engine.Key{Name: t.m.Kind() + "/train", Bucket: b.ShapeKey()}, t.m.Store(), t.trainGraph(b.Spec, b.Layout))
-	if err != nil {
-		return StepStats{}, err
+	var st StepStats
+	var err error
+	if len(bs) == 1 {
+		st, err = t.fusedStep(bs[0])
+	} else {
+		st, err = t.accumulatedStep(bs)
 	}
-	inputs := append(b.Tensors(), tensors.FromFlatDataAndDimensions(labels, len(labels)))
-	outs, err := exe.Call(inputs...)
-	finalize(inputs)
 	if err != nil {
-		return StepStats{}, fmt.Errorf("train: step %d: %w", t.step, err)
+		return st, err
 	}
-	defer finalize(outs)
-	st := StepStats{Step: t.step, LR: lr,
-		Loss: float64(tensors.MustCopyFlatData[float32](outs[0])[0]), GradNorm: float64(tensors.MustCopyFlatData[float32](outs[1])[0])}
+	st.Step, st.LR = t.step, lr
 	t.step++
 	if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
 		return st, fmt.Errorf("train: step %d: loss is %g", st.Step, st.Loss)
@@ -190,34 +282,160 @@ func (t *Trainer) Step(ex Example) (StepStats, error) {
 	return st, nil
 }
 
+// fusedStep runs loss, gradients, clipping and the update in one executable.
+func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
+	lossFn, err := t.task.LossFn(b)
+	if err != nil {
+		return StepStats{}, err
+	}
+	clip := t.cfg.ClipNorm
+	exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/train", Bucket: b.ShapeKey()}, t.task.Store(),
+		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+			scope.Store().SetTraining(in[0].Graph(), true)
+			loss := lossFn(scope, in, true)
+			grads := scope.BuildTrainableVariablesGradientsGraph(loss)
+			norm := clipGrads(grads, clip)
+			t.opt.(gradientOptimizer).UpdateGraphWithGradients(scope, grads, loss.DType())
+			return []*graph.Node{loss, norm}
+		})
+	if err != nil {
+		return StepStats{}, err
+	}
+	inputs, err := b.Inputs()
+	if err != nil {
+		return StepStats{}, fmt.Errorf("train: step: %w", err)
+	}
+	outs, err := exe.Call(inputs...)
+	finalize(inputs)
+	if err != nil {
+		return StepStats{}, fmt.Errorf("train: step %d: %w", t.step, err)
+	}
+	defer finalize(outs)
+	return StepStats{Loss: float64(tensors.MustCopyFlatData[float32](outs[0])[0]),
+		GradNorm: float64(tensors.MustCopyFlatData[float32](outs[1])[0])}, nil
+}
+
+// clipGrads scales grads in place so that their global norm is at most clip (0 = no
+// clipping) and returns the norm before clipping.
+func clipGrads(grads []*graph.Node, clip float64) *graph.Node {
+	norm := GlobalNorm(grads)
+	if clip > 0 {
+		scale := graph.MinScalar(graph.Div(graph.ConstAs(norm, clip), graph.AddScalar(norm, 1e-6)), 1)
+		for i, g := range grads {
+			grads[i] = graph.Mul(g, graph.ConvertDType(scale, g.DType()))
+		}
+	}
+	return norm
+}
+
+// accumulatedStep computes each micro-batch's loss and gradients, averages the
+// gradients on the host and applies them in one update executable.
+func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
+	var sum []*tensors.Tensor
+	var acc [][]float32
+	var loss float64
+	var vars []*model.Variable
+	for i, b := range bs {
+		lossFn, err := t.task.LossFn(b)
+		if err != nil {
+			return StepStats{}, err
+		}
+		var used []*model.Variable
+		exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/grad", Bucket: b.ShapeKey()}, t.task.Store(),
+			func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+				g := in[0].Graph()
+				scope.Store().SetTraining(g, true)
+				l := lossFn(scope, in, true)
+				grads := scope.BuildTrainableVariablesGradientsGraph(l)
+				for v := range scope.IterVariables() {
+					if v.Trainable && v.InUseByGraph(g) {
+						used = append(used, v)
+					}
+				}
+				return append([]*graph.Node{l}, grads...)
+			})
+		if err != nil {
+			return StepStats{}, err
+		}
+		inputs, err := b.Inputs()
+		if err != nil {
+			return StepStats{}, fmt.Errorf("train: micro-batch %d: %w", i, err)
+		}
+		outs, err := exe.Call(inputs...)
+		finalize(inputs)
+		if err != nil {
+			return StepStats{}, fmt.Errorf("train: step %d micro-batch %d: %w", t.step, i, err)
+		}
+		if used != nil { // compiled by this call
+			t.gradVars = used
+		}
+		loss += float64(tensors.MustCopyFlatData[float32](outs[0])[0])
+		if acc == nil {
+			acc = make([][]float32, len(outs)-1)
+			sum = make([]*tensors.Tensor, len(outs)-1)
+		}
+		if len(outs)-1 != len(acc) {
+			finalize(outs)
+			return StepStats{}, fmt.Errorf("train: micro-batch %d trains %d variables, the first %d", i, len(outs)-1, len(acc))
+		}
+		for j, g := range outs[1:] {
+			d := tensors.MustCopyFlatData[float32](g)
+			if acc[j] == nil {
+				acc[j] = d
+				sum[j] = g
+				continue
+			}
+			for k := range d {
+				acc[j][k] += d[k]
+			}
+		}
+		finalize(outs[:1])
+		for j, g := range outs[1:] {
+			if sum[j] != g {
+				_ = g.FinalizeAll()
+			}
+		}
+	}
+	vars = t.gradVars
+	if len(vars) != len(acc) {
+		return StepStats{}, fmt.Errorf("train: %d gradients for %d variables", len(acc), len(vars))
+	}
+	n := float32(len(bs))
+	grads := make([]*tensors.Tensor, len(acc))
+	for j, a := range acc {
+		for k := range a {
+			a[k] /= n
+		}
+		grads[j] = tensors.FromFlatDataAndDimensions(a, sum[j].Shape().Dimensions...)
+		_ = sum[j].FinalizeAll()
+	}
+	clip := t.cfg.ClipNorm
+	exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/apply", Bucket: fmt.Sprint(len(vars))}, t.task.Store(),
+		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+			g := in[0].Graph()
+			for _, v := range vars {
+				_ = v.NodeValue(g) // the update touches exactly the variables that have gradients
+			}
+			gs := append([]*graph.Node(nil), in...)
+			norm := clipGrads(gs, clip)
+			t.opt.(gradientOptimizer).UpdateGraphWithGradients(scope, gs, dtypes.Float32)
+			return []*graph.Node{norm}
+		})
+	if err != nil {
+		return StepStats{}, err
+	}
+	outs, err := exe.Call(grads...)
+	finalize(grads)
+	if err != nil {
+		return StepStats{}, fmt.Errorf("train: step %d: applying gradients: %w", t.step, err)
+	}
+	defer finalize(outs)
+	return StepStats{Loss: loss / float64(len(bs)), GradNorm: float64(tensors.MustCopyFlatData[float32](outs[0])[0])}, nil
+}
+
 func finalize(ts []*tensors.Tensor) {
 	for _, x := range ts {
 		_ = x.FinalizeAll()
-	}
-}
-
-// trainGraph builds the training step: masked mean BCE, gradients, global-norm
-// clipping, Adam update. Outputs: loss, gradient norm (before clipping).
-func (t *Trainer) trainGraph(spec kernels.Spec, layout kernels.Layout) engine.GraphFn {
-	nb := kernels.NumInputs(spec, layout)
-	clip := t.cfg.ClipNorm
-	return func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-		bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
-		if err != nil {
-			panic(err)
-		}
-		scope.Store().SetTraining(bn.Graph(), true)
-		loss := MaskedBCE(t.m.Logits(bn, true), in[nb], bn.GraphMask)
-		grads := scope.BuildTrainableVariablesGradientsGraph(loss)
-		norm := GlobalNorm(grads)
-		if clip > 0 {
-			scale := graph.MinScalar(graph.Div(graph.ConstAs(norm, clip), graph.AddScalar(norm, 1e-6)), 1)
-			for i, g := range grads {
-				grads[i] = graph.Mul(g, graph.ConvertDType(scale, g.DType()))
-			}
-		}
-		t.opt.(gradientOptimizer).UpdateGraphWithGradients(scope, grads, loss.DType())
-		return []*graph.Node{loss, norm}
 	}
 }
 
@@ -250,6 +468,9 @@ func GlobalNorm(grads []*graph.Node) *graph.Node {
 // Predict returns one logit per input graph of b (in input order), with the model in
 // evaluation mode.
 func (t *Trainer) Predict(b *kernels.Batch) ([]float32, error) {
+	if t.m == nil {
+		return nil, errors.New("train: predict: the task is not a graph classifier")
+	}
 	return Predict(t.eng, t.m, b)
 }
 
@@ -318,56 +539,70 @@ type Result struct {
 	StoppedEarly bool        // stopped by early stopping before TotalSteps
 }
 
-// Fit trains for cfg.TotalSteps steps, drawing batch i from next(i), evaluating on
-// eval every cfg.EvalEvery steps and after the last one. With Patience > 0 it stops
-// after Patience evaluations whose loss did not beat the best by more than MinDelta.
-// At the end the weights of the best evaluation (lowest eval loss) are restored.
+// Fit trains a GraphBCE trainer for cfg.TotalSteps steps, drawing batch i from
+// next(i) and evaluating on eval (see FitTask).
 func (t *Trainer) Fit(next func(step int) (Example, error), eval []Example) (*Result, error) {
 	if len(eval) == 0 {
 		return nil, errors.New("train: fit: no evaluation examples")
 	}
-	stopper := EarlyStopping{Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta}
-	res := &Result{}
-	var best []*tensors.Tensor
-	defer func() { finalize(best) }()
-	var last StepStats
-	for i := 0; i < t.cfg.TotalSteps; i++ {
+	return t.FitTask(context.Background(), func(i int) ([]Batch, error) {
 		ex, err := next(i)
 		if err != nil {
-			return res, fmt.Errorf("train: fit: batch %d: %w", i, err)
+			return nil, err
 		}
-		if last, err = t.Step(ex); err != nil {
-			return res, err
+		if ex.Batch == nil {
+			return nil, errors.New("nil batch")
 		}
-		res.Steps = i + 1
-		if res.Steps%t.cfg.EvalEvery != 0 && res.Steps != t.cfg.TotalSteps {
-			continue
-		}
-		m, err := t.Evaluate(eval)
-		if err != nil {
-			return res, err
-		}
-		res.History = append(res.History, EvalPoint{Step: res.Steps, TrainLoss: last.Loss, Metrics: m})
-		improved, stop := stopper.Observe(m.Loss)
-		if improved {
-			finalize(best)
-			if best, err = snapshot(t.m.Variables()); err != nil {
-				return res, err
-			}
-			res.Best, res.BestStep = m, res.Steps
-		}
-		if stop {
-			res.StoppedEarly = res.Steps < t.cfg.TotalSteps
-			break
-		}
-	}
-	if best != nil {
-		if err := restore(t.m.Variables(), best); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+		return []Batch{ex}, nil
+	}, func() (Metrics, error) { return t.Evaluate(eval) })
 }
+
+// FitTask runs the Loop with this trainer's configuration: step i trains on the
+// micro-batches next(i) returns (cfg.AccumulateSteps of them when it is > 1: next
+// should return that many), eval scores the validation split, and the best
+// evaluation's trainable variables are restored at the end (frozen ones never change).
+func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, error), eval func() (Metrics, error)) (*Result, error) {
+	var best []*tensors.Tensor
+	defer func() { finalize(best) }()
+	loop := Loop{Steps: t.cfg.TotalSteps, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
+		Log: t.Log, Progress: t.Progress}
+	return loop.Run(ctx, Hooks{
+		Step: func(i int) (StepStats, error) {
+			bs, err := next(i)
+			if err != nil {
+				return StepStats{}, fmt.Errorf("train: fit: batch %d: %w", i, err)
+			}
+			return t.StepBatches(bs...)
+		},
+		Eval: eval,
+		Snapshot: func() error {
+			finalize(best)
+			var err error
+			best, err = snapshot(t.trainable())
+			return err
+		},
+		Restore: func() error { return restore(t.trainable(), best) },
+	})
+}
+
+// trainable returns the task's variables that are not frozen (weights and state such
+// as batch-norm statistics).
+func (t *Trainer) trainable() []*model.Variable {
+	var out []*model.Variable
+	for _, v := range t.task.Variables() {
+		if !models.IsFrozen(t.task.Store(), v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Snapshot copies the current values of the variables that are not frozen (for best-weights
+// restore in a caller's Loop hooks).
+func (t *Trainer) Snapshot() ([]*tensors.Tensor, error) { return snapshot(t.trainable()) }
+
+// Restore sets the variables that are not frozen to a Snapshot.
+func (t *Trainer) Restore(snap []*tensors.Tensor) error { return restore(t.trainable(), snap) }
 
 // snapshot copies the variables' current values.
 func snapshot(vars []*model.Variable) ([]*tensors.Tensor, error) {
@@ -397,3 +632,14 @@ func restore(vars []*model.Variable, snap []*tensors.Tensor) error {
 	}
 	return nil
 }
+
+// Freeze marks variables of store as frozen (models.Freeze): the training step
+// computes no gradient for them, the optimizer never updates them, they do not count
+// in the gradient norm, and checkpoints do not save them again. A frozen variable
+// keeps whatever value it was loaded with (e.g. a pretrained encoder's weights). Call
+// it before the first Step: executables already compiled keep the variables they were
+// built with.
+func Freeze(store *model.Store, vars []*model.Variable) { models.Freeze(store, vars) }
+
+// Frozen reports whether a variable is frozen (see Freeze).
+func Frozen(v *model.Variable) bool { return !v.Trainable }

@@ -1,0 +1,315 @@
+package augment
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"sort"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// Planted-missingness benchmark: the measure of the whole CrossAug idea. From an index
+// it deletes a known set of facts, runs augmentation with the GNN selector and with
+// the random selector at the same number of completion calls and with the same
+// completer, and counts what each brings back.
+
+// Fact classes of the benchmark.
+const (
+	// PlantedCrossChunk facts need two or more chunks: with the extractive completer,
+	// the facts it derives from the whole corpus at once (an alias in one chunk, the
+	// statement in another); with other completers, extracted facts stated in two or
+	// more chunks.
+	PlantedCrossChunk = "cross-chunk"
+	// PlantedWithinChunk facts are extracted facts stated in one chunk.
+	PlantedWithinChunk = "within-chunk"
+)
+
+// plantedRun is the run id under which the deleted facts are removed.
+const plantedRun = "planted-deletion"
+
+// PlantedRow is one selector's result on one seed's deletions.
+type PlantedRow struct {
+	Seed      int64  `json:"seed"`
+	Selector  string `json:"selector"`
+	Class     string `json:"class"`
+	Deleted   int    `json:"deleted"`   // facts of the class deleted
+	Recovered int    `json:"recovered"` // deleted facts among the accepted ones (s, p, o after normalisation)
+	// Regions is how many deleted facts have both ends inside a selected subgraph;
+	// Touched how many have at least one end in one.
+	Regions  int `json:"regions_selected"`
+	Touched  int `json:"regions_touched"`
+	Selected int `json:"selected_subgraphs"`
+	Accepted int `json:"accepted_triples"`
+	// TestAUC is the GNN scorer's test-split ROC-AUC (0 for the random selector).
+	TestAUC float64 `json:"scorer_test_roc_auc,omitempty"`
+}
+
+// plantedFact is a deleted fact by its normalised names.
+type plantedFact struct {
+	class   string
+	s, p, o string
+}
+
+// Planted runs the benchmark for each seed: it deletes n random cross-chunk facts and
+// n random within-chunk facts (both sets at once; entities stay, with their other
+// facts and mentions), then augments the damaged index once with the GNN selector and
+// once with the random selector, the latter with a budget equal to the number of
+// subgraphs the GNN selected, and counts per class the deleted facts recovered and
+// the deleted-fact regions selected. opts.Plan must be false; opts.Config.Seed is
+// replaced by each seed, and opts.Checkpoint is ignored (every damaged index trains its
+// own scorer). ix is not changed.
+//
+// With the extractive completer, the cross-chunk facts are first made complete: the
+// completer reads the whole corpus at once, and every cross-chunk fact it derives
+// except the n deleted ones is merged into the index, so that exactly the deleted
+// ones are missing — the facts this completer can recover when a selector sends it
+// the right evidence. The extractive completer proposes cross-chunk facts only, so it
+// recovers no within-chunk fact; their regions are still counted.
+func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts Options) ([]PlantedRow, error) {
+	if n < 1 || len(seeds) == 0 {
+		return nil, fmt.Errorf("augment: planted: need n ≥ 1 and at least one seed")
+	}
+	if opts.Plan || opts.Completer == nil {
+		return nil, fmt.Errorf("augment: planted: needs a completer and no --plan")
+	}
+	var buf bytes.Buffer
+	if err := graphio.Write(&buf, ix); err != nil {
+		return nil, fmt.Errorf("augment: planted: %w", err)
+	}
+	original := buf.Bytes()
+	clone := func(data []byte) (*graphio.Index, error) {
+		c, err := graphio.Read(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("augment: planted: copying the index: %w", err)
+		}
+		return c, nil
+	}
+	var derived []Accepted // the cross-chunk facts the extractive completer derives
+	if _, ok := opts.Completer.(*Extractive); ok {
+		base, err := clone(original)
+		if err != nil {
+			return nil, err
+		}
+		if derived, err = completerFacts(ctx, base, opts); err != nil {
+			return nil, err
+		}
+	}
+	var rows []PlantedRow
+	for _, seed := range seeds {
+		damaged, err := clone(original)
+		if err != nil {
+			return nil, err
+		}
+		deleted, err := plantMissing(ctx, damaged, n, seed, opts, derived)
+		if err != nil {
+			return nil, err
+		}
+		var dbuf bytes.Buffer
+		if err := graphio.Write(&dbuf, damaged); err != nil {
+			return nil, fmt.Errorf("augment: planted: %w", err)
+		}
+		budget := 0
+		for _, selector := range []string{"gnn", "random"} {
+			work, err := clone(dbuf.Bytes())
+			if err != nil {
+				return nil, err
+			}
+			o := opts
+			o.Checkpoint = ""
+			o.Config.Seed = seed
+			o.Config.RandomSelector = selector == "random"
+			if selector == "random" {
+				o.Config.Budget = float64(max(1, budget))
+			}
+			rep, err := Run(ctx, work, fmt.Sprintf("planted-%s-%d", selector, seed), o)
+			if err != nil {
+				return nil, fmt.Errorf("augment: planted: seed %d, %s selector: %w", seed, selector, err)
+			}
+			if selector == "gnn" {
+				budget = len(rep.Selected)
+			}
+			rows = append(rows, scorePlanted(work, rep, deleted, seed, selector)...)
+		}
+	}
+	return rows, nil
+}
+
+// plantMissing makes ix miss n random facts of each class and returns them: with the
+// extractive completer it first merges every cross-chunk fact the completer derives
+// from the whole corpus except n of them; then it removes the chosen extracted facts
+// (as a run rolled back, so embeddings and indices stay consistent).
+func plantMissing(ctx context.Context, ix *graphio.Index, n int, seed int64, opts Options, derived []Accepted) ([]plantedFact, error) {
+	rng := rand.New(rand.NewSource(seed + 31337))
+	var out []plantedFact
+	classes := []string{PlantedCrossChunk, PlantedWithinChunk}
+	if _, ok := opts.Completer.(*Extractive); ok {
+		classes = classes[1:]
+		derived = slices.Clone(derived)
+		var err error
+		rng.Shuffle(len(derived), func(i, j int) { derived[i], derived[j] = derived[j], derived[i] })
+		k := min(n, len(derived))
+		for _, f := range derived[:k] {
+			out = append(out, plantedFact{class: PlantedCrossChunk, s: f.norm[0], p: f.norm[1], o: f.norm[2]})
+		}
+		emb := opts.Embedder
+		if emb == nil {
+			if emb, err = embed.ForIndex(ix, nil); err != nil {
+				return nil, err
+			}
+		}
+		const run = "planted-completion"
+		ix.Runs = append(ix.Runs, graphio.Run{ID: run, Kind: "planted-completion"})
+		if _, err := merge(ctx, ix, run, derived[k:], nil, emb, opts.KG); err != nil {
+			return nil, fmt.Errorf("augment: planted: merging the derivable facts: %w", err)
+		}
+	}
+	byClass := map[string][]int{}
+	for i, f := range ix.Facts {
+		if f.Run != "" || f.Subject == f.Object {
+			continue
+		}
+		c := PlantedWithinChunk
+		if len(f.Chunks) >= 2 {
+			c = PlantedCrossChunk
+		}
+		byClass[c] = append(byClass[c], i)
+	}
+	for _, c := range classes {
+		idx := byClass[c]
+		rng.Shuffle(len(idx), func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		for _, i := range idx[:min(n, len(idx))] {
+			f := &ix.Facts[i]
+			f.Run = plantedRun
+			out = append(out, plantedFact{class: c, s: ix.Entities[f.Subject].Name, p: f.Predicate, o: ix.Entities[f.Object].Name})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("augment: planted: the index has no facts to delete")
+	}
+	ix.Runs = append(ix.Runs, graphio.Run{ID: plantedRun, Kind: "planted-deletion"})
+	if err := ix.RemoveRun(plantedRun); err != nil {
+		return nil, fmt.Errorf("augment: planted: deleting facts: %w", err)
+	}
+	return out, nil
+}
+
+// completerFacts returns the facts the completer derives from every chunk of the
+// index read at once, validated against the index (facts it holds are dropped).
+func completerFacts(ctx context.Context, ix *graphio.Index, opts Options) ([]Accepted, error) {
+	sel := Selected{}
+	for i, c := range ix.Chunks {
+		sel.chunkIx = append(sel.chunkIx, int32(i))
+		sel.Chunks = append(sel.Chunks, c.ID)
+	}
+	comps, err := opts.Completer.Complete(ctx, ix, []Selected{sel}, opts.Config, nil)
+	if err != nil {
+		return nil, fmt.Errorf("augment: planted: completing the whole corpus: %w", err)
+	}
+	facts, _ := validate(ix, []Selected{sel}, comps, map[string]int{})
+	return facts, nil
+}
+
+// scorePlanted counts, per class, the deleted facts a run recovered and whose regions
+// it selected.
+func scorePlanted(ix *graphio.Index, rep *Report, deleted []plantedFact, seed int64, selector string) []PlantedRow {
+	accepted := map[[3]string]bool{}
+	for _, a := range rep.Facts {
+		accepted[[3]string{graphio.NormalizeName(a.Triple[0]), graphio.NormalizeName(a.Triple[1]), graphio.NormalizeName(a.Triple[2])}] = true
+	}
+	var sets []map[string]bool
+	for _, s := range rep.Selected {
+		set := map[string]bool{}
+		for _, n := range s.sg.nodes {
+			set[ix.Entities[n].Name] = true
+		}
+		sets = append(sets, set)
+	}
+	rows := map[string]*PlantedRow{}
+	for _, c := range []string{PlantedCrossChunk, PlantedWithinChunk} {
+		rows[c] = &PlantedRow{Seed: seed, Selector: selector, Class: c, Selected: len(rep.Selected), Accepted: rep.Accepted}
+		if selector == "gnn" {
+			rows[c].TestAUC = rep.Training.TestAUC
+		}
+	}
+	for _, d := range deleted {
+		r := rows[d.class]
+		r.Deleted++
+		if accepted[[3]string{d.s, d.p, d.o}] {
+			r.Recovered++
+		}
+		both, any := false, false
+		for _, set := range sets {
+			both = both || (set[d.s] && set[d.o])
+			any = any || set[d.s] || set[d.o]
+		}
+		if both {
+			r.Regions++
+		}
+		if any {
+			r.Touched++
+		}
+	}
+	return []PlantedRow{*rows[PlantedCrossChunk], *rows[PlantedWithinChunk]}
+}
+
+// PlantedSummary is the mean and standard deviation over seeds of one selector and
+// class.
+type PlantedSummary struct {
+	Selector, Class string
+	Seeds           int
+	Deleted         float64
+	Recovered       [2]float64 // mean, standard deviation
+	Regions         [2]float64
+	Touched         [2]float64
+	Selected        [2]float64
+}
+
+// SummarisePlanted groups rows by selector and class (GNN first, cross-chunk first).
+func SummarisePlanted(rows []PlantedRow) []PlantedSummary {
+	type key struct{ sel, class string }
+	groups := map[key][]PlantedRow{}
+	var keys []key
+	for _, r := range rows {
+		k := key{r.Selector, r.Class}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if keys[i].class != keys[j].class {
+			return keys[i].class == PlantedCrossChunk
+		}
+		return keys[i].sel == "gnn" && keys[j].sel != "gnn"
+	})
+	stat := func(rs []PlantedRow, f func(PlantedRow) int) [2]float64 {
+		var m, v float64
+		for _, r := range rs {
+			m += float64(f(r))
+		}
+		m /= float64(len(rs))
+		for _, r := range rs {
+			v += (float64(f(r)) - m) * (float64(f(r)) - m)
+		}
+		if len(rs) > 1 {
+			v /= float64(len(rs) - 1)
+		}
+		return [2]float64{m, math.Sqrt(v)}
+	}
+	var out []PlantedSummary
+	for _, k := range keys {
+		rs := groups[k]
+		out = append(out, PlantedSummary{Selector: k.sel, Class: k.class, Seeds: len(rs),
+			Deleted:   stat(rs, func(r PlantedRow) int { return r.Deleted })[0],
+			Recovered: stat(rs, func(r PlantedRow) int { return r.Recovered }),
+			Regions:   stat(rs, func(r PlantedRow) int { return r.Regions }),
+			Touched:   stat(rs, func(r PlantedRow) int { return r.Touched }),
+			Selected:  stat(rs, func(r PlantedRow) int { return r.Selected })})
+	}
+	return out
+}

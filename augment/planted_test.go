@@ -1,0 +1,122 @@
+package augment
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// rereader is an ideal completer: for every evidence chunk of a subgraph it proposes
+// the facts the original index extracted from that chunk, citing it.
+type rereader struct {
+	byChunk map[string][][]string
+}
+
+func newRereader(ix *graphio.Index) *rereader {
+	r := &rereader{byChunk: map[string][][]string{}}
+	for _, f := range ix.Facts {
+		for _, c := range f.Chunks {
+			id := ix.Chunks[c].ID
+			r.byChunk[id] = append(r.byChunk[id], []string{ix.Entities[f.Subject].Name, f.Predicate, ix.Entities[f.Object].Name})
+		}
+	}
+	return r
+}
+
+func (r *rereader) Name() string { return "rereader" }
+
+func (r *rereader) Complete(_ context.Context, _ *graphio.Index, sel []Selected, _ Config, _ func(int, int)) ([]Completion, error) {
+	out := make([]Completion, len(sel))
+	for i, s := range sel {
+		for _, id := range s.Chunks {
+			for _, t := range r.byChunk[id] {
+				out[i].Triples = append(out[i].Triples, Proposal{Triple: t, ChunkIDs: []string{id}})
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestPlanted deletes facts, runs both selectors at the same budget and counts: the
+// input index is untouched, every deleted fact an ideal completer re-reads from the
+// selected evidence counts as recovered, and a completer that proposes nothing
+// recovers none.
+func TestPlanted(t *testing.T) {
+	ix := chainIndex(t)
+	before := encode(t, ix)
+	opts := testOptions(newRereader(ix))
+	rows, err := Planted(context.Background(), ix, 6, []int64{1, 2, 3}, opts)
+	require.NoError(t, err)
+	assert.Equal(t, before, encode(t, ix), "the benchmark works on copies")
+	require.Len(t, rows, 12, "3 seeds × 2 selectors × 2 classes")
+	recovered := 0
+	for i, r := range rows {
+		if r.Class == PlantedWithinChunk {
+			assert.Equal(t, 6, r.Deleted)
+		}
+		assert.LessOrEqual(t, r.Recovered, r.Deleted)
+		assert.LessOrEqual(t, r.Regions, r.Touched)
+		if r.Selector == "random" {
+			assert.Equal(t, rows[i-2].Selected, r.Selected, "random runs at the GNN's number of calls")
+		}
+		recovered += r.Recovered
+	}
+	assert.Positive(t, recovered, "the ideal completer brings deleted facts back")
+	sum := SummarisePlanted(rows)
+	require.Len(t, sum, 4)
+	assert.Equal(t, "gnn", sum[0].Selector)
+	assert.Equal(t, PlantedCrossChunk, sum[0].Class)
+
+	none, err := Planted(context.Background(), ix, 6, []int64{1}, testOptions(&rereader{}))
+	require.NoError(t, err)
+	for _, r := range none {
+		assert.Zero(t, r.Recovered)
+	}
+}
+
+// TestTrainingLogBesideCheckpoint: a trained scorer leaves its JSONL training log (one
+// line per epoch and per validation) and its loss / ROC-AUC curves beside the
+// checkpoint, and a second run reuses the checkpoint.
+func TestTrainingLogBesideCheckpoint(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(nil)
+	opts.Plan = true
+	opts.Checkpoint = filepath.Join(t.TempDir(), "ix.gl.scorer")
+	opts.LoadScorer = func(string) (Scorer, error) { return &fakeScorer{}, nil }
+	rep, err := Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	require.False(t, rep.Training.Reused)
+	data, err := os.ReadFile(opts.Checkpoint + ".log.jsonl")
+	require.NoError(t, err)
+	var steps, evals int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r struct {
+			Step int              `json:"step"`
+			Loss *float64         `json:"loss"`
+			Eval *json.RawMessage `json:"eval"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		if r.Eval != nil {
+			evals++
+		} else {
+			steps++
+		}
+	}
+	assert.Equal(t, rep.Training.Epochs, steps)
+	assert.Equal(t, len(rep.Training.History), evals)
+	png, err := os.ReadFile(opts.Checkpoint + ".png")
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(png[:4]))
+
+	rep, err = Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	assert.True(t, rep.Training.Reused)
+}

@@ -1,0 +1,177 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// Loop is the training loop every learned model of graphloom runs through: it takes
+// optimizer steps, evaluates on a validation split every EvalEvery steps and after the
+// last one, stops early after Patience evaluations without a MinDelta improvement of
+// the validation loss, restores the best weights, logs every step and evaluation as
+// JSON lines and reports progress. What a step and an evaluation are belongs to the
+// caller (Hooks): Trainer.Fit plugs in GoMLX steps of a Task; the CrossAug scorer plugs
+// in its sampled epochs.
+type Loop struct {
+	Steps     int     // most optimizer steps
+	EvalEvery int     // evaluate every this many steps (and after the last)
+	Patience  int     // evaluations without improvement before stopping; 0 = never
+	MinDelta  float64 // improvement threshold on the validation loss
+	// Log receives one JSON object per step ({"step","loss","lr","grad_norm"}) and
+	// per evaluation ({"step","eval":{…}}); nil = none.
+	Log io.Writer
+	// Progress is called after every step with (steps done, Steps); nil = none.
+	Progress func(done, total int)
+}
+
+// Hooks are the caller's parts of a Loop.
+type Hooks struct {
+	// Step takes optimizer step i (0-based).
+	Step func(i int) (StepStats, error)
+	// Eval scores the validation split; Loss is what early stopping watches.
+	Eval func() (Metrics, error)
+	// Snapshot remembers the current weights as the best; Restore brings them back.
+	Snapshot func() error
+	Restore  func() error
+}
+
+// LogRecord is one line of the training log.
+type LogRecord struct {
+	Step      int      `json:"step"`
+	Loss      *float64 `json:"loss,omitempty"`
+	LR        *float64 `json:"lr,omitempty"`
+	GradNorm  *float64 `json:"grad_norm,omitempty"`
+	Eval      *Metrics `json:"eval,omitempty"`
+	TrainLoss *float64 `json:"train_loss,omitempty"`
+	Seconds   float64  `json:"seconds"`
+}
+
+// Run runs the loop. At the end the weights of the best evaluation are restored (when
+// any evaluation improved) and the result lists every evaluation.
+func (l Loop) Run(ctx context.Context, h Hooks) (*Result, error) {
+	if l.Steps < 1 || l.EvalEvery < 1 {
+		return nil, fmt.Errorf("train: loop needs Steps ≥ 1 and EvalEvery ≥ 1 (got %d, %d)", l.Steps, l.EvalEvery)
+	}
+	if h.Step == nil || h.Eval == nil || h.Snapshot == nil || h.Restore == nil {
+		return nil, errors.New("train: loop: every hook is required")
+	}
+	t0 := time.Now()
+	enc := (*json.Encoder)(nil)
+	if l.Log != nil {
+		enc = json.NewEncoder(l.Log)
+	}
+	logLine := func(r LogRecord) error {
+		if enc == nil {
+			return nil
+		}
+		r.Seconds = math.Round(time.Since(t0).Seconds()*1000) / 1000
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("train: writing log: %w", err)
+		}
+		return nil
+	}
+	stopper := EarlyStopping{Patience: l.Patience, MinDelta: l.MinDelta}
+	res := &Result{}
+	var last StepStats
+	for i := 0; i < l.Steps; i++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		st, err := h.Step(i)
+		if err != nil {
+			return res, err
+		}
+		last = st
+		res.Steps = i + 1
+		loss, lr, gn := st.Loss, st.LR, st.GradNorm
+		if err := logLine(LogRecord{Step: res.Steps, Loss: &loss, LR: &lr, GradNorm: &gn}); err != nil {
+			return res, err
+		}
+		if l.Progress != nil {
+			l.Progress(res.Steps, l.Steps)
+		}
+		if res.Steps%l.EvalEvery != 0 && res.Steps != l.Steps {
+			continue
+		}
+		m, err := h.Eval()
+		if err != nil {
+			return res, err
+		}
+		res.History = append(res.History, EvalPoint{Step: res.Steps, TrainLoss: last.Loss, Metrics: m})
+		tl := last.Loss
+		if err := logLine(LogRecord{Step: res.Steps, Eval: &m, TrainLoss: &tl}); err != nil {
+			return res, err
+		}
+		improved, stop := stopper.Observe(m.Loss)
+		if improved {
+			if err := h.Snapshot(); err != nil {
+				return res, err
+			}
+			res.Best, res.BestStep = m, res.Steps
+		}
+		if stop {
+			res.StoppedEarly = res.Steps < l.Steps
+			break
+		}
+	}
+	if res.BestStep > 0 {
+		if err := h.Restore(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// WriteCurves draws the training curves of a run — the training loss at every
+// evaluation, the validation loss and the validation ROC-AUC — into a PNG at path,
+// atomically.
+func WriteCurves(path, title string, res *Result) error {
+	if res == nil || len(res.History) == 0 {
+		return errors.New("train: no evaluations to plot")
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "loss / ROC-AUC"
+	var trainLoss, valLoss, auc plotter.XYs
+	for _, e := range res.History {
+		x := float64(e.Step)
+		trainLoss = append(trainLoss, plotter.XY{X: x, Y: e.TrainLoss})
+		valLoss = append(valLoss, plotter.XY{X: x, Y: e.Loss})
+		if !math.IsNaN(e.AUC) {
+			auc = append(auc, plotter.XY{X: x, Y: e.AUC})
+		}
+	}
+	args := []any{"training loss", trainLoss, "validation loss", valLoss}
+	if len(auc) > 0 {
+		args = append(args, "validation ROC-AUC", auc)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return fmt.Errorf("train: plotting curves: %w", err)
+	}
+	wt, err := p.WriterTo(6*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return fmt.Errorf("train: rendering curves: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return graphio.AtomicWrite(path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	})
+}

@@ -1,0 +1,134 @@
+package train_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models"
+	"github.com/graphloom/graphloom/models/train"
+)
+
+func noDropoutModel(t *testing.T) *models.RGCNClassifier {
+	t.Helper()
+	m, err := models.NewRGCNClassifier(model.NewStore(), models.RGCNConfig{InputDim: featDim, Hidden: 16, Layers: 2,
+		NumRelations: 2, NumNodeTypes: 2, HeadHidden: 16, Seed: 5})
+	require.NoError(t, err)
+	return m
+}
+
+func values(t *testing.T, vs []*model.Variable) [][]float32 {
+	t.Helper()
+	var out [][]float32
+	for _, v := range vs {
+		val, err := v.Value()
+		require.NoError(t, err)
+		out = append(out, tensors.MustCopyFlatData[float32](val))
+	}
+	return out
+}
+
+// TestGradientAccumulation: two micro-batches whose gradients average to g take the
+// same step as one batch with gradient g (here: the same batch twice), clipping and
+// Adam included.
+func TestGradientAccumulation(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	ex := makeExample(t, rand.New(rand.NewPCG(4, 4)), newBucketer(t), 12)
+	cfg := train.DefaultConfig()
+	cfg.ClipNorm = 0.5
+	a, b := noDropoutModel(t), noDropoutModel(t)
+	require.Equal(t, values(t, a.Variables()), values(t, b.Variables()), "same seed, same init")
+	ta, err := train.New(eng, a, cfg)
+	require.NoError(t, err)
+	tb, err := train.New(eng, b, cfg)
+	require.NoError(t, err)
+	for range 3 {
+		sa, err := ta.StepBatches(ex, ex)
+		require.NoError(t, err)
+		sb, err := tb.Step(ex)
+		require.NoError(t, err)
+		assert.InDelta(t, sb.Loss, sa.Loss, 1e-5)
+		assert.InDelta(t, sb.GradNorm, sa.GradNorm, 1e-4)
+	}
+	va, vb := values(t, a.Variables()), values(t, b.Variables())
+	for i := range va {
+		for j := range va[i] {
+			require.InDelta(t, vb[i][j], va[i][j], 1e-5, "variable %s[%d]", a.Variables()[i].Path(), j)
+		}
+	}
+}
+
+// TestLoopLogAndCurves: FitTask writes one JSON line per step and per evaluation,
+// stops early on a flat validation loss, restores the best weights, and the curves
+// render to a PNG.
+func TestLoopLogAndCurves(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(6, 6))
+	bk := newBucketer(t)
+	m := noDropoutModel(t)
+	cfg := train.DefaultConfig()
+	cfg.TotalSteps, cfg.EvalEvery, cfg.Patience = 40, 5, 2
+	tr, err := train.New(eng, m, cfg)
+	require.NoError(t, err)
+	var log bytes.Buffer
+	tr.Log = &log
+	progress := 0
+	tr.Progress = func(done, total int) { progress = done; assert.Equal(t, 40, total) }
+	val := []train.Example{makeExample(t, rng, bk, 24)}
+	evals := 0
+	res, err := tr.FitTask(t.Context(), func(int) ([]train.Batch, error) {
+		return []train.Batch{makeExample(t, rng, bk, 24)}, nil
+	}, func() (train.Metrics, error) {
+		evals++
+		mt, err := tr.Evaluate(val)
+		if evals > 2 {
+			mt.Loss = 10 // no improvement after the second evaluation: stop after two more
+		}
+		return mt, err
+	})
+	require.NoError(t, err)
+	assert.True(t, res.StoppedEarly)
+	assert.Equal(t, 20, res.Steps, "evaluations at 5, 10 (best), 15, 20 (patience 2)")
+	assert.Equal(t, 10, res.BestStep)
+	assert.Equal(t, 20, progress)
+	got, err := tr.Evaluate(val)
+	require.NoError(t, err)
+	assert.InDelta(t, res.Best.Loss, got.Loss, 1e-6, "best weights restored")
+
+	steps, evalLines := 0, 0
+	sc := bufio.NewScanner(&log)
+	for sc.Scan() {
+		var r train.LogRecord
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		if r.Eval != nil {
+			evalLines++
+		} else {
+			steps++
+			require.NotNil(t, r.Loss)
+			assert.False(t, math.IsNaN(*r.Loss))
+		}
+	}
+	assert.Equal(t, 20, steps)
+	assert.Equal(t, 4, evalLines)
+
+	png := filepath.Join(t.TempDir(), "curves.png")
+	require.NoError(t, train.WriteCurves(png, "test", res))
+	data, err := os.ReadFile(png)
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(data[:4]))
+}

@@ -1,0 +1,81 @@
+package train
+
+import (
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+)
+
+// Losses of the training tasks. Each returns a scalar; masks and weights select which
+// entries count, so padded slots (graphs, nodes, edges, tokens) never do.
+//
+//   - graph-, node- and edge-level binary classification: MaskedBCE on logits of any
+//     shape ([G], [N], [E]) with a weight per entry (GraphMask, NodeMask, edge weights);
+//   - node- and edge-level multi-class classification: MaskedCE;
+//   - token-level language modelling: TokenCE, labels −100 ignored (PyTorch's
+//     ignore_index);
+//   - ranking: PairwiseMargin;
+//   - contrastive: InfoNCE.
+
+// IgnoreIndex is the label that TokenCE skips, as PyTorch's CrossEntropyLoss
+// ignore_index.
+const IgnoreIndex = -100
+
+// MaskedCE is the mean softmax cross-entropy of logits [N, C] against integer class
+// labels [N], over the entries with weight > 0 (weights [N]), weighted by weights.
+func MaskedCE(logits, labels, weights *graph.Node) *graph.Node {
+	weights = graph.ConvertDType(weights, logits.DType())
+	per := crossEntropy(logits, labels)
+	total := graph.ReduceAllSum(graph.Mul(per, weights))
+	return graph.Div(total, graph.MaxScalar(graph.ReduceAllSum(weights), 1e-12))
+}
+
+// crossEntropy returns −log softmax(logits)[label] per row: logits [..., C], labels
+// [...] integer and in range.
+func crossEntropy(logits, labels *graph.Node) *graph.Node {
+	c := logits.Shape().Dimensions[logits.Rank()-1]
+	logp := graph.LogSoftmax(logits, -1)
+	onehot := graph.OneHot(graph.ConvertDType(labels, dtypes.Int32), c, logits.DType())
+	return graph.Neg(graph.ReduceSum(graph.Mul(logp, onehot), -1))
+}
+
+// TokenCE is the mean next-token cross-entropy of logits [B, T, V] against labels
+// [B, T] (integers), over the tokens whose label is not IgnoreIndex (−100): prompt
+// and padding positions carry −100, exactly as the labels of a Hugging Face causal LM.
+// The logits at position t are scored against labels[t] (shift the labels before).
+func TokenCE(logits, labels *graph.Node) *graph.Node {
+	labels = graph.ConvertDType(labels, dtypes.Int32)
+	keep := graph.NotEqual(labels, graph.Scalar(labels.Graph(), dtypes.Int32, IgnoreIndex))
+	safe := graph.Where(keep, labels, graph.ZerosLike(labels))
+	weights := graph.ConvertDType(keep, logits.DType())
+	per := crossEntropy(logits, safe)
+	total := graph.ReduceAllSum(graph.Mul(per, weights))
+	return graph.Div(total, graph.MaxScalar(graph.ReduceAllSum(weights), 1))
+}
+
+// PairwiseMargin is the mean hinge max(0, margin − pos + neg) over pairs of scores
+// pos[i], neg[i] with weight > 0 (weights [P]), weighted by weights: each positive
+// should outscore its negative by margin.
+func PairwiseMargin(pos, neg, weights *graph.Node, margin float64) *graph.Node {
+	weights = graph.ConvertDType(weights, pos.DType())
+	hinge := graph.MaxScalar(graph.AddScalar(graph.Sub(neg, pos), margin), 0)
+	total := graph.ReduceAllSum(graph.Mul(hinge, weights))
+	return graph.Div(total, graph.MaxScalar(graph.ReduceAllSum(weights), 1e-12))
+}
+
+// InfoNCE is the contrastive loss of queries [B, D] against keys [B, D]: row i's
+// positive is key i, every other key of the batch a negative; logits are the dot
+// products divided by temperature (pass L2-normalised embeddings for cosine
+// similarity). The loss is the mean cross-entropy over rows with weight > 0
+// (weights [B]); a masked row is neither an anchor nor a negative.
+func InfoNCE(queries, keys, weights *graph.Node, temperature float64) *graph.Node {
+	g := queries.Graph()
+	b := queries.Shape().Dimensions[0]
+	weights = graph.ConvertDType(weights, queries.DType())
+	logits := graph.DivScalar(graph.Einsum("id,jd->ij", queries, keys), temperature)
+	// Masked keys get −∞ (a large negative) so they are no negatives.
+	penalty := graph.MulScalar(graph.OneMinus(graph.ExpandAxes(weights, 0)), -1e9)
+	logits = graph.Add(logits, penalty)
+	labels := graph.Iota(g, shapes.Make(dtypes.Int32, b), 0)
+	return MaskedCE(logits, labels, weights)
+}
