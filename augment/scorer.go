@@ -38,15 +38,14 @@ type Scorer interface {
 // its region only: the validation views alone choose the epoch, the test views are
 // reported.
 type TrainReport struct {
-	Reused     bool    `json:"reused_checkpoint"`
-	Epochs     int     `json:"epochs"`
-	BestEpoch  int     `json:"best_epoch"`
-	SplitRoots [3]int  `json:"split_roots"` // root candidates in train, validation, test
-	SplitNodes [3]int  `json:"split_nodes"` // walk-graph entities in train, validation, test
-	TrainViews int     `json:"train_views_per_epoch"`
-	EvalViews  int     `json:"val_views"`
-	TestViews  int     `json:"test_views"`
-	KeptViews  float64 `json:"balanced_share"` // share of drawn training views kept by shape balancing
+	Reused     bool   `json:"reused_checkpoint"`
+	Epochs     int    `json:"epochs"`
+	BestEpoch  int    `json:"best_epoch"`
+	SplitRoots [3]int `json:"split_roots"` // root candidates in train, validation, test
+	SplitNodes [3]int `json:"split_nodes"` // walk-graph entities in train, validation, test
+	TrainViews int    `json:"train_views_per_epoch"`
+	EvalViews  int    `json:"val_views"`
+	TestViews  int    `json:"test_views"`
 	// Validation metrics at the best epoch.
 	EvalBCE      float64 `json:"val_bce"`
 	EvalAccuracy float64 `json:"val_accuracy"`
