@@ -31,11 +31,11 @@ var (
 
 // Edge types of an exported graph.
 const (
-	EdgeFact     = "fact"     // entity → entity, one per fact
-	EdgeMention  = "mention"  // entity → chunk it occurs in
-	EdgeSynonym  = "synonym"  // entity → entity, weight = cosine
-	EdgeMember   = "member"   // hyperedge → member entity
-	EdgeHyperSrc = "source"   // hyperedge → chunk it was extracted from
+	EdgeFact     = "fact"    // entity → entity, one per fact
+	EdgeMention  = "mention" // entity → chunk it occurs in
+	EdgeSynonym  = "synonym" // entity → entity, weight = cosine
+	EdgeMember   = "member"  // hyperedge → member entity
+	EdgeHyperSrc = "source"  // hyperedge → chunk it was extracted from
 )
 
 // ToGraphML builds the GraphML view of an index: a directed multigraph with one node

@@ -54,8 +54,8 @@ type lightragSidecar struct {
 	// ChunkIDs maps a graphloom chunk id (computed from the chunk's text, see
 	// graphio.ChunkID) to the LightRAG keys of the chunks with that text, where they differ.
 	ChunkIDs map[string][]string `json:"chunk_ids,omitempty"`
-	KV    map[string]*object  `json:"kv"`  // namespace → records
-	VDB   map[string]*vdbFile `json:"vdb"` // namespace → store
+	KV       map[string]*object  `json:"kv"`  // namespace → records
+	VDB      map[string]*vdbFile `json:"vdb"` // namespace → store
 }
 
 type lrEdge struct {
