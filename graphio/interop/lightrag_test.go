@@ -49,7 +49,7 @@ func TestImportLightRAG(t *testing.T) {
 	require.NoError(t, err)
 	fx := interoptest.Sample()
 	assert.Len(t, ix.Documents, 4)
-	require.Len(t, ix.Chunks, 4)
+	require.Len(t, ix.Chunks, 5)
 	assert.Len(t, ix.Entities, 7, "PORT KESWYN merges into Port Keswyn")
 	assert.Len(t, ix.Facts, 9, "the Port Keswyn–PORT KESWYN relation is a self-loop graphloom cannot hold")
 	assert.Equal(t, 10, rep.Counts["relations"])
@@ -63,10 +63,11 @@ func TestImportLightRAG(t *testing.T) {
 			assert.Equal(t, interoptest.ChunkID(fx.Chunks[i].Content), c.ID, "LightRAG's md5(content) when a title line splits off")
 		}
 		assert.Equal(t, fx.Chunks[i].Content, chunkContent(&c))
-		assert.Equal(t, interoptest.DocID(fx.Docs[i]), ix.Documents[c.Doc].ID)
+		assert.Equal(t, interoptest.DocID(fx.Docs[fx.Chunks[i].Doc]), ix.Documents[c.Doc].ID)
 	}
 	assert.Equal(t, "Port Keswyn", ix.Chunks[0].Title)
-	assert.Equal(t, "", ix.Chunks[3].Title, "a chunk without a title line is all text")
+	assert.Equal(t, "", ix.Chunks[4].Title, "a chunk without a title line is all text")
+	assert.Equal(t, int32(1), ix.Chunks[3].Order)
 
 	pk := slices.IndexFunc(ix.Entities, func(e graphio.Entity) bool { return e.Name == "port keswyn" })
 	require.GreaterOrEqual(t, pk, 0)
@@ -86,9 +87,8 @@ func TestImportLightRAG(t *testing.T) {
 	for _, m := range ix.Mentions {
 		mentions[ix.Entities[m.Entity].Name] = append(mentions[ix.Entities[m.Entity].Name], ix.Chunks[m.Chunk].ID)
 	}
-	sort.Strings(mentions["gull rock"])
-	assert.Equal(t, []string{ix.Chunks[3].ID}, mentions["gull rock"])
-	assert.Len(t, mentions["port keswyn"], 3, "chunks 0 and 3 from Port Keswyn, 1 from PORT KESWYN")
+	assert.ElementsMatch(t, []string{ix.Chunks[3].ID, ix.Chunks[4].ID}, mentions["gull rock"])
+	assert.Len(t, mentions["port keswyn"], 3, "chunks 0 and 4 from Port Keswyn, 1 from PORT KESWYN")
 	assert.Nil(t, ix.Embeddings, "LightRAG's vectors cannot embed graphloom queries")
 }
 
@@ -185,13 +185,13 @@ func TestLightRAGExportAugmented(t *testing.T) {
 	brell, _ := b.EntityIndex("tomas brell")
 	gull, _ := b.EntityIndex("gull rock")
 	// A cross-chunk fact between existing entities, citing two chunks…
-	_, isNew, err := b.AddFactIDs(brell, "owned ship wrecked on", gull, []int32{2, 3})
+	_, isNew, err := b.AddFactIDs(brell, "owned ship wrecked on", gull, []int32{3, 4})
 	require.NoError(t, err)
 	require.True(t, isNew)
-	b.AddMention(brell, 3)
+	b.AddMention(brell, 4)
 	// …one merged into an existing relation, and one with a new entity.
 	gannet, _ := b.EntityIndex("gannet")
-	_, _, err = b.AddFactIDs(gannet, "sank near", gull, []int32{3})
+	_, _, err = b.AddFactIDs(gannet, "sank near", gull, []int32{4})
 	require.NoError(t, err)
 	_, _, err = b.AddFact("Harbour Ledger", "records", "Tomas Brell", 0)
 	require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestLightRAGExportAugmented(t *testing.T) {
 	nodes := nodeMap(g)
 	fx := interoptest.Sample()
 	c := func(i int) string { return interoptest.ChunkID(fx.Chunks[i].Content) } // LightRAG's keys
-	assert.Equal(t, strings.Join([]string{c(0), c(2), c(3)}, SEP), nodes["Tomas Brell"]["source_id"], "the run's mention extends source_id")
+	assert.Equal(t, strings.Join([]string{c(0), c(2), c(3), c(4)}, SEP), nodes["Tomas Brell"]["source_id"], "the run's mention extends source_id")
 	require.Contains(t, nodes, "Harbour Ledger")
 	assert.Contains(t, nodes["Harbour Ledger"]["description"], run)
 	assert.Equal(t, "UNKNOWN", nodes["Harbour Ledger"]["entity_type"])
@@ -212,7 +212,7 @@ func TestLightRAGExportAugmented(t *testing.T) {
 		switch {
 		case e.Source == "Tomas Brell" && e.Target == "Gull Rock":
 			found = true
-			assert.Equal(t, c(2)+SEP+c(3), e.Data["source_id"])
+			assert.Equal(t, c(3)+SEP+c(4), e.Data["source_id"])
 			assert.Contains(t, e.Data["description"], run)
 			assert.Contains(t, e.Data["description"], "augmented")
 			assert.Equal(t, "owned ship wrecked on", e.Data["keywords"])
@@ -231,14 +231,14 @@ func TestLightRAGExportAugmented(t *testing.T) {
 	assert.Equal(t, 2, rep.Dropped["vdb_relationships vectors for records graphloom added (no vector from LightRAG's embedder; LightRAG re-embeds on its next insert of them)"])
 	kv, _ := readAll(t, out)
 	rc := kv["kv_store_relation_chunks.json"].(map[string]any)
-	assert.Equal(t, []any{c(2), c(3)}, rc["Gull Rock"+SEP+"Tomas Brell"].(map[string]any)["chunk_ids"])
+	assert.Equal(t, []any{c(3), c(4)}, rc["Gull Rock"+SEP+"Tomas Brell"].(map[string]any)["chunk_ids"])
 
 	// Importing the export keeps the augmented relation and its provenance.
 	ix2, _, err := ImportLightRAG(out)
 	require.NoError(t, err)
 	f := factByNames(ix2, "tomas brell", "owned ship wrecked on", "gull rock")
 	require.NotNil(t, f)
-	assert.Equal(t, []string{ix.Chunks[2].ID, ix.Chunks[3].ID}, chunkIDsOf(ix2, f.Chunks))
+	assert.Equal(t, []string{ix.Chunks[3].ID, ix.Chunks[4].ID}, chunkIDsOf(ix2, f.Chunks))
 }
 
 // nativeIndex builds a small graphloom index with embeddings, a synonym edge, a

@@ -61,29 +61,31 @@ func ChunkID(content string) string { return "chunk-" + md5hex(content) }
 // DocID is LightRAG's document key: "doc-" + md5(content).
 func DocID(content string) string { return "doc-" + md5hex(content) }
 
-// Sample is a LightRAG index of four short passages about a harbour, with typed,
-// described entities, weighted relations citing their chunks, two names that differ
-// only in case, and XML-special characters in a description.
+// Sample is a LightRAG index of four short passages about a harbour (one split into two
+// chunks, linked by a pronoun), with typed, described entities, weighted relations
+// citing their chunks, two names that differ only in case, and XML-special characters
+// in a description.
 func Sample() *LightRAG {
 	docs := []string{
 		"Port Keswyn\nPort Keswyn is a harbour town on the Brackwater Coast. Tomas Brell was the harbourmaster of Port Keswyn from 1785.",
 		"Fennmouth\nFennmouth is a port town north of Port Keswyn. The Cobble Yard is the largest shipyard in Fennmouth.",
-		"Tomas Brell\nTomas Brell was born in Fennmouth. Tomas Brell bought the brig Gannet from the Cobble Yard.",
+		"Tomas Brell\nTomas Brell, known as the Old Pilot, was born in Fennmouth.\nHe bought the brig Gannet from the Cobble Yard. He sailed the Gannet to Gull Rock.",
 		"The brig Gannet was wrecked on Gull Rock in 1790. Gull Rock lies south of Port Keswyn.",
 	}
 	l := &LightRAG{Docs: docs, Dim: 8, Created: 1733000000}
-	for i, d := range docs {
-		l.Chunks = append(l.Chunks, LRChunk{Doc: i, Content: d})
-	}
+	l.Chunks = []LRChunk{{0, docs[0]}, {1, docs[1]},
+		{2, "Tomas Brell\nTomas Brell, known as the Old Pilot, was born in Fennmouth."},
+		{2, "He bought the brig Gannet from the Cobble Yard. He sailed the Gannet to Gull Rock."},
+		{3, docs[3]}}
 	l.Entities = []LREntity{
-		{"Port Keswyn", "location", "Port Keswyn is a harbour town on the Brackwater Coast.", []int{0, 3}},
+		{"Port Keswyn", "location", "Port Keswyn is a harbour town on the Brackwater Coast.", []int{0, 4}},
 		{"PORT KESWYN", "location", "A harbour <town> & port.", []int{1}},
 		{"Brackwater Coast", "location", "A stretch of coast.", []int{0}},
-		{"Tomas Brell", "person", "Tomas Brell was harbourmaster of Port Keswyn.", []int{0, 2}},
+		{"Tomas Brell", "person", "Tomas Brell was harbourmaster of Port Keswyn.", []int{0, 2, 3}},
 		{"Fennmouth", "location", "Fennmouth is a port town north of Port Keswyn.", []int{1, 2}},
-		{"Cobble Yard", "organization", "The largest shipyard in Fennmouth.", []int{1, 2}},
-		{"Gannet", "artifact", "A brig.", []int{2, 3}},
-		{"Gull Rock", "location", "A rock south of Port Keswyn.", []int{3}},
+		{"Cobble Yard", "organization", "The largest shipyard in Fennmouth.", []int{1, 3}},
+		{"Gannet", "artifact", "A brig.", []int{3, 4}},
+		{"Gull Rock", "location", "A rock south of Port Keswyn.", []int{3, 4}},
 	}
 	l.Relations = []LRRelation{
 		{"Port Keswyn", "Brackwater Coast", "location, coast", "Port Keswyn lies on the Brackwater Coast.", 2, []int{0}},
@@ -92,10 +94,10 @@ func Sample() *LightRAG {
 		{"Port Keswyn", "PORT KESWYN", "same place", "Two spellings.", 0.5, []int{1}},
 		{"Cobble Yard", "Fennmouth", "shipyard, location", "The Cobble Yard is in Fennmouth.", 1.5, []int{1}},
 		{"Tomas Brell", "Fennmouth", "birthplace", "Tomas Brell was born in Fennmouth.", 1, []int{2}},
-		{"Tomas Brell", "Gannet", "bought", "Tomas Brell bought the Gannet.", 1, []int{2}},
-		{"Gannet", "Cobble Yard", "bought from", "The Gannet came from the Cobble Yard.", 1, []int{2}},
-		{"Gannet", "Gull Rock", "wrecked on", "The Gannet was wrecked on Gull Rock in 1790.", 1, []int{3}},
-		{"Gull Rock", "Port Keswyn", "south of", "Gull Rock lies south of Port Keswyn.", 1, []int{3}},
+		{"Tomas Brell", "Gannet", "purchase", "Tomas Brell bought the Gannet.", 1, []int{3}},
+		{"Gannet", "Cobble Yard", "built by", "The Gannet came from the Cobble Yard.", 1, []int{3}},
+		{"Gannet", "Gull Rock", "wrecked on", "The Gannet was wrecked on Gull Rock in 1790.", 1, []int{4}},
+		{"Gull Rock", "Port Keswyn", "south of", "Gull Rock lies south of Port Keswyn.", 1, []int{4}},
 	}
 	return l
 }
