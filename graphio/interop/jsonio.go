@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/graphloom/graphloom/graphio"
 )
 
 // object is a JSON object whose member order is kept (LightRAG's kv stores are
@@ -101,15 +99,6 @@ func (o *object) encode(w io.Writer) error {
 	}
 	bw.WriteString("}")
 	return bw.Flush()
-}
-
-func writeObject(path string, o *object) error {
-	return graphio.AtomicWrite(path, func(w io.Writer) error {
-		if err := o.encode(w); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return nil
-	})
 }
 
 // marshal is json.Marshal without HTML escaping (Python writes '<' as is).

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ type lrExport struct {
 	now   int64
 	names [][]string // per entity: its LightRAG names (first = the one new relations use)
 	byID  map[string]int32
+	write writeFile
 }
 
 func (x *lrExport) runTime(run string) int64 {
@@ -101,7 +103,18 @@ func (x *lrExport) chunk(id string) *graphio.Chunk {
 // LightRAG cannot hold (synonym edges, hyperedges, run records, vectors for new records
 // of an imported index) is counted in the report.
 func ExportLightRAG(ix *graphio.Index, dir string) (*Report, error) {
-	x := &lrExport{ix: ix, rep: newReport("lightrag"), now: time.Now().Unix()}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lightrag: export: %w", err)
+	}
+	return exportLightRAG(ix, dir, graphio.AtomicWrite)
+}
+
+// writeFile writes one file through fn (graphio.AtomicWrite, or an in-memory sink in
+// fuzz tests).
+type writeFile func(path string, fn func(w io.Writer) error) error
+
+func exportLightRAG(ix *graphio.Index, dir string, write writeFile) (*Report, error) {
+	x := &lrExport{ix: ix, rep: newReport("lightrag"), now: time.Now().Unix(), write: write}
 	if blob, ok := ix.Blobs[lightragBlob]; ok {
 		x.sc = &lightragSidecar{}
 		if err := json.Unmarshal(blob, x.sc); err != nil {
@@ -113,9 +126,6 @@ func ExportLightRAG(ix *graphio.Index, dir string) (*Report, error) {
 		for _, id := range x.lrIDs(int32(i)) {
 			x.byID[id] = int32(i)
 		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lightrag: export: %w", err)
 	}
 	x.names = make([][]string, len(ix.Entities))
 	for i, e := range ix.Entities {
@@ -134,7 +144,7 @@ func ExportLightRAG(ix *graphio.Index, dir string) (*Report, error) {
 		return nil, err
 	}
 	gpath := filepath.Join(dir, LightRAGGraphFile)
-	if err := graphio.AtomicWrite(gpath, g.Encode); err != nil {
+	if err := x.write(gpath, g.Encode); err != nil {
 		return nil, fmt.Errorf("lightrag: export: %w", err)
 	}
 	if err := x.kvStores(dir, g, nodeChunks, relChunks); err != nil {
@@ -533,7 +543,8 @@ func (x *lrExport) kvStores(dir string, g *Graph, nodeChunks, relChunks map[stri
 		}
 	}
 	for _, ns := range slices.Sorted(mapsKeys(out)) {
-		if err := writeObject(filepath.Join(dir, "kv_store_"+ns+".json"), out[ns]); err != nil {
+		p := filepath.Join(dir, "kv_store_"+ns+".json")
+		if err := x.write(p, func(w io.Writer) error { return out[ns].encode(w) }); err != nil {
 			return fmt.Errorf("lightrag: export: %w", err)
 		}
 	}
@@ -598,7 +609,7 @@ func (x *lrExport) vdbs(dir string, g *Graph) error {
 		}
 		x.rep.drop("vdb_"+ns+" vectors for records graphloom added (no vector from LightRAG's embedder; LightRAG re-embeds on its next insert of them)", missing)
 		x.rep.Counts["vectors."+ns] = len(v.IDs)
-		return graphio.AtomicWrite(filepath.Join(dir, "vdb_"+ns+".json"), v.encode)
+		return x.write(filepath.Join(dir, "vdb_"+ns+".json"), v.encode)
 	}
 	dimOf := func(k graphio.NodeKind) int {
 		if m := ix.Embeddings[k]; m != nil {
