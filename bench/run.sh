@@ -8,6 +8,7 @@
 #   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
 #   4. CrossAug: sampling + training + scoring time against the whole augment run
+#   5. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -33,5 +34,12 @@ run "$root/bench/rgcn.sh" --out "$out/rgcn"
 
 section "4. CrossAug stage times (issue 7)"
 run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
+
+section "5. interop: LightRAG import of the 2Wiki index (issue 15)"
+if [[ -f "$out/index/full.gl" ]]; then
+	run "$root/bench/interop.sh" "$bin" "$out/index/full.gl" "$out/interop"
+else
+	echo "skipped: $out/index/full.gl not built (section 1 needs $corpora/2wikimultihopqa_corpus.json)"
+fi
 
 exit $status

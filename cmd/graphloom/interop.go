@@ -19,6 +19,7 @@ import (
 func importFormats() map[string]func(src string) (*graphio.Index, *interop.Report, error) {
 	return map[string]func(string) (*graphio.Index, *interop.Report, error){
 		"lightrag": interop.ImportLightRAG,
+		"hipporag": interop.ImportHippoRAG,
 	}
 }
 
@@ -26,12 +27,13 @@ func importFormats() map[string]func(src string) (*graphio.Index, *interop.Repor
 func exportFormats() map[string]func(ix *graphio.Index, dst string) (*interop.Report, error) {
 	return map[string]func(*graphio.Index, string) (*interop.Report, error){
 		"lightrag": interop.ExportLightRAG,
+		"hipporag": interop.ExportHippoRAG,
 		"graphml":  interop.ExportGraphML,
 	}
 }
 
 // plannedFormats are named by the interop issue but not built yet.
-var plannedFormats = []string{"graphrag", "hipporag", "gfmrag"}
+var plannedFormats = []string{"graphrag", "gfmrag"}
 
 func formatNames[V any](m map[string]V) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
@@ -56,14 +58,15 @@ func newImportCmd() *cobra.Command {
 	var lf llmFlags
 	cmd := &cobra.Command{
 		Use:   "import --from FORMAT SRC --out INDEX",
-		Short: "Import another framework's index (LightRAG) into a graphloom index",
+		Short: "Import another framework's index (LightRAG, HippoRAG 2) into a graphloom index",
 		Long: `Import the on-disk index of another GraphRAG framework. Entities, relations, chunks and
 documents become graphloom's graph; every field graphloom does not model is kept in the index, so
 "graphloom export" to the same format writes it back unchanged. The imported vectors were made by a
 model the format does not name, so graphloom embeds the index itself (--embedder, default the built-in
 hashed embedder) and adds synonym edges; the original vectors are kept for export.
 
-Formats: ` + formatNames(importFormats()) + ` (LightRAG v1.4 working directory).`,
+Formats: ` + formatNames(importFormats()) + ` (a LightRAG v1.4 working directory; a HippoRAG 2 save_dir
+with its OpenIE results and, in a working directory under it, the parquet embedding stores).`,
 		Example: `  graphloom import --from lightrag ./rag_storage --out mine.gl
   graphloom augment --index mine.gl --completer extractive
   graphloom export --to lightrag mine.gl ./rag_storage_augmented`,

@@ -92,3 +92,52 @@ func FuzzImportLightRAG(f *testing.F) {
 		}
 	})
 }
+
+// FuzzImportHippoRAG replaces the OpenIE results or an embedding store of a valid
+// HippoRAG save directory by the fuzzer's bytes.
+func FuzzImportHippoRAG(f *testing.F) {
+	h := interoptest.HippoSample()
+	dir := f.TempDir()
+	if err := h.Write(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{h.OpenIEFile(), filepath.Join(h.WorkingDir(), "chunk_embeddings", "vdb_chunk.parquet"), filepath.Join(h.WorkingDir(), "fact_embeddings", "vdb_fact.parquet")}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportHippoRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportHippoRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
