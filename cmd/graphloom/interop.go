@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -89,30 +91,36 @@ with its OpenIE results and, in a working directory under it, the parquet embedd
 				return err
 			}
 			defer unlock()
+			secs := map[string]any{}
+			t0 := time.Now()
+			stage := func(name string) { secs[name] = math.Round(time.Since(t0).Seconds()*1000) / 1000; t0 = time.Now() }
 			ix, rep, err := importFormats()[from](src)
 			if err != nil {
 				return err
 			}
+			stage("read")
 			ix.Meta.Graphloom = buildVersion()
 			emb, err := lf.embedder(cmd.Context(), embedder)
 			if err != nil {
 				return err
 			}
-			progress, finish := bar(cmd, "embedding")
+			progress, finish := bar(cmd, "embedding") // then synonym edges
 			syn, err := kg.EmbedGraph(cmd.Context(), ix, emb, kcfg, progress)
 			finish()
 			if err != nil {
 				return err
 			}
+			stage("embed")
 			rep.Counts["synonym edges added"] = syn
 			rep.Notices = append(rep.Notices, fmt.Sprintf("embedded with graphloom's %s for queries and augmentation (%s vectors cannot embed questions)", ix.Meta.Embedder, from))
 			if err := graphio.WriteFile(out, ix); err != nil {
 				return err
 			}
+			stage("write")
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "report": rep})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "report": rep, "stage_seconds": secs})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %s → %s\n%s\n", src, out, rep)
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %s → %s\n%s\ntime: %s\n", src, out, rep, formatStages(secs, []string{"read", "embed", "write"}))
 			return nil
 		},
 	}

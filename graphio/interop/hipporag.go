@@ -96,6 +96,10 @@ func ImportHippoRAG(src string) (*graphio.Index, *Report, error) {
 	b := graphio.NewBuilder(ix, "")
 	invalid, dupPassages := 0, 0
 	for i, raw := range docs {
+		var cb bytes.Buffer
+		if err := json.Compact(&cb, raw); err == nil {
+			docs[i], raw = cb.Bytes(), cb.Bytes() // canonical, so a re-import compares equal
+		}
 		var d hippoDoc
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return nil, nil, fmt.Errorf("hipporag: %s: docs[%d]: %v", path, i, err)
@@ -161,7 +165,7 @@ func ImportHippoRAG(src string) (*graphio.Index, *Report, error) {
 	} else {
 		rep.notice("no embedding stores found under %s", src)
 	}
-	blob, err := json.Marshal(sc)
+	blob, err := encodeSidecar(sc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,7 +281,7 @@ func ExportHippoRAG(ix *graphio.Index, dst string) (*Report, error) {
 	var sc *hippoSidecar
 	if blob, ok := ix.Blobs[hippoBlob]; ok {
 		sc = &hippoSidecar{}
-		if err := json.Unmarshal(blob, sc); err != nil {
+		if err := decodeSidecar(blob, sc); err != nil {
 			return nil, fmt.Errorf("hipporag: export: the index's HippoRAG records are corrupt: %w", err)
 		}
 	}

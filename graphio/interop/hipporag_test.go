@@ -53,7 +53,7 @@ func TestImportHippoRAG(t *testing.T) {
 	require.NotNil(t, f)
 	// graphloom's fact id is HippoRAG's.
 	var sc hippoSidecar
-	require.NoError(t, json.Unmarshal(ix.Blobs[hippoBlob], &sc))
+	require.NoError(t, decodeSidecar(ix.Blobs[hippoBlob], &sc))
 	assert.Contains(t, sc.Stores["fact"].IDs, f.ID)
 	assert.Contains(t, sc.Stores["entity"].IDs, ix.Entities[f.Subject].ID)
 	assert.Equal(t, 6, sc.Stores["chunk"].Dim)
@@ -88,7 +88,10 @@ func TestHippoRAGRoundTrip(t *testing.T) {
 	assert.Equal(t, ix1.Entities, ix2.Entities)
 	assert.Equal(t, ix1.Facts, ix2.Facts)
 	assert.Equal(t, ix1.Mentions, ix2.Mentions)
-	assert.Equal(t, ix1.Blobs, ix2.Blobs)
+	var s1, s2 hippoSidecar
+	require.NoError(t, decodeSidecar(ix1.Blobs[hippoBlob], &s1))
+	require.NoError(t, decodeSidecar(ix2.Blobs[hippoBlob], &s2))
+	assert.Equal(t, s1, s2)
 }
 
 func TestHippoRAGExportAugmented(t *testing.T) {
@@ -166,7 +169,7 @@ func TestHippoRAGExportNative(t *testing.T) {
 	assert.Equal(t, []int32{1, 2}, f.Chunks)
 	assert.Len(t, back.Facts, len(ix.Facts))
 	var sc hippoSidecar
-	require.NoError(t, json.Unmarshal(back.Blobs[hippoBlob], &sc))
+	require.NoError(t, decodeSidecar(back.Blobs[hippoBlob], &sc))
 	assert.Equal(t, 4, sc.Stores["entity"].Dim)
 	for _, fct := range ix.Facts {
 		assert.Contains(t, sc.Stores["fact"].IDs, fct.ID)

@@ -3,6 +3,7 @@ package interop
 import (
 	"bufio"
 	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -118,4 +119,18 @@ func mustMarshal(v any) json.RawMessage {
 		panic(fmt.Sprintf("interop: marshal %T: %v", v, err)) // only called on plain structs
 	}
 	return b
+}
+
+// encodeSidecar serialises a sidecar (records kept for re-export) with gob: vectors and
+// verbatim JSON records are byte slices, copied rather than re-escaped.
+func encodeSidecar(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+		return nil, fmt.Errorf("interop: encode kept records: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decodeSidecar(b []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
 }

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"crypto/md5"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -263,23 +265,32 @@ func ImportLightRAG(dir string) (*graphio.Index, *Report, error) {
 	if len(unknownChunks) > 0 {
 		rep.notice("%d chunk ids in source_id fields are not in kv_store_text_chunks.json (kept verbatim for export)", len(unknownChunks))
 	}
-	// Vector stores.
-	for _, ns := range lrVDBs {
-		p := filepath.Join(dir, "vdb_"+ns+".json")
-		v, err := readVDB(p)
-		if errors.Is(err, fs.ErrNotExist) {
+	// Vector stores, read concurrently (they are most of the bytes).
+	vdbs := make([]*vdbFile, len(lrVDBs))
+	errs := make([]error, len(lrVDBs))
+	var wg sync.WaitGroup
+	for i, ns := range lrVDBs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vdbs[i], errs[i] = readVDB(filepath.Join(dir, "vdb_"+ns+".json"))
+		}()
+	}
+	wg.Wait()
+	for i, ns := range lrVDBs {
+		if errors.Is(errs[i], fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("lightrag: %w", err)
+		if errs[i] != nil {
+			return nil, nil, fmt.Errorf("lightrag: %w", errs[i])
 		}
-		sc.VDB[ns] = v
-		rep.Counts["vectors."+ns] = len(v.IDs)
+		sc.VDB[ns] = vdbs[i]
+		rep.Counts["vectors."+ns] = len(vdbs[i].IDs)
 	}
 	if len(sc.VDB) > 0 {
 		rep.notice("LightRAG's vectors (made by a model it does not name) are kept for export but cannot embed graphloom's queries")
 	}
-	blob, err := json.Marshal(sc)
+	blob, err := encodeSidecar(sc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -337,28 +348,57 @@ func readVDB(path string) (*vdbFile, error) {
 
 // decodeVDB reads a nano-vectordb JSON store and checks its matrix and vectors.
 func decodeVDB(r io.Reader, file string) (*vdbFile, error) {
-	var raw map[string]json.RawMessage
-	if err := json.NewDecoder(r).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: malformed JSON: %w", file, err)
-	}
+	d := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	v := &vdbFile{Extra: map[string]json.RawMessage{}}
-	if err := json.Unmarshal(raw["embedding_dim"], &v.Dim); err != nil || v.Dim <= 0 || v.Dim > 1<<16 {
-		return nil, fmt.Errorf("%s: embedding_dim missing or invalid", file)
-	}
-	var data []json.RawMessage
-	if err := json.Unmarshal(raw["data"], &data); err != nil {
-		return nil, fmt.Errorf("%s: data: %w", file, err)
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("%s: malformed JSON: want an object", file)
 	}
 	var mat string
-	if m, ok := raw["matrix"]; ok {
-		if err := json.Unmarshal(m, &mat); err != nil {
-			return nil, fmt.Errorf("%s: matrix: %w", file, err)
+	var data []json.RawMessage
+	sawDim := false
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed JSON: %w", file, err)
+		}
+		key, _ := t.(string)
+		switch key {
+		case "embedding_dim":
+			if err := d.Decode(&v.Dim); err != nil {
+				return nil, fmt.Errorf("%s: embedding_dim: %w", file, err)
+			}
+			sawDim = true
+		case "matrix":
+			if err := d.Decode(&mat); err != nil {
+				return nil, fmt.Errorf("%s: matrix: %w", file, err)
+			}
+		case "data":
+			if t, err := d.Token(); err != nil || t != json.Delim('[') {
+				return nil, fmt.Errorf("%s: data: want a list", file)
+			}
+			for d.More() {
+				var rec json.RawMessage
+				if err := d.Decode(&rec); err != nil {
+					return nil, fmt.Errorf("%s: data record %d: %w", file, len(data), err)
+				}
+				data = append(data, rec)
+			}
+			if _, err := d.Token(); err != nil {
+				return nil, fmt.Errorf("%s: data: %w", file, err)
+			}
+		default:
+			var raw json.RawMessage
+			if err := d.Decode(&raw); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", file, key, err)
+			}
+			v.Extra[key] = raw
 		}
 	}
-	for k, m := range raw {
-		if k != "embedding_dim" && k != "data" && k != "matrix" {
-			v.Extra[k] = m
-		}
+	if _, err := d.Token(); err != nil {
+		return nil, fmt.Errorf("%s: malformed JSON at the end: %w", file, err)
+	}
+	if !sawDim || v.Dim <= 0 || v.Dim > 1<<16 {
+		return nil, fmt.Errorf("%s: embedding_dim missing or invalid", file)
 	}
 	rows, err := base64.StdEncoding.DecodeString(mat)
 	if err != nil {

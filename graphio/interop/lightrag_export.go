@@ -117,7 +117,7 @@ func exportLightRAG(ix *graphio.Index, dir string, write writeFile) (*Report, er
 	x := &lrExport{ix: ix, rep: newReport("lightrag"), now: time.Now().Unix(), write: write}
 	if blob, ok := ix.Blobs[lightragBlob]; ok {
 		x.sc = &lightragSidecar{}
-		if err := json.Unmarshal(blob, x.sc); err != nil {
+		if err := decodeSidecar(blob, x.sc); err != nil {
 			return nil, fmt.Errorf("lightrag: export: the index's LightRAG records are corrupt: %w", err)
 		}
 	}

@@ -170,8 +170,8 @@ func TestLightRAGRoundTrip(t *testing.T) {
 	assert.Equal(t, ix1.Mentions, ix2.Mentions)
 	assert.Equal(t, ix1.Facts, ix2.Facts)
 	var s1, s2 lightragSidecar
-	require.NoError(t, json.Unmarshal(ix1.Blobs[lightragBlob], &s1))
-	require.NoError(t, json.Unmarshal(ix2.Blobs[lightragBlob], &s2))
+	require.NoError(t, decodeSidecar(ix1.Blobs[lightragBlob], &s1))
+	require.NoError(t, decodeSidecar(ix2.Blobs[lightragBlob], &s2))
 	s1.NodeKeys, s2.NodeKeys = nil, nil // key ids are renumbered, types are checked above
 	assert.Equal(t, s1, s2)
 }
@@ -304,7 +304,7 @@ func TestLightRAGExportNative(t *testing.T) {
 	require.NotNil(t, f)
 	assert.Equal(t, []string{ix.Chunks[1].ID, ix.Chunks[2].ID}, chunkIDsOf(back, f.Chunks))
 	var sc lightragSidecar
-	require.NoError(t, json.Unmarshal(back.Blobs[lightragBlob], &sc))
+	require.NoError(t, decodeSidecar(back.Blobs[lightragBlob], &sc))
 	for _, e := range sc.Edges {
 		if e.Source == "Alder Vane" && e.Target == "Ostrid Ford" {
 			assert.Contains(t, e.Data["description"], "aug-1")
