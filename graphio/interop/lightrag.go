@@ -496,18 +496,32 @@ func decodeFloat16Vector(s string) ([]float32, error) {
 	return out, nil
 }
 
-// encodeFloat16Vector is the inverse of decodeFloat16Vector.
-func encodeFloat16Vector(v []float32) string {
-	raw := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(raw[2*i:], floatToHalf(x))
-	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write(raw)
-	zw.Close()
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
+// f16Encoder encodes LightRAG per-record vectors, reusing its zlib writer (a new one
+// allocates about a megabyte).
+type f16Encoder struct {
+	raw []byte
+	buf bytes.Buffer
+	zw  *zlib.Writer
 }
+
+// encode is the inverse of decodeFloat16Vector.
+func (e *f16Encoder) encode(v []float32) string {
+	e.raw = e.raw[:0]
+	for _, x := range v {
+		e.raw = binary.LittleEndian.AppendUint16(e.raw, floatToHalf(x))
+	}
+	e.buf.Reset()
+	if e.zw == nil {
+		e.zw = zlib.NewWriter(&e.buf)
+	} else {
+		e.zw.Reset(&e.buf)
+	}
+	e.zw.Write(e.raw)
+	e.zw.Close()
+	return base64.StdEncoding.EncodeToString(e.buf.Bytes())
+}
+
+func encodeFloat16Vector(v []float32) string { return new(f16Encoder).encode(v) }
 
 func halfToFloat(h uint16) float32 {
 	sign := uint32(h>>15) << 31

@@ -567,6 +567,7 @@ func (x *lrExport) vdbs(dir string, g *Graph) error {
 		meta []any
 		vec  []float32
 	}
+	var f16 f16Encoder
 	write := func(ns string, recs []rec, dim int) error {
 		var prev *vdbFile
 		if x.sc != nil {
@@ -600,7 +601,7 @@ func (x *lrExport) vdbs(dir string, g *Graph) error {
 				continue
 			}
 			meta := append([]any{"__id__", r.id, "__created_at__", x.now}, r.meta...)
-			meta = append(meta, "vector", encodeFloat16Vector(r.vec))
+			meta = append(meta, "vector", f16.encode(r.vec))
 			v.IDs = append(v.IDs, r.id)
 			v.Data = append(v.Data, orderedJSON(meta...))
 			for _, f := range normalized(r.vec) {
