@@ -22,6 +22,7 @@ func importFormats() map[string]func(src string) (*graphio.Index, *interop.Repor
 	return map[string]func(string) (*graphio.Index, *interop.Report, error){
 		"lightrag": interop.ImportLightRAG,
 		"hipporag": interop.ImportHippoRAG,
+		"gfmrag":   interop.ImportGFMRAG,
 	}
 }
 
@@ -30,12 +31,13 @@ func exportFormats() map[string]func(ix *graphio.Index, dst string) (*interop.Re
 	return map[string]func(*graphio.Index, string) (*interop.Report, error){
 		"lightrag": interop.ExportLightRAG,
 		"hipporag": interop.ExportHippoRAG,
+		"gfmrag":   interop.ExportGFMRAG,
 		"graphml":  interop.ExportGraphML,
 	}
 }
 
 // plannedFormats are named by the interop issue but not built yet.
-var plannedFormats = []string{"graphrag", "gfmrag"}
+var plannedFormats = []string{"graphrag"}
 
 func formatNames[V any](m map[string]V) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
@@ -60,7 +62,7 @@ func newImportCmd() *cobra.Command {
 	var lf llmFlags
 	cmd := &cobra.Command{
 		Use:   "import --from FORMAT SRC --out INDEX",
-		Short: "Import another framework's index (LightRAG, HippoRAG 2) into a graphloom index",
+		Short: "Import another framework's index (LightRAG, HippoRAG 2, GFM-RAG) into a graphloom index",
 		Long: `Import the on-disk index of another GraphRAG framework. Entities, relations, chunks and
 documents become graphloom's graph; every field graphloom does not model is kept in the index, so
 "graphloom export" to the same format writes it back unchanged. The imported vectors were made by a
@@ -68,7 +70,8 @@ model the format does not name, so graphloom embeds the index itself (--embedder
 hashed embedder) and adds synonym edges; the original vectors are kept for export.
 
 Formats: ` + formatNames(importFormats()) + ` (a LightRAG v1.4 working directory; a HippoRAG 2 save_dir
-with its OpenIE results and, in a working directory under it, the parquet embedding stores).`,
+with its OpenIE results and, in a working directory under it, the parquet embedding stores; a GFM-RAG
+dataset directory data/<name> with processed/stage1 in the v2 CSV or the v1 kg.txt layout).`,
 		Example: `  graphloom import --from lightrag ./rag_storage --out mine.gl
   graphloom augment --index mine.gl --completer extractive
   graphloom export --to lightrag mine.gl ./rag_storage_augmented`,

@@ -119,7 +119,7 @@ func TestInteropUsage(t *testing.T) {
 		{[]string{"import", "--from", "graphrag", dir, "--out", filepath.Join(dir, "x.gl")}, 2, "not supported yet"},
 		{[]string{"import", "--from", "lightrag", dir}, 2, "--out is required"},
 		{[]string{"import", "--from", "lightrag", dir, "--out", filepath.Join(dir, "x.gl")}, 1, "no kv_store_text_chunks.json"},
-		{[]string{"export", "--to", "gfmrag", "x.gl", dir}, 2, "not supported yet"},
+		{[]string{"export", "--to", "graphrag", "x.gl", dir}, 2, "not supported yet"},
 		{[]string{"export", "--to", "graphml", filepath.Join(dir, "missing.gl"), dir}, 1, "missing.gl"},
 	} {
 		r := run(t, nil, tc.args...)

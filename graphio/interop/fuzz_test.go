@@ -141,3 +141,51 @@ func FuzzImportHippoRAG(f *testing.F) {
 		}
 	})
 }
+
+// FuzzImportGFMRAG replaces one file of a valid GFM-RAG v2 dataset by the fuzzer's bytes.
+func FuzzImportGFMRAG(f *testing.F) {
+	dir := f.TempDir()
+	if err := interoptest.GFMSample().WriteV2(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{gfmStage1 + "/nodes.csv", gfmStage1 + "/edges.csv", gfmStage1 + "/relations.csv", gfmDocuments}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			p := filepath.Join(dir, n)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportGFMRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportGFMRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
