@@ -23,6 +23,7 @@ func importFormats() map[string]func(src string) (*graphio.Index, *interop.Repor
 		"lightrag": interop.ImportLightRAG,
 		"hipporag": interop.ImportHippoRAG,
 		"gfmrag":   interop.ImportGFMRAG,
+		"graphrag": interop.ImportGraphRAG,
 	}
 }
 
@@ -32,12 +33,10 @@ func exportFormats() map[string]func(ix *graphio.Index, dst string) (*interop.Re
 		"lightrag": interop.ExportLightRAG,
 		"hipporag": interop.ExportHippoRAG,
 		"gfmrag":   interop.ExportGFMRAG,
+		"graphrag": interop.ExportGraphRAG,
 		"graphml":  interop.ExportGraphML,
 	}
 }
-
-// plannedFormats are named by the interop issue but not built yet.
-var plannedFormats = []string{"graphrag"}
 
 func formatNames[V any](m map[string]V) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
@@ -46,11 +45,6 @@ func formatNames[V any](m map[string]V) string {
 func checkFormat[V any](verb, name string, m map[string]V) error {
 	if _, ok := m[name]; ok {
 		return nil
-	}
-	for _, p := range plannedFormats {
-		if p == name {
-			return usageError{fmt.Errorf("%s: format %q is not supported yet (supported: %s)", verb, name, formatNames(m))}
-		}
 	}
 	return usageError{fmt.Errorf("%s: unknown format %q (want %s)", verb, name, formatNames(m))}
 }
@@ -62,7 +56,7 @@ func newImportCmd() *cobra.Command {
 	var lf llmFlags
 	cmd := &cobra.Command{
 		Use:   "import --from FORMAT SRC --out INDEX",
-		Short: "Import another framework's index (LightRAG, HippoRAG 2, GFM-RAG) into a graphloom index",
+		Short: "Import another framework's index (LightRAG, HippoRAG 2, GFM-RAG, GraphRAG) into a graphloom index",
 		Long: `Import the on-disk index of another GraphRAG framework. Entities, relations, chunks and
 documents become graphloom's graph; every field graphloom does not model is kept in the index, so
 "graphloom export" to the same format writes it back unchanged. The imported vectors were made by a
@@ -71,7 +65,8 @@ hashed embedder) and adds synonym edges; the original vectors are kept for expor
 
 Formats: ` + formatNames(importFormats()) + ` (a LightRAG v1.4 working directory; a HippoRAG 2 save_dir
 with its OpenIE results and, in a working directory under it, the parquet embedding stores; a GFM-RAG
-dataset directory data/<name> with processed/stage1 in the v2 CSV or the v1 kg.txt layout).`,
+dataset directory data/<name> with processed/stage1 in the v2 CSV or the v1 kg.txt layout; a Microsoft
+GraphRAG v2/v3 output directory of parquet tables).`,
 		Example: `  graphloom import --from lightrag ./rag_storage --out mine.gl
   graphloom augment --index mine.gl --completer extractive
   graphloom export --to lightrag mine.gl ./rag_storage_augmented`,

@@ -116,10 +116,10 @@ func TestInteropUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"import", "--from", "nope", dir, "--out", filepath.Join(dir, "x.gl")}, 2, `unknown format "nope"`},
-		{[]string{"import", "--from", "graphrag", dir, "--out", filepath.Join(dir, "x.gl")}, 2, "not supported yet"},
+		{[]string{"import", "--from", "graphrag", dir, "--out", filepath.Join(dir, "x.gl")}, 1, "text_units.parquet"},
 		{[]string{"import", "--from", "lightrag", dir}, 2, "--out is required"},
 		{[]string{"import", "--from", "lightrag", dir, "--out", filepath.Join(dir, "x.gl")}, 1, "no kv_store_text_chunks.json"},
-		{[]string{"export", "--to", "graphrag", "x.gl", dir}, 2, "not supported yet"},
+		{[]string{"export", "--to", "neo4j", "x.gl", dir}, 2, `unknown format "neo4j"`},
 		{[]string{"export", "--to", "graphml", filepath.Join(dir, "missing.gl"), dir}, 1, "missing.gl"},
 	} {
 		r := run(t, nil, tc.args...)

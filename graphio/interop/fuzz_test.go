@@ -189,3 +189,48 @@ func FuzzImportGFMRAG(f *testing.F) {
 		}
 	})
 }
+
+// FuzzImportGraphRAG replaces one output table of a valid GraphRAG index by the
+// fuzzer's bytes.
+func FuzzImportGraphRAG(f *testing.F) {
+	dir := f.TempDir()
+	if err := interoptest.GraphRAGSample().Write(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{"text_units.parquet", "entities.parquet", "relationships.parquet", "documents.parquet"}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportGraphRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportGraphRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
