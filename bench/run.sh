@@ -11,6 +11,8 @@
 #   4. CrossAug: sampling + training + scoring time against the whole augment run;
 #      the scorer's test-split ROC-AUC next to shortcut baselines
 #   5. CrossAug planted missingness: GNN vs random selector, deleted facts recovered
+#   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
+#   7. serve: loopback load test of the HTTP API
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -40,8 +42,15 @@ run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
 section "5. CrossAug planted missingness, GNN vs random selector (issue 11)"
 run "$root/bench/planted.sh" "$bin" "$corpora" "$out/planted"
 
-section "serve: loopback load test, 50 clients × 20 requests (issue 16)"
-if [[ -f "$corpora/2wikimultihopqa_corpus.json" && -f "$out/index/full.gl" ]]; then
+section "6. interop: LightRAG import of the 2Wiki index (issue 15)"
+if [[ -f "$out/index/full.gl" ]]; then
+	run "$root/bench/interop.sh" "$bin" "$out/index/full.gl" "$out/interop"
+else
+	echo "skipped: $out/index/full.gl not built (section 1 needs $corpora/2wikimultihopqa_corpus.json)"
+fi
+
+section "7. serve: loopback load test, 50 clients × 20 requests (issue 16)"
+if [[ -f "$out/index/full.gl" ]]; then
 	run go run ./bench/serve -index "$out/index/full.gl"
 else
 	run go run ./bench/serve -corpus examples/harbour/corpus.json

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio/interop/interoptest"
 )
 
 // TestEveryNumericFlagHasARange checks that no numeric flag escapes validation.
@@ -45,7 +47,10 @@ func TestFlagRange(t *testing.T) {
 func flagWalkBase(t *testing.T, dir, idx, corpus string) map[string][]string {
 	qs := filepath.Join(dir, "q.json")
 	require.NoError(t, os.WriteFile(qs, []byte(`[{"id":"q1","question":"Where was Mara Vell1 born?","answer":["Ostrid1"],"paragraphs":[{"title":"Passage 1","text":"x","is_supporting":true}]}]`), 0o644))
+	lightrag := filepath.Join(dir, "lightrag")
+	require.NoError(t, interoptest.Sample().Write(lightrag))
 	return map[string][]string{
+		"import":  {"import", "--from", "lightrag", lightrag, "--out", filepath.Join(dir, "walk-import.gl")},
 		"index":   {"index", "--corpus", corpus, "--out", filepath.Join(dir, "walk.gl")},
 		"stats":   {"stats", "--index", idx},
 		"query":   {"query", "--index", idx, "Where was Mara Vell1 born?"},

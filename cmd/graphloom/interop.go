@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/graphio/interop"
+	"github.com/graphloom/graphloom/kg"
+)
+
+// importFormats returns the importers by format name.
+func importFormats() map[string]func(src string) (*graphio.Index, *interop.Report, error) {
+	return map[string]func(string) (*graphio.Index, *interop.Report, error){
+		"lightrag": interop.ImportLightRAG,
+		"hipporag": interop.ImportHippoRAG,
+		"gfmrag":   interop.ImportGFMRAG,
+		"graphrag": interop.ImportGraphRAG,
+	}
+}
+
+// exportFormats returns the exporters by format name.
+func exportFormats() map[string]func(ix *graphio.Index, dst string) (*interop.Report, error) {
+	return map[string]func(*graphio.Index, string) (*interop.Report, error){
+		"lightrag": interop.ExportLightRAG,
+		"hipporag": interop.ExportHippoRAG,
+		"gfmrag":   interop.ExportGFMRAG,
+		"graphrag": interop.ExportGraphRAG,
+		"graphml":  interop.ExportGraphML,
+	}
+}
+
+func formatNames[V any](m map[string]V) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+func checkFormat[V any](verb, name string, m map[string]V) error {
+	if _, ok := m[name]; ok {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s: unknown format %q (want %s)", verb, name, formatNames(m))}
+}
+
+func newImportCmd() *cobra.Command {
+	kcfg := kg.DefaultConfig()
+	var from, out, embedder string
+	var asJSON, wait bool
+	var lf llmFlags
+	cmd := &cobra.Command{
+		Use:   "import --from FORMAT SRC --out INDEX",
+		Short: "Import another framework's index (LightRAG, HippoRAG 2, GFM-RAG, GraphRAG) into a graphloom index",
+		Long: `Import the on-disk index of another GraphRAG framework. Entities, relations, chunks and
+documents become graphloom's graph; every field graphloom does not model is kept in the index, so
+"graphloom export" to the same format writes it back unchanged. The imported vectors were made by a
+model the format does not name, so graphloom embeds the index itself (--embedder, default the built-in
+hashed embedder) and adds synonym edges; the original vectors are kept for export.
+
+Formats: ` + formatNames(importFormats()) + ` (a LightRAG v1.4 working directory; a HippoRAG 2 save_dir
+with its OpenIE results and, in a working directory under it, the parquet embedding stores; a GFM-RAG
+dataset directory data/<name> with processed/stage1 in the v2 CSV or the v1 kg.txt layout; a Microsoft
+GraphRAG v2/v3 output directory of parquet tables).`,
+		Example: `  graphloom import --from lightrag ./rag_storage --out mine.gl
+  graphloom augment --index mine.gl --completer extractive
+  graphloom export --to lightrag mine.gl ./rag_storage_augmented`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "from", "out"); err != nil {
+				return err
+			}
+			if err := checkFormat("import", from, importFormats()); err != nil {
+				return err
+			}
+			src := args[0]
+			if st, err := os.Stat(src); err != nil {
+				return fmt.Errorf("import: %w", err)
+			} else if !st.IsDir() {
+				return fmt.Errorf("import: %s is not a directory (a %s index is a working directory)", src, from)
+			}
+			unlock, err := lockIndex(cmd, out, wait)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			secs := map[string]any{}
+			t0 := time.Now()
+			stage := func(name string) { secs[name] = math.Round(time.Since(t0).Seconds()*1000) / 1000; t0 = time.Now() }
+			ix, rep, err := importFormats()[from](src)
+			if err != nil {
+				return err
+			}
+			stage("read")
+			ix.Meta.Graphloom = buildVersion()
+			emb, err := lf.embedder(cmd.Context(), embedder)
+			if err != nil {
+				return err
+			}
+			progress, finish := bar(cmd, "embedding") // then synonym edges
+			syn, err := kg.EmbedGraph(cmd.Context(), ix, emb, kcfg, progress)
+			finish()
+			if err != nil {
+				return err
+			}
+			stage("embed")
+			rep.Counts["synonym edges added"] = syn
+			rep.Notices = append(rep.Notices, fmt.Sprintf("embedded with graphloom's %s for queries and augmentation (%s vectors cannot embed questions)", ix.Meta.Embedder, from))
+			if err := graphio.WriteFile(out, ix); err != nil {
+				return err
+			}
+			stage("write")
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "report": rep, "stage_seconds": secs})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %s → %s\n%s\ntime: %s\n", src, out, rep, formatStages(secs, []string{"read", "embed", "write"}))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "format of SRC: "+formatNames(importFormats()))
+	f.StringVar(&out, "out", "", "index file to write")
+	f.StringVar(&embedder, "embedder", "hash", "embedder for graphloom's vectors: hash (built-in, offline) or api (the configured embedding model)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
+	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
+	limitFlag(cmd, "synonym-threshold", flagRange{lo: 0, hi: 1, loOpen: true})
+	lf.register(cmd)
+	return cmd
+}
+
+func newExportCmd() *cobra.Command {
+	var to string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "export --to FORMAT INDEX DST",
+		Short: "Export a graphloom index to another framework's layout or GraphML",
+		Long: `Write a graphloom index in another framework's on-disk layout (DST is a directory) or as
+GraphML for Gephi, NetworkX and Neo4j APOC (DST is a file). Records imported from that format are
+written back unchanged; facts an augmentation run added carry their provenance (cited chunk ids, run
+id, "augmented") in the format's own fields. What the format cannot hold is counted in the report.
+
+Formats: ` + formatNames(exportFormats()) + `.`,
+		Example: `  graphloom export --to graphml harbour.gl harbour.graphml
+  graphloom export --to lightrag mine.gl ./rag_storage_augmented`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "to"); err != nil {
+				return err
+			}
+			if err := checkFormat("export", to, exportFormats()); err != nil {
+				return err
+			}
+			ix, err := graphio.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			dst := args[1]
+			if to != "graphml" {
+				if st, err := os.Stat(dst); err == nil && !st.IsDir() {
+					return fmt.Errorf("export: %s exists and is not a directory", dst)
+				}
+			} else if st, err := os.Stat(dst); err == nil && st.IsDir() {
+				dst = filepath.Join(dst, strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))+".graphml")
+			}
+			rep, err := exportFormats()[to](ix, dst)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"out": dst, "report": rep})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s → %s\n%s\n", args[0], dst, rep)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "target format: "+formatNames(exportFormats()))
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}

@@ -1,0 +1,236 @@
+package interop
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/graphio/interop/interoptest"
+)
+
+// FuzzDecodeGraphML: any input decodes or fails with an error, never a panic.
+func FuzzDecodeGraphML(f *testing.F) {
+	var buf bytes.Buffer
+	if _, err := WriteGraphML(&buf, nativeIndex(f)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`<graphml><key id="d0" for="node" attr.name="x"/><graph><node id="a"><data key="d0">1</data></node><edge source="a" target="a"/></graph></graphml>`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := DecodeGraphML(bytes.NewReader(data), "fuzz.graphml")
+		if err != nil {
+			return
+		}
+		_ = g.check("fuzz.graphml")
+		var out bytes.Buffer
+		if err := g.Encode(&out); err != nil {
+			t.Fatalf("a decoded graph does not encode: %v", err)
+		}
+	})
+}
+
+// lightragFiles returns the files of the sample LightRAG index.
+func lightragFiles(tb testing.TB) map[string][]byte {
+	dir := tb.TempDir()
+	if err := interoptest.Sample().Write(dir); err != nil {
+		tb.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+// FuzzImportLightRAG replaces one file of a valid LightRAG index by the fuzzer's bytes:
+// the import fails with an error naming a file, or gives a valid index that exports.
+func FuzzImportLightRAG(f *testing.F) {
+	files := lightragFiles(f)
+	var names []string
+	for _, n := range []string{LightRAGGraphFile, "kv_store_text_chunks.json", "kv_store_full_docs.json", "vdb_entities.json", "vdb_chunks.json", "kv_store_entity_chunks.json"} {
+		names = append(names, n)
+		f.Add(uint8(len(names)-1), files[n])
+	}
+	f.Add(uint8(0), []byte(strings.Replace(string(files[LightRAGGraphFile]), "<data key=\"d6\">2</data>", "<data key=\"d6\">NaN</data>", 1)))
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		for n, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		name := names[int(which)%len(names)]
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ix, _, err := ImportLightRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		discard := func(_ string, fn func(io.Writer) error) error { return fn(io.Discard) }
+		if _, err := exportLightRAG(ix, filepath.Join(dir, "out"), discard); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
+
+// FuzzImportHippoRAG replaces the OpenIE results or an embedding store of a valid
+// HippoRAG save directory by the fuzzer's bytes.
+func FuzzImportHippoRAG(f *testing.F) {
+	h := interoptest.HippoSample()
+	dir := f.TempDir()
+	if err := h.Write(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{h.OpenIEFile(), filepath.Join(h.WorkingDir(), "chunk_embeddings", "vdb_chunk.parquet"), filepath.Join(h.WorkingDir(), "fact_embeddings", "vdb_fact.parquet")}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportHippoRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportHippoRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
+
+// FuzzImportGFMRAG replaces one file of a valid GFM-RAG v2 dataset by the fuzzer's bytes.
+func FuzzImportGFMRAG(f *testing.F) {
+	dir := f.TempDir()
+	if err := interoptest.GFMSample().WriteV2(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{gfmStage1 + "/nodes.csv", gfmStage1 + "/edges.csv", gfmStage1 + "/relations.csv", gfmDocuments}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			p := filepath.Join(dir, n)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportGFMRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportGFMRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
+
+// FuzzImportGraphRAG replaces one output table of a valid GraphRAG index by the
+// fuzzer's bytes.
+func FuzzImportGraphRAG(f *testing.F) {
+	dir := f.TempDir()
+	if err := interoptest.GraphRAGSample().Write(dir); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{"text_units.parquet", "entities.parquet", "relationships.parquet", "documents.parquet"}
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dir := t.TempDir()
+		name := names[int(which)%len(names)]
+		for n, b := range files {
+			if n == name {
+				b = data
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix, _, err := ImportGraphRAG(dir)
+		if err != nil {
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		var buf bytes.Buffer
+		if err := graphio.Write(&buf, ix); err != nil {
+			t.Fatalf("imported index does not encode: %v", err)
+		}
+		if _, err := ExportGraphRAG(ix, filepath.Join(dir, "out")); err != nil {
+			t.Fatalf("imported index does not export: %v", err)
+		}
+	})
+}
