@@ -16,7 +16,6 @@ import (
 
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
-	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -292,19 +291,12 @@ func (a *AblationReport) WriteFilesAs(dir, name string) ([]string, error) {
 }
 
 // OfflineRebuilder rebuilds an index from a corpus file the way `graphloom index`
-// does offline: default chunking, the rule extractor and the built-in hashed embedder.
+// does offline (kg.BuildOffline), with the title gazetteer on or off.
 func OfflineRebuilder(corpus string) Rebuilder {
 	return func(ctx context.Context, kcfg kg.Config, titles bool) (*graphio.Index, error) {
-		ix, _, err := ingest.Build(ctx, corpus, ingest.DefaultConfig(), nil)
-		if err != nil {
-			return nil, err
-		}
 		rc := extract.DefaultRuleConfig()
 		rc.Titles = titles
-		if _, err := kg.Build(ctx, ix, extract.NewRule(rc), nil, kcfg, nil); err != nil {
-			return nil, err
-		}
-		return ix, nil
+		return kg.BuildOffline(ctx, corpus, kcfg, rc)
 	}
 }
 

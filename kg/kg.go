@@ -12,6 +12,7 @@ import (
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kernels"
 )
 
@@ -308,4 +309,18 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 		n += addStemSynonyms(ix, run, from, cfg)
 	}
 	return n, nil
+}
+
+// BuildOffline ingests a corpus file with the default chunking and builds its graph
+// as `graphloom index` does without an LLM: the rule extractor (with rule) and the
+// built-in hashed embedder.
+func BuildOffline(ctx context.Context, corpus string, cfg Config, rule extract.RuleConfig) (*graphio.Index, error) {
+	ix, _, err := ingest.Build(ctx, corpus, ingest.DefaultConfig(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Build(ctx, ix, extract.NewRule(rule), nil, cfg, nil); err != nil {
+		return nil, err
+	}
+	return ix, nil
 }

@@ -196,12 +196,7 @@ func TestExampleCorpusPPRBeatsBM25(t *testing.T) {
 		t.Skip("builds the example index")
 	}
 	ctx := context.Background()
-	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
-	require.NoError(t, err)
-	ix := &graphio.Index{}
-	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
-	require.NoError(t, err)
+	ix := exampleIndex(t)
 	s, err := Open(ix, nil, DefaultConfig(), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile("../examples/harbour/questions.json")
@@ -370,12 +365,7 @@ func TestPCSTPrizesAsGRetriever(t *testing.T) {
 
 func TestPCSTRetrieverReturnsATree(t *testing.T) {
 	ctx := context.Background()
-	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
-	require.NoError(t, err)
-	ix := &graphio.Index{}
-	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
-	require.NoError(t, err)
+	ix := exampleIndex(t)
 	for _, text := range []string{PCSTTextCSV, PCSTTextVerbal} {
 		cfg := DefaultConfig()
 		cfg.PCSTText = text
@@ -413,12 +403,7 @@ func TestPCSTRetrieverReturnsATree(t *testing.T) {
 
 func TestBatchRetrievalEqualsOneByOne(t *testing.T) {
 	ctx := context.Background()
-	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
-	require.NoError(t, err)
-	ix := &graphio.Index{}
-	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
-	require.NoError(t, err)
+	ix := exampleIndex(t)
 	s, err := Open(ix, nil, DefaultConfig(), nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile("../examples/harbour/questions.json")
@@ -458,4 +443,12 @@ func TestRRF(t *testing.T) {
 	assert.InDeltaSlice(t, want, got, 1e-15)
 	assert.Equal(t, []int{1, 3, 2}, ranks(a))
 	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
+}
+
+// exampleIndex is the example corpus indexed offline with the defaults.
+func exampleIndex(t *testing.T) *graphio.Index {
+	t.Helper()
+	ix, err := kg.BuildOffline(context.Background(), "../examples/harbour/corpus.json", kg.DefaultConfig(), extract.DefaultRuleConfig())
+	require.NoError(t, err)
+	return ix
 }

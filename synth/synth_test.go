@@ -11,7 +11,6 @@ import (
 
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
-	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/llm/llmtest"
@@ -83,12 +82,8 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 }
 
 func exampleIndex(t *testing.T) *graphio.Index {
-	ctx := context.Background()
-	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
-	require.NoError(t, err)
-	ix := &graphio.Index{}
-	require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	t.Helper()
+	ix, err := kg.BuildOffline(context.Background(), "../examples/harbour/corpus.json", kg.DefaultConfig(), extract.DefaultRuleConfig())
 	require.NoError(t, err)
 	return ix
 }

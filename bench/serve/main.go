@@ -22,7 +22,6 @@ import (
 
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
-	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 	"github.com/graphloom/graphloom/serve"
@@ -51,11 +50,8 @@ func run(corpus, index string, clients, requests int, limit time.Duration) error
 		}
 		defer os.RemoveAll(dir)
 		path = dir + "/x.gl"
-		ix, _, err := ingest.Build(ctx, corpus, ingest.DefaultConfig(), nil)
+		ix, err := kg.BuildOffline(ctx, corpus, kg.DefaultConfig(), extract.DefaultRuleConfig())
 		if err != nil {
-			return err
-		}
-		if _, err := kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil); err != nil {
 			return err
 		}
 		if err := graphio.WriteFile(path, ix); err != nil {

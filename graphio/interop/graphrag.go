@@ -158,34 +158,45 @@ func s(p *string) string {
 func ptr[T any](v T) *T { return &v }
 
 func readTable[T any](path string, sc *graphragSidecar, known []string) (rows []T, err error) {
-	f, err := os.Open(path)
+	err = withParquet(path, func(f *os.File, size int64) error {
+		pf, err := parquet.OpenFile(f, size)
+		if err != nil {
+			return fmt.Errorf("%s: malformed parquet: %w", path, err)
+		}
+		for _, fld := range pf.Schema().Fields() {
+			if !slices.Contains(known, fld.Name()) {
+				sc.Unknown = append(sc.Unknown, filepath.Base(path)+":"+fld.Name())
+			}
+		}
+		if rows, err = parquet.Read[T](f, size); err != nil {
+			return fmt.Errorf("%s: malformed parquet: %w", path, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return rows, nil
+}
+
+// withParquet opens a parquet file and hands it to read, turning the panics the
+// parquet decoder raises on some corrupt inputs into errors naming the file.
+func withParquet(path string, read func(f *os.File, size int64) error) (err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
-		if r := recover(); r != nil { // the parquet decoder panics on some corrupt inputs
-			rows, err = nil, fmt.Errorf("%s: malformed parquet: %v", path, r)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: malformed parquet: %v", path, r)
 		}
 	}()
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: malformed parquet: %w", path, err)
-	}
-	for _, fld := range pf.Schema().Fields() {
-		if !slices.Contains(known, fld.Name()) {
-			sc.Unknown = append(sc.Unknown, filepath.Base(path)+":"+fld.Name())
-		}
-	}
-	rows, err = parquet.Read[T](f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: malformed parquet: %w", path, err)
-	}
-	return rows, nil
+	return read(f, st.Size())
 }
 
 // ImportGraphRAG reads Microsoft GraphRAG's output directory (v3 tables; v2's

@@ -211,23 +211,14 @@ func hippoWorkingDir(src string) (string, error) {
 }
 
 func readHippoStore(path string) (s *hippoStore, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if r := recover(); r != nil { // the parquet decoder panics on some corrupt inputs
-			s, err = nil, fmt.Errorf("%s: malformed parquet: %v", path, r)
+	var rows []hippoRow
+	if err := withParquet(path, func(f *os.File, size int64) error {
+		if rows, err = parquet.Read[hippoRow](f, size); err != nil {
+			return fmt.Errorf("%s: malformed parquet (want columns hash_id, content, embedding): %w", path, err)
 		}
-	}()
-	rows, err := parquet.Read[hippoRow](f, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: malformed parquet (want columns hash_id, content, embedding): %w", path, err)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	s = &hippoStore{}
 	for i, r := range rows {

@@ -108,28 +108,10 @@ func PredictNodes(eng *engine.Engine, m NodeModel, b *kernels.Batch) ([]float32,
 	if b == nil {
 		return nil, errors.New("train: predict: nil batch")
 	}
-	spec, layout := b.Spec, b.Layout
-	nb := kernels.NumInputs(spec, layout)
-	exe, err := eng.Exec(engine.Key{Name: m.Kind() + "/predict_nodes", Bucket: b.ShapeKey()}, m.Store(),
-		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
-			bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
-			if err != nil {
-				panic(err)
-			}
-			scope.Store().SetTraining(bn.Graph(), false)
-			return []*graph.Node{m.NodeLogits(bn, false)}
-		})
-	if err != nil {
-		return nil, err
-	}
-	inputs := b.Tensors()
-	outs, err := exe.Call(inputs...)
-	finalize(inputs)
+	rows, err := evalLogits(eng, m.Kind()+"/predict_nodes", m.Store(), b, m.NodeLogits)
 	if err != nil {
 		return nil, fmt.Errorf("train: predict nodes: %w", err)
 	}
-	defer finalize(outs)
-	rows := tensors.MustCopyFlatData[float32](outs[0])
 	var out []float32
 	for i := range b.NumGraphs {
 		r, err := b.NodeRows(rows, 1, i)

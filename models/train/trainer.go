@@ -482,16 +482,26 @@ func Predict(eng *engine.Engine, m Model, b *kernels.Batch) ([]float32, error) {
 	if err := checkBatch(m, b); err != nil {
 		return nil, err
 	}
+	rows, err := evalLogits(eng, m.Kind()+"/predict", m.Store(), b, m.Logits)
+	if err != nil {
+		return nil, fmt.Errorf("train: predict: %w", err)
+	}
+	return b.PerGraph(rows, 1)
+}
+
+// evalLogits compiles (once per bucket) and runs logits in evaluation mode on b and
+// returns its output's flat data.
+func evalLogits(eng *engine.Engine, name string, store *model.Store, b *kernels.Batch, logits func(*kernels.BatchNodes, bool) *graph.Node) ([]float32, error) {
 	spec, layout := b.Spec, b.Layout
 	nb := kernels.NumInputs(spec, layout)
-	exe, err := eng.Exec(engine.Key{Name: m.Kind() + "/predict", Bucket: b.ShapeKey()}, m.Store(),
+	exe, err := eng.Exec(engine.Key{Name: name, Bucket: b.ShapeKey()}, store,
 		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
 			bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
 			if err != nil {
 				panic(err)
 			}
 			scope.Store().SetTraining(bn.Graph(), false)
-			return []*graph.Node{m.Logits(bn, false)}
+			return []*graph.Node{logits(bn, false)}
 		})
 	if err != nil {
 		return nil, err
@@ -500,10 +510,10 @@ func Predict(eng *engine.Engine, m Model, b *kernels.Batch) ([]float32, error) {
 	outs, err := exe.Call(inputs...)
 	finalize(inputs)
 	if err != nil {
-		return nil, fmt.Errorf("train: predict: %w", err)
+		return nil, err
 	}
 	defer finalize(outs)
-	return b.PerGraph(tensors.MustCopyFlatData[float32](outs[0]), 1)
+	return tensors.MustCopyFlatData[float32](outs[0]), nil
 }
 
 // Evaluate predicts every example and returns the metrics over all their graphs.
