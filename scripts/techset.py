@@ -3,8 +3,10 @@
 
 The corpus is the Go specification, memory model and assembler guide (HTML stripped,
 code blocks dropped), one document each, so `graphloom index` chunks them; questions are
-150 sentences of 12-40 words with half their content words kept ("What does the text
-say about <kept words>?"), and the gold span is the sentence. It is a synthetic,
+150 sentences of 12-40 words with half their content words kept ("What about <kept
+words>?" — the frame has no content word of its own: a first version asked "What does
+the text say about …", and its constant "text" linked every question to an entity
+named "text"), and the gold span is the sentence. It is a synthetic,
 single-hop sentence-recall task: it checks that the graph retrievers do not lose to BM25
 on long technical text (structure words, code identifiers, a hub like "Go"), not that
 they answer real questions.
@@ -47,7 +49,7 @@ def main(src, out):
         content = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9_]*", s) if w.lower() not in STOP]
         keep = [w for w in content if random.random() < 0.5]
         if len(keep) >= 3:
-            qs.append({"id": "t%d" % len(qs), "question": "What does the text say about " + " ".join(keep) + "?",
+            qs.append({"id": "t%d" % len(qs), "question": "What about " + " ".join(keep) + "?",
                        "answer": "-", "contexts": [s]})
     os.makedirs(out, exist_ok=True)
     json.dump(docs, open(os.path.join(out, "corpus.json"), "w"))
