@@ -176,14 +176,14 @@ func ranks(v []float64) []int {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(x, y int) int {
+	slices.SortFunc(idx, func(x, y int) int {
 		switch {
 		case v[x] > v[y]:
 			return -1
 		case v[x] < v[y]:
 			return 1
 		}
-		return 0
+		return x - y // ties by position, as a stable sort would
 	})
 	r := make([]int, len(v))
 	for k, i := range idx {

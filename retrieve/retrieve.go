@@ -15,7 +15,6 @@ package retrieve
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/graphloom/graphloom/embed"
@@ -259,26 +258,33 @@ func (s *Searcher) entityChunks() [][]int32 {
 	return s.entChunks
 }
 
-// passages turns ranked chunk scores into the top k passages.
+// passages turns ranked chunk scores into the top k passages: highest score first,
+// ties by chunk order. It keeps a sorted buffer of k instead of sorting every chunk.
 func (s *Searcher) passages(scores []float64, k int) []Passage {
-	order := make([]int32, len(scores))
-	for i := range order {
-		order[i] = int32(i)
+	k = min(k, len(scores))
+	if k <= 0 {
+		return []Passage{}
 	}
-	slices.SortStableFunc(order, func(a, b int32) int {
-		switch {
-		case scores[a] > scores[b]:
-			return -1
-		case scores[a] < scores[b]:
-			return 1
+	better := func(a, b int32) bool { return scores[a] > scores[b] || scores[a] == scores[b] && a < b }
+	top := make([]int32, 0, k)
+	for c := range scores {
+		i := int32(c)
+		if len(top) == k && !better(i, top[k-1]) {
+			continue
 		}
-		return 0
-	})
-	if k > len(order) {
-		k = len(order)
+		j := len(top)
+		if j < k {
+			top = append(top, i)
+		} else {
+			j = k - 1
+		}
+		for ; j > 0 && better(i, top[j-1]); j-- {
+			top[j] = top[j-1]
+		}
+		top[j] = i
 	}
 	out := make([]Passage, 0, k)
-	for _, c := range order[:k] {
+	for _, c := range top {
 		out = append(out, s.passage(c, scores[c]))
 	}
 	return out

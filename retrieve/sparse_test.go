@@ -1,7 +1,10 @@
 package retrieve
 
 import (
+	"cmp"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,4 +40,30 @@ func TestSparseScoresEqualDense(t *testing.T) {
 		dense.Data[i] = float32(rng.NormFloat64())
 	}
 	assert.Nil(t, sparseOf(dense), "a dense matrix keeps the SIMD path")
+}
+
+func TestPassagesTopKOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ix := &graphio.Index{}
+	for i := 0; i < 200; i++ {
+		ix.Chunks = append(ix.Chunks, graphio.Chunk{ID: fmt.Sprint(i)})
+	}
+	s := &Searcher{ix: ix}
+	scores := make([]float64, 200)
+	for i := range scores {
+		scores[i] = float64(rng.IntN(20)) // many ties
+	}
+	for _, k := range []int{0, 1, 7, 200, 500} {
+		got := s.passages(scores, k)
+		want := make([]int, len(scores))
+		for i := range want {
+			want[i] = i
+		}
+		slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
+		require.Len(t, got, min(k, 200))
+		for j, p := range got {
+			assert.Equal(t, int32(want[j]), p.Chunk, "k=%d rank %d", k, j)
+		}
+	}
+	assert.Equal(t, []int{1, 3, 2, 4}, ranks([]float64{5, 1, 3, 1}), "ties by position")
 }
