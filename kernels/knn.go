@@ -28,6 +28,9 @@ type KNNConfig struct {
 	Probes  int
 	Workers int   // 0 = GOMAXPROCS
 	Seed    int64 // IVF k-means initialisation seed
+	// From, when > 0, searches only for the rows ≥ From (against every row): the
+	// entities an augmentation appended; the lists of earlier rows come back nil.
+	From int
 }
 
 // SimilarRows finds, for every row i of the row-major n×dim matrix data, the rows j≠i
@@ -38,7 +41,8 @@ type KNNConfig struct {
 // under a fifth of the entries are non-zero (exact, and fast for the hashed TF-IDF
 // vectors of the built-in embedder), blocked brute force for up to ExactLimit dense
 // rows (exact), and an IVF index beyond that (approximate; raise Probes for recall).
-// Skip, if not nil, marks rows that are neither searched nor returned.
+// Skip, if not nil, marks rows that are neither searched nor returned. With From > 0
+// only rows ≥ From are queried, and row i's list is what a full search gives it.
 func SimilarRows(data []float32, dim int, skip []bool, cfg KNNConfig) ([][]Neighbor, error) {
 	if dim <= 0 || len(data)%dim != 0 {
 		return nil, fmt.Errorf("kernels: knn: %d values do not form rows of dimension %d", len(data), dim)
@@ -47,9 +51,10 @@ func SimilarRows(data []float32, dim int, skip []bool, cfg KNNConfig) ([][]Neigh
 	if skip != nil && len(skip) != n {
 		return nil, fmt.Errorf("kernels: knn: skip mask has %d entries for %d rows", len(skip), n)
 	}
-	if cfg.K <= 0 {
+	if cfg.K <= 0 || cfg.From >= n {
 		return make([][]Neighbor, n), nil
 	}
+	cfg.From = max(0, cfg.From)
 	if cfg.ExactLimit <= 0 {
 		cfg.ExactLimit = 20000
 	}
@@ -143,7 +148,8 @@ func similarDense(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neigh
 	n := len(data) / dim
 	out := make([][]Neighbor, n)
 	const qb = 32 // queries per block: each key row is read once per block
-	parallelRows(n, cfg.Workers, qb, func(lo, hi int) {
+	parallelRows(n-cfg.From, cfg.Workers, qb, func(lo, hi int) {
+		lo, hi = lo+cfg.From, hi+cfg.From
 		heaps := make([]topK, hi-lo)
 		for i := range heaps {
 			heaps[i].k = cfg.K
@@ -194,7 +200,8 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 	}
 	var mu sync.Mutex
 	var pairs []pair
-	parallelRows(n, cfg.Workers, 64, func(lo, hi int) {
+	parallelRows(n-cfg.From, cfg.Workers, 64, func(lo, hi int) {
+		lo, hi = lo+cfg.From, hi+cfg.From
 		acc := make([]float32, n)
 		seen := make([]bool, n)
 		touched := make([]int32, 0, 1024)
@@ -208,6 +215,17 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 					continue
 				}
 				rows, vs := cols[d], vals[d]
+				// Rows before From are never queried, so their pairs with i are found
+				// here; later rows pair with the rows after them.
+				early := sort.Search(len(rows), func(k int) bool { return rows[k] >= int32(cfg.From) })
+				for k := 0; k < early; k++ {
+					r := rows[k]
+					if !seen[r] {
+						seen[r] = true
+						touched = append(touched, r)
+					}
+					acc[r] += v * vs[k]
+				}
 				k := sort.Search(len(rows), func(k int) bool { return rows[k] > int32(i) })
 				for ; k < len(rows); k++ {
 					r := rows[k]
@@ -239,7 +257,7 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 		}
 	}
 	out := make([][]Neighbor, n)
-	for i := range heaps {
+	for i := cfg.From; i < n; i++ {
 		if skip == nil || !skip[i] {
 			heaps[i].k = cfg.K
 			out[i] = heaps[i].sorted()
@@ -318,6 +336,9 @@ func similarIVF(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbo
 		cs := make([]float32, nlist)
 		for r := lo; r < hi; r++ {
 			i := int(rows[r])
+			if i < cfg.From {
+				continue
+			}
 			q := data[i*dim : (i+1)*dim]
 			for c := range cs {
 				cs[c] = dot(q, cent[c*dim:(c+1)*dim])

@@ -122,6 +122,18 @@ func TestSimilarRowsExactPaths(t *testing.T) {
 			}
 			assert.Greater(t, pairs, n/4, "the test data has similar pairs")
 			assert.Empty(t, got[7])
+
+			// Searching only the rows appended after row 81 (an odd cut, so near-duplicate
+			// pairs straddle it) gives those rows what the full search gives them.
+			cfg.From = 81
+			part, err := SimilarRows(data, dim, skip, cfg)
+			require.NoError(t, err)
+			for i := range part {
+				if i < cfg.From {
+					assert.Nil(t, part[i], "row %d is not queried", i)
+				}
+			}
+			sameNeighbors(t, append(make([][]Neighbor, cfg.From), want[cfg.From:]...), part)
 		})
 	}
 }

@@ -291,7 +291,7 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 		skip[i] = graphio.AlnumLen(e.Name) < cfg.SynonymMinAlnum
 	}
 	nbrs, err := kernels.SimilarRows(m.Data, m.Dim, skip, kernels.KNNConfig{
-		K: cfg.SynonymMax, MinScore: cfg.SynonymThreshold, ExactLimit: cfg.ExactKNNLimit, Seed: 42,
+		K: cfg.SynonymMax, MinScore: cfg.SynonymThreshold, ExactLimit: cfg.ExactKNNLimit, Seed: 42, From: from,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("kg: synonyms: %w", err)
