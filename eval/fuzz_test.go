@@ -27,6 +27,7 @@ func FuzzParseJudgement(f *testing.F) {
 func FuzzDataset(f *testing.F) {
 	f.Add([]byte(`[{"question": "Q?", "answer": ["a"], "paragraphs": [{"title": "t", "text": "x", "is_supporting": true}]}]`))
 	f.Add([]byte("{\"question\": \"Q\", \"context\": [[\"t\", [\"s1\", \"s2\"]]], \"supporting_facts\": [[\"t\", 0]]}\n{oops\n"))
+	f.Add([]byte(`[{"query": "Q?", "answer": "Yes", "evidence_list": [{"title": "t", "fact": "f"}, {"fact": null}]}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ds, err := ParseDataset(data, "fuzz.json")
 		if err == nil && ds == nil {
