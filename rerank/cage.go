@@ -137,9 +137,35 @@ type Reranker struct {
 	cfg Config
 	enc *Encoder
 
+	graphs *GraphCache
+}
+
+// GraphCache memoises passage graphs by text; it is safe for concurrent use and can be
+// shared by rerankers (e.g. the variants of an evaluation).
+type GraphCache struct {
 	mu     sync.Mutex
 	parser *Parser
 	graphs map[string]*PassageGraph
+}
+
+// NewGraphCache returns an empty cache.
+func NewGraphCache() *GraphCache {
+	return &GraphCache{parser: NewParser(), graphs: map[string]*PassageGraph{}}
+}
+
+// Graph returns the (memoised) passage graph of text.
+func (c *GraphCache) Graph(text string) (*PassageGraph, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.graphs[text]; ok {
+		return g, nil
+	}
+	g, err := c.parser.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	c.graphs[text] = g
+	return g, nil
 }
 
 // NewReranker returns a reranker with encoder enc (trained, or freshly initialised).
@@ -150,7 +176,7 @@ func NewReranker(cfg Config, enc *Encoder) (*Reranker, error) {
 	if enc == nil {
 		return nil, errors.New("rerank: nil encoder")
 	}
-	return &Reranker{cfg: cfg, enc: enc, parser: NewParser(), graphs: map[string]*PassageGraph{}}, nil
+	return &Reranker{cfg: cfg, enc: enc, graphs: NewGraphCache()}, nil
 }
 
 // NewUntrained returns a reranker whose encoder is freshly initialised from cfg.Encoder.
@@ -162,20 +188,14 @@ func NewUntrained(eng *engine.Engine, cfg Config) (*Reranker, error) {
 	return NewReranker(cfg, enc)
 }
 
+// ShareCache makes r use cache c for its passage graphs.
+func (r *Reranker) ShareCache(c *GraphCache) { r.graphs = c }
+
+// Config returns the configuration.
+func (r *Reranker) Config() Config { return r.cfg }
+
 // Graph returns the (memoised) passage graph of text.
-func (r *Reranker) Graph(text string) (*PassageGraph, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if g, ok := r.graphs[text]; ok {
-		return g, nil
-	}
-	g, err := r.parser.Parse(text)
-	if err != nil {
-		return nil, err
-	}
-	r.graphs[text] = g
-	return g, nil
-}
+func (r *Reranker) Graph(text string) (*PassageGraph, error) { return r.graphs.Graph(text) }
 
 // Scores returns the fused CAGE score of every candidate text given its first-stage
 // relevance (cosine or any retriever score), in input order. With α = 1 it is the
