@@ -148,10 +148,10 @@ type Encoder struct {
 	bucket *kernels.Bucketer
 }
 
-// encoderBuckets are the padded batch shapes: up to 32 graphs, 256 … 4096 node rows.
+// encoderBuckets are the padded batch shapes: 64 graph slots, 256 … 8192 node rows.
 func encoderBuckets(cfg EncoderConfig) (*kernels.Bucketer, error) {
-	top := kernels.Bucket{Nodes: max(4096, cfg.MaxNodes), Edges: 16384, Graphs: 64}
-	bs, err := kernels.Ladder(top, 2, 5, kernels.Layout{})
+	top := kernels.Bucket{Nodes: max(8192, cfg.MaxNodes), Edges: 32768, Graphs: 64}
+	bs, err := kernels.Ladder(top, 2, 6, kernels.Layout{})
 	if err != nil {
 		return nil, err
 	}

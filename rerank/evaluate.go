@@ -139,7 +139,9 @@ func (v Variant) rank(c *Candidates, first []float64) ([]int, error) {
 	case v.Reranker == nil:
 		return Order(first), nil
 	}
-	s, err := v.Reranker.Scores(c.Bodies, first)
+	// The paper fuses coherence with the query–passage cosine whatever produced the
+	// candidates; the first stage only chooses (and, unreranked, orders) them.
+	s, err := v.Reranker.Scores(c.Bodies, c.cosines())
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +150,8 @@ func (v Variant) rank(c *Candidates, first []float64) ([]int, error) {
 
 // EvaluateSets scores every variant on every candidate set for each first stage
 // ("dense", "bm25" in pool mode, where Candidates.Scores is nil; in retriever mode the
-// first stage is the retriever that produced Scores, named by firstStages[0]).
+// first stage is the retriever that produced Scores, named by firstStages[0]). The
+// first stage orders the "none" variant; rerankers score by cosine and coherence.
 func EvaluateSets(ctx context.Context, cs []*Candidates, firstStages []string, variants []Variant, ks []int, rcfg retrieve.Config) ([]Row, error) {
 	if len(cs) == 0 {
 		return nil, errors.New("rerank: no candidate sets with gold passages")

@@ -228,7 +228,7 @@ func Train(ctx context.Context, eng *engine.Engine, enc *Encoder, texts []string
 }
 
 // evaluate returns the mean InfoNCE loss over the batches and, as Accuracy, the share of
-// first views whose nearest second view (by cosine) is their own.
+// first views whose nearest second view (by cosine) is their own (AUC is left 0).
 func (t contrastiveTask) evaluate(eng *engine.Engine, bs []pairBatch) (train.Metrics, error) {
 	var m train.Metrics
 	hits, n := 0, 0
@@ -282,7 +282,7 @@ func (t contrastiveTask) evaluate(eng *engine.Engine, bs []pairBatch) (train.Met
 	}
 	m.Loss /= float64(n)
 	m.Accuracy = float64(hits) / float64(n)
-	m.AUC = math.NaN()
+	m.AUC = 0 // undefined for this task; NaN would break the JSONL log (encoding/json rejects it)
 	m.N = n
 	return m, nil
 }
