@@ -40,6 +40,13 @@ run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
 section "5. CrossAug planted missingness, GNN vs random selector (issue 11)"
 run "$root/bench/planted.sh" "$bin" "$corpora" "$out/planted"
 
+section "CAGE reranking latency, 20 candidates on one core (issue 14)"
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
+	run go run ./bench/cage -corpus "$corpora/2wikimultihopqa_corpus.json"
+else
+	run go run ./bench/cage -corpus examples/harbour/corpus.json
+fi
+
 section "serve: loopback load test, 50 clients × 20 requests (issue 16)"
 if [[ -f "$corpora/2wikimultihopqa_corpus.json" && -f "$out/index/full.gl" ]]; then
 	run go run ./bench/serve -index "$out/index/full.gl"

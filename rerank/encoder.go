@@ -34,7 +34,9 @@ type EncoderConfig struct {
 	// Beta scales the features of the min-out-degree anchor nodes and the weight of
 	// every edge touching one (paper: β > 1, value not given). Edge weights enter the
 	// R-GCN as a weighted mean per relation (kernels.Graph.EdgeWeight). 1 = the "no
-	// reweighting" ablation. Default 2, chosen by `graphloom eval --sweep cage-beta`.
+	// reweighting" ablation. Default 2, chosen by `graphloom eval --sweep cage-beta=1,2,4`
+	// on MoreHopQA-150 pools with 8 distractors (Recall@2 83.3 / 84.7 / 82.3, Recall@5
+	// 93.0 at all three).
 	Beta float64 `json:"beta"`
 	// SingleRelation collapses every relation type into one (a GCN instead of an
 	// R-GCN): the paper's "GCN" ablation.

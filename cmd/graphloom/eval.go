@@ -130,7 +130,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				rcfg.RecognitionMemory = !noRecognition
 				if cf.active() || cf.pool != "" {
 					finish()
-					return runRerankEval(cmd, indexPath, ix, api, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON)
+					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON)
 				}
 				if ablate {
 					finish()

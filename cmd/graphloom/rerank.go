@@ -192,7 +192,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 
 // runRerankEval is eval with --rerank: per-question pools (--pool question) or the
 // configured retrievers' top --candidates, reranked by every variant.
-func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset,
+func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api embed.Embedder, chat retrieve.Chatter, ds *eval.Dataset,
 	rcfg retrieve.Config, cfg eval.Config, cf *cageFlags, sweeps []string, ablate bool, out string, asJSON bool) error {
 	if err := cf.validate(); err != nil {
 		return err
@@ -228,6 +228,9 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 		return r, nil
 	}
 	if cf.pool == "question" {
+		if cfg.Answer || cfg.Judge {
+			return usageError{errors.New("eval: --answer and --judge score retrievers' rankings; drop --pool question to answer from reranked candidates")}
+		}
 		cs := rerank.PoolCandidates(ds, cf.distractors, 1)
 		if err := rerank.Embed(cmd.Context(), emb, cs); err != nil {
 			return err
@@ -267,7 +270,7 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 		return rerank.WriteTable(w, rows, cfg.Ks)
 	}
 	// Retriever mode: every retriever plain, and reranked by each variant.
-	s, err := retrieve.Open(ix, api, rcfg, nil)
+	s, err := retrieve.Open(ix, api, rcfg, chat)
 	if err != nil {
 		return err
 	}
@@ -287,7 +290,7 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 	}
 	cfg.Retrievers = names
 	progress, finish := evalBars(cmd)
-	rep, err := eval.Evaluate(cmd.Context(), ix, src, nil, ds, cfg, progress)
+	rep, err := eval.Evaluate(cmd.Context(), ix, src, chat, ds, cfg, progress)
 	finish()
 	if err != nil {
 		return err
