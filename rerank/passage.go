@@ -4,6 +4,20 @@
 // by β, a one-layer R-GCN with sum pooling embeds each graph, and a passage's score is
 // α·cos(query, passage) + (1−α)·coherence, where coherence is its structural alignment
 // with the other candidates.
+//
+// Deviations from the paper, each with its reason:
+//   - Nodes are Snowball (Porter2) English stems, not lemmas ("sold" stays "sold",
+//     "capital" becomes "capit"): the maintained Go lemmatiser (golem) needs an English
+//     dictionary module that the Go module proxy does not serve.
+//   - The dependency "parser" is a set of rules over prose's part-of-speech tags (see
+//     graphBuilder.sentence) — the paper's parser is rule-based too, but its rules are
+//     not published; pronouns are resolved by recency within the passage.
+//   - Node features are fixed pseudo-random vectors per stem (EncoderConfig.HashDim):
+//     no pretrained word vectors can be downloaded here.
+//   - The diversity objective is GraphCL-style contrastive learning (TrainConfig): the
+//     paper names no loss.
+//   - Passage graphs are recomputed from the text and memoised per process
+//     (GraphCache), not stored in the index (see Reranker).
 package rerank
 
 import (
