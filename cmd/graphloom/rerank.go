@@ -185,7 +185,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 		beta1.Encoder.Beta = 1
 		alpha1.Alpha = 1
 		vs = append(vs, cageVariant{name: "cage: GCN (one relation)", cfg: &gcn},
-			cageVariant{name: "cage: β=1", cfg: &beta1}, cageVariant{name: "cage: α=1", cfg: &alpha1})
+			cageVariant{name: "cage: beta=1", cfg: &beta1}, cageVariant{name: "cage: alpha=1", cfg: &alpha1})
 	}
 	return vs, nil
 }

@@ -51,7 +51,7 @@ func TestRerankCage(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "encoder "+idx+".cage")
 	for _, row := range []string{"| bm25 | none |", "| dense | none |", "| dense | dense |", "| dense | cage |",
-		"| dense | cage: GCN (one relation) |", "| dense | cage: β=1 |", "| dense | cage: α=1 |"} {
+		"| dense | cage: GCN (one relation) |", "| dense | cage: beta=1 |", "| dense | cage: alpha=1 |"} {
 		assert.Contains(t, r.stdout, row)
 	}
 	// The GCN ablation has no checkpoint here and says it runs untrained.
