@@ -18,7 +18,9 @@ const (
 	// AggRelevance: coherence_i = Σ_{j≠i} w_j cos(Z_i, Z_j) / Σ_{j≠i} w_j with w_j the
 	// min-max-normalised first-stage score of j: alignment with the passages the query
 	// already favours counts more (a bridge passage aligns with the first-hop passage
-	// rather than with the distractors). Our choice where the paper is silent.
+	// rather than with the distractors); when every other candidate has the lowest
+	// relevance (all equal, say) it falls back to AggMean. Our choice where the paper is
+	// silent.
 	AggRelevance = "relevance"
 )
 
@@ -93,20 +95,23 @@ func Coherence(z [][]float32, relevance []float64, aggregation string) []float64
 	w := minMax(relevance)
 	out := make([]float64, n)
 	for i := range n {
-		var sum, den float64
+		var sum, den, plain float64
 		for j := range n {
 			if j == i {
 				continue
 			}
-			wj := 1.0
+			c := cosine(z[i], z[j])
+			plain += c
 			if aggregation == AggRelevance {
-				wj = w[j]
+				sum += w[j] * c
+				den += w[j]
 			}
-			sum += wj * cosine(z[i], z[j])
-			den += wj
 		}
-		if den > 0 {
+		switch {
+		case den > 0:
 			out[i] = sum / den
+		case n > 1: // AggMean, or every other candidate at the lowest relevance
+			out[i] = plain / float64(n-1)
 		}
 	}
 	return out

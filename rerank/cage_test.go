@@ -24,6 +24,8 @@ func TestCoherenceAndFuseByHand(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{0, 0.5, 1}, Fuse(rel, []float64{0.5, 0.5, 0}, 1), 1e-12)
 	assert.Equal(t, []int{1, 0, 2}, Order([]float64{0.5, 0.75, 0.5}))
 	assert.Equal(t, []float64{0}, Coherence(z[:1], rel[:1], AggMean))
+	// Equal relevance: the relevance aggregation falls back to the mean.
+	assert.InDeltaSlice(t, []float64{0.5, 0.5, 0}, Coherence(z, []float64{1, 1, 1}, AggRelevance), 1e-12)
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -345,9 +345,10 @@ func (n *namedRetriever) Name() string { return n.name }
 // newTrainCmd is `graphloom train cage`.
 func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "train",
-		Short: "Train a model on an index (cage: the coherence reranker's graph encoder)",
-		Args:  cobra.NoArgs,
+		Use:     "train",
+		Short:   "Train a model on an index (cage: the coherence reranker's graph encoder)",
+		Example: `  graphloom train cage --index harbour.gl`,
+		Args:    cobra.NoArgs,
 	}
 	cmd.AddCommand(newTrainCageCmd())
 	return cmd
