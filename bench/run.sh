@@ -13,6 +13,7 @@
 #   5. CrossAug planted missingness: GNN vs random selector, deleted facts recovered
 #   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 #   7. serve: loopback load test of the HTTP API
+#   8. CAGE: reranking latency of 20 candidates on one core
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -54,6 +55,13 @@ if [[ -f "$out/index/full.gl" ]]; then
 	run go run ./bench/serve -index "$out/index/full.gl"
 else
 	run go run ./bench/serve -corpus examples/harbour/corpus.json
+fi
+
+section "8. CAGE reranking latency, 20 candidates on one core (issue 14)"
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
+	run go run ./bench/cage -corpus "$corpora/2wikimultihopqa_corpus.json"
+else
+	run go run ./bench/cage -corpus examples/harbour/corpus.json
 fi
 
 exit $status

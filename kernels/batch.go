@@ -203,7 +203,7 @@ type Batch struct {
 	// Per edge slot, length Bucket.Edges (EdgeAttr: × EdgeDim), sorted by (Dst, EdgeType).
 	Src, Dst, EdgeType []int32
 	EdgeMask           []float32 // 1 for real edges
-	EdgeNorm           []float32 // 1/(#edges of that relation into Dst); 0 for padding
+	EdgeNorm           []float32 // w_e/Σ w over edges of that relation into Dst (1/deg when unweighted); 0 for padding
 	EdgeAttr           []float32
 
 	// Per graph slot, length Bucket.Graphs.
@@ -352,6 +352,7 @@ func (b *Batch) fill(graphs []*Graph) {
 
 	type edge struct {
 		src, dst, typ int32
+		weight        float32
 		graph, index  int
 	}
 	edges := make([]edge, 0, b.NumEdges)
@@ -368,18 +369,19 @@ func (b *Batch) fill(graphs []*Graph) {
 			b.NodeSlot[row] = slot
 		}
 		for k := range g.NumEdges() {
-			edges = append(edges, edge{src: off + g.Src[k], dst: off + g.Dst[k], typ: g.edgeType(k), graph: gi, index: k})
+			edges = append(edges, edge{src: off + g.Src[k], dst: off + g.Dst[k], typ: g.edgeType(k), weight: g.edgeWeight(k), graph: gi, index: k})
 		}
 	}
 	slices.SortStableFunc(edges, func(a, b edge) int {
 		return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.typ, b.typ), cmp.Compare(a.src, b.src))
 	})
 
-	// In-degree per (row, relation) for mean aggregation.
+	// Weighted in-degree per (row, relation) for the (weighted) mean aggregation; in
+	// float64 so that sums of unit weights are exact counts.
 	r := spec.NumRelations
-	deg := make([]int32, n*r)
+	deg := make([]float64, n*r)
 	for _, ed := range edges {
-		deg[int(ed.dst)*r+int(ed.typ)]++
+		deg[int(ed.dst)*r+int(ed.typ)] += float64(ed.weight)
 	}
 
 	b.Src = make([]int32, e)
@@ -391,7 +393,7 @@ func (b *Batch) fill(graphs []*Graph) {
 	for k, ed := range edges {
 		b.Src[k], b.Dst[k], b.EdgeType[k] = ed.src, ed.dst, ed.typ
 		b.EdgeMask[k] = 1
-		b.EdgeNorm[k] = 1 / float32(deg[int(ed.dst)*r+int(ed.typ)])
+		b.EdgeNorm[k] = float32(float64(ed.weight) / deg[int(ed.dst)*r+int(ed.typ)])
 		if spec.EdgeDim > 0 {
 			src := graphs[ed.graph].EdgeAttr[ed.index*spec.EdgeDim : (ed.index+1)*spec.EdgeDim]
 			copy(b.EdgeAttr[k*spec.EdgeDim:], src)

@@ -39,6 +39,11 @@ type Graph struct {
 	NodeType []int32   // type of each node in [0, NumNodeTypes); nil = all 0
 	X        []float32 // node features, row-major NumNodes × Spec.FeatDim
 	EdgeAttr []float32 // edge features, row-major len(Src) × Spec.EdgeDim; nil if EdgeDim == 0
+	// EdgeWeight is a positive weight per edge; nil = all 1. It enters the R-GCN mean as
+	// a weighted mean: edge e of relation r into i gets w_e / Σ_{e' of r into i} w_e'
+	// (PyG GCNConv's edge_weight convention: weights are folded into the degree
+	// normalisation, so with all weights 1 this is exactly the plain 1/deg_r(i)).
+	EdgeWeight []float32
 }
 
 // NumEdges returns the number of edges.
@@ -65,6 +70,14 @@ func (g *Graph) Validate(spec Spec) error {
 	}
 	if len(g.X) != g.NumNodes*spec.FeatDim {
 		return fmt.Errorf("len(X)=%d != %d nodes × %d features", len(g.X), g.NumNodes, spec.FeatDim)
+	}
+	if g.EdgeWeight != nil && len(g.EdgeWeight) != e {
+		return fmt.Errorf("len(EdgeWeight)=%d != %d edges", len(g.EdgeWeight), e)
+	}
+	for i, w := range g.EdgeWeight {
+		if !(w > 0) || math.IsInf(float64(w), 0) {
+			return fmt.Errorf("EdgeWeight[%d]=%g is not a finite positive weight", i, w)
+		}
 	}
 	if len(g.EdgeAttr) != e*spec.EdgeDim {
 		return fmt.Errorf("len(EdgeAttr)=%d != %d edges × %d edge features", len(g.EdgeAttr), e, spec.EdgeDim)
@@ -102,6 +115,14 @@ func (g *Graph) edgeType(i int) int32 {
 		return 0
 	}
 	return g.EdgeType[i]
+}
+
+// edgeWeight returns the weight of edge i (1 if unweighted).
+func (g *Graph) edgeWeight(i int) float32 {
+	if g.EdgeWeight == nil {
+		return 1
+	}
+	return g.EdgeWeight[i]
 }
 
 // nodeType returns the type of node i (0 if untyped).

@@ -33,6 +33,7 @@ func (w RGCNRef) relation(r int) [][]float64 {
 }
 
 // RGCNConvRef is PyG RGCNConv (mean aggregation) on one graph: x [n][in] → [n][out].
+// With Graph.EdgeWeight set the mean is the weighted mean Σ w_e x_j / Σ w_e per relation.
 func RGCNConvRef(g *Graph, x [][]float64, w RGCNRef, numRelations int) [][]float64 {
 	var out int
 	if w.Rel != nil {
@@ -51,10 +52,10 @@ func RGCNConvRef(g *Graph, x [][]float64, w RGCNRef, numRelations int) [][]float
 	}
 	for r := range numRelations {
 		wr := w.relation(r)
-		deg := make([]int, g.NumNodes)
+		deg := make([]float64, g.NumNodes) // weighted in-degree (a count when unweighted)
 		for e := range g.NumEdges() {
 			if int(g.edgeType(e)) == r {
-				deg[g.Dst[e]]++
+				deg[g.Dst[e]] += float64(g.edgeWeight(e))
 			}
 		}
 		for e := range g.NumEdges() {
@@ -62,7 +63,7 @@ func RGCNConvRef(g *Graph, x [][]float64, w RGCNRef, numRelations int) [][]float
 				continue
 			}
 			d := g.Dst[e]
-			addVecMat(res[d], x[g.Src[e]], wr, 1/float64(deg[d]))
+			addVecMat(res[d], x[g.Src[e]], wr, float64(g.edgeWeight(e))/deg[d])
 		}
 	}
 	return res

@@ -252,3 +252,114 @@ func to64(v []float32) []float64 {
 	}
 	return out
 }
+
+// weighted gives every edge of the graphs a random positive weight (some large, as
+// CAGE's β-scaled anchor edges).
+func weighted(rng *rand.Rand, graphs []*Graph) []*Graph {
+	for _, g := range graphs {
+		g.EdgeWeight = make([]float32, g.NumEdges())
+		for k := range g.EdgeWeight {
+			g.EdgeWeight[k] = float32(0.25 + 3*rng.Float64())
+		}
+	}
+	return graphs
+}
+
+func TestRGCNConvEdgeWeightsMatchReference(t *testing.T) {
+	e := testEngine(t)
+	for _, lt := range testLayouts {
+		t.Run(lt.name, func(t *testing.T) {
+			c := rgcnCases[0]
+			rng := rand.New(rand.NewPCG(21, 3))
+			spec := Spec{FeatDim: c.in, NumRelations: c.nr, NumNodeTypes: 2}
+			graphs := weighted(rng, rgcnGraphs(rng, spec))
+			b := testBatch(t, spec, lt.layout, graphs)
+			w := c.weights(rng)
+			inputs := b.Tensors()
+			nb := len(inputs)
+			for _, p := range c.params(w) {
+				inputs = append(inputs, tensorOf(dtypes.Float32, p.value))
+			}
+			outs := run(t, e, func(in []*graph.Node) []*graph.Node {
+				bn, err := NewBatchNodes(spec, lt.layout, in[:nb])
+				require.NoError(t, err)
+				return []*graph.Node{RGCNConv(bn, bn.X, c.nodes(in[nb:]))}
+			}, inputs...)
+			perGraphRows(t, b, flat64(outs[0]), c.out, func(gi int) [][]float64 {
+				return RGCNConvRef(graphs[gi], graphX(graphs[gi], c.in), w, c.nr)
+			}, 1e-5)
+		})
+	}
+}
+
+// TestRGCNRefWeightedMean pins the weighted mean by hand: node 2 receives relation-0
+// edges from node 0 (weight 3) and node 1 (weight 1): (3·x0 + x1)/4, times W_0.
+func TestRGCNRefWeightedMean(t *testing.T) {
+	g := &Graph{NumNodes: 3, Src: []int32{0, 1}, Dst: []int32{2, 2}, EdgeWeight: []float32{3, 1}, X: []float32{1, 0, 0}}
+	x := [][]float64{{4}, {8}, {0}}
+	w := RGCNRef{Rel: [][][]float64{{{2}}}}
+	out := RGCNConvRef(g, x, w, 1)
+	require.InDelta(t, 2*(3*4.0+8)/4, out[2][0], 1e-12)
+	require.Zero(t, out[0][0])
+	// Unit weights are the plain mean.
+	g.EdgeWeight = []float32{1, 1}
+	require.InDelta(t, 2*(4.0+8)/2, RGCNConvRef(g, x, w, 1)[2][0], 1e-12)
+}
+
+func TestRGCNConvEdgeWeightsGradients(t *testing.T) {
+	e := testEngine(t)
+	for _, lt := range testLayouts {
+		t.Run(lt.name, func(t *testing.T) {
+			c := rgcnCases[0]
+			rng := rand.New(rand.NewPCG(23, 29))
+			spec := Spec{FeatDim: c.in, NumRelations: c.nr, NumNodeTypes: 2}
+			graphs := weighted(rng, rgcnGraphs(rng, spec)[:4])
+			b := testBatch(t, spec, lt.layout, graphs)
+			w := c.weights(rng)
+			x := batchRows(b)
+			p := projection(rng, b.NodeMask, c.out)
+			fixed := append(b.Tensors(), tensorOf(dtypes.Float64, p))
+			nb := len(fixed) - 1
+			params := append([]gradParam{{name: "x", value: x, rows: realRows(b.NodeMask)}}, c.params(w)...)
+			checkGradients(t, e, rng, fixed, params,
+				func(in []*graph.Node) *graph.Node {
+					bn, err := NewBatchNodes(spec, lt.layout, in[:nb])
+					require.NoError(t, err)
+					out := RGCNConv(bn, in[nb+1], c.nodes(in[nb+2:]))
+					return graph.ReduceAllSum(graph.Mul(out, in[nb]))
+				},
+				func() float64 {
+					loss := 0.0
+					for gi, g := range graphs {
+						off := int(b.NodeOffset[gi])
+						loss += dotRows(RGCNConvRef(g, graphRows(x, off, g.NumNodes), w, c.nr), p, off)
+					}
+					return loss
+				})
+		})
+	}
+}
+
+func TestGraphValidateEdgeWeights(t *testing.T) {
+	spec := Spec{FeatDim: 1, NumRelations: 1, NumNodeTypes: 1}
+	for _, tc := range []struct {
+		name string
+		w    []float32
+		ok   bool
+	}{
+		{"nil", nil, true},
+		{"positive", []float32{0.5, 2}, true},
+		{"wrong length", []float32{1}, false},
+		{"zero", []float32{0, 1}, false},
+		{"negative", []float32{1, -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Graph{NumNodes: 2, Src: []int32{0, 1}, Dst: []int32{1, 0}, X: []float32{1, 2}, EdgeWeight: tc.w}
+			if tc.ok {
+				require.NoError(t, g.Validate(spec))
+			} else {
+				require.Error(t, g.Validate(spec))
+			}
+		})
+	}
+}

@@ -87,6 +87,32 @@ for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 	evaluate "$name" "$ds"
 done
 
+# CAGE reranking (issue 14): the passage-graph encoder trained beside the index (and the
+# one-relation GCN ablation's), then each question's own passage pool and the
+# retrievers' top 20 candidates reranked: none / dense (cosine) / cage and the GCN,
+# β = 1 and α = 1 ablations.
+cage() { # NAME DATASET [POOL FLAGS...]
+	local name=$1 dataset=$2
+	shift 2
+	"$bin" train cage --index "$out/$name.glx" | sed 's/^/  /'
+	"$bin" train cage --index "$out/$name.glx" --gcn | sed 's/^/  /'
+	"$bin" eval --quiet --index "$out/$name.glx" --dataset "$dataset" --rerank cage --pool question --ablate --ks 2,5 "$@" \
+		--out "$out/$name-cage-pool"
+	"$bin" eval --quiet --index "$out/$name.glx" --dataset "$dataset" --rerank cage --retrievers bm25,dense,ppr --candidates 20 \
+		--ablate --ks 2,5 "${answer[@]}" --out "$out/$name-cage"
+	echo
+}
+section "CAGE reranking"
+{
+	echo "harbour (own pools: 3–6 passages with distractors)"
+	cage harbour examples/harbour/questions.json
+	echo "MoreHopQA-150 (own pools hold only the 2 gold passages; then 8 seeded distractors each)"
+	cage morehopqa "$corpora/morehopqa_150.json"
+	"$bin" eval --quiet --index "$out/morehopqa.glx" --dataset "$corpora/morehopqa_150.json" --rerank cage --pool question \
+		--pool-distractors 8 --ablate --ks 2,5
+} | tee "$out/cage.md"
+cat "$out/cage.md" >>"$summary"
+
 # Ablations: the graph retrievers with each retrieval component switched off in turn
 # and, where the corpus is at hand, each graph-build component (graphloom eval --ablate).
 ablate() { # NAME DATASET [CORPUS]

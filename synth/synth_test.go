@@ -165,7 +165,12 @@ func TestLLMSynthAgainstTheScriptedServer(t *testing.T) {
 	assert.Equal(t, 1, rep.Rejected[RejectUnparseable])
 	checkProvenance(t, ix, items)
 	assert.Equal(t, "llm:m", items[0].Generator)
-	assert.Contains(t, srv.Requests()[0].Messages[0].Content, "path of facts")
+	systems := map[string]bool{}
+	for _, r := range srv.Requests() { // sent concurrently: in any order
+		systems[r.Messages[0].Content] = true
+	}
+	assert.Len(t, systems, 2, "one prompt per item type")
+	assert.True(t, systems[promptHop] && systems[promptSum])
 
 	// A rerun is answered from the cache.
 	_, _, err = Run(context.Background(), ix, gen, DefaultConfig(), nil)

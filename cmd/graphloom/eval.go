@@ -24,6 +24,7 @@ func newEvalCmd() *cobra.Command {
 	var asJSON, noRecognition, ablate bool
 	var ablateCorpus string
 	var sweeps []string
+	var cf cageFlags
 	cmd := &cobra.Command{
 		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
 		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
@@ -127,6 +128,10 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					return err
 				}
 				rcfg.RecognitionMemory = !noRecognition
+				if cf.active() || cf.pool != "" {
+					finish()
+					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON)
+				}
 				if ablate {
 					finish()
 					return runAblation(cmd, ix, api, ds, rcfg, cfg, ablateCorpus, out)
@@ -187,6 +192,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.IntVar(&cfg.Workers, "workers", 0, "questions retrieved concurrently (0 = all cores)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	registerRetrievalFlags(cmd, &rcfg)
+	cf.register(cmd, true)
 	f.BoolVar(&ablate, "ablate", false, "ablation table: the graph retrievers with each retrieval component switched off in turn (with --ablate-corpus, each graph-build component too); writes ablation.md/.json/.png to --out")
 	f.StringArrayVar(&sweeps, "sweep", nil, `grid search: FLAG=V1,V2,… over a retrieval flag (repeat for a grid), e.g. --sweep pcst-cost-e=0.01,0.1,0.5; writes sweep.md/.json/.png to --out`)
 	f.StringVar(&ablateCorpus, "ablate-corpus", "", "with --ablate: the corpus the index was built from offline, rebuilt once per graph-build ablation")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/retrieve"
@@ -18,6 +19,7 @@ func newQueryCmd() *cobra.Command {
 	var lf llmFlags
 	var path, questions, retriever, out, compare, dataset string
 	var asJSON, noRecognition bool
+	var cf cageFlags
 	cmd := &cobra.Command{
 		Use:   `query --index INDEX ("a question" | --questions Q.jsonl --out run.jsonl)`,
 		Short: "Retrieve passages for a question or a file of questions",
@@ -67,6 +69,19 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 			r, err := s.Retriever(retriever)
 			if err != nil {
 				return usageError{err}
+			}
+			if err := cf.validate(); err != nil {
+				return err
+			}
+			if cf.active() {
+				eng, err := engine.New(engine.Config{})
+				if err != nil {
+					return err
+				}
+				defer eng.Close()
+				if r, _, err = cf.wrap(eng, path, ix, api, r); err != nil {
+					return err
+				}
 			}
 			defer lf.report(cmd.ErrOrStderr())
 			if compare != "" {
@@ -134,6 +149,7 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
 	registerRetrievalFlags(cmd, &cfg)
+	cf.register(cmd, false)
 	lf.register(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	return cmd

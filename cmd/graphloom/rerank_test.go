@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRerankCage(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "h.gl")
+	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// Untrained: reranking works and says so; wrong flags are usage errors.
+	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--pool", "question")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--pool needs --rerank")
+	r = run(t, nil, "query", "--index", idx, "--retriever", "bm25", "--rerank", "colbert", "Where was Tomas Brell born?")
+	assert.Equal(t, 2, r.code, r.stderr)
+
+	r = run(t, nil, "train", "cage", "--index", idx, "--steps", "6")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "6 steps")
+	for _, suffix := range []string{".cage", ".cage.log.jsonl", ".cage.png"} {
+		_, err := os.Stat(idx + suffix)
+		require.NoError(t, err, suffix)
+	}
+
+	r = run(t, nil, "query", "--index", idx, "--retriever", "bm25", "--candidates", "10", "--rerank", "cage", "--top-k", "5", "--json",
+		"In which town was the father of Mira Solenne born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	var line struct {
+		Retriever string `json:"retriever"`
+		Passages  []struct {
+			Score float64 `json:"score"`
+		} `json:"passages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line), r.stdout)
+	assert.Len(t, line.Passages, 5)
+	for i := 1; i < len(line.Passages); i++ {
+		assert.GreaterOrEqual(t, line.Passages[i-1].Score, line.Passages[i].Score)
+	}
+
+	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--rerank", "cage",
+		"--pool", "question", "--ablate", "--ks", "2,5")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "encoder "+idx+".cage")
+	for _, row := range []string{"| bm25 | none |", "| dense | none |", "| dense | dense |", "| dense | cage |",
+		"| dense | cage: GCN (one relation) |", "| dense | cage: beta=1 |", "| dense | cage: alpha=1 |"} {
+		assert.Contains(t, r.stdout, row)
+	}
+	// The GCN ablation has no checkpoint here and says it runs untrained.
+	assert.Contains(t, r.stdout, "untrained encoder (no "+idx+".cage-gcn")
+
+	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--rerank", "cage",
+		"--pool", "question", "--sweep", "cage-alpha=0.5,1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "| dense | cage alpha=0.5 |")
+	assert.Contains(t, r.stdout, "| dense | cage alpha=1 |")
+	// α = 1 is the cosine ranking: its row equals the dense row.
+	rowOf := func(name string) string {
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "| dense | "+name+" |") {
+				f := strings.Split(l, "|")
+				return strings.Join(f[3:len(f)-2], "|")
+			}
+		}
+		return "missing"
+	}
+	assert.Equal(t, rowOf("dense"), rowOf("cage alpha=1"))
+}
