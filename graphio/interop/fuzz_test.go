@@ -65,31 +65,9 @@ func FuzzImportLightRAG(f *testing.F) {
 	}
 	f.Add(uint8(0), []byte(strings.Replace(string(files[LightRAGGraphFile]), "<data key=\"d6\">2</data>", "<data key=\"d6\">NaN</data>", 1)))
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		dir := t.TempDir()
-		for n, b := range files {
-			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		name := names[int(which)%len(names)]
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ix, _, err := ImportLightRAG(dir)
-		if err != nil {
-			if !strings.Contains(err.Error(), dir) {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		var buf bytes.Buffer
-		if err := graphio.Write(&buf, ix); err != nil {
-			t.Fatalf("imported index does not encode: %v", err)
-		}
 		discard := func(_ string, fn func(io.Writer) error) error { return fn(io.Discard) }
-		if _, err := exportLightRAG(ix, filepath.Join(dir, "out"), discard); err != nil {
-			t.Fatalf("imported index does not export: %v", err)
-		}
+		checkImport(t, files, names[int(which)%len(names)], data, ImportLightRAG,
+			func(ix *graphio.Index, dir string) error { _, err := exportLightRAG(ix, dir, discard); return err })
 	})
 }
 
@@ -112,33 +90,8 @@ func FuzzImportHippoRAG(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		dir := t.TempDir()
-		name := names[int(which)%len(names)]
-		for n, b := range files {
-			if n == name {
-				b = data
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ix, _, err := ImportHippoRAG(dir)
-		if err != nil {
-			if !strings.Contains(err.Error(), dir) {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		var buf bytes.Buffer
-		if err := graphio.Write(&buf, ix); err != nil {
-			t.Fatalf("imported index does not encode: %v", err)
-		}
-		if _, err := ExportHippoRAG(ix, filepath.Join(dir, "out")); err != nil {
-			t.Fatalf("imported index does not export: %v", err)
-		}
+		checkImport(t, files, names[int(which)%len(names)], data, ImportHippoRAG,
+			func(ix *graphio.Index, dir string) error { _, err := ExportHippoRAG(ix, dir); return err })
 	})
 }
 
@@ -159,34 +112,8 @@ func FuzzImportGFMRAG(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		dir := t.TempDir()
-		name := names[int(which)%len(names)]
-		for n, b := range files {
-			if n == name {
-				b = data
-			}
-			p := filepath.Join(dir, n)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ix, _, err := ImportGFMRAG(dir)
-		if err != nil {
-			if !strings.Contains(err.Error(), dir) {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		var buf bytes.Buffer
-		if err := graphio.Write(&buf, ix); err != nil {
-			t.Fatalf("imported index does not encode: %v", err)
-		}
-		if _, err := ExportGFMRAG(ix, filepath.Join(dir, "out")); err != nil {
-			t.Fatalf("imported index does not export: %v", err)
-		}
+		checkImport(t, files, names[int(which)%len(names)], data, ImportGFMRAG,
+			func(ix *graphio.Index, dir string) error { _, err := ExportGFMRAG(ix, dir); return err })
 	})
 }
 
@@ -208,29 +135,42 @@ func FuzzImportGraphRAG(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
-		dir := t.TempDir()
-		name := names[int(which)%len(names)]
-		for n, b := range files {
-			if n == name {
-				b = data
-			}
-			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ix, _, err := ImportGraphRAG(dir)
-		if err != nil {
-			if !strings.Contains(err.Error(), dir) {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		var buf bytes.Buffer
-		if err := graphio.Write(&buf, ix); err != nil {
-			t.Fatalf("imported index does not encode: %v", err)
-		}
-		if _, err := ExportGraphRAG(ix, filepath.Join(dir, "out")); err != nil {
-			t.Fatalf("imported index does not export: %v", err)
-		}
+		checkImport(t, files, names[int(which)%len(names)], data, ImportGraphRAG,
+			func(ix *graphio.Index, dir string) error { _, err := ExportGraphRAG(ix, dir); return err })
 	})
+}
+
+// checkImport writes files into a fresh directory, with file name replaced by data,
+// and imports it: the import fails with an error naming the directory, or gives an
+// index that encodes and exports.
+func checkImport(t *testing.T, files map[string][]byte, name string, data []byte,
+	imp func(dir string) (*graphio.Index, *Report, error), exp func(ix *graphio.Index, dir string) error) {
+	t.Helper()
+	dir := t.TempDir()
+	for n, b := range files {
+		if n == name {
+			b = data
+		}
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix, _, err := imp(dir)
+	if err != nil {
+		if !strings.Contains(err.Error(), dir) {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+		return
+	}
+	var buf bytes.Buffer
+	if err := graphio.Write(&buf, ix); err != nil {
+		t.Fatalf("imported index does not encode: %v", err)
+	}
+	if err := exp(ix, filepath.Join(dir, "out")); err != nil {
+		t.Fatalf("imported index does not export: %v", err)
+	}
 }
