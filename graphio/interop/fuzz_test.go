@@ -80,15 +80,7 @@ func FuzzImportHippoRAG(f *testing.F) {
 		f.Fatal(err)
 	}
 	names := []string{h.OpenIEFile(), filepath.Join(h.WorkingDir(), "chunk_embeddings", "vdb_chunk.parquet"), filepath.Join(h.WorkingDir(), "fact_embeddings", "vdb_fact.parquet")}
-	files := map[string][]byte{}
-	for i, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			f.Fatal(err)
-		}
-		files[n] = b
-		f.Add(uint8(i), b)
-	}
+	files := seedFiles(f, dir, names)
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		checkImport(t, files, names[int(which)%len(names)], data, ImportHippoRAG,
 			func(ix *graphio.Index, dir string) error { _, err := ExportHippoRAG(ix, dir); return err })
@@ -102,15 +94,7 @@ func FuzzImportGFMRAG(f *testing.F) {
 		f.Fatal(err)
 	}
 	names := []string{gfmStage1 + "/nodes.csv", gfmStage1 + "/edges.csv", gfmStage1 + "/relations.csv", gfmDocuments}
-	files := map[string][]byte{}
-	for i, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			f.Fatal(err)
-		}
-		files[n] = b
-		f.Add(uint8(i), b)
-	}
+	files := seedFiles(f, dir, names)
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		checkImport(t, files, names[int(which)%len(names)], data, ImportGFMRAG,
 			func(ix *graphio.Index, dir string) error { _, err := ExportGFMRAG(ix, dir); return err })
@@ -125,15 +109,7 @@ func FuzzImportGraphRAG(f *testing.F) {
 		f.Fatal(err)
 	}
 	names := []string{"text_units.parquet", "entities.parquet", "relationships.parquet", "documents.parquet"}
-	files := map[string][]byte{}
-	for i, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			f.Fatal(err)
-		}
-		files[n] = b
-		f.Add(uint8(i), b)
-	}
+	files := seedFiles(f, dir, names)
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		checkImport(t, files, names[int(which)%len(names)], data, ImportGraphRAG,
 			func(ix *graphio.Index, dir string) error { _, err := ExportGraphRAG(ix, dir); return err })
@@ -173,4 +149,18 @@ func checkImport(t *testing.T, files map[string][]byte, name string, data []byte
 	if err := exp(ix, filepath.Join(dir, "out")); err != nil {
 		t.Fatalf("imported index does not export: %v", err)
 	}
+}
+
+// seedFiles reads the named files of dir and adds each as a seed (its index, its bytes).
+func seedFiles(f *testing.F, dir string, names []string) map[string][]byte {
+	files := map[string][]byte{}
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		files[n] = b
+		f.Add(uint8(i), b)
+	}
+	return files
 }
