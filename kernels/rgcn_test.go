@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
 )
 
 var testLayouts = []struct {
@@ -143,28 +145,7 @@ func TestRGCNConvGradients(t *testing.T) {
 				rng := rand.New(rand.NewPCG(13, 17))
 				spec := Spec{FeatDim: c.in, NumRelations: c.nr, NumNodeTypes: 2}
 				graphs := rgcnGraphs(rng, spec)[:4]
-				b := testBatch(t, spec, lt.layout, graphs)
-				w := c.weights(rng)
-				x := batchRows(b)
-				p := projection(rng, b.NodeMask, c.out)
-				fixed := append(b.Tensors(), tensorOf(dtypes.Float64, p))
-				nb := len(fixed) - 1
-				params := append([]gradParam{{name: "x", value: x, rows: realRows(b.NodeMask)}}, c.params(w)...)
-				checkGradients(t, e, rng, fixed, params,
-					func(in []*graph.Node) *graph.Node {
-						bn, err := NewBatchNodes(spec, lt.layout, in[:nb])
-						require.NoError(t, err)
-						out := RGCNConv(bn, in[nb+1], c.nodes(in[nb+2:]))
-						return graph.ReduceAllSum(graph.Mul(out, in[nb]))
-					},
-					func() float64 {
-						loss := 0.0
-						for gi, g := range graphs {
-							off := int(b.NodeOffset[gi])
-							loss += dotRows(RGCNConvRef(g, graphRows(x, off, g.NumNodes), w, c.nr), p, off)
-						}
-						return loss
-					})
+				checkRGCNGradients(t, e, rng, c, spec, lt.layout, graphs)
 			})
 		}
 	}
@@ -314,28 +295,7 @@ func TestRGCNConvEdgeWeightsGradients(t *testing.T) {
 			rng := rand.New(rand.NewPCG(23, 29))
 			spec := Spec{FeatDim: c.in, NumRelations: c.nr, NumNodeTypes: 2}
 			graphs := weighted(rng, rgcnGraphs(rng, spec)[:4])
-			b := testBatch(t, spec, lt.layout, graphs)
-			w := c.weights(rng)
-			x := batchRows(b)
-			p := projection(rng, b.NodeMask, c.out)
-			fixed := append(b.Tensors(), tensorOf(dtypes.Float64, p))
-			nb := len(fixed) - 1
-			params := append([]gradParam{{name: "x", value: x, rows: realRows(b.NodeMask)}}, c.params(w)...)
-			checkGradients(t, e, rng, fixed, params,
-				func(in []*graph.Node) *graph.Node {
-					bn, err := NewBatchNodes(spec, lt.layout, in[:nb])
-					require.NoError(t, err)
-					out := RGCNConv(bn, in[nb+1], c.nodes(in[nb+2:]))
-					return graph.ReduceAllSum(graph.Mul(out, in[nb]))
-				},
-				func() float64 {
-					loss := 0.0
-					for gi, g := range graphs {
-						off := int(b.NodeOffset[gi])
-						loss += dotRows(RGCNConvRef(g, graphRows(x, off, g.NumNodes), w, c.nr), p, off)
-					}
-					return loss
-				})
+			checkRGCNGradients(t, e, rng, c, spec, lt.layout, graphs)
 		})
 	}
 }
@@ -362,4 +322,32 @@ func TestGraphValidateEdgeWeights(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkRGCNGradients compares RGCNConv's gradients (inputs and weights) on graphs with
+// finite differences of the float64 reference, through a random projection of the output.
+func checkRGCNGradients(t *testing.T, e *engine.Engine, rng *rand.Rand, c rgcnCase, spec Spec, layout Layout, graphs []*Graph) {
+	t.Helper()
+	b := testBatch(t, spec, layout, graphs)
+	w := c.weights(rng)
+	x := batchRows(b)
+	p := projection(rng, b.NodeMask, c.out)
+	fixed := append(b.Tensors(), tensorOf(dtypes.Float64, p))
+	nb := len(fixed) - 1
+	params := append([]gradParam{{name: "x", value: x, rows: realRows(b.NodeMask)}}, c.params(w)...)
+	checkGradients(t, e, rng, fixed, params,
+		func(in []*graph.Node) *graph.Node {
+			bn, err := NewBatchNodes(spec, layout, in[:nb])
+			require.NoError(t, err)
+			out := RGCNConv(bn, in[nb+1], c.nodes(in[nb+2:]))
+			return graph.ReduceAllSum(graph.Mul(out, in[nb]))
+		},
+		func() float64 {
+			loss := 0.0
+			for gi, g := range graphs {
+				off := int(b.NodeOffset[gi])
+				loss += dotRows(RGCNConvRef(g, graphRows(x, off, g.NumNodes), w, c.nr), p, off)
+			}
+			return loss
+		})
 }
