@@ -41,7 +41,7 @@ func (r hippoRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) (
 
 // pprQuery is a question's state between seeding and the PPR solve.
 type pprQuery struct {
-	q     string
+	bm25  []float64  // the question's BM25 scores when lexical scoring is on, else nil
 	dense []float64  // passage scores, the fallback ranking
 	facts [][]string // linked facts
 	reset []float64  // nil: no PPR, rank by dense
@@ -59,7 +59,7 @@ func (p *pprQuery) finish(s *Searcher, g *graphView, x []float64, ok bool, k int
 	if !ok {
 		return p.fallback(s, k)
 	}
-	return Result{Passages: s.passages(s.final(p.q, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: p.facts}
+	return Result{Passages: s.passages(s.final(p.bm25, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: p.facts}
 }
 
 // prepare links the question's facts and entities and builds its PPR reset vector.
@@ -69,11 +69,12 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	if err != nil {
 		return &pprQuery{}, err
 	}
-	dense := s.passageScores(q, toF64(s.scores(graphio.KindChunk, qp)))
-	p := &pprQuery{q: q, dense: dense}
+	bm25 := s.lexicalBM25(q)
+	p := &pprQuery{bm25: bm25, dense: s.passageScores(bm25, toF64(s.scores(graphio.KindChunk, qp)))}
 	if len(s.ix.Facts) == 0 {
 		return p, nil
 	}
+	qents := s.queryEntities(q)
 	qf := qp
 	if s.cfg.QueryToFact != s.cfg.QueryToPassage {
 		if qf, err = s.embedQuery(ctx, s.cfg.QueryToFact, q); err != nil {
@@ -107,7 +108,7 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 			}
 		}
 		top = kept
-		if len(top) == 0 && len(s.queryEntities(q)) == 0 {
+		if len(top) == 0 && len(qents) == 0 {
 			return p, nil
 		}
 	}
@@ -150,13 +151,13 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 		reset[g.ns.Entity(e)] = weight[e]
 	}
 	// 3b. Entities the question names, seeded as a fact of score 1 would seed them.
-	for _, e := range s.queryEntities(q) {
+	for _, e := range qents {
 		if n := len(entChunks[e]); n > 0 {
 			reset[g.ns.Entity(e)] = max(reset[g.ns.Entity(e)], 1/float64(n))
 		}
 	}
 	// 4. Passage seeds: normalised dense scores × passage_node_weight, for every passage.
-	for c, v := range dense {
+	for c, v := range p.dense {
 		reset[g.ns.Chunk(int32(c))] += v * s.cfg.PassageNodeWeight
 	}
 	p.reset = reset

@@ -97,7 +97,8 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	seed(entSim, s.cfg.HyperSeedEntities, g.ns.Entity)
 	seed(edgeSim, s.cfg.HyperSeedEdges, g.ns.Hyperedge)
 	// Chunk seeds: the dense top HyperChunkTopK, min-max normalised, × w_chunk.
-	dense := toF32(s.passageScores(q, toF64(s.scores(graphio.KindChunk, qv))))
+	bm25 := s.lexicalBM25(q)
+	dense := toF32(s.passageScores(bm25, toF64(s.scores(graphio.KindChunk, qv))))
 	top := kernels.TopK(dense, s.cfg.HyperChunkTopK)
 	vals := make([]float64, len(top))
 	for i, nb := range top {
@@ -106,5 +107,5 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	for i, v := range minMax(vals) {
 		reset[g.ns.Chunk(top[i].Index)] += v * s.cfg.HyperChunkWeight
 	}
-	return &pprQuery{q: q, dense: toF64(dense), reset: reset}, nil
+	return &pprQuery{bm25: bm25, dense: toF64(dense), reset: reset}, nil
 }

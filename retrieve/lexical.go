@@ -72,13 +72,24 @@ func allZero(v []float64) bool {
 	return true
 }
 
-// passageScores are the scores that seed passages (and rank them when the graph
-// cannot): min-max dense scores, fused with BM25 when lexical scoring is on.
-func (s *Searcher) passageScores(q string, dense []float64) []float64 {
+// lexicalBM25 returns the chunks' BM25 scores for q when lexical scoring is on, nil
+// otherwise; a graph retriever computes them once and uses them for its passage seeds
+// and its final ranking.
+func (s *Searcher) lexicalBM25(q string) []float64 {
 	if !s.lexicalOn() {
+		return nil
+	}
+	return s.bm25Scores(q)
+}
+
+// passageScores are the scores that seed passages (and rank them when the graph
+// cannot): min-max dense scores, fused with the BM25 scores bm25 when lexical
+// scoring is on (bm25 not nil).
+func (s *Searcher) passageScores(bm25, dense []float64) []float64 {
+	if bm25 == nil {
 		return minMax(dense)
 	}
-	return fuse(dense, s.bm25Scores(q), s.cfg.LexicalWeight)
+	return fuse(dense, bm25, s.cfg.LexicalWeight)
 }
 
 // factScores are the scores that link facts: min-max dense scores of the
@@ -148,16 +159,17 @@ const (
 const rrfK = 60
 
 // final is the passage ranking of a graph retriever: the PPR mass of each passage,
-// fused with BM25 when FinalBM25Weight > 0 and lexical scoring is on.
-func (s *Searcher) final(q string, ppr []float64) []float64 {
+// fused with the BM25 scores bm25 when FinalBM25Weight > 0 and lexical scoring is on
+// (bm25 not nil).
+func (s *Searcher) final(bm25, ppr []float64) []float64 {
 	mu := s.cfg.FinalBM25Weight
-	if mu <= 0 || !s.lexicalOn() {
+	if mu <= 0 || bm25 == nil {
 		return ppr
 	}
 	if s.cfg.FinalFusion == FusionLinear {
-		return fuse(ppr, s.bm25Scores(q), mu)
+		return fuse(ppr, bm25, mu)
 	}
-	return rrf(ppr, s.bm25Scores(q), mu)
+	return rrf(ppr, bm25, mu)
 }
 
 // rrf is weighted reciprocal-rank fusion of two score vectors:
