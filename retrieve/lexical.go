@@ -39,6 +39,14 @@ func validLexical(m string) error {
 	return fmt.Errorf("retrieve: lexical mode %q: want %s, %s or %s", m, LexicalAuto, LexicalDense, LexicalFused)
 }
 
+func validPCSTText(m string) error {
+	switch m {
+	case "", PCSTTextCSV, PCSTTextVerbal:
+		return nil
+	}
+	return fmt.Errorf("retrieve: pcst textualisation %q: want %s or %s", m, PCSTTextCSV, PCSTTextVerbal)
+}
+
 func validFusion(m string) error {
 	switch m {
 	case "", FusionRRF, FusionLinear:

@@ -203,6 +203,9 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 	if err := validFusion(cfg.FinalFusion); err != nil {
 		return nil, err
 	}
+	if err := validPCSTText(cfg.PCSTText); err != nil {
+		return nil, err
+	}
 	if emb.Identity() != ix.Meta.Embedder {
 		return nil, fmt.Errorf("retrieve: %w: index embedded with %q, searcher given %q", embed.ErrMismatch, ix.Meta.Embedder, emb.Identity())
 	}

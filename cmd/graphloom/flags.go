@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,11 +103,31 @@ func limitFlag(cmd *cobra.Command, name string, r flagRange) {
 	f.Annotations[rangeAnnotation] = r.encode()
 }
 
-// checkFlags validates every numeric flag of cmd that was set against its range and
-// returns a usage error naming the flag and the range for the first that is out of it.
+// choicesAnnotation is the pflag annotation holding a string flag's allowed values.
+const choicesAnnotation = "graphloom/choices"
+
+// limitChoices records the allowed values of the string flag name of cmd; checkFlags
+// enforces them before the command runs.
+func limitChoices(cmd *cobra.Command, name string, choices ...string) {
+	f := cmd.Flags().Lookup(name)
+	if f == nil {
+		panic("limitChoices: no flag --" + name + " on " + cmd.Name()) // programming error, caught by tests
+	}
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[choicesAnnotation] = choices
+}
+
+// checkFlags validates every numeric flag of cmd that was set against its range, and
+// every string flag with choices against them, and returns a usage error naming the
+// flag and what it accepts for the first that is off.
 func checkFlags(cmd *cobra.Command) error {
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if choices, ok := f.Annotations[choicesAnnotation]; ok && err == nil && !slices.Contains(choices, f.Value.String()) {
+			err = usageError{fmt.Errorf("%s: --%s %q: want one of %s", cmd.Name(), f.Name, f.Value.String(), strings.Join(choices, ", "))}
+		}
 		if err != nil || !numericFlagTypes[f.Value.Type()] {
 			return
 		}

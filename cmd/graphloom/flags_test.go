@@ -164,3 +164,14 @@ func TestPanicIsAnErrorNotAUsageError(t *testing.T) {
 	assert.Contains(t, err.Error(), "internal error")
 	assert.NotErrorAs(t, err, new(usageError))
 }
+
+func TestChoiceFlagsAreUsageErrors(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 2), "--out", idx).code)
+	for _, flag := range []string{"--lexical", "--final-fusion", "--pcst-text"} {
+		r := run(t, nil, "query", "--index", idx, flag, "bogus", "Where was Mara Vell1 born?")
+		assert.Equal(t, 2, r.code, flag)
+		assert.Contains(t, r.stderr, "want one of", flag)
+	}
+	assert.Equal(t, 0, run(t, nil, "query", "--index", idx, "--lexical", "dense", "--final-fusion", "linear", "Where was Mara Vell1 born?").code)
+}
