@@ -116,6 +116,10 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 
 	t0 := time.Now()
 	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	if err != nil {
+		return nil, err
+	}
 	cands := g.rootCandidates()
 	rep.Candidates = len(cands)
 	if len(cands) == 0 {
@@ -127,8 +131,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	var sc Scorer
 	if !cfg.RandomSelector {
 		t0 = time.Now()
-		var err error
-		sc, rep.Training, err = obtainScorer(ctx, ix, g, cands, opts)
+		sc, rep.Training, err = obtainScorer(ctx, ix, g, feat, cands, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +154,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	t0 = time.Now()
 	scored := make([]candidate, len(subs))
 	if sc != nil {
-		probs, err := scoreSubgraphs(ctx, ix, sc, subs, progress("score"))
+		probs, err := scoreSubgraphs(ctx, feat, sc, subs, progress("score"))
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +263,7 @@ func FormatCounts(m map[string]int) string {
 }
 
 // scoreSubgraphs returns the missingness probability of every subgraph, in batches.
-func scoreSubgraphs(ctx context.Context, ix *graphio.Index, sc Scorer, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
+func scoreSubgraphs(ctx context.Context, feat *featurizer, sc Scorer, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
 	const batch = scoreChunk
 	if p, ok := sc.(batchPreparer); ok {
 		var shapes [][]*kernels.Graph
@@ -279,7 +282,7 @@ func scoreSubgraphs(ctx context.Context, ix *graphio.Index, sc Scorer, subs []*s
 		hi := min(lo+batch, len(subs))
 		gs := make([]*kernels.Graph, 0, hi-lo)
 		for _, s := range subs[lo:hi] {
-			gs = append(gs, toGraph(ix, s))
+			gs = append(gs, feat.graph(s, nil))
 		}
 		logits, err := sc.Logits(gs)
 		if err != nil {

@@ -84,7 +84,7 @@ func TestCorruptedViews(t *testing.T) {
 		if rec == nil {
 			continue
 		}
-		if m := g.relationMissing(rec, cfg, rng); m != nil {
+		if m, _ := g.relationMissing(rec, cfg, rng); m != nil {
 			rel++
 			assert.Equal(t, 1, components(m), "relation-missing views are connected")
 			has := map[[2]int32]bool{}
@@ -106,7 +106,7 @@ func TestCorruptedViews(t *testing.T) {
 			}
 			assert.Positive(t, missing, "a fact of one of the view's entities is missing")
 		}
-		if d := g.entityMissing(rec, cfg, rng); d != nil {
+		if d, _ := g.entityMissing(rec, cfg, rng); d != nil {
 			ent++
 			assert.Equal(t, 1, components(d), "entity-missing views are connected")
 			in := map[int32]bool{}

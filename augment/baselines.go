@@ -11,7 +11,11 @@ import (
 // components alone (each oriented on the validation split), a logistic regression on
 // the degree statistics and one on every structural feature (both fitted on the
 // training views). A scorer that beats them has learned more than the views' shape.
-func shortcutBaselines(trainViews, valViews, testViews []view) map[string]float64 {
+// With evidence features (feat non-nil) one more, root_text, fits a logistic
+// regression on what the text says about the root alone (its static evidence
+// features: chunks, sentences, co-occurring entities, type, name shape): were the
+// corruptions drawn more often from some kinds of root, it would find it.
+func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view) map[string]float64 {
 	feats := func(vs []view) ([][]float64, []bool) {
 		x := make([][]float64, len(vs))
 		y := make([]bool, len(vs))
@@ -41,6 +45,20 @@ func shortcutBaselines(trainViews, valViews, testViews []view) map[string]float6
 	for name, cols := range map[string][]int{"degree_stats": {3, 4, 5, 6, 7}, "all_structure": {0, 1, 2, 3, 4, 5, 6, 7}} {
 		lr := fitLogistic(selectCols(xt, cols), yt)
 		out[name] = round3(train.ROCAUC(lr.scores(selectCols(xs, cols)), ys))
+	}
+	if feat != nil && feat.evidence {
+		root := func(vs []view) [][]float64 {
+			x := make([][]float64, len(vs))
+			for i, v := range vs {
+				row := feat.static[int(v.sg.root)*numStaticEvidence : int(v.sg.root+1)*numStaticEvidence]
+				for _, f := range row {
+					x[i] = append(x[i], float64(f))
+				}
+			}
+			return x
+		}
+		lr := fitLogistic(root(trainViews), yt)
+		out["root_text"] = round3(train.ROCAUC(lr.scores(root(testViews)), ys))
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func scorerModelConfig(inputDim int, cfg Config) models.RGCNConfig {
 // scorerTrainConfig is the reference scorer's optimizer: Adam at a constant rate.
 func scorerTrainConfig(cfg Config) train.Config {
 	tc := train.DefaultConfig()
-	tc.LearningRate, tc.MinLearningRate, tc.TotalSteps, tc.Seed = cfg.LearningRate, cfg.LearningRate, cfg.Epochs, cfg.Seed
+	tc.LearningRate, tc.MinLearningRate, tc.TotalSteps, tc.Seed = cfg.LearningRate, cfg.LearningRate, cfg.Epochs*cfg.MiniBatches, cfg.Seed
 	return tc
 }
 

@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -110,16 +111,17 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TE        int
 		RC        bool
 		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch)
-		E         int
+		E, MB     int
 		LR        float64
 		EE, P     int
 		MD        float64
+		NF        string
 		H         int
 		D         float64
 		S         int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 2, cfg.Epochs, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 2, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -127,7 +129,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 
 // obtainScorer loads the checkpoint when it was trained for this graph and settings
 // (its sidecar report holds the fingerprint), or trains a new scorer and saves it.
-func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, opts Options) (Scorer, TrainReport, error) {
+func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *featurizer, cands []int32, opts Options) (Scorer, TrainReport, error) {
 	fp := fingerprint(ix, opts.Config)
 	if opts.Checkpoint != "" && opts.LoadScorer != nil {
 		if data, err := os.ReadFile(opts.Checkpoint + ".json"); err == nil {
@@ -143,7 +145,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 	if opts.NewScorer == nil {
 		return nil, TrainReport{}, fmt.Errorf("augment: no scorer constructor")
 	}
-	sc, err := opts.NewScorer(ix.Embeddings[graphio.KindEntity].Dim, opts.Config)
+	sc, err := opts.NewScorer(feat.dim, opts.Config)
 	if err != nil {
 		return nil, TrainReport{}, err
 	}
@@ -155,7 +157,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 	if opts.Checkpoint != "" {
 		logs.jsonl = &jsonl
 	}
-	tr, err := trainScorer(ctx, ix, g, cands, sc, opts.Config, logs)
+	tr, err := trainScorer(ctx, g, feat, cands, sc, opts.Config, logs)
 	if err != nil {
 		return nil, tr, err
 	}
@@ -186,7 +188,8 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 
 // trainScorer is CrossAug's self-supervised training (anchors §D.1, §D.4): every epoch
 // draws fresh training roots, builds clean and corrupted views per root, balances
-// their shapes (balanceViews) and takes one full-batch optimizer step; every EvalEvery
+// their shapes and roots (balanceViews) and takes Config.MiniBatches optimizer steps
+// on them (the paper: one full-batch step); every EvalEvery
 // epochs it scores a fixed set of validation views; training stops early after
 // Patience epochs without a MinDelta improvement of the validation ROC-AUC, and the
 // best weights are restored. The test views are scored once, at the end, next to shortcut
@@ -203,7 +206,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands [
 // evaluation subgraphs overlap the training ones and also choose the epoch. Here the
 // walk graph is partitioned into train, validation and test regions (partition) and
 // each split samples only inside its region.
-func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
+func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
 	t0 := time.Now()
 	tr := TrainReport{}
 	// Partition; on a small graph a partition may leave a split without views: try
@@ -257,14 +260,18 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	if len(sizing) == 0 {
 		return tr, tooSparse
 	}
-	tr.Baselines = shortcutBaselines(baseTrain, valViews, testViews)
+	tr.Baselines = shortcutBaselines(feat, baseTrain, valViews, testViews)
 	for _, v := range tr.Baselines {
 		tr.BestBaseline = max(tr.BestBaseline, v)
 	}
-	if err := prepareShapes(sc, sizing, [][]view{valViews, testViews}); err != nil {
+	var sizingBatches [][]view
+	for _, vs := range sizing {
+		sizingBatches = append(sizingBatches, miniBatches(vs, cfg.MiniBatches, sizeRng)...)
+	}
+	if err := prepareShapes(sc, sizingBatches, [][]view{valViews, testViews}); err != nil {
 		return tr, err
 	}
-	valGraphs, valLabels := graphsOf(ix, valViews)
+	valGraphs, valLabels := graphsOf(feat, valViews)
 	compiled := func() int64 { return 0 }
 	if c, ok := sc.(compileCounter); ok {
 		compiled = c.Compilations
@@ -281,10 +288,14 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 				return train.StepStats{}, fmt.Errorf("augment: epoch %d drew no training views", i+1)
 			}
 			tr.TrainViews = len(views)
-			gs, ls := graphsOf(ix, views)
-			loss, err := sc.TrainStep(gs, ls)
-			if err != nil {
-				return train.StepStats{}, fmt.Errorf("augment: train epoch %d: %w", i+1, err)
+			var loss float64
+			for _, part := range miniBatches(views, cfg.MiniBatches, rng) {
+				gs, ls := graphsOf(feat, part)
+				l, err := sc.TrainStep(gs, ls)
+				if err != nil {
+					return train.StepStats{}, fmt.Errorf("augment: train epoch %d: %w", i+1, err)
+				}
+				loss += l * float64(len(part)) / float64(len(views))
 			}
 			tr.Epochs = i + 1
 			return train.StepStats{Step: i, Loss: loss, LR: cfg.LearningRate}, nil
@@ -328,7 +339,7 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 	}
 	tr.BestEpoch = bestEpoch
 	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
-	testGraphs, testLabels := graphsOf(ix, testViews)
+	testGraphs, testLabels := graphsOf(feat, testViews)
 	row, err = evaluate(sc, testGraphs, testLabels, testViews)
 	if err != nil {
 		return tr, err
@@ -346,6 +357,22 @@ func trainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, cands []
 		fmt.Fprintln(log)
 	}
 	return tr, nil
+}
+
+// miniBatches shuffles an epoch's views and deals them into n batches of nearly equal
+// size (fewer when there are fewer views).
+func miniBatches(views []view, n int, rng *rand.Rand) [][]view {
+	if n <= 1 || len(views) < 2 {
+		return [][]view{views}
+	}
+	views = slices.Clone(views)
+	rng.Shuffle(len(views), func(i, j int) { views[i], views[j] = views[j], views[i] })
+	n = min(n, len(views))
+	out := make([][]view, n)
+	for i := range n {
+		out[i] = views[i*len(views)/n : (i+1)*len(views)/n]
+	}
+	return out
 }
 
 // partitionAttempts is how many partition seeds trainScorer tries before it gives up
@@ -381,11 +408,11 @@ func prepareShapes(sc Scorer, trainEpochs [][]view, evalSets [][]view) error {
 	return nil
 }
 
-func graphsOf(ix *graphio.Index, views []view) ([]*kernels.Graph, []float32) {
+func graphsOf(feat *featurizer, views []view) ([]*kernels.Graph, []float32) {
 	gs := make([]*kernels.Graph, len(views))
 	ls := make([]float32, len(views))
 	for i, v := range views {
-		gs[i], ls[i] = toGraph(ix, v.sg), v.label
+		gs[i], ls[i] = feat.graph(v.sg, v.mask), v.label
 	}
 	return gs, ls
 }

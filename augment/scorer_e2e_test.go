@@ -67,6 +67,14 @@ func plantedIndex(seed int64, nA, nB int) *graphio.Index {
 // graph with planted missingness and checks that on the test split it beats every
 // shortcut baseline, and that a reloaded checkpoint scores identically.
 func TestScorerLearnsPlantedMissingness(t *testing.T) {
+	// The planted rule lives in the embeddings' type columns (the paper's input), and
+	// in the fact degrees the evidence features count.
+	for _, mode := range []string{FeaturesEmbedding, FeaturesEvidence} {
+		t.Run(mode, func(t *testing.T) { testScorerLearnsPlanted(t, mode) })
+	}
+}
+
+func testScorerLearnsPlanted(t *testing.T, mode string) {
 	ix := plantedIndex(3, 260, 200)
 	cfg := DefaultConfig()
 	cfg.Hidden, cfg.TrainRoots, cfg.EvalRoots, cfg.TestRoots = 32, 64, 64, 128
@@ -75,10 +83,13 @@ func TestScorerLearnsPlantedMissingness(t *testing.T) {
 	eng, err := engine.New(engine.Config{Backend: "go"})
 	require.NoError(t, err)
 	defer eng.Close()
-	sc, err := NewRGCNScorer(eng, 8, cfg)
+	cfg.NodeFeatures = mode
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	sc, err := NewRGCNScorer(eng, feat.dim, cfg)
 	require.NoError(t, err)
 	g := newMinerGraph(ix, cfg)
-	tr, err := trainScorer(context.Background(), ix, g, g.rootCandidates(), sc, cfg, trainLogs{})
+	tr, err := trainScorer(context.Background(), g, feat, g.rootCandidates(), sc, cfg, trainLogs{})
 	require.NoError(t, err)
 	for _, h := range tr.History {
 		t.Logf("epoch %d train %.4f val %.4f auc %.3f", h.Epoch, h.TrainLoss, h.EvalBCE, h.AUC)
@@ -101,7 +112,7 @@ func TestScorerLearnsPlantedMissingness(t *testing.T) {
 	part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729)
 	gt := g.restrict(part, splitTest)
 	views := gt.sampleGroups(gt.rootsIn(g.rootCandidates()), 32, cfg, rand.New(rand.NewSource(5)))
-	gs, _ := graphsOf(ix, views)
+	gs, _ := graphsOf(feat, views)
 	a, err := sc.Logits(gs)
 	require.NoError(t, err)
 	b, err := re.Logits(gs)

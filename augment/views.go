@@ -5,14 +5,12 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
-
-	"github.com/graphloom/graphloom/graphio"
-	"github.com/graphloom/graphloom/kernels"
 )
 
 // view is a subgraph presented to the scorer, with its label (1 = corrupted).
 type view struct {
 	sg    *subgraph
+	mask  *walkMask // what a corrupted view's graph lacks; nil for clean views
 	label float32
 	group int // views of the same root share a group (ranking accuracy)
 	kind  string
@@ -120,7 +118,7 @@ func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *
 // scored at inference are connected walk samples, so connectivity alone gives the
 // label away. Walking after the removal yields connected views drawn exactly like the
 // clean ones, whose only difference is the missing fact.
-func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) *subgraph {
+func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) (*subgraph, *walkMask) {
 	var facts [][2]int32
 	near := nearRoot(rec)
 	all := 0
@@ -133,7 +131,7 @@ func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) 
 		}
 	}
 	if all <= cfg.MinFactEdges || len(facts) == 0 {
-		return nil
+		return nil, nil
 	}
 	k := min(len(facts), all-cfg.MinFactEdges, max(1, int(math.Round(float64(all)*cfg.FactMaskRatio))))
 	rng.Shuffle(len(facts), func(i, j int) { facts[i], facts[j] = facts[j], facts[i] })
@@ -143,7 +141,7 @@ func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) 
 	}
 	s := g.sampleMasked(rec.root, cfg, rng, mask)
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	in := make(map[int32]bool, len(s.nodes))
 	for _, n := range s.nodes {
@@ -151,10 +149,10 @@ func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) 
 	}
 	for p := range mask.dropPairs {
 		if in[p[0]] || in[p[1]] {
-			return s
+			return s, mask
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // entityMissing returns an entity-missing view of root: among the record's non-root
@@ -166,7 +164,7 @@ func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) 
 // Deviation from the reference (which deletes the entities from the record itself):
 // as for relationMissing, walking after the deletion keeps the view a connected walk
 // sample, so that components and size do not give the label away.
-func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *subgraph {
+func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) (*subgraph, *walkMask) {
 	hasFact := map[int32]bool{}
 	for _, e := range rec.edges {
 		if e.rel == relFact {
@@ -181,7 +179,7 @@ func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *s
 		}
 	}
 	if len(cands) == 0 {
-		return nil
+		return nil, nil
 	}
 	k := min(len(cands), max(1, int(math.Round(float64(len(rec.nodes))*cfg.EntityDeleteRatio))))
 	rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
@@ -191,16 +189,16 @@ func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) *s
 	}
 	s := g.sampleMasked(rec.root, cfg, rng, mask)
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	for _, n := range s.nodes {
 		for _, nb := range g.adj[n] {
 			if nb.rel == relFact && mask.dropNodes[nb.to] {
-				return s
+				return s, mask
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // nearRoot returns the local indices of the root and its neighbours in s.
@@ -241,11 +239,11 @@ func (g *minerGraph) trainingGroup(root int32, group int, cfg Config, rng *rand.
 		return nil
 	}
 	n := len(out)
-	if m := g.relationMissing(rec, cfg, rng); m != nil {
-		out = append(out, view{sg: m, label: 1, group: group, kind: kindRelation})
+	if m, mask := g.relationMissing(rec, cfg, rng); m != nil {
+		out = append(out, view{sg: m, mask: mask, label: 1, group: group, kind: kindRelation})
 	}
-	if d := g.entityMissing(rec, cfg, rng); d != nil {
-		out = append(out, view{sg: d, label: 1, group: group, kind: kindEntity})
+	if d, mask := g.entityMissing(rec, cfg, rng); d != nil {
+		out = append(out, view{sg: d, mask: mask, label: 1, group: group, kind: kindEntity})
 	}
 	if len(out) == n {
 		return nil
@@ -304,13 +302,25 @@ func components(s *subgraph) int {
 // balanceViews keeps, for every shape (node count, edge count, components), as many
 // clean as corrupted views — the smaller of the two counts, chosen at random — so
 // that the shape has the same distribution in both classes and carries no label
-// information. Views keep their input order.
+// information. Before that it balances the classes within each root's group as
+// well (twice, alternating with the shape): a root rich enough in facts yields two
+// corrupted views where a poor one yields none or one, so without it what an entity's
+// text and degree say about the root — not what its view misses — would predict the
+// label. The shapes are balanced exactly (last), the roots nearly. Views keep their input
+// order.
 func balanceViews(views []view, rng *rand.Rand) []view {
+	views = balanceBy(views, rng, func(v view) any { return v.group })
+	return balanceBy(views, rng, func(v view) any { return keyOf(v.sg) })
+}
+
+// balanceBy keeps, for every key, as many clean as corrupted views (the smaller count,
+// chosen at random), in input order.
+func balanceBy(views []view, rng *rand.Rand, key func(view) any) []view {
 	type bin struct{ clean, corrupt []int }
-	bins := map[shapeKey]*bin{}
-	var keys []shapeKey
+	bins := map[any]*bin{}
+	var keys []any
 	for i, v := range views {
-		k := keyOf(v.sg)
+		k := key(v)
 		b := bins[k]
 		if b == nil {
 			b = &bin{}
@@ -461,25 +471,6 @@ func (g *minerGraph) rootsIn(cands []int32) []int32 {
 		}
 	}
 	return out
-}
-
-// toGraph turns a subgraph into the scorer's input: entity embeddings as features,
-// node type 0 (entity), every edge in both directions with its relation.
-func toGraph(ix *graphio.Index, s *subgraph) *kernels.Graph {
-	emb := ix.Embeddings[graphio.KindEntity]
-	g := &kernels.Graph{NumNodes: len(s.nodes), NodeType: make([]int32, len(s.nodes)), X: make([]float32, 0, len(s.nodes)*emb.Dim)}
-	for i, n := range s.nodes {
-		g.X = append(g.X, emb.Row(int(n))...)
-		if n == s.root {
-			g.NodeType[i] = nodeTypeRoot
-		}
-	}
-	for _, e := range s.edges {
-		g.Src = append(g.Src, e.u, e.v)
-		g.Dst = append(g.Dst, e.v, e.u)
-		g.EdgeType = append(g.EdgeType, int32(e.rel), int32(e.rel))
-	}
-	return g
 }
 
 // shapeFeatures are the statistics a shortcut classifier can read off a view's

@@ -27,6 +27,10 @@ const blobKey = "embedder"
 // ErrMismatch is returned when an index was embedded by another embedder.
 var ErrMismatch = fmt.Errorf("embedder mismatch")
 
+// IsHashed reports whether an embedder identity (graphio.Meta.Embedder) is the
+// built-in hashed embedder's: vectors that match words, not meanings.
+func IsHashed(identity string) bool { return strings.HasPrefix(identity, hashedPrefix) }
+
 // ForIndex returns the embedder that made ix's vectors: the hashed embedder is rebuilt
 // from the state stored in the index; an API embedder must be supplied (api, possibly
 // nil) and must have the identity the index records.
@@ -35,7 +39,7 @@ func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 	switch {
 	case id == "":
 		return nil, fmt.Errorf("embed: the index has no embeddings; rebuild it with `graphloom index`")
-	case strings.HasPrefix(id, hashedPrefix):
+	case IsHashed(id):
 		h, err := UnmarshalHashed(ix.Blobs[blobKey])
 		if err != nil {
 			return nil, fmt.Errorf("embed: index embedder state: %w", err)

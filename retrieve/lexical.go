@@ -3,8 +3,8 @@ package retrieve
 import (
 	"fmt"
 	"slices"
-	"strings"
 
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
 )
 
@@ -28,7 +28,7 @@ func (s *Searcher) lexicalOn() bool {
 	case LexicalDense:
 		return false
 	}
-	return strings.HasPrefix(s.ix.Meta.Embedder, "hash-")
+	return embed.IsHashed(s.ix.Meta.Embedder)
 }
 
 func validLexical(m string) error {
