@@ -1,6 +1,7 @@
 package augment
 
 import (
+	"math/rand"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -133,4 +134,36 @@ func TestNodeFeatureModes(t *testing.T) {
 	ix.Embeddings = nil
 	_, err = newFeaturizer(ix, FeaturesEmbedding)
 	assert.ErrorContains(t, err, "no entity embeddings"[3:])
+}
+
+func TestMiniBatchesAndRootBalance(t *testing.T) {
+	var views []view
+	for g := range 10 {
+		for k := range g%3 + 1 { // groups with one, two or three corrupted views and two clean
+			views = append(views, view{group: g, label: 1, sg: &subgraph{nodes: make([]int32, 4+k)}})
+		}
+		views = append(views, view{group: g, label: 0, sg: &subgraph{nodes: make([]int32, 4)}}, view{group: g, label: 0, sg: &subgraph{nodes: make([]int32, 5)}})
+	}
+	rng := rand.New(rand.NewSource(1))
+	for _, n := range []int{1, 3, 4, 100} {
+		parts := miniBatches(views, n, rng)
+		assert.Len(t, parts, min(n, len(views)))
+		total := 0
+		for _, p := range parts {
+			assert.InDelta(t, len(views)/len(parts), len(p), 1)
+			total += len(p)
+		}
+		assert.Equal(t, len(views), total, "every view in one batch")
+	}
+	byGroup := balanceBy(views, rng, func(v view) any { return v.group })
+	count := map[int][2]int{}
+	for _, v := range byGroup {
+		c := count[v.group]
+		c[int(v.label)]++
+		count[v.group] = c
+	}
+	for g, c := range count {
+		assert.Equal(t, c[0], c[1], "group %d balanced", g)
+	}
+	assert.Len(t, byGroup, 2*(4*1+3*2+3*2), "min(clean, corrupted) of each class per group")
 }
