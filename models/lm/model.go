@@ -42,7 +42,7 @@ type Model struct {
 	norm      *model.Variable // [H]
 	head      *model.Variable // [V, H]; the embedding table when tied
 	layers    []layer
-	rope      *pos.RoPE
+	invFreq   []float32  // RoPE inverse frequencies (linear scaling folded in)
 	Tokenizer *Tokenizer // nil with Options.SkipTokenizer
 
 	tableOnce sync.Once
@@ -94,7 +94,7 @@ func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*M
 		scope = DefaultScope
 	}
 	m := &Model{cfg: cfg, store: store, scope: scope}
-	b := &builder{m: m, ws: ws, root: store.RootScope().In("%s", scope)}
+	b := &builder{m: m, ws: ws, root: store.RootScope().At("%s", scope)}
 	H, V, I := cfg.Hidden, cfg.VocabSize, cfg.Intermediate
 	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
 	m.embed = b.take("model.embed_tokens.weight", V, H)
@@ -131,9 +131,13 @@ func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*M
 		return nil, b.err
 	}
 	models.Freeze(store, m.vars)
-	m.rope = pos.NewRoPE(cfg.RopeTheta)
-	if cfg.RopeScalingFactor > 0 && cfg.RopeScalingFactor != 1 {
-		m.rope = m.rope.WithLinearScaling(cfg.RopeScalingFactor)
+	scale := 1.0
+	if cfg.RopeScalingFactor > 0 {
+		scale = cfg.RopeScalingFactor
+	}
+	m.invFreq = make([]float32, cfg.HeadDim/2)
+	for i := range m.invFreq {
+		m.invFreq[i] = float32(1 / (math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.HeadDim)) * scale))
 	}
 	return m, nil
 }
@@ -165,7 +169,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	parts := strings.Split(name, ".")
 	sc := b.root
 	for _, p := range parts[:len(parts)-1] {
-		sc = sc.In("%s", p)
+		sc = sc.At("%s", p)
 	}
 	v, err := sc.CreateVariable(parts[len(parts)-1], tensors.FromFlatDataAndDimensions(w.Data, dims...))
 	if err != nil {
@@ -265,7 +269,9 @@ func (m *Model) attention(l *layer, h, positions, allowed *Node, kv kvFn) *Node 
 	q := Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
 	k := Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
 	v := Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
-	q, k = m.rope.EncodeQK(q, k, positions, 1)
+	cos, sin := m.rotary(positions)
+	rope := pos.NewRoPEWithCosSin(cos, sin)
+	q, k = rope.Encode(q, 1), rope.Encode(k, 1)
 	if kv != nil {
 		k, v = kv(k, v)
 	}
@@ -286,17 +292,30 @@ func (m *Model) attention(l *layer, h, positions, allowed *Node, kv kvFn) *Node 
 	return linear(out, l.o.NodeValue(g), value(g, l.ob))
 }
 
+// rotary returns RoPE's cos and sin [B, T, HeadDim/2] for positions [B, T], as
+// Hugging Face's rotary embedding computes them (float32 angles position·inv_freq,
+// inv_freq divided by the linear scaling factor). GoMLX's pos.RoPE takes positions of
+// one sequence only, so the angles are built here and applied with
+// pos.NewRoPEWithCosSin (non-interleaved = rotate_half).
+func (m *Model) rotary(positions *Node) (cos, sin *Node) {
+	g := positions.Graph()
+	p := InsertAxes(ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
+	f := Reshape(Const(g, m.invFreq), 1, 1, len(m.invFreq))      // [1, 1, D/2]
+	ang := Mul(p, f)
+	return Cos(ang), Sin(ang)
+}
+
 // rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.
 func (m *Model) rmsNorm(x *Node, w *model.Variable) *Node {
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
-	return Mul(Mul(x, Rsqrt(AddScalar(ms, m.cfg.RMSNormEps))), w.NodeValue(x.Graph()))
+	return Mul(Mul(x, Rsqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank()))
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
 func linear(x, w, b *Node) *Node {
 	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	if b != nil {
-		y = Add(y, b)
+		y = Add(y, ExpandLeftToRank(b, y.Rank()))
 	}
 	return y
 }
