@@ -180,7 +180,7 @@ func (r reference) embed(ids []int32) [][]float64 {
 
 // greedy decodes by recomputing the full reference forward for every new token.
 func (r reference) greedy(x [][]float64, maxNew int, eos int32) []int32 {
-	var out []int32
+	out := []int32{}
 	for range maxNew {
 		lg := r.logits(x)
 		last := lg[len(lg)-1]

@@ -253,6 +253,9 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		}
 	}
 	res := make([][]int32, len(prompts))
+	for i := range res {
+		res[i] = []int32{}
+	}
 	done := make([]bool, len(prompts))
 	var step *engine.Executable
 	for s := 0; ; s++ {
