@@ -308,7 +308,7 @@ func (m *Model) rotary(positions *Node) (cos, sin *Node) {
 // rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.
 func (m *Model) rmsNorm(x *Node, w *model.Variable) *Node {
 	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
-	return Mul(Mul(x, Rsqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank()))
+	return Mul(Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank())) // Sqrt: Rsqrt has no gradient in GoMLX
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
