@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -459,4 +461,40 @@ func TestLoadErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// TestLeftPadding runs Logits on a left-padded row (G-Retriever pads on the left):
+// the real positions get the logits of the unpadded sequence.
+func TestLeftPadding(t *testing.T) {
+	eng := testEngine(t)
+	m, _ := loadVariant(t, lmtest.Spec{Seed: 9})
+	ids := []int32{267, 116, 257, 264}
+	want, err := m.ForwardIDs(eng, [][]int32{ids})
+	require.NoError(t, err)
+	const pad = 4
+	emb, err := m.EmbedIDs(append(make([]int32, pad), ids...))
+	require.NoError(t, err)
+	h := m.Config().Hidden
+	flat := make([]float32, 0, len(emb)*h)
+	mask := make([]int32, len(emb))
+	for i, e := range emb {
+		flat = append(flat, e...)
+		if i >= pad {
+			mask[i] = 1
+		}
+	}
+	x, err := eng.Exec(engine.Key{Name: "left", Bucket: "1x8"}, m.Store(), func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+		return []*graph.Node{m.Logits(in[0], in[1])}
+	})
+	require.NoError(t, err)
+	outs, err := x.Call(tensors.FromFlatDataAndDimensions(flat, 1, len(emb), h), tensors.FromFlatDataAndDimensions(mask, 1, len(emb)))
+	require.NoError(t, err)
+	got := tensors.MustCopyFlatData[float32](outs[0])
+	v := m.Config().VocabSize
+	for p := range ids {
+		assert.InDeltaSlice(t, want[0][p], got[(pad+p)*v:(pad+p+1)*v], 1e-5, "position %d", p)
+	}
+	// A second model in the same scope of the same store is an error, not a panic.
+	_, err = lm.New(m.Store(), m.Config(), map[string]lm.Weight{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, "")
+	assert.Error(t, err)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
-	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph ops read like math
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/layers/attention/pos"
 	"github.com/gomlx/gomlx/ml/model"
@@ -197,20 +197,20 @@ func (m *Model) Variables() []*model.Variable { return m.vars }
 
 // EmbedTokens looks token ids up in the embedding table: ids [B, T] (any integer
 // dtype) → [B, T, Hidden] float32.
-func (m *Model) EmbedTokens(ids *Node) *Node {
+func (m *Model) EmbedTokens(ids *graph.Node) *graph.Node {
 	table := m.embed.NodeValue(ids.Graph())
-	return Gather(table, InsertAxes(ConvertDType(ids, dtypes.Int32), -1))
+	return graph.Gather(table, graph.InsertAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
 }
 
 // PositionsFromMask returns the rotary positions of a padding mask [B, T] (nonzero =
 // real token): the number of real tokens before each one, as Hugging Face's generate
 // computes position_ids (cumsum(mask) − 1, 0 on leading padding). For right padding
 // it is 0, 1, 2, … on the real tokens.
-func PositionsFromMask(mask *Node) *Node {
+func PositionsFromMask(mask *graph.Node) *graph.Node {
 	g := mask.Graph()
-	m := ConvertDType(NotEqual(mask, ScalarZero(g, mask.DType())), dtypes.Int32)
-	p := SubScalar(CumSum(m, 1), 1)
-	return Max(p, ScalarZero(g, dtypes.Int32))
+	m := graph.ConvertDType(graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())), dtypes.Int32)
+	p := graph.SubScalar(graph.CumSum(m, 1), 1)
+	return graph.Max(p, graph.ScalarZero(g, dtypes.Int32))
 }
 
 // Logits returns the next-token logits [B, T, Vocab] of input embeddings [B, T,
@@ -218,19 +218,19 @@ func PositionsFromMask(mask *Node) *Node {
 // spliced in) under a padding mask [B, T] (nonzero = real token). Attention is causal
 // and skips masked keys; positions come from PositionsFromMask. Logits at padding
 // positions are meaningless (mask them out of any loss: labels −100).
-func (m *Model) Logits(embeds, mask *Node) *Node {
+func (m *Model) Logits(embeds, mask *graph.Node) *graph.Node {
 	return m.LMHead(m.Hidden(embeds, mask))
 }
 
 // Hidden returns the final-normalised hidden states [B, T, Hidden] (see Logits).
-func (m *Model) Hidden(embeds, mask *Node) *Node {
+func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
 	g := embeds.Graph()
 	dims := embeds.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	real := NotEqual(mask, ScalarZero(g, mask.DType()))                                       // [B, T]
-	q := Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                     // query index
-	k := Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                     // key index
-	allowed := LogicalAnd(LessOrEqual(k, q), BroadcastToDims(InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))                                                   // [B, T]
+	q := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                                       // query index
+	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                                       // key index
+	allowed := graph.LogicalAnd(graph.LessOrEqual(k, q), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
 	positions := PositionsFromMask(mask)
 	x := embeds
 	for i := range m.layers {
@@ -240,35 +240,35 @@ func (m *Model) Hidden(embeds, mask *Node) *Node {
 }
 
 // LMHead maps hidden states [..., Hidden] to logits [..., Vocab].
-func (m *Model) LMHead(h *Node) *Node {
+func (m *Model) LMHead(h *graph.Node) *graph.Node {
 	return linear(h, m.head.NodeValue(h.Graph()), nil)
 }
 
 // kvFn receives a layer's new keys and values [B, T, KVHeads, HeadDim] (keys after
 // RoPE) and returns those to attend to, [B, S, KVHeads, HeadDim].
-type kvFn func(k, v *Node) (*Node, *Node)
+type kvFn func(k, v *graph.Node) (*graph.Node, *graph.Node)
 
 // block is one decoder layer: x + attn(norm(x)), then + mlp(norm(·)).
-func (m *Model) block(l *layer, x, positions, allowed *Node, kv kvFn) *Node {
+func (m *Model) block(l *layer, x, positions, allowed *graph.Node, kv kvFn) *graph.Node {
 	g := x.Graph()
 	h := m.rmsNorm(x, l.inNorm)
-	x = Add(x, m.attention(l, h, positions, allowed, kv))
+	x = graph.Add(x, m.attention(l, h, positions, allowed, kv))
 	h = m.rmsNorm(x, l.postNorm)
 	gate := linear(h, l.gate.NodeValue(g), nil)
 	up := linear(h, l.up.NodeValue(g), nil)
-	return Add(x, linear(Mul(Mul(gate, Sigmoid(gate)), up), l.down.NodeValue(g), nil))
+	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), l.down.NodeValue(g), nil))
 }
 
 // attention is grouped-query attention with RoPE; allowed [B, T, S] selects the keys
 // each query sees.
-func (m *Model) attention(l *layer, h, positions, allowed *Node, kv kvFn) *Node {
+func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) *graph.Node {
 	g := h.Graph()
 	c := m.cfg
 	dims := h.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	q := Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
-	k := Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
-	v := Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
+	q := graph.Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
+	k := graph.Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
+	v := graph.Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
 	cos, sin := m.rotary(positions)
 	rope := pos.NewRoPEWithCosSin(cos, sin)
 	q, k = rope.Encode(q, 1), rope.Encode(k, 1)
@@ -277,18 +277,18 @@ func (m *Model) attention(l *layer, h, positions, allowed *Node, kv kvFn) *Node 
 	}
 	s := k.Shape().Dimensions[1]
 	if grp := c.Heads / c.KVHeads; grp > 1 { // head h uses KV head h / grp (HF repeat_kv)
-		k = Reshape(BroadcastToDims(InsertAxes(k, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
-		v = Reshape(BroadcastToDims(InsertAxes(v, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
+		k = graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(k, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
+		v = graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(v, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
 	}
-	qt := TransposeAllAxes(q, 0, 2, 1, 3) // [B, H, T, D]
-	kt := TransposeAllAxes(k, 0, 2, 1, 3) // [B, H, S, D]
-	vt := TransposeAllAxes(v, 0, 2, 1, 3)
-	scores := MulScalar(DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
-	mask := BroadcastToDims(InsertAxes(allowed, 1), bsz, c.Heads, t, s)
-	scores = Where(mask, scores, Scalar(g, scores.DType(), maskValue))
-	probs := Softmax(scores, -1)
-	out := DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1}) // [B, H, T, D]
-	out = Reshape(TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
+	qt := graph.TransposeAllAxes(q, 0, 2, 1, 3) // [B, H, T, D]
+	kt := graph.TransposeAllAxes(k, 0, 2, 1, 3) // [B, H, S, D]
+	vt := graph.TransposeAllAxes(v, 0, 2, 1, 3)
+	scores := graph.MulScalar(graph.DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
+	mask := graph.BroadcastToDims(graph.InsertAxes(allowed, 1), bsz, c.Heads, t, s)
+	scores = graph.Where(mask, scores, graph.Scalar(g, scores.DType(), maskValue))
+	probs := graph.Softmax(scores, -1)
+	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1}) // [B, H, T, D]
+	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
 	return linear(out, l.o.NodeValue(g), value(g, l.ob))
 }
 
@@ -297,30 +297,30 @@ func (m *Model) attention(l *layer, h, positions, allowed *Node, kv kvFn) *Node 
 // inv_freq divided by the linear scaling factor). GoMLX's pos.RoPE takes positions of
 // one sequence only, so the angles are built here and applied with
 // pos.NewRoPEWithCosSin (non-interleaved = rotate_half).
-func (m *Model) rotary(positions *Node) (cos, sin *Node) {
+func (m *Model) rotary(positions *graph.Node) (cos, sin *graph.Node) {
 	g := positions.Graph()
-	p := InsertAxes(ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
-	f := Reshape(Const(g, m.invFreq), 1, 1, len(m.invFreq))      // [1, 1, D/2]
-	ang := Mul(p, f)
-	return Cos(ang), Sin(ang)
+	p := graph.InsertAxes(graph.ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
+	f := graph.Reshape(graph.Const(g, m.invFreq), 1, 1, len(m.invFreq))      // [1, 1, D/2]
+	ang := graph.Mul(p, f)
+	return graph.Cos(ang), graph.Sin(ang)
 }
 
 // rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.
-func (m *Model) rmsNorm(x *Node, w *model.Variable) *Node {
-	ms := ReduceAndKeep(Square(x), ReduceMean, -1)
-	return Mul(Div(x, Sqrt(AddScalar(ms, m.cfg.RMSNormEps))), ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank())) // Sqrt: Rsqrt has no gradient in GoMLX
+func (m *Model) rmsNorm(x *graph.Node, w *model.Variable) *graph.Node {
+	ms := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
+	return graph.Mul(graph.Div(x, graph.Sqrt(graph.AddScalar(ms, m.cfg.RMSNormEps))), graph.ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank())) // Sqrt: Rsqrt has no gradient in GoMLX
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
-func linear(x, w, b *Node) *Node {
-	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+func linear(x, w, b *graph.Node) *graph.Node {
+	y := graph.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	if b != nil {
-		y = Add(y, ExpandLeftToRank(b, y.Rank()))
+		y = graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
 	}
 	return y
 }
 
-func value(g *Graph, v *model.Variable) *Node {
+func value(g *graph.Graph, v *model.Variable) *graph.Node {
 	if v == nil {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
-	. "github.com/gomlx/gomlx/core/graph" //nolint:revive
+	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
@@ -139,7 +139,7 @@ func (m *Model) ForwardEmbeds(eng *engine.Engine, seqs [][][]float32) ([][][]flo
 		return nil, err
 	}
 	x, err := eng.Exec(engine.Key{Name: m.scope + "/logits", Bucket: fmt.Sprintf("%dx%d", b, t)}, m.store,
-		func(_ *model.Scope, in []*Node) []*Node { return []*Node{m.Logits(in[0], in[1])} })
+		func(_ *model.Scope, in []*graph.Node) []*graph.Node { return []*graph.Node{m.Logits(in[0], in[1])} })
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		last[i] = lens[i] - 1
 	}
 	pre, err := eng.Exec(engine.Key{Name: m.scope + "/prefill", Bucket: fmt.Sprintf("%dx%dx%d", b, t, c)}, m.store,
-		func(_ *model.Scope, in []*Node) []*Node { return m.prefillGraph(in[0], in[1], in[2], c) })
+		func(_ *model.Scope, in []*graph.Node) []*graph.Node { return m.prefillGraph(in[0], in[1], in[2], c) })
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +280,9 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		}
 		if step == nil {
 			if step, err = eng.Exec(engine.Key{Name: m.scope + "/decode", Bucket: fmt.Sprintf("%dx%d", b, c)}, m.store,
-				func(_ *model.Scope, in []*Node) []*Node { return m.decodeGraph(in[0], in[1], in[2], in[3], in[4]) }); err != nil {
+				func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+					return m.decodeGraph(in[0], in[1], in[2], in[3], in[4])
+				}); err != nil {
 				return nil, err
 			}
 		}
@@ -312,61 +314,61 @@ func (m *Model) GenerateIDs(eng *engine.Engine, prompts [][]int32, opts Generate
 // prefillGraph runs the prompts embeds [B, T, H] under mask [B, T] and returns the
 // greedy next ids [B] and logits [B, V] at positions last [B], and the key/value
 // caches [L, B, C, KVHeads, HeadDim] (slots ≥ T zero).
-func (m *Model) prefillGraph(embeds, mask, last *Node, c int) []*Node {
+func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Node {
 	g := embeds.Graph()
 	dims := embeds.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	real := NotEqual(mask, ScalarZero(g, mask.DType()))
-	qi := Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)
-	ki := Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)
-	allowed := LogicalAnd(LessOrEqual(ki, qi), BroadcastToDims(InsertAxes(real, 1), bsz, t, t))
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))
+	qi := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)
+	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)
+	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, qi), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t))
 	positions := PositionsFromMask(mask)
-	var ks, vs []*Node
-	pad := func(x *Node) *Node {
+	var ks, vs []*graph.Node
+	pad := func(x *graph.Node) *graph.Node {
 		if c == t {
 			return x
 		}
-		zs := Zeros(g, shapes.Make(x.DType(), bsz, c-t, m.cfg.KVHeads, m.cfg.HeadDim))
-		return Concatenate([]*Node{x, zs}, 1)
+		zs := graph.Zeros(g, shapes.Make(x.DType(), bsz, c-t, m.cfg.KVHeads, m.cfg.HeadDim))
+		return graph.Concatenate([]*graph.Node{x, zs}, 1)
 	}
 	x := embeds
 	for i := range m.layers {
-		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *Node) (*Node, *Node) {
+		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
 			ks, vs = append(ks, pad(k)), append(vs, pad(v))
 			return k, v
 		})
 	}
 	h := m.rmsNorm(x, m.norm)
-	sel := OneHot(last, t, h.DType())                                // [B, T]
-	hl := DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
+	sel := graph.OneHot(last, t, h.DType())                                // [B, T]
+	hl := graph.DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
 	logits := m.LMHead(hl)
-	return []*Node{ArgMax(logits, -1, dtypes.Int32), logits, Stack(ks, 0), Stack(vs, 0)}
+	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
 }
 
 // decodeGraph runs one cached step: token ids [B] at cache slots (= positions) slot
 // [B]; cmask [B, C] marks the filled slots (including slot). Returns the next ids,
 // the logits and the updated caches.
-func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *Node) []*Node {
+func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *graph.Node) []*graph.Node {
 	g := ids.Graph()
 	bsz := ids.Shape().Dimensions[0]
 	c := cmask.Shape().Dimensions[1]
-	x := m.EmbedTokens(Reshape(ids, bsz, 1)) // [B, 1, H]
-	positions := Reshape(slot, bsz, 1)
-	ki := Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
-	allowed := LogicalAnd(LessOrEqual(ki, Reshape(slot, bsz, 1, 1)), InsertAxes(NotEqual(cmask, ScalarZero(g, cmask.DType())), 1))
-	oh := Reshape(OneHot(slot, c, dtypes.Float32), bsz, c, 1, 1)
-	keep := OneMinus(oh)
-	var ks, vs []*Node
+	x := m.EmbedTokens(graph.Reshape(ids, bsz, 1)) // [B, 1, H]
+	positions := graph.Reshape(slot, bsz, 1)
+	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
+	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, graph.Reshape(slot, bsz, 1, 1)), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))
+	oh := graph.Reshape(graph.OneHot(slot, c, dtypes.Float32), bsz, c, 1, 1)
+	keep := graph.OneMinus(oh)
+	var ks, vs []*graph.Node
 	for i := range m.layers {
-		ck := Squeeze(Slice(cacheK, AxisElem(i)), 0)
-		cv := Squeeze(Slice(cacheV, AxisElem(i)), 0)
-		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *Node) (*Node, *Node) {
-			nk := Add(Mul(ck, keep), Mul(oh, k)) // k [B, 1, KV, D] broadcast over slots
-			nv := Add(Mul(cv, keep), Mul(oh, v))
+		ck := graph.Squeeze(graph.Slice(cacheK, graph.AxisElem(i)), 0)
+		cv := graph.Squeeze(graph.Slice(cacheV, graph.AxisElem(i)), 0)
+		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
+			nk := graph.Add(graph.Mul(ck, keep), graph.Mul(oh, k)) // k [B, 1, KV, D] broadcast over slots
+			nv := graph.Add(graph.Mul(cv, keep), graph.Mul(oh, v))
 			ks, vs = append(ks, nk), append(vs, nv)
 			return nk, nv
 		})
 	}
-	logits := Reshape(m.LMHead(m.rmsNorm(x, m.norm)), bsz, m.cfg.VocabSize)
-	return []*Node{ArgMax(logits, -1, dtypes.Int32), logits, Stack(ks, 0), Stack(vs, 0)}
+	logits := graph.Reshape(m.LMHead(m.rmsNorm(x, m.norm)), bsz, m.cfg.VocabSize)
+	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
 }
