@@ -14,6 +14,8 @@
 #   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 #   7. serve: loopback load test of the HTTP API
 #   8. CAGE: reranking latency of 20 candidates on one core
+#   9. frozen decoder LM (models/lm): forward time per token and KV-cache generation
+#      time per new token on a tiny random Llama-layout model
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -63,5 +65,8 @@ if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
 else
 	run go run ./bench/cage -corpus examples/harbour/corpus.json
 fi
+
+section "9. frozen decoder LM, tiny random model, pure-Go backend (issue 12)"
+run go run ./bench/lm
 
 exit $status

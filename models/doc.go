@@ -11,5 +11,6 @@
 // Weights are created eagerly with deterministic, PyTorch/PyG-style initialisation from
 // a seed, so two models built with the same config are identical. Subpackages train
 // (training loop, schedules, metrics) and checkpoint (weight files) work with any
-// model here.
+// model here; subpackage lm runs a frozen pretrained decoder LM (Llama family,
+// Qwen2) that such models drive with soft prompts.
 package models

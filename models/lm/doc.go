@@ -1,0 +1,35 @@
+// Package lm runs a frozen decoder-only language model of the Llama family or Qwen2
+// in GoMLX, loaded from a local Hugging Face directory: config.json, the weights in
+// *.safetensors (one file or shards listed by model.safetensors.index.json; bf16, f16
+// or f32, held as float32) and tokenizer.json (byte-level BPE or SentencePiece-style
+// BPE with byte fallback). Weights are never downloaded.
+//
+// The forward pass is the Hugging Face LlamaForCausalLM / Qwen2ForCausalLM one:
+// token embeddings → N × (RMSNorm → grouped-query attention with rotary position
+// embeddings (rotate_half convention, the config's theta and linear scaling; q/k/v
+// biases for Qwen2) → residual → RMSNorm → SwiGLU MLP → residual) → RMSNorm → LM
+// head (tied to the embeddings or not). It accepts input embeddings instead of token
+// ids, so that soft-prompt vectors (G-Retriever's graph token) can be spliced into a
+// prompt, and a padding mask for batched sequences.
+//
+// Every variable of the model is frozen (models.Freeze): training steps of a task
+// that includes the model compute no gradient for it, and checkpoints do not save it.
+//
+// Positions come from the padding mask (cumsum(mask) − 1, as Hugging Face's generate
+// computes them), so right- and left-padded batches get the positions of unpadded
+// sequences; the host-side helpers (ForwardEmbeds, Generate) right-pad.
+//
+// Weights are held and computed in float32 whatever their stored dtype (G-Retriever
+// runs Llama-2-7B in fp16): a 7B model needs about 28 GB of memory.
+//
+// The tokenizer is implemented here rather than with github.com/sugarme/tokenizer
+// v0.3.0 (which builds with our pins): its ByteLevel pre-tokenizer drops GPT-2's
+// `\s+(?!\S)` alternative (wrong ids on runs of spaces), its Split pre-tokenizer
+// compiles patterns with Go's regexp (a look-ahead pattern such as Qwen2's or Llama
+// 3's panics at load) and it has no ignore_merges (Llama 3). Added tokens are matched
+// verbatim (their lstrip/rstrip/single_word flags are ignored).
+//
+// Generation is greedy with a key/value cache. Sequence lengths, cache lengths and
+// batch sizes are padded to a few buckets (SeqBucket, BatchBucket) so that the number
+// of compiled executables stays bounded.
+package lm

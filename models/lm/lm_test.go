@@ -1,0 +1,500 @@
+package lm_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+func testEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e
+}
+
+// reference is an independent float64 forward pass of a Llama/Qwen2 model written by
+// lmtest: Hugging Face's modeling_llama / modeling_qwen2 arithmetic, one sequence.
+type reference struct {
+	m   *lmtest.Model
+	eps float64
+}
+
+func (r reference) w(name string) []float64 {
+	t, ok := r.m.Weights[name]
+	if !ok {
+		return nil
+	}
+	out := make([]float64, len(t.Data))
+	for i, f := range t.Data {
+		out[i] = float64(f)
+	}
+	return out
+}
+
+// matvec returns W·x (+ b) for W [out, in] row-major.
+func matvec(w, b, x []float64) []float64 {
+	in := len(x)
+	out := make([]float64, len(w)/in)
+	for o := range out {
+		s := 0.0
+		for i, xi := range x {
+			s += w[o*in+i] * xi
+		}
+		if b != nil {
+			s += b[o]
+		}
+		out[o] = s
+	}
+	return out
+}
+
+func rmsnorm(x, w []float64, eps float64) []float64 {
+	ms := 0.0
+	for _, v := range x {
+		ms += v * v
+	}
+	inv := 1 / math.Sqrt(ms/float64(len(x))+eps)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v * inv * w[i]
+	}
+	return out
+}
+
+// rope rotates one head vector at position p (rotate_half convention).
+func rope(x []float64, p, theta, factor float64) []float64 {
+	d := len(x)
+	out := make([]float64, d)
+	for i := range d / 2 {
+		ang := p / factor / math.Pow(theta, float64(2*i)/float64(d))
+		c, s := math.Cos(ang), math.Sin(ang)
+		out[i] = x[i]*c - x[i+d/2]*s
+		out[i+d/2] = x[i+d/2]*c + x[i]*s
+	}
+	return out
+}
+
+// logits returns the logits [T][V] of input embeddings x [T][H].
+func (r reference) logits(x [][]float64) [][]float64 {
+	s := r.m.Spec
+	hd := s.Hidden / s.Heads
+	grp := s.Heads / s.KVHeads
+	factor := 1.0
+	if s.RopeLinear > 0 {
+		factor = s.RopeLinear
+	}
+	T := len(x)
+	h := make([][]float64, T)
+	for t := range x {
+		h[t] = append([]float64(nil), x[t]...)
+	}
+	for l := range s.Layers {
+		p := "model.layers." + itoa(l) + "."
+		qs, ks, vs := make([][]float64, T), make([][]float64, T), make([][]float64, T)
+		for t := range T {
+			n := rmsnorm(h[t], r.w(p+"input_layernorm.weight"), r.eps)
+			qs[t] = matvec(r.w(p+"self_attn.q_proj.weight"), r.w(p+"self_attn.q_proj.bias"), n)
+			ks[t] = matvec(r.w(p+"self_attn.k_proj.weight"), r.w(p+"self_attn.k_proj.bias"), n)
+			vs[t] = matvec(r.w(p+"self_attn.v_proj.weight"), r.w(p+"self_attn.v_proj.bias"), n)
+			for hh := range s.Heads {
+				copy(qs[t][hh*hd:], rope(qs[t][hh*hd:(hh+1)*hd], float64(t), s.RopeTheta, factor))
+			}
+			for hh := range s.KVHeads {
+				copy(ks[t][hh*hd:], rope(ks[t][hh*hd:(hh+1)*hd], float64(t), s.RopeTheta, factor))
+			}
+		}
+		for t := range T {
+			att := make([]float64, s.Heads*hd)
+			for hh := range s.Heads {
+				kv := hh / grp
+				sc := make([]float64, t+1)
+				mx := math.Inf(-1)
+				for u := 0; u <= t; u++ {
+					d := 0.0
+					for i := range hd {
+						d += qs[t][hh*hd+i] * ks[u][kv*hd+i]
+					}
+					sc[u] = d / math.Sqrt(float64(hd))
+					mx = math.Max(mx, sc[u])
+				}
+				z := 0.0
+				for u := range sc {
+					sc[u] = math.Exp(sc[u] - mx)
+					z += sc[u]
+				}
+				for u := range sc {
+					for i := range hd {
+						att[hh*hd+i] += sc[u] / z * vs[u][kv*hd+i]
+					}
+				}
+			}
+			o := matvec(r.w(p+"self_attn.o_proj.weight"), nil, att)
+			for i := range o {
+				h[t][i] += o[i]
+			}
+			n := rmsnorm(h[t], r.w(p+"post_attention_layernorm.weight"), r.eps)
+			g := matvec(r.w(p+"mlp.gate_proj.weight"), nil, n)
+			u := matvec(r.w(p+"mlp.up_proj.weight"), nil, n)
+			for i := range g {
+				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+			}
+			d := matvec(r.w(p+"mlp.down_proj.weight"), nil, g)
+			for i := range d {
+				h[t][i] += d[i]
+			}
+		}
+	}
+	head := r.w("lm_head.weight")
+	if head == nil {
+		head = r.w("model.embed_tokens.weight")
+	}
+	out := make([][]float64, T)
+	for t := range T {
+		out[t] = matvec(head, nil, rmsnorm(h[t], r.w("model.norm.weight"), r.eps))
+	}
+	return out
+}
+
+func (r reference) embed(ids []int32) [][]float64 {
+	e := r.w("model.embed_tokens.weight")
+	H := r.m.Spec.Hidden
+	out := make([][]float64, len(ids))
+	for i, id := range ids {
+		out[i] = e[int(id)*H : (int(id)+1)*H]
+	}
+	return out
+}
+
+// greedy decodes by recomputing the full reference forward for every new token.
+func (r reference) greedy(x [][]float64, maxNew int, eos int32) []int32 {
+	out := []int32{}
+	for range maxNew {
+		lg := r.logits(x)
+		last := lg[len(lg)-1]
+		best := 0
+		for i, v := range last {
+			if v > last[best] {
+				best = i
+			}
+		}
+		if int32(best) == eos {
+			break
+		}
+		out = append(out, int32(best))
+		x = append(x, r.embed([]int32{int32(best)})[0])
+	}
+	return out
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+func toF64(x [][]float32) [][]float64 {
+	out := make([][]float64, len(x))
+	for i, r := range x {
+		out[i] = make([]float64, len(r))
+		for j, v := range r {
+			out[i][j] = float64(v)
+		}
+	}
+	return out
+}
+
+var variants = []struct {
+	name string
+	spec lmtest.Spec
+}{
+	{"llama f32 untied", lmtest.Spec{Seed: 1}},
+	{"llama bf16 tied two shards", lmtest.Spec{Seed: 2, BF16: true, Tied: true, Shards: 2}},
+	{"qwen2 biases f32 tied", lmtest.Spec{Seed: 3, ModelType: "qwen2", Tied: true, RopeTheta: 1e6}},
+	{"llama linear rope scaling, three shards", lmtest.Spec{Seed: 4, RopeLinear: 2, Shards: 3}},
+}
+
+func loadVariant(t *testing.T, spec lmtest.Spec) (*lm.Model, *lmtest.Model) {
+	t.Helper()
+	dir := t.TempDir()
+	ref, err := lmtest.Write(dir, spec)
+	require.NoError(t, err)
+	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
+	require.NoError(t, err)
+	return m, ref
+}
+
+// TestLogitsMatchReference compares the GoMLX logits of a right-padded batch (token
+// ids, and embeddings with a soft-prompt vector spliced in) with the float64 reference.
+func TestLogitsMatchReference(t *testing.T) {
+	eng := testEngine(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			m, refModel := loadVariant(t, v.spec)
+			ref := reference{m: refModel, eps: 1e-5}
+			rng := rand.New(rand.NewPCG(7, uint64(v.spec.Seed)))
+			ids := [][]int32{{267, 116, 257, 264, 32, 115, 261, 5, 200, 17, 99}, {267, 40, 41}, {3}}
+			got, err := m.ForwardIDs(eng, ids)
+			require.NoError(t, err)
+			maxDiff := 0.0
+			for i, seq := range ids {
+				want := ref.logits(ref.embed(seq))
+				require.Len(t, got[i], len(seq))
+				for p := range seq {
+					for k := range want[p] {
+						maxDiff = math.Max(maxDiff, math.Abs(float64(got[i][p][k])-want[p][k]))
+					}
+				}
+			}
+			assert.Less(t, maxDiff, 1e-4, "max |logit − reference|")
+			t.Logf("max diff %g", maxDiff)
+
+			soft := make([]float32, refModel.Spec.Hidden)
+			for i := range soft {
+				soft[i] = float32(rng.NormFloat64())
+			}
+			seq, err := m.Splice(lm.Piece{IDs: []int32{267, 116}}, lm.Piece{Embeds: [][]float32{soft}}, lm.Piece{IDs: []int32{257, 264, 32}})
+			require.NoError(t, err)
+			require.Len(t, seq, 6)
+			got2, err := m.ForwardEmbeds(eng, [][][]float32{seq, seq[:2]})
+			require.NoError(t, err)
+			want := ref.logits(toF64(seq))
+			maxDiff = 0
+			for p := range want {
+				for k := range want[p] {
+					maxDiff = math.Max(maxDiff, math.Abs(float64(got2[0][p][k])-want[p][k]))
+				}
+			}
+			assert.Less(t, maxDiff, 1e-4, "spliced soft prompt: max |logit − reference|")
+			assert.InDeltaSlice(t, got2[0][1], got2[1][1], 1e-5, "causal: a prefix gives the same logits")
+		})
+	}
+}
+
+// TestGenerateMatchesRecomputation checks KV-cache greedy generation against greedy
+// decoding that recomputes the whole reference forward for each token, for prompts of
+// different lengths in one batch and for a prompt with a spliced embedding.
+func TestGenerateMatchesRecomputation(t *testing.T) {
+	eng := testEngine(t)
+	for _, v := range variants[:3] {
+		t.Run(v.name, func(t *testing.T) {
+			m, refModel := loadVariant(t, v.spec)
+			ref := reference{m: refModel, eps: 1e-5}
+			prompts := [][]int32{{267, 116, 257, 264, 32, 115, 261}, {267, 40}, {267, 9, 8, 7, 6, 5, 4, 3, 2, 1}}
+			const maxNew = 7
+			got, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew})
+			require.NoError(t, err)
+			for i, p := range prompts {
+				want := ref.greedy(ref.embed(p), maxNew, lmtest.EndOfText)
+				assert.Equal(t, want, got[i], "prompt %d", i)
+				assert.LessOrEqual(t, len(got[i]), maxNew)
+			}
+			// An EOS met mid-way stops its row only; the others go on.
+			stop := got[0][2]
+			cut, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{stop}})
+			require.NoError(t, err)
+			for i := range prompts {
+				want := got[i]
+				for j, id := range want {
+					if id == stop {
+						want = want[:j]
+						break
+					}
+				}
+				assert.Equal(t, want, cut[i], "prompt %d, EOS %d", i, stop)
+			}
+			// A soft prompt spliced after the first token.
+			soft := make([]float32, refModel.Spec.Hidden)
+			for i := range soft {
+				soft[i] = float32(math.Sin(float64(i)))
+			}
+			seq, err := m.Splice(lm.Piece{IDs: []int32{267}}, lm.Piece{Embeds: [][]float32{soft}}, lm.Piece{IDs: []int32{116, 257}})
+			require.NoError(t, err)
+			gotSoft, err := m.Generate(eng, [][][]float32{seq}, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{}})
+			require.NoError(t, err)
+			assert.Equal(t, ref.greedy(toF64(seq), maxNew, -1), gotSoft[0])
+			assert.Len(t, gotSoft[0], maxNew, "no EOS: exactly MaxNewTokens tokens")
+		})
+	}
+}
+
+// TestGenerateStopsAtEOS makes every token an EOS: nothing is generated.
+func TestGenerateStopsAtEOS(t *testing.T) {
+	eng := testEngine(t)
+	m, _ := loadVariant(t, lmtest.Spec{Seed: 5})
+	all := make([]int32, m.Config().VocabSize)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	got, err := m.GenerateIDs(eng, [][]int32{{267, 5}}, lm.GenerateOptions{MaxNewTokens: 4, EOS: all})
+	require.NoError(t, err)
+	assert.Empty(t, got[0])
+	_, err = m.GenerateIDs(eng, [][]int32{{267, 5}}, lm.GenerateOptions{MaxNewTokens: 0})
+	assert.ErrorContains(t, err, "MaxNewTokens")
+	_, err = m.GenerateIDs(eng, [][]int32{{}}, lm.GenerateOptions{MaxNewTokens: 2})
+	assert.ErrorContains(t, err, "empty")
+}
+
+// TestVariablesFrozen checks that every LM variable is frozen: not trainable, marked
+// in the store, hence never updated nor saved again by models.SaveVariables.
+func TestVariablesFrozen(t *testing.T) {
+	m, ref := loadVariant(t, lmtest.Spec{Seed: 6})
+	want := len(ref.Weights)
+	assert.Len(t, m.Variables(), want)
+	for _, v := range m.Variables() {
+		assert.False(t, v.Trainable, v.Path())
+		assert.True(t, models.IsFrozen(m.Store(), v), v.Path())
+	}
+	assert.Equal(t, "/lm/model/layers/1/mlp/down_proj/weight", m.Variables()[len(m.Variables())-3].Path())
+}
+
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	_, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen2", RopeLinear: 4})
+	require.NoError(t, err)
+	cfg, err := lm.ReadConfig(dir)
+	require.NoError(t, err)
+	assert.Equal(t, lm.Config{ModelType: "qwen2", VocabSize: 268, Hidden: 64, Intermediate: 128, Layers: 2, Heads: 4,
+		KVHeads: 2, HeadDim: 16, RMSNormEps: 1e-5, RopeTheta: 10000, RopeScalingFactor: 4, QKVBias: true,
+		BOS: lmtest.ImStart, EOS: []int{lmtest.EndOfText}, MaxPositions: 2048}, cfg)
+}
+
+func TestLoadErrors(t *testing.T) {
+	write := func(t *testing.T, spec lmtest.Spec) string {
+		dir := t.TempDir()
+		_, err := lmtest.Write(dir, spec)
+		require.NoError(t, err)
+		return dir
+	}
+	edit := func(path string, f func([]byte) []byte) {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, f(data), 0o644))
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) string
+		want  string
+	}{
+		{"missing directory", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") },
+			"not found: want a local Hugging Face directory with config.json"},
+		{"missing config", func(t *testing.T) string { return t.TempDir() }, "config.json not found"},
+		{"missing weights", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			require.NoError(t, os.Remove(filepath.Join(d, "model.safetensors")))
+			return d
+		}, "has neither model.safetensors nor model.safetensors.index.json"},
+		{"missing tokenizer", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			require.NoError(t, os.Remove(filepath.Join(d, "tokenizer.json")))
+			return d
+		}, "tokenizer.json not found"},
+		{"missing shard", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{Shards: 2})
+			require.NoError(t, os.Remove(filepath.Join(d, "model-00002-of-00002.safetensors")))
+			return d
+		}, "model-00002-of-00002.safetensors"},
+		{"truncated safetensors", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "model.safetensors"), func(b []byte) []byte { return b[:len(b)-10] })
+			return d
+		}, "not a valid safetensors file"},
+		{"header length past the end", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "model.safetensors"), func(b []byte) []byte { b[6] = 0x7f; return b })
+			return d
+		}, "not a valid safetensors file"},
+		{"garbage header", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "model.safetensors"), func(b []byte) []byte { b[8] = '#'; return b })
+			return d
+		}, "not a valid safetensors file"},
+		{"tiny file", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "model.safetensors"), func(b []byte) []byte { return b[:5] })
+			return d
+		}, "not a valid safetensors file"},
+		{"llama3 rope scaling", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+					"num_attention_heads":4,"num_key_value_heads":2,"rope_scaling":{"rope_type":"llama3","factor":8}}`)
+			})
+			return d
+		}, `rope_scaling type "llama3" not supported (only linear scaling)`},
+		{"unknown architecture", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte { return []byte(`{"model_type":"gpt2"}`) })
+			return d
+		}, `model_type "gpt2" not supported`},
+		{"shape mismatch", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+					"num_attention_heads":4,"num_key_value_heads":2}`)
+			})
+			return d
+		}, "model.layers.0.mlp.gate_proj.weight has shape [128 64], the config implies [96 64]"},
+		{"missing tensor", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{Tied: true})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+					"num_attention_heads":4,"num_key_value_heads":2,"tie_word_embeddings":false}`)
+			})
+			return d
+		}, "tensor lm_head.weight missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := lm.Load(c.setup(t), model.NewStore(), lm.Options{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// TestLeftPadding runs Logits on a left-padded row (G-Retriever pads on the left):
+// the real positions get the logits of the unpadded sequence.
+func TestLeftPadding(t *testing.T) {
+	eng := testEngine(t)
+	m, _ := loadVariant(t, lmtest.Spec{Seed: 9})
+	ids := []int32{267, 116, 257, 264}
+	want, err := m.ForwardIDs(eng, [][]int32{ids})
+	require.NoError(t, err)
+	const pad = 4
+	emb, err := m.EmbedIDs(append(make([]int32, pad), ids...))
+	require.NoError(t, err)
+	h := m.Config().Hidden
+	flat := make([]float32, 0, len(emb)*h)
+	mask := make([]int32, len(emb))
+	for i, e := range emb {
+		flat = append(flat, e...)
+		if i >= pad {
+			mask[i] = 1
+		}
+	}
+	x, err := eng.Exec(engine.Key{Name: "left", Bucket: "1x8"}, m.Store(), func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+		return []*graph.Node{m.Logits(in[0], in[1])}
+	})
+	require.NoError(t, err)
+	outs, err := x.Call(tensors.FromFlatDataAndDimensions(flat, 1, len(emb), h), tensors.FromFlatDataAndDimensions(mask, 1, len(emb)))
+	require.NoError(t, err)
+	got := tensors.MustCopyFlatData[float32](outs[0])
+	v := m.Config().VocabSize
+	for p := range ids {
+		assert.InDeltaSlice(t, want[0][p], got[(pad+p)*v:(pad+p+1)*v], 1e-5, "position %d", p)
+	}
+	// A second model in the same scope of the same store is an error, not a panic.
+	_, err = lm.New(m.Store(), m.Config(), map[string]lm.Weight{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, "")
+	assert.Error(t, err)
+}

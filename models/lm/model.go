@@ -1,0 +1,328 @@
+package lm
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/layers/attention/pos"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/models"
+)
+
+// Kind names the language model in executables and errors.
+const Kind = "lm"
+
+// DefaultScope is the store scope the model's variables are created under.
+const DefaultScope = "lm"
+
+// maskValue is added to the attention scores of masked keys (finite, so that a row
+// whose keys are all masked, e.g. a padding row, stays finite).
+const maskValue = -1e9
+
+// Options configures Load.
+type Options struct {
+	Scope         string // store scope of the variables; default DefaultScope
+	SkipTokenizer bool   // do not read tokenizer.json (Model.Tokenizer stays nil)
+}
+
+// Model is a frozen decoder-only LM whose variables live in a model.Store.
+type Model struct {
+	cfg       Config
+	store     *model.Store
+	scope     string
+	vars      []*model.Variable
+	embed     *model.Variable // [V, H]
+	norm      *model.Variable // [H]
+	head      *model.Variable // [V, H]; the embedding table when tied
+	layers    []layer
+	invFreq   []float32  // RoPE inverse frequencies (linear scaling folded in)
+	Tokenizer *Tokenizer // nil with Options.SkipTokenizer
+
+	tableOnce sync.Once
+	table     []float32 // host copy of the embedding table (EmbedIDs)
+	tableErr  error
+}
+
+// layer holds one decoder layer's variables, weights [out, in] as Hugging Face stores them.
+type layer struct {
+	inNorm, postNorm *model.Variable
+	q, k, v, o       *model.Variable
+	qb, kb, vb, ob   *model.Variable // nil without biases
+	gate, up, down   *model.Variable
+}
+
+// Load reads a local Hugging Face model directory (config.json, safetensors weights,
+// tokenizer.json) and creates the model's variables in store under opts.Scope, all
+// frozen (models.Freeze).
+func Load(dir string, store *model.Store, opts Options) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	var tok *Tokenizer
+	if !opts.SkipTokenizer {
+		if tok, err = LoadTokenizer(dir); err != nil {
+			return nil, err
+		}
+	}
+	ws, err := ReadWeights(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(store, cfg, ws, opts.Scope)
+	if err != nil {
+		return nil, fmt.Errorf("lm: %s: %w", dir, err)
+	}
+	m.Tokenizer = tok
+	return m, nil
+}
+
+// New creates the model's variables in store under scope (DefaultScope when empty)
+// from Hugging Face-named weights, and freezes them.
+func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if scope == "" {
+		scope = DefaultScope
+	}
+	m := &Model{cfg: cfg, store: store, scope: scope}
+	b := &builder{m: m, ws: ws, root: store.RootScope().At("%s", scope)}
+	H, V, I := cfg.Hidden, cfg.VocabSize, cfg.Intermediate
+	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
+	m.embed = b.take("model.embed_tokens.weight", V, H)
+	for i := range cfg.Layers {
+		p := fmt.Sprintf("model.layers.%d.", i)
+		l := layer{
+			inNorm:   b.take(p+"input_layernorm.weight", H),
+			postNorm: b.take(p+"post_attention_layernorm.weight", H),
+			q:        b.take(p+"self_attn.q_proj.weight", qd, H),
+			k:        b.take(p+"self_attn.k_proj.weight", kvd, H),
+			v:        b.take(p+"self_attn.v_proj.weight", kvd, H),
+			o:        b.take(p+"self_attn.o_proj.weight", H, qd),
+			gate:     b.take(p+"mlp.gate_proj.weight", I, H),
+			up:       b.take(p+"mlp.up_proj.weight", I, H),
+			down:     b.take(p+"mlp.down_proj.weight", H, I),
+		}
+		if cfg.QKVBias {
+			l.qb = b.take(p+"self_attn.q_proj.bias", qd)
+			l.kb = b.take(p+"self_attn.k_proj.bias", kvd)
+			l.vb = b.take(p+"self_attn.v_proj.bias", kvd)
+		}
+		if cfg.AttentionBias {
+			l.ob = b.take(p+"self_attn.o_proj.bias", H)
+		}
+		m.layers = append(m.layers, l)
+	}
+	m.norm = b.take("model.norm.weight", H)
+	if cfg.TieEmbeddings {
+		m.head = m.embed
+	} else {
+		m.head = b.take("lm_head.weight", V, H)
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	models.Freeze(store, m.vars)
+	scale := 1.0
+	if cfg.RopeScalingFactor > 0 {
+		scale = cfg.RopeScalingFactor
+	}
+	m.invFreq = make([]float32, cfg.HeadDim/2)
+	for i := range m.invFreq {
+		m.invFreq[i] = float32(1 / (math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.HeadDim)) * scale))
+	}
+	return m, nil
+}
+
+// builder creates variables from named weights, keeping the first error.
+type builder struct {
+	m    *Model
+	ws   map[string]Weight
+	root *model.Scope
+	err  error
+}
+
+// take creates the variable for Hugging Face tensor name, checking its shape. The
+// variable's scope path follows the name ("model.layers.0.mlp.up_proj.weight" →
+// <scope>/model/layers/0/mlp/up_proj/weight).
+func (b *builder) take(name string, dims ...int) *model.Variable {
+	if b.err != nil {
+		return nil
+	}
+	w, ok := b.ws[name]
+	if !ok {
+		b.err = fmt.Errorf("weights: tensor %s missing", name)
+		return nil
+	}
+	if fmt.Sprint(w.Shape) != fmt.Sprint(dims) {
+		b.err = fmt.Errorf("weights: tensor %s has shape %v, the config implies %v", name, w.Shape, dims)
+		return nil
+	}
+	parts := strings.Split(name, ".")
+	sc := b.root
+	for _, p := range parts[:len(parts)-1] {
+		sc = sc.At("%s", p)
+	}
+	v, err := sc.CreateVariable(parts[len(parts)-1], tensors.FromFlatDataAndDimensions(w.Data, dims...))
+	if err != nil {
+		b.err = fmt.Errorf("creating variable for %s: %w", name, err)
+		return nil
+	}
+	b.m.vars = append(b.m.vars, v)
+	return v
+}
+
+// Kind returns Kind.
+func (m *Model) Kind() string { return Kind }
+
+// Config returns the architecture.
+func (m *Model) Config() Config { return m.cfg }
+
+// Store returns the store holding the variables.
+func (m *Model) Store() *model.Store { return m.store }
+
+// Scope returns the store scope of the variables.
+func (m *Model) Scope() string { return m.scope }
+
+// Variables returns every variable of the model (all frozen).
+func (m *Model) Variables() []*model.Variable { return m.vars }
+
+// EmbedTokens looks token ids up in the embedding table: ids [B, T] (any integer
+// dtype) → [B, T, Hidden] float32.
+func (m *Model) EmbedTokens(ids *graph.Node) *graph.Node {
+	table := m.embed.NodeValue(ids.Graph())
+	return graph.Gather(table, graph.InsertAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+}
+
+// PositionsFromMask returns the rotary positions of a padding mask [B, T] (nonzero =
+// real token): the number of real tokens before each one, as Hugging Face's generate
+// computes position_ids (cumsum(mask) − 1, 0 on leading padding). For right padding
+// it is 0, 1, 2, … on the real tokens.
+func PositionsFromMask(mask *graph.Node) *graph.Node {
+	g := mask.Graph()
+	m := graph.ConvertDType(graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())), dtypes.Int32)
+	p := graph.SubScalar(graph.CumSum(m, 1), 1)
+	return graph.Max(p, graph.ScalarZero(g, dtypes.Int32))
+}
+
+// Logits returns the next-token logits [B, T, Vocab] of input embeddings [B, T,
+// Hidden] (token embeddings from EmbedTokens, possibly with soft-prompt vectors
+// spliced in) under a padding mask [B, T] (nonzero = real token). Attention is causal
+// and skips masked keys; positions come from PositionsFromMask. Logits at padding
+// positions are meaningless (mask them out of any loss: labels −100).
+func (m *Model) Logits(embeds, mask *graph.Node) *graph.Node {
+	return m.LMHead(m.Hidden(embeds, mask))
+}
+
+// Hidden returns the final-normalised hidden states [B, T, Hidden] (see Logits).
+func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
+	g := embeds.Graph()
+	dims := embeds.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))                                                   // [B, T]
+	q := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                                       // query index
+	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                                       // key index
+	allowed := graph.LogicalAnd(graph.LessOrEqual(k, q), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
+	positions := PositionsFromMask(mask)
+	x := embeds
+	for i := range m.layers {
+		x = m.block(&m.layers[i], x, positions, allowed, nil)
+	}
+	return m.rmsNorm(x, m.norm)
+}
+
+// LMHead maps hidden states [..., Hidden] to logits [..., Vocab].
+func (m *Model) LMHead(h *graph.Node) *graph.Node {
+	return linear(h, m.head.NodeValue(h.Graph()), nil)
+}
+
+// kvFn receives a layer's new keys and values [B, T, KVHeads, HeadDim] (keys after
+// RoPE) and returns those to attend to, [B, S, KVHeads, HeadDim].
+type kvFn func(k, v *graph.Node) (*graph.Node, *graph.Node)
+
+// block is one decoder layer: x + attn(norm(x)), then + mlp(norm(·)).
+func (m *Model) block(l *layer, x, positions, allowed *graph.Node, kv kvFn) *graph.Node {
+	g := x.Graph()
+	h := m.rmsNorm(x, l.inNorm)
+	x = graph.Add(x, m.attention(l, h, positions, allowed, kv))
+	h = m.rmsNorm(x, l.postNorm)
+	gate := linear(h, l.gate.NodeValue(g), nil)
+	up := linear(h, l.up.NodeValue(g), nil)
+	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), l.down.NodeValue(g), nil))
+}
+
+// attention is grouped-query attention with RoPE; allowed [B, T, S] selects the keys
+// each query sees.
+func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) *graph.Node {
+	g := h.Graph()
+	c := m.cfg
+	dims := h.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	q := graph.Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
+	k := graph.Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
+	v := graph.Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
+	cos, sin := m.rotary(positions)
+	rope := pos.NewRoPEWithCosSin(cos, sin)
+	q, k = rope.Encode(q, 1), rope.Encode(k, 1)
+	if kv != nil {
+		k, v = kv(k, v)
+	}
+	s := k.Shape().Dimensions[1]
+	if grp := c.Heads / c.KVHeads; grp > 1 { // head h uses KV head h / grp (HF repeat_kv)
+		k = graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(k, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
+		v = graph.Reshape(graph.BroadcastToDims(graph.InsertAxes(v, 3), bsz, s, c.KVHeads, grp, c.HeadDim), bsz, s, c.Heads, c.HeadDim)
+	}
+	qt := graph.TransposeAllAxes(q, 0, 2, 1, 3) // [B, H, T, D]
+	kt := graph.TransposeAllAxes(k, 0, 2, 1, 3) // [B, H, S, D]
+	vt := graph.TransposeAllAxes(v, 0, 2, 1, 3)
+	scores := graph.MulScalar(graph.DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
+	mask := graph.BroadcastToDims(graph.InsertAxes(allowed, 1), bsz, c.Heads, t, s)
+	scores = graph.Where(mask, scores, graph.Scalar(g, scores.DType(), maskValue))
+	probs := graph.Softmax(scores, -1)
+	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1}) // [B, H, T, D]
+	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
+	return linear(out, l.o.NodeValue(g), value(g, l.ob))
+}
+
+// rotary returns RoPE's cos and sin [B, T, HeadDim/2] for positions [B, T], as
+// Hugging Face's rotary embedding computes them (float32 angles position·inv_freq,
+// inv_freq divided by the linear scaling factor). GoMLX's pos.RoPE takes positions of
+// one sequence only, so the angles are built here and applied with
+// pos.NewRoPEWithCosSin (non-interleaved = rotate_half).
+func (m *Model) rotary(positions *graph.Node) (cos, sin *graph.Node) {
+	g := positions.Graph()
+	p := graph.InsertAxes(graph.ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
+	f := graph.Reshape(graph.Const(g, m.invFreq), 1, 1, len(m.invFreq))      // [1, 1, D/2]
+	ang := graph.Mul(p, f)
+	return graph.Cos(ang), graph.Sin(ang)
+}
+
+// rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.
+func (m *Model) rmsNorm(x *graph.Node, w *model.Variable) *graph.Node {
+	ms := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
+	return graph.Mul(graph.Div(x, graph.Sqrt(graph.AddScalar(ms, m.cfg.RMSNormEps))), graph.ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank())) // Sqrt: Rsqrt has no gradient in GoMLX
+}
+
+// linear returns x·wᵀ + b for w [out, in] (torch layout).
+func linear(x, w, b *graph.Node) *graph.Node {
+	y := graph.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if b != nil {
+		y = graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
+	}
+	return y
+}
+
+func value(g *graph.Graph, v *model.Variable) *graph.Node {
+	if v == nil {
+		return nil
+	}
+	return v.NodeValue(g)
+}

@@ -1,0 +1,374 @@
+package lm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/engine"
+)
+
+// seqBuckets are the padded sequence (and cache) lengths.
+var seqBuckets = []int{8, 16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096}
+
+// SeqBucket returns the padded length for a sequence of n tokens: the smallest of 8,
+// 16, 32, …, 4096 that holds it, then multiples of 2048.
+func SeqBucket(n int) int {
+	for _, b := range seqBuckets {
+		if n <= b {
+			return b
+		}
+	}
+	return (n + 2047) / 2048 * 2048
+}
+
+// BatchBucket returns the padded batch size: a power of two up to 32, then multiples of 32.
+func BatchBucket(n int) int {
+	b := 1
+	for b < n && b < 32 {
+		b *= 2
+	}
+	if n <= b {
+		return b
+	}
+	return (n + 31) / 32 * 32
+}
+
+// Piece is part of an input sequence: token ids, or raw embedding vectors of width
+// Hidden (soft-prompt tokens such as G-Retriever's graph token).
+type Piece struct {
+	IDs    []int32
+	Embeds [][]float32
+}
+
+// embeddingTable returns a host copy of the embedding table [V·H].
+func (m *Model) embeddingTable() ([]float32, error) {
+	m.tableOnce.Do(func() {
+		v, err := m.embed.Value()
+		if err != nil {
+			m.tableErr = fmt.Errorf("lm: embedding table: %w", err)
+			return
+		}
+		m.table, m.tableErr = tensors.CopyFlatData[float32](v)
+	})
+	return m.table, m.tableErr
+}
+
+// EmbedIDs returns the token embeddings of ids, [len(ids)][Hidden] (a host-side
+// lookup; EmbedTokens is the in-graph one).
+func (m *Model) EmbedIDs(ids []int32) ([][]float32, error) {
+	table, err := m.embeddingTable()
+	if err != nil {
+		return nil, err
+	}
+	h := m.cfg.Hidden
+	out := make([][]float32, len(ids))
+	for i, id := range ids {
+		if id < 0 || int(id) >= m.cfg.VocabSize {
+			return nil, fmt.Errorf("lm: token id %d out of the vocabulary (%d)", id, m.cfg.VocabSize)
+		}
+		out[i] = append([]float32(nil), table[int(id)*h:(int(id)+1)*h]...)
+	}
+	return out, nil
+}
+
+// Splice concatenates pieces into one input sequence of embeddings [T][Hidden].
+func (m *Model) Splice(pieces ...Piece) ([][]float32, error) {
+	var out [][]float32
+	for i, p := range pieces {
+		if p.IDs != nil && p.Embeds != nil {
+			return nil, fmt.Errorf("lm: piece %d has both ids and embeddings", i)
+		}
+		if p.IDs != nil {
+			e, err := m.EmbedIDs(p.IDs)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e...)
+			continue
+		}
+		for j, v := range p.Embeds {
+			if len(v) != m.cfg.Hidden {
+				return nil, fmt.Errorf("lm: piece %d vector %d has width %d, want %d", i, j, len(v), m.cfg.Hidden)
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// padded packs sequences of embeddings into right-padded [B', T', H] and mask [B', T']
+// tensors with bucketed B' and T' (at least minT).
+func (m *Model) padded(seqs [][][]float32, minT int) (emb, mask *tensors.Tensor, b, t int, err error) {
+	if len(seqs) == 0 {
+		return nil, nil, 0, 0, errors.New("lm: no sequences")
+	}
+	n := 0
+	for i, s := range seqs {
+		if len(s) == 0 {
+			return nil, nil, 0, 0, fmt.Errorf("lm: sequence %d is empty", i)
+		}
+		n = max(n, len(s))
+	}
+	h := m.cfg.Hidden
+	b, t = BatchBucket(len(seqs)), SeqBucket(max(n, minT))
+	e := make([]float32, b*t*h)
+	mk := make([]int32, b*t)
+	for i, s := range seqs {
+		for j, v := range s {
+			if len(v) != h {
+				return nil, nil, 0, 0, fmt.Errorf("lm: sequence %d position %d has width %d, want %d", i, j, len(v), h)
+			}
+			copy(e[(i*t+j)*h:], v)
+			mk[i*t+j] = 1
+		}
+	}
+	return tensors.FromFlatDataAndDimensions(e, b, t, h), tensors.FromFlatDataAndDimensions(mk, b, t), b, t, nil
+}
+
+// ForwardEmbeds runs the model on sequences of input embeddings (each [T_i][Hidden],
+// see Splice) and returns the logits of every real position, [i][T_i][Vocab].
+func (m *Model) ForwardEmbeds(eng *engine.Engine, seqs [][][]float32) ([][][]float32, error) {
+	emb, mask, b, t, err := m.padded(seqs, 0)
+	if err != nil {
+		return nil, err
+	}
+	x, err := eng.Exec(engine.Key{Name: m.scope + "/logits", Bucket: fmt.Sprintf("%dx%d", b, t)}, m.store,
+		func(_ *model.Scope, in []*graph.Node) []*graph.Node { return []*graph.Node{m.Logits(in[0], in[1])} })
+	if err != nil {
+		return nil, err
+	}
+	outs, err := x.Call(emb, mask)
+	if err != nil {
+		return nil, fmt.Errorf("lm: forward: %w", err)
+	}
+	flat, err := tensors.CopyFlatData[float32](outs[0])
+	finalize(outs)
+	if err != nil {
+		return nil, err
+	}
+	v := m.cfg.VocabSize
+	res := make([][][]float32, len(seqs))
+	for i, s := range seqs {
+		res[i] = make([][]float32, len(s))
+		for j := range s {
+			res[i][j] = flat[(i*t+j)*v : (i*t+j+1)*v]
+		}
+	}
+	return res, nil
+}
+
+// ForwardIDs is ForwardEmbeds on token ids.
+func (m *Model) ForwardIDs(eng *engine.Engine, ids [][]int32) ([][][]float32, error) {
+	seqs, err := m.embedAll(ids)
+	if err != nil {
+		return nil, err
+	}
+	return m.ForwardEmbeds(eng, seqs)
+}
+
+func (m *Model) embedAll(ids [][]int32) ([][][]float32, error) {
+	seqs := make([][][]float32, len(ids))
+	for i, s := range ids {
+		e, err := m.EmbedIDs(s)
+		if err != nil {
+			return nil, err
+		}
+		seqs[i] = e
+	}
+	return seqs, nil
+}
+
+func finalize(ts []*tensors.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			_ = t.FinalizeAll()
+		}
+	}
+}
+
+// GenerateOptions configures greedy generation.
+type GenerateOptions struct {
+	MaxNewTokens int     // ≥ 1; G-Retriever: 32
+	EOS          []int32 // stop ids; nil = the config's eos_token_id(s)
+}
+
+// Generate decodes greedily from each prompt of input embeddings (see Splice) with a
+// key/value cache: one prefill over the right-padded prompts, then one cached step
+// per new token. A row stops at an EOS id (not included in its output) or after
+// MaxNewTokens tokens; all rows stop when all have.
+func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts GenerateOptions) ([][]int32, error) {
+	if opts.MaxNewTokens < 1 {
+		return nil, fmt.Errorf("lm: generate: MaxNewTokens %d, want ≥ 1", opts.MaxNewTokens)
+	}
+	eos := map[int32]bool{}
+	if opts.EOS == nil {
+		for _, e := range m.cfg.EOS {
+			eos[int32(e)] = true
+		}
+	}
+	for _, e := range opts.EOS {
+		eos[e] = true
+	}
+	emb, mask, b, t, err := m.padded(prompts, 0)
+	if err != nil {
+		return nil, fmt.Errorf("lm: generate: %w", err)
+	}
+	n := 0
+	for _, p := range prompts {
+		n = max(n, len(p))
+	}
+	c := SeqBucket(max(t, n+opts.MaxNewTokens))
+	lens := make([]int32, b)
+	last := make([]int32, b)
+	for i := range b {
+		lens[i] = 1 // padding rows: one (zero) token
+		if i < len(prompts) {
+			lens[i] = int32(len(prompts[i]))
+		}
+		last[i] = lens[i] - 1
+	}
+	pre, err := eng.Exec(engine.Key{Name: m.scope + "/prefill", Bucket: fmt.Sprintf("%dx%dx%d", b, t, c)}, m.store,
+		func(_ *model.Scope, in []*graph.Node) []*graph.Node { return m.prefillGraph(in[0], in[1], in[2], c) })
+	if err != nil {
+		return nil, err
+	}
+	outs, err := pre.Call(emb, mask, tensors.FromFlatDataAndDimensions(last, b))
+	if err != nil {
+		return nil, fmt.Errorf("lm: generate: prefill: %w", err)
+	}
+	next := tensors.MustCopyFlatData[int32](outs[0])
+	finalize(outs[:2])
+	cacheK, cacheV := outs[2], outs[3]
+	defer func() { finalize([]*tensors.Tensor{cacheK, cacheV}) }()
+	cmask := make([]int32, b*c)
+	for i := range b {
+		for j := range int(lens[i]) {
+			cmask[i*c+j] = 1
+		}
+	}
+	res := make([][]int32, len(prompts))
+	for i := range res {
+		res[i] = []int32{}
+	}
+	done := make([]bool, len(prompts))
+	var step *engine.Executable
+	for s := 0; ; s++ {
+		all := true
+		for i := range prompts {
+			if done[i] {
+				continue
+			}
+			if eos[next[i]] {
+				done[i] = true
+				continue
+			}
+			res[i] = append(res[i], next[i])
+			if len(res[i]) >= opts.MaxNewTokens {
+				done[i] = true
+				continue
+			}
+			all = false
+		}
+		if all {
+			return res, nil
+		}
+		if step == nil {
+			if step, err = eng.Exec(engine.Key{Name: m.scope + "/decode", Bucket: fmt.Sprintf("%dx%d", b, c)}, m.store,
+				func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+					return m.decodeGraph(in[0], in[1], in[2], in[3], in[4])
+				}); err != nil {
+				return nil, err
+			}
+		}
+		slot := make([]int32, b)
+		for i := range b {
+			slot[i] = lens[i] + int32(s) // right padding: slot = position
+			cmask[i*c+int(slot[i])] = 1
+		}
+		outs, err := step.Call(tensors.FromFlatDataAndDimensions(next, b), tensors.FromFlatDataAndDimensions(slot, b),
+			tensors.FromFlatDataAndDimensions(append([]int32(nil), cmask...), b, c), cacheK, cacheV)
+		if err != nil {
+			return nil, fmt.Errorf("lm: generate: step %d: %w", s, err)
+		}
+		next = tensors.MustCopyFlatData[int32](outs[0])
+		finalize([]*tensors.Tensor{outs[1], cacheK, cacheV})
+		cacheK, cacheV = outs[2], outs[3]
+	}
+}
+
+// GenerateIDs is Generate on prompts of token ids.
+func (m *Model) GenerateIDs(eng *engine.Engine, prompts [][]int32, opts GenerateOptions) ([][]int32, error) {
+	seqs, err := m.embedAll(prompts)
+	if err != nil {
+		return nil, err
+	}
+	return m.Generate(eng, seqs, opts)
+}
+
+// prefillGraph runs the prompts embeds [B, T, H] under mask [B, T] and returns the
+// greedy next ids [B] and logits [B, V] at positions last [B], and the key/value
+// caches [L, B, C, KVHeads, HeadDim] (slots ≥ T zero).
+func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Node {
+	g := embeds.Graph()
+	dims := embeds.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))
+	qi := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)
+	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)
+	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, qi), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t))
+	positions := PositionsFromMask(mask)
+	var ks, vs []*graph.Node
+	pad := func(x *graph.Node) *graph.Node {
+		if c == t {
+			return x
+		}
+		zs := graph.Zeros(g, shapes.Make(x.DType(), bsz, c-t, m.cfg.KVHeads, m.cfg.HeadDim))
+		return graph.Concatenate([]*graph.Node{x, zs}, 1)
+	}
+	x := embeds
+	for i := range m.layers {
+		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
+			ks, vs = append(ks, pad(k)), append(vs, pad(v))
+			return k, v
+		})
+	}
+	h := m.rmsNorm(x, m.norm)
+	sel := graph.OneHot(last, t, h.DType())                                // [B, T]
+	hl := graph.DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
+	logits := m.LMHead(hl)
+	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
+}
+
+// decodeGraph runs one cached step: token ids [B] at cache slots (= positions) slot
+// [B]; cmask [B, C] marks the filled slots (including slot). Returns the next ids,
+// the logits and the updated caches.
+func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *graph.Node) []*graph.Node {
+	g := ids.Graph()
+	bsz := ids.Shape().Dimensions[0]
+	c := cmask.Shape().Dimensions[1]
+	x := m.EmbedTokens(graph.Reshape(ids, bsz, 1)) // [B, 1, H]
+	positions := graph.Reshape(slot, bsz, 1)
+	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
+	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, graph.Reshape(slot, bsz, 1, 1)), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))
+	oh := graph.Reshape(graph.OneHot(slot, c, dtypes.Float32), bsz, c, 1, 1)
+	keep := graph.OneMinus(oh)
+	var ks, vs []*graph.Node
+	for i := range m.layers {
+		ck := graph.Squeeze(graph.Slice(cacheK, graph.AxisElem(i)), 0)
+		cv := graph.Squeeze(graph.Slice(cacheV, graph.AxisElem(i)), 0)
+		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
+			nk := graph.Add(graph.Mul(ck, keep), graph.Mul(oh, k)) // k [B, 1, KV, D] broadcast over slots
+			nv := graph.Add(graph.Mul(cv, keep), graph.Mul(oh, v))
+			ks, vs = append(ks, nk), append(vs, nv)
+			return nk, nv
+		})
+	}
+	logits := graph.Reshape(m.LMHead(m.rmsNorm(x, m.norm)), bsz, m.cfg.VocabSize)
+	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
+}
