@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -122,4 +123,18 @@ func (e *EarlyStopping) Best() float64 {
 		return math.NaN()
 	}
 	return e.best
+}
+
+// MarshalJSON writes a NaN AUC (one class only, or a task without one) as null:
+// JSON has no NaN.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	type plain Metrics
+	var auc *float64
+	if !math.IsNaN(m.AUC) {
+		auc = &m.AUC
+	}
+	return json.Marshal(struct {
+		plain
+		AUC *float64 `json:"auc"`
+	}{plain(m), auc})
 }

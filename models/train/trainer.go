@@ -243,6 +243,17 @@ type gradientOptimizer interface {
 // StepsTaken returns how many training steps were run.
 func (t *Trainer) StepsTaken() int { return t.step }
 
+// Resume sets the number of steps already taken (a run resumed from a checkpoint of
+// its weights): the learning-rate schedule continues from there and FitTask runs the
+// remaining TotalSteps − step steps. The optimizer's moment estimates start afresh.
+func (t *Trainer) Resume(step int) error {
+	if step < 0 || step >= t.cfg.TotalSteps {
+		return fmt.Errorf("train: resume at step %d: want 0 ≤ step < TotalSteps %d", step, t.cfg.TotalSteps)
+	}
+	t.step = step
+	return nil
+}
+
 // Step runs one optimisation step on ex (GraphBCE). Padding graph slots do not count
 // in the loss.
 func (t *Trainer) Step(ex Example) (StepStats, error) {
@@ -567,14 +578,15 @@ func (t *Trainer) Fit(next func(step int) (Example, error), eval []Example) (*Re
 	}, func() (Metrics, error) { return t.Evaluate(eval) })
 }
 
-// FitTask runs the Loop with this trainer's configuration: step i trains on the
+// FitTask runs the Loop with this trainer's configuration (the steps left after
+// Resume; all of them otherwise): step i trains on the
 // micro-batches next(i) returns (cfg.AccumulateSteps of them when it is > 1: next
 // should return that many), eval scores the validation split, and the best
 // evaluation's trainable variables are restored at the end (frozen ones never change).
 func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, error), eval func() (Metrics, error)) (*Result, error) {
 	var best []*tensors.Tensor
 	defer func() { finalize(best) }()
-	loop := Loop{Steps: t.cfg.TotalSteps, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
+	loop := Loop{Steps: t.cfg.TotalSteps - t.step, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
 		Log: t.Log, Progress: t.Progress}
 	return loop.Run(ctx, Hooks{
 		Step: func(i int) (StepStats, error) {

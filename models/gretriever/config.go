@@ -1,0 +1,141 @@
+// Package gretriever is G-Retriever (He et al. 2024; seed 004 and anchors §C): a
+// retrieved subgraph is encoded by a Graph Transformer, mean-pooled, projected into
+// the embedding space of a frozen decoder LM and spliced into its input as one soft
+// "graph token", followed by the textualised subgraph and the question; only the
+// encoder and the projector are trained, by next-token cross-entropy on the answer
+// through the frozen LM (models/lm). Variants reproduce seed 004's ablations: the graph
+// token without the textualised subgraph, and a linear projection of mean-pooled node
+// embeddings in place of the encoder.
+//
+// The subgraph itself (PCST over the index) and its node/edge features come from the
+// caller (package retrieve); this package sees a kernels.Graph and its text.
+package gretriever
+
+import (
+	"fmt"
+
+	"github.com/graphloom/graphloom/models"
+)
+
+// Kind names G-Retriever checkpoints and executables.
+const Kind = "gretriever"
+
+// Variants (Config.Variant).
+const (
+	// VariantGRetriever is the paper's model: Graph Transformer + MLP projector, graph
+	// token followed by the textualised subgraph and the question.
+	VariantGRetriever = "g-retriever"
+	// VariantGraphTokenOnly drops the textualised subgraph: graph token + question
+	// (G-Retriever's "w/o textualized graph"; seed 004 Table 3 "without").
+	VariantGraphTokenOnly = "graph-token-only"
+	// VariantLinear replaces the encoder and the MLP by one linear projection of the
+	// mean-pooled node embeddings (seed 004 Table 3 "Linear"), with the text.
+	VariantLinear = "linear"
+	// VariantLinearTokenOnly is VariantLinear without the textualised subgraph.
+	VariantLinearTokenOnly = "linear-graph-token-only"
+)
+
+// Variants lists the variant names.
+var Variants = []string{VariantGRetriever, VariantGraphTokenOnly, VariantLinear, VariantLinearTokenOnly}
+
+// Config holds every knob of the model and its training. DefaultConfig gives
+// G-Retriever's values (src/config.py, src/model/graph_llm.py; anchors §C.3–C.5).
+//
+// Deviations: sequences are right-padded (G-Retriever left-pads; the outputs are the
+// same because rotary positions come from the padding mask); gradients of the
+// accumulated micro-batches are averaged (PyTorch sums them; with a clip norm of 0.1
+// the update is clipped either way); resuming restores the weights and the step (so
+// the learning-rate schedule) but not AdamW's moment estimates.
+type Config struct {
+	Variant string `json:"variant"` // one of Variants; default VariantGRetriever
+
+	// GT is the encoder (variants g-retriever, graph-token-only): 4 layers, 4 heads,
+	// hidden = output = the node embedding width, edge features = the edge-text
+	// embeddings, dropout 0. InputDim and EdgeDim are the index's embedding width.
+	GT models.GTConfig `json:"gt"`
+	// ProjectorHidden is the projector's middle width: Linear(d→2048) → Sigmoid →
+	// Linear(2048→LM hidden).
+	ProjectorHidden int `json:"projector_hidden"`
+	// LMHidden is the frozen LM's embedding width (set from the LM; checked on load).
+	LMHidden int `json:"lm_hidden"`
+
+	// Prefix and Suffix wrap the user turn: G-Retriever's Llama-2 chat markers
+	// BOS "<s>[INST]" and "[/INST]". The graph token follows BOS + Prefix.
+	Prefix string `json:"prefix"`
+	Suffix string `json:"suffix"`
+	// Question formats the question: "Question: %s\nAnswer: " (WebQSP).
+	Question string `json:"question"`
+	// MaxTextTokens truncates the textualised subgraph's tokens; max_txt_len 512.
+	MaxTextTokens int `json:"max_text_tokens"`
+	// MaxNewTokens bounds generated answers (and truncates training labels); 32.
+	MaxNewTokens int `json:"max_new_tokens"`
+
+	// Training (src/config.py, train.py, src/utils/lr_schedule.py): AdamW lr 1e-5,
+	// weight decay 0.05, batch 8, 2 gradient-accumulation steps, 10 epochs, 1 warm-up
+	// epoch, half-cycle cosine to 5e-6, gradient clip norm 0.1, early stopping after 2
+	// epochs without a lower validation loss, evaluation batch 16, seed 0.
+	LearningRate    float64 `json:"lr"`
+	MinLearningRate float64 `json:"min_lr"`
+	WeightDecay     float64 `json:"weight_decay"`
+	BatchSize       int     `json:"batch_size"`
+	GradSteps       int     `json:"grad_steps"`
+	Epochs          int     `json:"epochs"`
+	WarmupEpochs    int     `json:"warmup_epochs"`
+	ClipNorm        float64 `json:"clip_norm"`
+	Patience        int     `json:"patience"`
+	EvalBatchSize   int     `json:"eval_batch_size"`
+	Seed            uint64  `json:"seed"`
+}
+
+// DefaultConfig returns G-Retriever's settings for node/edge embeddings of width dim.
+func DefaultConfig(dim int) Config {
+	gt := models.DefaultGTConfig()
+	gt.InputDim, gt.Hidden, gt.Out, gt.EdgeDim = dim, dim, dim, dim
+	return Config{
+		Variant: VariantGRetriever, GT: gt, ProjectorHidden: 2048,
+		Prefix: "[INST]", Suffix: "[/INST]", Question: "Question: %s\nAnswer: ", MaxTextTokens: 512, MaxNewTokens: 32,
+		LearningRate: 1e-5, MinLearningRate: 5e-6, WeightDecay: 0.05, BatchSize: 8, GradSteps: 2, Epochs: 10,
+		WarmupEpochs: 1, ClipNorm: 0.1, Patience: 2, EvalBatchSize: 16,
+	}
+}
+
+// encoder reports whether the variant runs the Graph Transformer (else the linear
+// projection of mean-pooled node features).
+func (c Config) encoder() bool {
+	return c.Variant == VariantGRetriever || c.Variant == VariantGraphTokenOnly
+}
+
+// WithText reports whether the variant feeds the textualised subgraph to the LM.
+func (c Config) WithText() bool { return c.Variant == VariantGRetriever || c.Variant == VariantLinear }
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	known := false
+	for _, v := range Variants {
+		known = known || v == c.Variant
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("gretriever: variant %q: want one of %v", c.Variant, Variants)
+	case c.ProjectorHidden < 1 || c.LMHidden < 0 || c.MaxTextTokens < 0 || c.MaxNewTokens < 1:
+		return fmt.Errorf("gretriever: need ProjectorHidden ≥ 1, MaxTextTokens ≥ 0, MaxNewTokens ≥ 1 (got %d, %d, %d)", c.ProjectorHidden, c.MaxTextTokens, c.MaxNewTokens)
+	case !(c.LearningRate > 0) || c.MinLearningRate < 0 || c.MinLearningRate > c.LearningRate || c.WeightDecay < 0:
+		return fmt.Errorf("gretriever: need 0 ≤ min lr ≤ lr, lr > 0, weight decay ≥ 0 (got %g, %g, %g)", c.MinLearningRate, c.LearningRate, c.WeightDecay)
+	case c.BatchSize < 1 || c.GradSteps < 1 || c.Epochs < 1 || c.WarmupEpochs < 0 || c.WarmupEpochs >= c.Epochs+1 || c.EvalBatchSize < 1:
+		return fmt.Errorf("gretriever: need batch, grad steps, epochs, eval batch ≥ 1 and 0 ≤ warm-up epochs ≤ epochs (got %d, %d, %d, %d, %d)",
+			c.BatchSize, c.GradSteps, c.Epochs, c.EvalBatchSize, c.WarmupEpochs)
+	case c.ClipNorm < 0 || c.Patience < 0:
+		return fmt.Errorf("gretriever: clip norm and patience must be ≥ 0")
+	}
+	if c.encoder() {
+		if err := c.GT.Validate(); err != nil {
+			return fmt.Errorf("gretriever: %w", err)
+		}
+		if c.GT.EdgeDim != 0 && c.GT.EdgeDim != c.GT.InputDim {
+			return fmt.Errorf("gretriever: edge features (%d) must have the node features' width (%d)", c.GT.EdgeDim, c.GT.InputDim)
+		}
+	} else if c.GT.InputDim < 1 {
+		return fmt.Errorf("gretriever: node feature width %d < 1", c.GT.InputDim)
+	}
+	return nil
+}

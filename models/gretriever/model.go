@@ -1,0 +1,452 @@
+package gretriever
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/models"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/train"
+)
+
+// Example is one question with its retrieved subgraph.
+type Example struct {
+	Question string
+	Answer   string         // training label (Label of the gold answers); unused when answering
+	Graph    *kernels.Graph // node features = node-text embeddings, edge features = edge-text embeddings
+	Text     string         // the subgraph textualised (CSV by default), used by the variants WithText
+}
+
+// Label is G-Retriever's training label of a question's gold answers: joined with
+// "|" and lower-cased.
+func Label(answers []string) string { return strings.ToLower(strings.Join(answers, "|")) }
+
+// Model is G-Retriever over a frozen LM. Its trainable variables live in the LM's
+// store (the encoder under /gt, the projector under /gretriever); it is a train.Task.
+type Model struct {
+	cfg   Config
+	lm    *lm.Model
+	store *model.Store
+	gt    *models.GraphTransformer // nil in the linear variants
+	proj1 *models.Linear           // d → ProjectorHidden (nil in the linear variants)
+	proj2 *models.Linear           // ProjectorHidden → LM hidden; the linear variants' only layer (d → LM hidden)
+	vars  []*model.Variable
+	bk    *kernels.Bucketer
+	head  []int32 // BOS + Prefix: the graph token follows
+	tail  []int32 // Suffix
+	eos   int32
+}
+
+// New creates a G-Retriever model in the LM's store (which must not already hold
+// one). cfg.LMHidden is set from the LM.
+func New(l *lm.Model, cfg Config) (*Model, error) {
+	if l == nil || l.Tokenizer == nil {
+		return nil, errors.New("gretriever: need an LM with its tokenizer")
+	}
+	lc := l.Config()
+	if cfg.LMHidden != 0 && cfg.LMHidden != lc.Hidden {
+		return nil, fmt.Errorf("gretriever: the projector was built for an LM of width %d; this LM has %d", cfg.LMHidden, lc.Hidden)
+	}
+	cfg.LMHidden = lc.Hidden
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(lc.EOS) == 0 {
+		return nil, errors.New("gretriever: the LM's config names no EOS token")
+	}
+	m := &Model{cfg: cfg, lm: l, store: l.Store(), eos: int32(lc.EOS[0])}
+	d := cfg.GT.InputDim
+	p := models.NewParams(m.store.RootScope().In("gretriever"), cfg.Seed)
+	if cfg.encoder() {
+		gt, err := models.NewGraphTransformer(m.store, cfg.GT)
+		if err != nil {
+			return nil, fmt.Errorf("gretriever: %w", err)
+		}
+		m.gt = gt
+		m.vars = append(m.vars, gt.Variables()...)
+		m.proj1 = models.NewLinear(p.Sub("projector0"), cfg.GT.Out, cfg.ProjectorHidden, true)
+		m.proj2 = models.NewLinear(p.Sub("projector2"), cfg.ProjectorHidden, lc.Hidden, true)
+	} else {
+		m.proj2 = models.NewLinear(p.Sub("linear"), d, lc.Hidden, true)
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	m.vars = append(m.vars, p.Variables()...)
+	var err error
+	if m.head, err = l.Tokenizer.Encode(cfg.Prefix, false); err != nil {
+		return nil, fmt.Errorf("gretriever: prefix: %w", err)
+	}
+	if lc.BOS >= 0 {
+		m.head = append([]int32{int32(lc.BOS)}, m.head...)
+	}
+	if len(m.head) == 0 {
+		return nil, errors.New("gretriever: the LM has no BOS token and the prefix is empty: the graph token needs something before it")
+	}
+	if m.tail, err = l.Tokenizer.Encode(cfg.Suffix, false); err != nil {
+		return nil, fmt.Errorf("gretriever: suffix: %w", err)
+	}
+	// The linear variants ignore edge features but take the same graphs.
+	spec := kernels.Spec{FeatDim: d, EdgeDim: cfg.GT.EdgeDim, NumRelations: 1, NumNodeTypes: 1}
+	if m.bk, err = newBucketer(spec, max(cfg.BatchSize, cfg.EvalBatchSize)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newBucketer pads graph batches to power-of-two node and edge counts (from 16) and
+// graph slots (1 … the larger batch size), so compiles stay few.
+func newBucketer(spec kernels.Spec, maxGraphs int) (*kernels.Bucketer, error) {
+	var bs []kernels.Bucket
+	for g := 1; ; g *= 2 {
+		for n := 16; n <= 1<<17; n *= 2 {
+			for e := 16; e <= 1<<19; e *= 2 {
+				bs = append(bs, kernels.Bucket{Nodes: n, Edges: e, Graphs: g})
+			}
+		}
+		if g >= maxGraphs {
+			break
+		}
+	}
+	return kernels.NewBucketer(kernels.BucketerConfig{Spec: spec, Buckets: bs})
+}
+
+// Kind implements train.Task.
+func (m *Model) Kind() string { return Kind }
+
+// Config returns the configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// ConfigValue implements models.Checkpointable.
+func (m *Model) ConfigValue() any { return m.cfg }
+
+// Store returns the store holding the LM's and the model's variables.
+func (m *Model) Store() *model.Store { return m.store }
+
+// Variables returns the trainable variables: the encoder's (with its BatchNorm
+// statistics) and the projector's. The LM's are frozen and not among them.
+func (m *Model) Variables() []*model.Variable { return m.vars }
+
+// LM returns the frozen language model.
+func (m *Model) LM() *lm.Model { return m.lm }
+
+// Save writes the encoder and projector weights and the configuration to path
+// atomically (the LM is not saved: it is loaded from its directory).
+func (m *Model) Save(path string, meta map[string]string) error {
+	return models.SaveVariables(path, Kind, m.cfg, m.store, m.vars, meta)
+}
+
+// Load rebuilds a model saved by Save over the frozen LM l (which must have the
+// width the model was trained for) and returns it with the checkpoint's metadata.
+func Load(path string, l *lm.Model) (*Model, map[string]string, error) {
+	var cfg Config
+	if err := models.ConfigOf(path, Kind, &cfg); err != nil {
+		return nil, nil, err
+	}
+	m, err := New(l, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gretriever: %s: %w", path, err)
+	}
+	meta, err := models.LoadVariables(path, Kind, m.store, m.vars, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, meta, nil
+}
+
+// LoadInto reads the weights of a checkpoint of the same configuration into m (to
+// resume training) and returns its metadata.
+func (m *Model) LoadInto(path string) (map[string]string, error) {
+	var cfg Config
+	if err := models.ConfigOf(path, Kind, &cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Variant != m.cfg.Variant || cfg.GT != m.cfg.GT || cfg.ProjectorHidden != m.cfg.ProjectorHidden || cfg.LMHidden != m.cfg.LMHidden {
+		return nil, fmt.Errorf("gretriever: %s holds a %s model (encoder %+v, projector %d, LM width %d); this run builds %s (%+v, %d, %d)",
+			path, cfg.Variant, cfg.GT, cfg.ProjectorHidden, cfg.LMHidden, m.cfg.Variant, m.cfg.GT, m.cfg.ProjectorHidden, m.cfg.LMHidden)
+	}
+	return models.LoadVariables(path, Kind, m.store, m.vars, nil)
+}
+
+// graphTokens returns each sequence row's graph token [B, LMHidden]: the readout of
+// the graph in slot[b], projected.
+func (m *Model) graphTokens(bn *kernels.BatchNodes, slot *graph.Node, training bool) *graph.Node {
+	var h *graph.Node
+	if m.gt != nil {
+		h = m.proj2.Apply(graph.Sigmoid(m.proj1.Apply(m.gt.Readout(bn, training))))
+	} else {
+		h = m.proj2.Apply(kernels.MeanPool(bn, bn.X))
+	}
+	return graph.Gather(h, graph.InsertAxes(slot, -1)) // [B, H]
+}
+
+// splice replaces position p of embeds [B, T, H] by tok [B, H].
+func splice(embeds, tok *graph.Node, p int) *graph.Node {
+	g := embeds.Graph()
+	dims := embeds.Shape().Dimensions
+	at := graph.Equal(graph.Iota(g, embeds.Shape(), 1), graph.Scalar(g, embeds.DType(), float64(p)))
+	t := graph.BroadcastToDims(graph.InsertAxes(tok, 1), dims...)
+	return graph.Where(at, t, embeds)
+}
+
+// batch is one padded training batch: the graphs and the right-padded token rows.
+type batch struct {
+	g                 *kernels.Batch
+	ids, mask, labels []int32 // [B, T]
+	slot              []int32 // [B]
+	b, t, pos         int     // rows, length, graph-token position
+	tokens            int     // label tokens (for weighting losses)
+}
+
+func (x *batch) Inputs() ([]*tensors.Tensor, error) {
+	return append(x.g.Tensors(),
+		tensors.FromFlatDataAndDimensions(x.ids, x.b, x.t),
+		tensors.FromFlatDataAndDimensions(x.mask, x.b, x.t),
+		tensors.FromFlatDataAndDimensions(x.labels, x.b, x.t),
+		tensors.FromFlatDataAndDimensions(x.slot, x.b)), nil
+}
+
+func (x *batch) ShapeKey() string { return fmt.Sprintf("%s/%dx%dp%d", x.g.ShapeKey(), x.b, x.t, x.pos) }
+
+// LossFn implements train.Task: the mean next-token cross-entropy over the answer and
+// EOS tokens, the graph token spliced after BOS + Prefix.
+func (m *Model) LossFn(b train.Batch) (func(*model.Scope, []*graph.Node, bool) *graph.Node, error) {
+	x, ok := b.(*batch)
+	if !ok {
+		return nil, fmt.Errorf("gretriever: want a gretriever batch, got %T", b)
+	}
+	spec, layout, pos := x.g.Spec, x.g.Layout, x.pos
+	nb := kernels.NumInputs(spec, layout)
+	return func(_ *model.Scope, in []*graph.Node, training bool) *graph.Node {
+		bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
+		if err != nil {
+			panic(err)
+		}
+		ids, mask, labels, slot := in[nb], in[nb+1], in[nb+2], in[nb+3]
+		emb := splice(m.lm.EmbedTokens(ids), m.graphTokens(bn, slot, training), pos)
+		return train.TokenCE(m.lm.Logits(emb, mask), labels)
+	}, nil
+}
+
+// encoded is an example's token pieces around the graph token.
+type encoded struct {
+	rest  []int32 // text tokens (truncated) + question + Suffix
+	label []int32 // answer (truncated to MaxNewTokens) + EOS
+}
+
+func (m *Model) encode(ex Example, withLabel bool) (encoded, error) {
+	var e encoded
+	tok := m.lm.Tokenizer
+	if m.cfg.WithText() && ex.Text != "" {
+		ids, err := tok.Encode(ex.Text, false)
+		if err != nil {
+			return e, fmt.Errorf("gretriever: subgraph text: %w", err)
+		}
+		e.rest = append(e.rest, ids[:min(len(ids), m.cfg.MaxTextTokens)]...)
+	}
+	q, err := tok.Encode(fmt.Sprintf(m.cfg.Question, ex.Question), false)
+	if err != nil {
+		return e, fmt.Errorf("gretriever: question: %w", err)
+	}
+	e.rest = append(append(e.rest, q...), m.tail...)
+	if withLabel {
+		a, err := tok.Encode(ex.Answer, false)
+		if err != nil {
+			return e, fmt.Errorf("gretriever: answer: %w", err)
+		}
+		e.label = append(a[:min(len(a), m.cfg.MaxNewTokens)], m.eos)
+	}
+	return e, nil
+}
+
+// makeBatch packs examples into one padded batch.
+func (m *Model) makeBatch(exs []Example) (*batch, error) {
+	if len(exs) == 0 {
+		return nil, errors.New("gretriever: empty batch")
+	}
+	gs := make([]*kernels.Graph, len(exs))
+	encs := make([]encoded, len(exs))
+	n := 0
+	for i, ex := range exs {
+		if ex.Graph == nil {
+			return nil, fmt.Errorf("gretriever: example %d (%q) has no graph", i, ex.Question)
+		}
+		gs[i] = ex.Graph
+		var err error
+		if encs[i], err = m.encode(ex, true); err != nil {
+			return nil, err
+		}
+		n = max(n, len(m.head)+1+len(encs[i].rest)+len(encs[i].label))
+	}
+	g, err := m.bk.Batch(gs)
+	if err != nil {
+		return nil, fmt.Errorf("gretriever: %w", err)
+	}
+	x := &batch{g: g, b: lm.BatchBucket(len(exs)), t: lm.SeqBucket(n), pos: len(m.head)}
+	x.ids, x.mask, x.labels, x.slot = make([]int32, x.b*x.t), make([]int32, x.b*x.t), make([]int32, x.b*x.t), make([]int32, x.b)
+	for i := range x.labels {
+		x.labels[i] = train.IgnoreIndex
+	}
+	for i, e := range encs {
+		row := append(append(append(append([]int32(nil), m.head...), 0), e.rest...), e.label...)
+		first := len(row) - len(e.label) // first label position
+		for j, id := range row {
+			x.ids[i*x.t+j], x.mask[i*x.t+j] = id, 1
+			if j+1 >= first && j+1 < len(row) {
+				x.labels[i*x.t+j] = row[j+1] // logits at j predict token j+1
+			}
+		}
+		x.tokens += len(e.label)
+		x.slot[i] = g.GraphSlot[i]
+	}
+	return x, nil
+}
+
+// Loss returns the mean answer-token cross-entropy over examples (batches of
+// EvalBatchSize, weighted by their answer tokens), the model in evaluation mode.
+func (m *Model) Loss(eng *engine.Engine, exs []Example) (float64, error) {
+	var sum float64
+	var count int
+	for lo := 0; lo < len(exs); lo += m.cfg.EvalBatchSize {
+		x, err := m.makeBatch(exs[lo:min(lo+m.cfg.EvalBatchSize, len(exs))])
+		if err != nil {
+			return 0, err
+		}
+		fn, _ := m.LossFn(x)
+		exe, err := eng.Exec(engine.Key{Name: Kind + "/loss", Bucket: x.ShapeKey()}, m.store,
+			func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+				scope.Store().SetTraining(in[0].Graph(), false)
+				return []*graph.Node{fn(scope, in, false)}
+			})
+		if err != nil {
+			return 0, err
+		}
+		in, _ := x.Inputs()
+		outs, err := exe.Call(in...)
+		finalize(in)
+		if err != nil {
+			return 0, fmt.Errorf("gretriever: loss: %w", err)
+		}
+		sum += float64(tensors.MustCopyFlatData[float32](outs[0])[0]) * float64(x.tokens)
+		count += x.tokens
+		finalize(outs)
+	}
+	if count == 0 {
+		return 0, errors.New("gretriever: no examples")
+	}
+	return sum / float64(count), nil
+}
+
+// GraphTokens returns the graph token of each example's graph, [len(exs)][LMHidden].
+func (m *Model) GraphTokens(eng *engine.Engine, exs []Example) ([][]float32, error) {
+	gs := make([]*kernels.Graph, len(exs))
+	for i, ex := range exs {
+		if ex.Graph == nil {
+			return nil, fmt.Errorf("gretriever: example %d (%q) has no graph", i, ex.Question)
+		}
+		gs[i] = ex.Graph
+	}
+	g, err := m.bk.Batch(gs)
+	if err != nil {
+		return nil, fmt.Errorf("gretriever: %w", err)
+	}
+	b := lm.BatchBucket(len(exs))
+	slot := make([]int32, b)
+	copy(slot, g.GraphSlot)
+	spec, layout := g.Spec, g.Layout
+	nb := kernels.NumInputs(spec, layout)
+	exe, err := eng.Exec(engine.Key{Name: Kind + "/token", Bucket: fmt.Sprintf("%s/%d", g.ShapeKey(), b)}, m.store,
+		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+			scope.Store().SetTraining(in[0].Graph(), false)
+			bn, err := kernels.NewBatchNodes(spec, layout, in[:nb])
+			if err != nil {
+				panic(err)
+			}
+			return []*graph.Node{graph.ConvertDType(m.graphTokens(bn, in[nb], false), dtypes.Float32)}
+		})
+	if err != nil {
+		return nil, err
+	}
+	in := append(g.Tensors(), tensors.FromFlatDataAndDimensions(slot, b))
+	outs, err := exe.Call(in...)
+	finalize(in)
+	if err != nil {
+		return nil, fmt.Errorf("gretriever: graph token: %w", err)
+	}
+	defer finalize(outs)
+	flat := tensors.MustCopyFlatData[float32](outs[0])
+	h := m.cfg.LMHidden
+	res := make([][]float32, len(exs))
+	for i := range exs {
+		res[i] = flat[i*h : (i+1)*h]
+	}
+	return res, nil
+}
+
+// Answer generates each example's answer greedily (at most MaxNewTokens tokens, in
+// batches of EvalBatchSize): BOS + Prefix, the graph token, the textualised subgraph
+// (variants WithText), the question, Suffix.
+func (m *Model) Answer(eng *engine.Engine, exs []Example) ([]string, error) {
+	return m.answer(eng, exs, true)
+}
+
+// AnswerWithoutGraphToken generates answers from the same prompts with the graph
+// token left out: the frozen LM alone (seed 004's "PCST as plain text" ablation for
+// the variants WithText, the bare LM otherwise).
+func (m *Model) AnswerWithoutGraphToken(eng *engine.Engine, exs []Example) ([]string, error) {
+	return m.answer(eng, exs, false)
+}
+
+func (m *Model) answer(eng *engine.Engine, exs []Example, withToken bool) ([]string, error) {
+	out := make([]string, 0, len(exs))
+	for lo := 0; lo < len(exs); lo += m.cfg.EvalBatchSize {
+		part := exs[lo:min(lo+m.cfg.EvalBatchSize, len(exs))]
+		var toks [][]float32
+		if withToken {
+			var err error
+			if toks, err = m.GraphTokens(eng, part); err != nil {
+				return nil, err
+			}
+		}
+		prompts := make([][][]float32, len(part))
+		for i, ex := range part {
+			e, err := m.encode(ex, false)
+			if err != nil {
+				return nil, err
+			}
+			pieces := []lm.Piece{{IDs: m.head}}
+			if withToken {
+				pieces = append(pieces, lm.Piece{Embeds: [][]float32{toks[i]}})
+			}
+			if prompts[i], err = m.lm.Splice(append(pieces, lm.Piece{IDs: e.rest})...); err != nil {
+				return nil, err
+			}
+		}
+		ids, err := m.lm.Generate(eng, prompts, lm.GenerateOptions{MaxNewTokens: m.cfg.MaxNewTokens})
+		if err != nil {
+			return nil, fmt.Errorf("gretriever: %w", err)
+		}
+		for _, s := range ids {
+			text, err := m.lm.Tokenizer.Decode(s, true)
+			if err != nil {
+				return nil, fmt.Errorf("gretriever: decoding an answer: %w", err)
+			}
+			out = append(out, strings.TrimSpace(text))
+		}
+	}
+	return out, nil
+}
+
+func finalize(ts []*tensors.Tensor) {
+	for _, t := range ts {
+		_ = t.FinalizeAll()
+	}
+}
