@@ -115,7 +115,7 @@ func TestToyGraphQA(t *testing.T) {
 	require.NoError(t, err)
 	accWith, accWithout := accuracy(with, val), accuracy(without, val)
 	t.Logf("held-out accuracy: %.2f with the graph token (%q…), %.2f without (%q…)", accWith, with[:2], accWithout, without[:2])
-	assert.LessOrEqual(t, accWithout, 0.25+1e-9) // no graph: at best one class's share
+	assert.LessOrEqual(t, accWithout, 0.25+1e-9)       // no graph: at best one class's share
 	assert.GreaterOrEqual(t, accWith, accWithout+0.25) // 0.50 against 0.00 today
 
 	// Graph tokens have the LM's width and depend on the graph.
