@@ -188,6 +188,10 @@ func (b *Builder) Examples(ctx context.Context, ds *eval.Dataset, progress func(
 // and the answer the model generates from the subgraph. Questions are answered in
 // batches (RetrieveBatch); calls are serialised, as the model runs on one engine.
 type Retriever struct {
+	// Answer generates answers (Result.Answer); off, the retriever returns PCST's
+	// result alone. NewRetriever turns it on.
+	Answer bool
+
 	b   *Builder
 	m   *gretriever.Model
 	eng *engine.Engine
@@ -199,7 +203,7 @@ func NewRetriever(b *Builder, m *gretriever.Model, eng *engine.Engine) (*Retriev
 	if d := m.Config().GT.InputDim; d != b.dim {
 		return nil, fmt.Errorf("gretrieve: the model was trained on %d-d features; this index's are %d-d", d, b.dim)
 	}
-	return &Retriever{b: b, m: m, eng: eng}, nil
+	return &Retriever{Answer: true, b: b, m: m, eng: eng}, nil
 }
 
 // Name implements retrieve.Retriever.
@@ -225,6 +229,9 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]re
 			return nil, err
 		}
 		exs[i], out[i] = ex, r.b.s.PCSTResult(sg, k)
+	}
+	if !r.Answer {
+		return out, nil
 	}
 	r.mu.Lock()
 	answers, err := r.m.Answer(r.eng, exs)
