@@ -16,6 +16,7 @@
 #   8. CAGE: reranking latency of 20 candidates on one core
 #   9. frozen decoder LM (models/lm): forward time per token and KV-cache generation
 #      time per new token on a tiny random Llama-layout model
+#  10. G-Retriever: one training step's time per example through the tiny LM (pure Go)
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -68,5 +69,8 @@ fi
 
 section "9. frozen decoder LM, tiny random model, pure-Go backend (issue 12)"
 run go run ./bench/lm
+
+section "10. G-Retriever training step, tiny random LM, pure-Go backend (issue 12)"
+GOMLX_BACKEND=go run go run ./bench/gretriever
 
 exit $status
