@@ -16,7 +16,8 @@
 #   8. CAGE: reranking latency of 20 candidates on one core
 #   9. frozen decoder LM (models/lm): forward time per token and KV-cache generation
 #      time per new token on a tiny random Llama-layout model
-#  10. scale: the 2Wiki corpus replicated with renamed names to 6K and 30K passages
+#  10. G-Retriever: one training step's time per example through the tiny LM (pure Go)
+#  11. scale: the 2Wiki corpus replicated with renamed names to 6K and 30K passages
 #      (SCALE_SIZES for more, e.g. 6000,30000,120000): indexing, memory, load, query
 #      latency, augment --plan, growth exponents and a log–log PNG
 set -uo pipefail
@@ -72,7 +73,10 @@ fi
 section "9. frozen decoder LM, tiny random model, pure-Go backend (issue 12)"
 run go run ./bench/lm
 
-section "10. corpus scale (issue 16)"
+section "10. G-Retriever training step, tiny random LM, pure-Go backend (issue 12)"
+GOMLX_BACKEND=go run go run ./bench/gretriever
+
+section "11. corpus scale (issue 16)"
 if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
 	run go run ./bench/scale -corpus "$corpora/2wikimultihopqa_corpus.json" -bin "$bin" \
 		-sizes "${SCALE_SIZES:-6000,30000}" -out "$out/scale"

@@ -165,6 +165,9 @@ func answerAll(ctx context.Context, chat retrieve.Chatter, ds *Dataset, lines []
 	var mu sync.Mutex
 	failures := 0
 	forEach(ctx, len(lines), cfg.LLMWorkers, progress, func(i int) {
+		if lines[i].Answer != nil {
+			return // the retriever generated its own (gretriever)
+		}
 		ex := &ds.Examples[i]
 		a, err := retrieve.Answer(ctx, chat, ex.ReaderQuestion(), lines[i].Passages, cfg.TopK)
 		if err != nil {

@@ -143,14 +143,24 @@ func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nod
 	return nodePrize, edgePrize, min(costE, maxPrize*(1-c/2))
 }
 
-func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, error) {
-	s := r.s
+// PCSTSubgraph is a question's PCST subgraph: the kept entities and facts (index
+// ids, ascending: facts in edge-insertion order) and the subgraph textualised as
+// Config.PCSTText asks.
+type PCSTSubgraph struct {
+	Entities, Facts []int32
+	Text            string
+	factScores      []float64 // every fact's similarity to the question
+}
+
+// PCST retrieves the question's subgraph the way the pcst retriever does (G-Retriever's
+// retrieval_via_pcst over the candidates of pcstCandidates).
+func (s *Searcher) PCST(ctx context.Context, q string) (PCSTSubgraph, error) {
 	if len(s.ix.Facts) == 0 || s.ix.Embeddings[graphio.KindEntity] == nil || s.ix.Embeddings[graphio.KindFact] == nil {
-		return Result{}, fmt.Errorf("retrieve: pcst needs facts and entity and fact embeddings; the index has none")
+		return PCSTSubgraph{}, fmt.Errorf("retrieve: pcst needs facts and entity and fact embeddings; the index has none")
 	}
 	qv, err := s.embedQuery(ctx, s.cfg.QueryToFact, q)
 	if err != nil {
-		return Result{}, err
+		return PCSTSubgraph{}, err
 	}
 	entScores := s.kindScores(graphio.KindEntity, q, toF64(s.scores(graphio.KindEntity, qv)))
 	factScores, _ := s.factScores(q, toF64(s.scores(graphio.KindFact, qv)))
@@ -165,7 +175,8 @@ func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, e
 	}
 	if len(g.facts) == 0 {
 		// G-Retriever: an empty edge table returns the whole graph.
-		return Result{Subgraph: s.textualise(slices.Sorted(slices.Values(g.ents)), nil)}, nil
+		ents := slices.Sorted(slices.Values(g.ents))
+		return PCSTSubgraph{Entities: ents, Text: s.Textualise(ents, nil, s.cfg.PCSTText), factScores: factScores}, nil
 	}
 	nodePrize, edgePrize, cost := PCSTPrizes(nodeSim, edgeSim, s.cfg.PCSTTopK, s.cfg.PCSTTopKEdges, s.cfg.PCSTEdgeCost)
 	// Edges worth more than their cost become virtual nodes with two free edges.
@@ -187,7 +198,7 @@ func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, e
 	}
 	nodes, sel, err := kernels.PCST(prizes, edges, 1, kernels.PruneGW)
 	if err != nil {
-		return Result{}, fmt.Errorf("retrieve: %w", err)
+		return PCSTSubgraph{}, fmt.Errorf("retrieve: %w", err)
 	}
 	keepEnt := map[int32]bool{}
 	for _, v := range nodes {
@@ -214,7 +225,22 @@ func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, e
 	}
 	facts := slices.Sorted(mapKeys(keepFact)) // edge-insertion order
 	ents := slices.Sorted(mapKeys(keepEnt))
-	res := Result{Subgraph: s.textualise(ents, facts)}
+	return PCSTSubgraph{Entities: ents, Facts: facts, Text: s.Textualise(ents, facts, s.cfg.PCSTText), factScores: factScores}, nil
+}
+
+func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, error) {
+	sg, err := r.s.PCST(ctx, q)
+	if err != nil {
+		return Result{}, err
+	}
+	return r.s.PCSTResult(sg, k), nil
+}
+
+// PCSTResult is the pcst retriever's result for a subgraph from PCST: its text, its
+// facts, and the top k chunks stating them.
+func (s *Searcher) PCSTResult(sg PCSTSubgraph, k int) Result {
+	facts, factScores := sg.Facts, sg.factScores
+	res := Result{Subgraph: sg.Text}
 	// Passages: the chunks stating the kept facts, by the summed similarity of their facts.
 	chunkScore := map[int32]float64{}
 	for _, f := range facts {
@@ -242,7 +268,7 @@ func (r pcstRetriever) Retrieve(ctx context.Context, q string, k int) (Result, e
 	for _, c := range chunks[:min(k, len(chunks))] {
 		res.Passages = append(res.Passages, s.passage(c, chunkScore[c]))
 	}
-	return res, nil
+	return res
 }
 
 func mapKeys(m map[int32]bool) func(yield func(int32) bool) {
@@ -255,10 +281,11 @@ func mapKeys(m map[int32]bool) func(yield func(int32) bool) {
 	}
 }
 
-// textualise writes the subgraph as Config.PCSTText asks.
-func (s *Searcher) textualise(ents, facts []int32) string {
+// Textualise writes the subgraph of the given entities and facts (index ids) in the
+// form PCSTTextCSV or PCSTTextVerbal.
+func (s *Searcher) Textualise(ents, facts []int32, form string) string {
 	var b strings.Builder
-	if s.cfg.PCSTText == PCSTTextVerbal {
+	if form == PCSTTextVerbal {
 		for _, f := range facts {
 			x := &s.ix.Facts[f]
 			fmt.Fprintf(&b, "%s [%s] %s\n", s.ix.Entities[x.Subject].Name, x.Predicate, s.ix.Entities[x.Object].Name)

@@ -143,6 +143,9 @@ type Result struct {
 	Facts    [][]string `json:"facts"` // the facts that drove the ranking, as [s, p, o]
 	// Subgraph is the retrieved subgraph as text, for retrievers that return one (pcst).
 	Subgraph string `json:"subgraph,omitempty"`
+	// Answer is the answer of a retriever that generates one itself (gretriever);
+	// Run copies it into the run line in place of the LLM reader's.
+	Answer *string `json:"answer,omitempty"`
 }
 
 // A Retriever ranks the chunks of an index for a question.
@@ -216,6 +219,9 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 	}
 	return &Searcher{ix: ix, emb: emb, cfg: cfg, llm: chat}, nil
 }
+
+// Embedder returns the embedder that made the index's vectors.
+func (s *Searcher) Embedder() embed.Embedder { return s.emb }
 
 // Index returns the searched index.
 func (s *Searcher) Index() *graphio.Index { return s.ix }

@@ -141,7 +141,9 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 					if line.Facts == nil {
 						line.Facts = [][]string{}
 					}
-					if cfg.Answer {
+					if res.Answer != nil {
+						line.Answer = res.Answer
+					} else if cfg.Answer {
 						a, err := Answer(ctx, chat, qs[i].Question, res.Passages, cfg.AnswerTopK)
 						if err != nil {
 							errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/gretrieve"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -25,6 +26,7 @@ func newEvalCmd() *cobra.Command {
 	var ablateCorpus string
 	var sweeps []string
 	var cf cageFlags
+	var gf gretrieverFlags
 	cmd := &cobra.Command{
 		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
 		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
@@ -34,6 +36,8 @@ questions that have gold evidence. With --answer (needs an LLM) the top --top-k 
 are read by HippoRAG's reader and the answers scored: EM and F1 (SQuAD normalisation,
 max over answer aliases), yes/no/maybe or multiple-choice accuracy; --judge adds an LLM
 judge scoring correctness and completeness 0-10 (HyperGraphRAG+PPR's protocol).
+The gretriever retriever (a model from 'graphloom train gretriever': --model, --lm)
+generates its own answers, which are scored the same way without --answer.
 
 The dataset format is recognised from the file: HippoRAG, MuSiQue, HotpotQA, 2Wiki,
 MoreHopQA, LiteraryQA, PubMedQA-style yes/no, multiple choice, or HyperGraphRAG-style
@@ -81,8 +85,8 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				if r = strings.TrimSpace(r); r == "" {
 					continue
 				}
-				if !slices.Contains(retrieve.Names, r) {
-					return usageError{fmt.Errorf("eval: unknown retriever %q (want some of %s)", r, strings.Join(retrieve.Names, ","))}
+				if !slices.Contains(retrieve.Names, r) && r != gretrieve.Name {
+					return usageError{fmt.Errorf("eval: unknown retriever %q (want some of %s,%s)", r, strings.Join(retrieve.Names, ","), gretrieve.Name)}
 				}
 				cfg.Retrievers = append(cfg.Retrievers, r)
 			}
@@ -128,6 +132,11 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					return err
 				}
 				rcfg.RecognitionMemory = !noRecognition
+				withGR := slices.Contains(cfg.Retrievers, gretrieve.Name)
+				if withGR && (cf.active() || cf.pool != "" || ablate || len(sweeps) > 0) {
+					finish()
+					return usageError{errors.New("eval: the gretriever retriever does not support --rerank, --pool, --ablate or --sweep yet")}
+				}
 				if cf.active() || cf.pool != "" {
 					finish()
 					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON)
@@ -144,7 +153,18 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				if err != nil {
 					return err
 				}
-				rep, err = eval.Evaluate(cmd.Context(), ix, s, chat, ds, cfg, progress)
+				var src eval.Retrievers = s
+				if withGR {
+					gr, eng, err := gf.open(s)
+					if err != nil {
+						finish()
+						return err
+					}
+					defer eng.Close()
+					gr.Answer = true
+					src = withGRetriever{Searcher: s, gr: gr}
+				}
+				rep, err = eval.Evaluate(cmd.Context(), ix, src, chat, ds, cfg, progress)
 				finish()
 				if err != nil {
 					return err
@@ -193,6 +213,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	registerRetrievalFlags(cmd, &rcfg)
 	cf.register(cmd, true)
+	gf.register(cmd)
 	f.BoolVar(&ablate, "ablate", false, "ablation table: the graph retrievers with each retrieval component switched off in turn (with --ablate-corpus, each graph-build component too); writes ablation.md/.json/.png to --out")
 	f.StringArrayVar(&sweeps, "sweep", nil, `grid search: FLAG=V1,V2,… over a retrieval flag (repeat for a grid), e.g. --sweep pcst-cost-e=0.01,0.1,0.5; writes sweep.md/.json/.png to --out`)
 	f.StringVar(&ablateCorpus, "ablate-corpus", "", "with --ablate: the corpus the index was built from offline, rebuilt once per graph-build ablation")

@@ -10,6 +10,7 @@ import (
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/gretrieve"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -20,16 +21,19 @@ func newQueryCmd() *cobra.Command {
 	var path, questions, retriever, out, compare, dataset string
 	var asJSON, noRecognition bool
 	var cf cageFlags
+	var gf gretrieverFlags
 	cmd := &cobra.Command{
 		Use:   `query --index INDEX ("a question" | --questions Q.jsonl --out run.jsonl)`,
 		Short: "Retrieve passages for a question or a file of questions",
 		Long: `Retrieve passages with one of the retrievers: ` + strings.Join(retrieve.Names, ", ") + `.
 With --questions, every line {"id","question"} gives one JSONL line in --out:
 {"id","question","retriever","passages":[{"chunk_id","title","text","score"}],"facts":[[s,p,o]]}
-(plus "answer" with --answer, which needs an LLM).`,
+(plus "answer" with --answer, which needs an LLM; the gretriever retriever generates
+its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 		Example: `  graphloom query --index harbour.gl --retriever ppr "Who bought the ship that was wrecked on Gull Rock?"
   graphloom query --index harbour.gl --retriever bm25 --top-k 3 --json "Where was Tomas Brell born?"
   graphloom query --index harbour.gl --questions questions.jsonl --out run.jsonl --retriever hyperppr
+  graphloom query --index harbour.gl --retriever gretriever --model gr/ --lm LM_DIR --answer "Where was Tomas Brell born?"
   graphloom query --index harbour.gl --retriever ppr --compare bm25 --dataset examples/harbour/questions.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,7 +62,8 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 			if err != nil {
 				return err
 			}
-			if rc.Answer && chat == nil {
+			gen := retriever == gretrieve.Name // generates its own answers
+			if rc.Answer && chat == nil && !gen {
 				return usageError{fmt.Errorf("query: --answer needs an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}
 			}
 			cfg.RecognitionMemory = !noRecognition
@@ -66,8 +71,16 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 			if err != nil {
 				return err
 			}
-			r, err := s.Retriever(retriever)
-			if err != nil {
+			var r retrieve.Retriever
+			if gen {
+				gr, eng, err := gf.open(s)
+				if err != nil {
+					return err
+				}
+				defer eng.Close()
+				gr.Answer, rc.Answer = rc.Answer, false
+				r = gr
+			} else if r, err = s.Retriever(retriever); err != nil {
 				return usageError{err}
 			}
 			if err := cf.validate(); err != nil {
@@ -141,7 +154,7 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.StringVar(&path, "index", "", "index file")
 	f.StringVar(&questions, "questions", "", `JSONL file of {"id","question"}`)
 	f.StringVar(&out, "out", "", "run file to write (JSONL)")
-	f.StringVar(&retriever, "retriever", "ppr", "retriever: "+strings.Join(retrieve.Names, ", "))
+	f.StringVar(&retriever, "retriever", "ppr", "retriever: "+strings.Join(retrieve.Names, ", ")+", or gretriever (a trained G-Retriever: --model, --lm)")
 	f.StringVar(&compare, "compare", "", "with --dataset: list the questions needing several passages whose gold passages are all in --retriever's top k but not in this retriever's")
 	f.StringVar(&dataset, "dataset", "", "QA dataset with gold passages, for --compare")
 	f.IntVar(&rc.TopK, "top-k", rc.TopK, "passages per question")
@@ -150,6 +163,7 @@ With --questions, every line {"id","question"} gives one JSONL line in --out:
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
 	registerRetrievalFlags(cmd, &cfg)
 	cf.register(cmd, false)
+	gf.register(cmd)
 	lf.register(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	return cmd

@@ -345,12 +345,13 @@ func (n *namedRetriever) Name() string { return n.name }
 // newTrainCmd is `graphloom train cage`.
 func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "train",
-		Short:   "Train a model on an index (cage: the coherence reranker's graph encoder)",
-		Example: `  graphloom train cage --index harbour.gl`,
-		Args:    cobra.NoArgs,
+		Use:   "train",
+		Short: "Train a model on an index (cage: the coherence reranker's graph encoder; gretriever: G-Retriever)",
+		Example: `  graphloom train cage --index harbour.gl
+  graphloom train gretriever --index harbour.gl --train qa.json --lm LM_DIR --out gr/`,
+		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newTrainCageCmd())
+	cmd.AddCommand(newTrainCageCmd(), newTrainGRetrieverCmd())
 	return cmd
 }
 

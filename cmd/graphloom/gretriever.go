@@ -1,0 +1,297 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/eval"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/gretrieve"
+	"github.com/graphloom/graphloom/models/gretriever"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/train"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+// Files of a G-Retriever model directory (train gretriever --out DIR).
+const (
+	grBest  = "model.ckpt" // the weights of the best validation loss
+	grLast  = "last.ckpt"  // the weights after the last epoch (for --resume)
+	grLog   = "train.log.jsonl"
+	grCurve = "loss.png"
+)
+
+// loadLM loads the frozen LM of a local Hugging Face directory into a fresh store.
+func loadLM(dir string) (*lm.Model, error) {
+	if dir == "" {
+		return nil, usageError{errors.New("--lm: need a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded")}
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("--lm %s: %w: want a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded", dir, err)
+	}
+	return lm.Load(dir, model.NewStore(), lm.Options{})
+}
+
+// gretrieverFlags are query's and eval's --model and --lm.
+type gretrieverFlags struct{ model, lm string }
+
+func (g *gretrieverFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&g.model, "model", "", "G-Retriever model directory written by 'graphloom train gretriever' (retriever gretriever)")
+	f.StringVar(&g.lm, "lm", "", "local Hugging Face directory of the frozen LM the model was trained with (retriever gretriever)")
+}
+
+// open returns the gretriever retriever over s; the caller closes the engine.
+func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *engine.Engine, error) {
+	if g.model == "" {
+		return nil, nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
+	}
+	b, err := gretrieve.NewBuilder(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := loadLM(g.lm)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(g.model, grBest)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("--model %s: %w: want a directory written by 'graphloom train gretriever'", g.model, err)
+	}
+	m, _, err := gretriever.Load(path, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := engine.New(engine.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := gretrieve.NewRetriever(b, m, eng)
+	if err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	return r, eng, nil
+}
+
+// withGRetriever adds the gretriever retriever to a searcher's.
+type withGRetriever struct {
+	*retrieve.Searcher
+	gr retrieve.Retriever
+}
+
+func (w withGRetriever) Retriever(name string) (retrieve.Retriever, error) {
+	if name == gretrieve.Name {
+		return w.gr, nil
+	}
+	return w.Searcher.Retriever(name)
+}
+
+// newTrainGRetrieverCmd is `graphloom train gretriever`.
+func newTrainGRetrieverCmd() *cobra.Command {
+	cfg := gretriever.DefaultConfig(0)
+	rcfg := retrieve.DefaultConfig()
+	var indexPath, trainPath, valPath, lmDir, out string
+	var gtHidden int
+	var resume bool
+	cmd := &cobra.Command{
+		Use:   "gretriever --index INDEX --train QA --lm DIR --out DIR [--val QA] [--variant V] [--resume]",
+		Short: "Train G-Retriever (graph encoder + projector through a frozen LM) on PCST subgraphs of the index",
+		Long: `Retrieve each question's PCST subgraph from the index (as 'query --retriever pcst'), encode
+it with a Graph Transformer (node features: entity embeddings; edge features: relation
+embeddings), project it to one soft graph token of the frozen LM in --lm, and train the
+encoder and projector on the answer tokens (G-Retriever's recipe: AdamW, warm-up and
+half-cycle cosine, clipping, early stopping on validation loss). QA files are any format
+'graphloom eval' reads; without --val every fifth training question is held out.
+
+--out DIR receives model.ckpt (best validation loss), last.ckpt (after every epoch;
+--resume continues from it), train.log.jsonl and loss.png. Run the model with
+'graphloom query --retriever gretriever --model DIR --lm DIR --answer'.`,
+		Example: `  graphloom train gretriever --index harbour.gl --train qa.json --lm ~/models/Llama-2-7b-chat-hf --out gr/
+  graphloom train gretriever --index harbour.gl --train qa.json --lm LM --out gr/ --resume`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags(cmd, "index", "train", "lm", "out"); err != nil {
+				return err
+			}
+			ix, err := graphio.ReadFile(indexPath)
+			if err != nil {
+				return err
+			}
+			s, err := retrieve.Open(ix, nil, rcfg, nil)
+			if err != nil {
+				return err
+			}
+			b, err := gretrieve.NewBuilder(s)
+			if err != nil {
+				return err
+			}
+			l, err := loadLM(lmDir)
+			if err != nil {
+				return err
+			}
+			trainSet, val, err := grExamples(cmd, b, trainPath, valPath)
+			if err != nil {
+				return err
+			}
+			cfg.GT.InputDim, cfg.GT.EdgeDim, cfg.GT.Hidden, cfg.GT.Out = b.Dim(), b.Dim(), b.Dim(), b.Dim()
+			if gtHidden > 0 {
+				cfg.GT.Hidden, cfg.GT.Out = gtHidden, gtHidden
+			}
+			m, err := gretriever.New(l, cfg)
+			if err != nil {
+				return usageError{err}
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			var opts gretriever.TrainOptions
+			var oldLog []byte
+			if resume {
+				meta, err := m.LoadInto(filepath.Join(out, grLast))
+				if err != nil {
+					return fmt.Errorf("--resume: %w", err)
+				}
+				if opts.Resume, err = strconv.Atoi(meta["step"]); err != nil {
+					return fmt.Errorf("--resume: %s has no step count", filepath.Join(out, grLast))
+				}
+				if oldLog, err = os.ReadFile(filepath.Join(out, grLog)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+			meta := map[string]string{"index": indexPath, "lm": lmDir, "train": trainPath, "examples": strconv.Itoa(len(trainSet))}
+			opts.OnEpoch = func(step int) error {
+				meta["step"] = strconv.Itoa(step)
+				return m.Save(filepath.Join(out, grLast), meta)
+			}
+			eng, err := engine.New(engine.Config{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			progress, finish := bar(cmd, "training")
+			opts.Progress = progress
+			var res *gretriever.Result
+			err = graphio.AtomicWrite(filepath.Join(out, grLog), func(w io.Writer) error {
+				if _, err := io.Copy(w, bytes.NewReader(oldLog)); err != nil {
+					return err
+				}
+				opts.Log = w
+				var err error
+				res, err = m.Train(cmd.Context(), eng, trainSet, val, opts)
+				return err
+			})
+			finish()
+			if err != nil {
+				return err
+			}
+			// The trainer counts this run's steps; the checkpoints count from the start.
+			done, best := opts.Resume+res.Steps, opts.Resume+res.BestStep
+			meta["step"], meta["best_step"] = strconv.Itoa(done), strconv.Itoa(best)
+			if err := m.Save(filepath.Join(out, grBest), meta); err != nil {
+				return err
+			}
+			if err := train.WriteCurves(filepath.Join(out, grCurve), "G-Retriever ("+cfg.Variant+")", res.Result); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "trained %s on %d questions (%d held out), steps %d→%d of %d (best %d): validation loss %.4f → %.4f\n%s (%s, %s, %s, %s)\n",
+				cfg.Variant, len(trainSet), len(val), opts.Resume, done, res.Plan.TotalSteps, best, res.InitialLoss, res.Best.Loss,
+				out, grBest, grLast, grLog, grCurve)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&indexPath, "index", "", "index file (with facts and entity and fact embeddings)")
+	f.StringVar(&trainPath, "train", "", "training questions with gold answers (any format 'graphloom eval' reads)")
+	f.StringVar(&valPath, "val", "", "validation questions (default: every fifth training question)")
+	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama family or Qwen2)")
+	f.StringVar(&out, "out", "", "model directory to write")
+	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt")
+	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")
+	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
+	f.IntVar(&cfg.WarmupEpochs, "warmup-epochs", cfg.WarmupEpochs, "linear warm-up epochs")
+	f.Float64Var(&cfg.LearningRate, "lr", cfg.LearningRate, "peak learning rate (AdamW)")
+	f.Float64Var(&cfg.MinLearningRate, "min-lr", cfg.MinLearningRate, "learning rate at the end of the half-cycle cosine")
+	f.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "questions per micro-batch")
+	f.IntVar(&cfg.GradSteps, "grad-steps", cfg.GradSteps, "micro-batches per optimizer step (gradient accumulation)")
+	f.IntVar(&cfg.Patience, "patience", cfg.Patience, "epochs without a lower validation loss before stopping (0 = never)")
+	f.IntVar(&cfg.GT.Layers, "gt-layers", cfg.GT.Layers, "Graph Transformer layers")
+	f.IntVar(&gtHidden, "gt-hidden", 0, "Graph Transformer width (default: the embedding width, as G-Retriever)")
+	f.IntVar(&cfg.ProjectorHidden, "projector-hidden", cfg.ProjectorHidden, "projector's middle width")
+	f.IntVar(&cfg.MaxTextTokens, "max-text-tokens", cfg.MaxTextTokens, "tokens of the textualised subgraph kept")
+	f.IntVar(&cfg.MaxNewTokens, "max-new-tokens", cfg.MaxNewTokens, "answer tokens trained on and generated")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "initialisation and shuffling seed")
+	f.IntVar(&rcfg.PCSTTopK, "pcst-topk", rcfg.PCSTTopK, "nodes given prizes (G-Retriever topk)")
+	f.IntVar(&rcfg.PCSTTopKEdges, "pcst-topk-e", rcfg.PCSTTopKEdges, "distinct edge similarities given prizes (topk_e)")
+	f.Float64Var(&rcfg.PCSTEdgeCost, "pcst-cost-e", rcfg.PCSTEdgeCost, "edge cost (cost_e)")
+	limitChoices(cmd, "variant", gretriever.Variants...)
+	limitFlag(cmd, "epochs", atLeast1(1e4))
+	limitFlag(cmd, "warmup-epochs", atLeast0(1e4))
+	limitFlag(cmd, "lr", flagRange{lo: 0, hi: 10, loOpen: true})
+	limitFlag(cmd, "min-lr", atLeast0(10))
+	limitFlag(cmd, "batch-size", atLeast1(4096))
+	limitFlag(cmd, "grad-steps", atLeast1(1e4))
+	limitFlag(cmd, "patience", atLeast0(1e4))
+	limitFlag(cmd, "gt-layers", atLeast1(64))
+	limitFlag(cmd, "gt-hidden", atLeast0(1<<16))
+	limitFlag(cmd, "projector-hidden", atLeast1(1<<16))
+	limitFlag(cmd, "max-text-tokens", atLeast0(1<<20))
+	limitFlag(cmd, "max-new-tokens", atLeast1(4096))
+	limitFlag(cmd, "pcst-topk", atLeast1(1e5))
+	limitFlag(cmd, "pcst-topk-e", atLeast1(1e5))
+	limitFlag(cmd, "pcst-cost-e", atLeast0(1e6))
+	return cmd
+}
+
+// grExamples reads the training (and validation) questions and builds their examples;
+// without a validation file every fifth training example is held out.
+func grExamples(cmd *cobra.Command, b *gretrieve.Builder, trainPath, valPath string) (trainSet, val []gretriever.Example, err error) {
+	read := func(path string) ([]gretriever.Example, error) {
+		ds, err := eval.ReadDataset(path)
+		if err != nil {
+			return nil, err
+		}
+		warnSkipped(cmd, path, ds.Skipped)
+		progress, finish := bar(cmd, "subgraphs")
+		exs, skipped, err := b.Examples(cmd.Context(), ds, progress)
+		finish()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if skipped > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d questions without gold answers skipped\n", path, skipped)
+		}
+		return exs, nil
+	}
+	all, err := read(trainPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if valPath != "" {
+		if val, err = read(valPath); err != nil {
+			return nil, nil, err
+		}
+		return all, val, nil
+	}
+	if len(all) < 2 {
+		return nil, nil, usageError{fmt.Errorf("--train %s: %d usable question; give --val or at least 2 questions", trainPath, len(all))}
+	}
+	for i, ex := range all {
+		if i%5 == 4 || (len(all) < 5 && i == len(all)-1) {
+			val = append(val, ex)
+		} else {
+			trainSet = append(trainSet, ex)
+		}
+	}
+	return trainSet, val, nil
+}

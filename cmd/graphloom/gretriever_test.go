@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+// TestTrainGRetriever trains G-Retriever end to end on the example corpus with a tiny
+// random LM: checkpoints, log and curve are written, query answers with the model,
+// eval scores its answers, and --resume continues where the last epoch ended.
+func TestTrainGRetriever(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	lmDir := filepath.Join(dir, "lm")
+	_, err := lmtest.Write(lmDir, lmtest.Spec{Seed: 5})
+	require.NoError(t, err)
+	qa := filepath.Join(dir, "qa.json")
+	require.NoError(t, os.WriteFile(qa, []byte(`[
+{"id":"a","question":"In which town was the father of Mira Solenne born?","answer":["Aldwick"]},
+{"id":"b","question":"Who bought the Meridian in 1801?","answer":["Odile Varrant"]},
+{"id":"c","question":"Who built Tallow Point Lighthouse?","answer":["Jory Solenne"]},
+{"id":"d","question":"In which town was the father of Anselm Solenne born?","answer":["Fennmouth"]},
+{"id":"e","question":"Who rescued the master of the Meridian from the sea after the wreck?","answer":["Mira Solenne"]}]`), 0o644))
+	out := filepath.Join(dir, "gr")
+	small := []string{"--gt-layers", "1", "--gt-hidden", "16", "--projector-hidden", "16", "--max-text-tokens", "48", "--max-new-tokens", "4",
+		"--batch-size", "2", "--grad-steps", "1", "--lr", "1e-3", "--min-lr", "1e-4", "--warmup-epochs", "0", "--quiet"}
+	base := append([]string{"train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out}, small...)
+	args := append(append([]string{}, base...), "--epochs", "1")
+
+	// A missing LM directory is a clear error naming what is expected.
+	bad := append([]string{"train", "gretriever", "--index", idx, "--train", qa, "--lm", filepath.Join(dir, "nope"), "--out", out}, small...)
+	r = run(t, nil, bad...)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "config.json, *.safetensors, tokenizer.json")
+	r = run(t, nil, append(args, "--variant", "gat")...)
+	assert.Equal(t, 2, r.code, r.stderr)
+
+	r = run(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	// 5 questions: 4 train, 1 held out; batch 2 → 2 steps per epoch.
+	assert.Contains(t, r.stdout, "on 4 questions (1 held out), steps 0→2 of 2")
+	for _, f := range []string{grBest, grLast, grLog, grCurve} {
+		st, err := os.Stat(filepath.Join(out, f))
+		require.NoError(t, err, f)
+		assert.Positive(t, st.Size(), f)
+	}
+	assert.Equal(t, 3, countLines(t, filepath.Join(out, grLog))) // 2 steps + 1 evaluation
+
+	// Resume: one more epoch continues at step 2 and appends to the log.
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "steps 2→4 of 4")
+	assert.Equal(t, 6, countLines(t, filepath.Join(out, grLog)))
+
+	q := "Who built Tallow Point Lighthouse?"
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "--json", q)
+	require.Equal(t, 0, r.code, r.stderr)
+	var line struct {
+		Retriever string  `json:"retriever"`
+		Subgraph  string  `json:"subgraph"`
+		Answer    *string `json:"answer"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &line), r.stdout)
+	assert.Equal(t, "gretriever", line.Retriever)
+	assert.True(t, strings.HasPrefix(line.Subgraph, "node_id,node_attr\n"), line.Subgraph)
+	require.NotNil(t, line.Answer)
+	// The same answer again, and printed in the plain output.
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", q)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Answer: "+*line.Answer+"\n")
+	assert.Contains(t, r.stdout, "subgraph:\nnode_id,node_attr")
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--lm", lmDir, q)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--model")
+
+	// eval scores the generated answers (EM/F1) beside the other retrievers.
+	r = run(t, nil, "eval", "--index", idx, "--dataset", qa, "--retrievers", "bm25,gretriever", "--model", out, "--lm", lmDir, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Retrievers []struct {
+			Retriever string          `json:"retriever"`
+			Skipped   string          `json:"skipped"`
+			QA        *map[string]any `json:"qa"`
+		} `json:"retrievers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Len(t, rep.Retrievers, 2)
+	assert.Equal(t, "gretriever", rep.Retrievers[1].Retriever)
+	assert.Empty(t, rep.Retrievers[1].Skipped)
+	assert.NotNil(t, rep.Retrievers[1].QA, "the gretriever answers are scored")
+	assert.Nil(t, rep.Retrievers[0].QA, "bm25 has no answers without --answer")
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	n := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		n++
+	}
+	return n
+}
