@@ -116,7 +116,8 @@ func countLines(t *testing.T, path string) int {
 
 // TestSelfGraphRAGEndToEnd runs SelfGraphRAG's loop on the example corpus offline with
 // a tiny random LM: synth writes two-hop and summary QA from the graph, G-Retriever
-// trains on it, answers a question, and eval scores a held-out slice and writes the report.
+// trains on it, query answers a question, and eval scores its answers on the synthetic
+// questions and writes the report.
 func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	idx := filepath.Join(dir, "h.gl")
@@ -151,6 +152,10 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 		"--batch-size", "2", "--grad-steps", "1", "--lr", "1e-3", "--warmup-epochs", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "held out")
+
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "Who built Tallow Point Lighthouse?")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Answer: ")
 
 	report := filepath.Join(dir, "report")
 	r = run(t, nil, "eval", "--index", idx, "--dataset", qa, "--retrievers", "gretriever", "--model", out, "--lm", lmDir, "--out", report, "--quiet")
