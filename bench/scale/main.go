@@ -269,7 +269,7 @@ func report(rows []row, retrievers []string, augment bool) {
 	for _, r := range rows {
 		line := fmt.Sprintf("| %d | %.1f | %.0f | %.0f | %.1f | %.2f | %.0f |", r.N, r.IndexSec, float64(r.N)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS)
 		for _, name := range retrievers {
-			line += fmt.Sprintf(" %.1f / %.1f |", r.P50[name], r.P99[name])
+			line += fmt.Sprintf(" %.2f / %.2f |", r.P50[name], r.P99[name])
 		}
 		if augment {
 			line += fmt.Sprintf(" %.1f | %.0f |", r.AugmentSec, r.AugmentRSS)
