@@ -325,7 +325,12 @@ func plotCosts(path string, rows []row) error {
 	p.X.Label.Text = "passages"
 	p.Y.Label.Text = "cost (s, MiB, ms)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{}, plot.LogTicks{}
+	var xt []plot.Tick
+	for _, r := range rows {
+		xt = append(xt, plot.Tick{Value: float64(r.N), Label: strconv.Itoa(r.N)})
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks(xt), plot.LogTicks{}
+	p.Legend.Top, p.Legend.Left = true, true
 	var args []any
 	for _, c := range costs(rows) {
 		var pts plotter.XYs
