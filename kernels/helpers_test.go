@@ -15,15 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testEngine returns a go-backend engine closed at the end of the test.
-func testEngine(t *testing.T) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.Config{Backend: "go"})
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	return e
-}
-
 var execCounter atomic.Int64
 
 // run compiles fn once and runs it on the inputs.

@@ -7,10 +7,12 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+
+	"github.com/graphloom/graphloom/engine/enginetest"
 )
 
 func TestNormAndActivationGradients(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	rng := rand.New(rand.NewPCG(79, 83))
 	mask := []float32{1, 1, 0, 1, 1, 1}
 	for _, tc := range []struct {

@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine/enginetest"
 )
 
 func tensorFromInts(v []int32) *tensors.Tensor  { return tensors.FromFlatDataAndDimensions(v, len(v)) }
@@ -29,7 +31,7 @@ func intsOf(v []int32) []int {
 }
 
 func TestSegmentOps(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	rng := rand.New(rand.NewPCG(43, 47))
 	x := randMat(rng, 8, 3, 2)
 	// Segment 1 is empty, row 5 is masked, row 7 has an out-of-range id.
@@ -63,7 +65,7 @@ func TestSegmentOps(t *testing.T) {
 }
 
 func TestPoolsMatchReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		t.Run(lt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(53, 59))
@@ -104,7 +106,7 @@ func TestPoolsMatchReference(t *testing.T) {
 }
 
 func TestPoolGradients(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		t.Run(lt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(61, 67))
@@ -141,7 +143,7 @@ func TestPoolGradients(t *testing.T) {
 }
 
 func TestNormsMatchReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	rng := rand.New(rand.NewPCG(71, 73))
 	x := randMat(rng, 6, 4, 2)
 	gamma, beta := randVec(rng, 4, 1), randVec(rng, 4, 1)

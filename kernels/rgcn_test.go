@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/engine/enginetest"
 )
 
 var testLayouts = []struct {
@@ -110,7 +111,7 @@ func rgcnGraphs(rng *rand.Rand, spec Spec) []*Graph {
 }
 
 func TestRGCNConvMatchesReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		for _, c := range rgcnCases {
 			t.Run(lt.name+"/"+c.name, func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestRGCNConvMatchesReference(t *testing.T) {
 }
 
 func TestRGCNConvGradients(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		for _, c := range rgcnCases[:2] {
 			t.Run(lt.name+"/"+c.name, func(t *testing.T) {
@@ -154,7 +155,7 @@ func TestRGCNConvGradients(t *testing.T) {
 // TestPaddingInvariance runs the same graphs through a tight bucket and a bucket with
 // much more padding, and one graph alone: per-graph outputs must be identical.
 func TestPaddingInvariance(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		t.Run(lt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 5))
@@ -247,7 +248,7 @@ func weighted(rng *rand.Rand, graphs []*Graph) []*Graph {
 }
 
 func TestRGCNConvEdgeWeightsMatchReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		t.Run(lt.name, func(t *testing.T) {
 			c := rgcnCases[0]
@@ -288,7 +289,7 @@ func TestRGCNRefWeightedMean(t *testing.T) {
 }
 
 func TestRGCNConvEdgeWeightsGradients(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		t.Run(lt.name, func(t *testing.T) {
 			c := rgcnCases[0]

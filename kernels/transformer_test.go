@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine/enginetest"
 )
 
 // gtCase is a configuration of TransformerConv.
@@ -96,7 +98,7 @@ func gtGraphs(rng *rand.Rand, spec Spec) []*Graph {
 }
 
 func TestTransformerConvMatchesReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, lt := range testLayouts {
 		for _, c := range gtCases {
 			t.Run(lt.name+"/"+c.name, func(t *testing.T) {
@@ -124,7 +126,7 @@ func TestTransformerConvMatchesReference(t *testing.T) {
 }
 
 func TestTransformerConvGradients(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	for _, c := range gtCases[:2] {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(29, 31))
@@ -158,7 +160,7 @@ func TestTransformerConvGradients(t *testing.T) {
 }
 
 func TestSegmentSoftmax(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	rng := rand.New(rand.NewPCG(37, 41))
 	logits := randMat(rng, 9, 2, 3)
 	seg := []int{0, 0, 2, 2, 2, 3, 0, 3, 3}

@@ -10,18 +10,11 @@ import (
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/kernels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func testEngine(t *testing.T) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.Config{Backend: "go"})
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	return e
-}
 
 func randomGraphs(rng *rand.Rand, spec kernels.Spec, count int) []*kernels.Graph {
 	var gs []*kernels.Graph
@@ -127,7 +120,7 @@ func rgcnReference(t *testing.T, m *RGCNClassifier, g *kernels.Graph) float64 {
 }
 
 func TestRGCNClassifierMatchesReference(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	spec := kernels.Spec{FeatDim: 6, NumRelations: 3, NumNodeTypes: 3}
 	cfg := RGCNConfig{InputDim: 6, Hidden: 8, Layers: 2, NumRelations: 3, NumNodeTypes: 3, Dropout: 0.1, HeadHidden: 5, Seed: 9}
 	store := model.NewStore()
@@ -195,7 +188,7 @@ func TestConfigErrors(t *testing.T) {
 // the other graphs of the batch, that a training pass updates the BatchNorm running
 // statistics, and that a checkpoint round trip restores identical readouts.
 func TestGraphTransformer(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	spec := kernels.Spec{FeatDim: 8, EdgeDim: 8, NumRelations: 1, NumNodeTypes: 1}
 	cfg := GTConfig{InputDim: 8, Hidden: 8, Out: 4, Layers: 3, Heads: 2, EdgeDim: 8, Dropout: 0.1, Seed: 5}
 	store := model.NewStore()
@@ -240,7 +233,7 @@ func TestGraphTransformer(t *testing.T) {
 // model (its edges use only the first ones) gives the full model's logits, and that a
 // batch declaring more is rejected.
 func TestRGCNFewerBatchRelations(t *testing.T) {
-	e := testEngine(t)
+	e := enginetest.New(t)
 	cfg := RGCNConfig{InputDim: 6, Hidden: 8, Layers: 2, NumRelations: 3, NumNodeTypes: 3, HeadHidden: 5, Seed: 4}
 	store := model.NewStore()
 	m, err := NewRGCNClassifier(store, cfg)

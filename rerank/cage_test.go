@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -46,7 +47,7 @@ func TestConfigValidate(t *testing.T) {
 // TestCoherencePromotesTheConnectedPassage: two passages about the same guild and an
 // off-topic one get the same cosine; with α < 1 the off-topic one ranks last.
 func TestCoherencePromotesTheConnectedPassage(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	cfg := DefaultConfig()
 	cfg.Alpha = 0.5
 	r, err := NewUntrained(eng, cfg)

@@ -11,17 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/kernels"
 )
-
-func testEngine(t *testing.T) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.Config{Backend: "go"})
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	return e
-}
 
 func values64(t *testing.T, v *model.Variable) ([]float64, []int) {
 	t.Helper()
@@ -80,7 +72,7 @@ var passages = []string{
 }
 
 func TestEncoderMatchesReference(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	for _, single := range []bool{false, true} {
 		t.Run(fmt.Sprintf("single=%v", single), func(t *testing.T) {
 			cfg := DefaultEncoderConfig()
@@ -142,7 +134,7 @@ func TestFeaturizeBetaAndRelations(t *testing.T) {
 // TestEncodeCompilesPerBucket encodes candidate sets of many sizes: the number of
 // compilations is bounded by the buckets, not by the number of distinct sets.
 func TestEncodeCompilesPerBucket(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	enc, err := NewEncoder(eng, DefaultEncoderConfig())
 	require.NoError(t, err)
 	p := NewParser()
@@ -166,7 +158,7 @@ func TestEncodeCompilesPerBucket(t *testing.T) {
 }
 
 func TestEncoderCheckpointRoundTrip(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	cfg := DefaultEncoderConfig()
 	cfg.Hidden, cfg.Seed = 8, 7
 	enc, err := NewEncoder(eng, cfg)
@@ -193,7 +185,7 @@ func TestEncoderCheckpointRoundTrip(t *testing.T) {
 // TestTrainSeparatesGraphs trains briefly on generated passages: the held-out
 // contrastive loss falls and own-view retrieval accuracy rises above its start.
 func TestTrainSeparatesGraphs(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	subjects := []string{"Anna Berg", "Tom Hale", "The guild", "The council", "Peter Voss", "The harbour master", "Clara Moss", "The company"}
 	verbs := []string{"built", "sold", "painted", "repaired", "visited", "described", "bought", "mapped"}
 	objects := []string{"the lighthouse", "a ship", "the old bridge", "three warehouses", "the northern pier", "a small chapel", "the salt mill", "the canal"}

@@ -14,18 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/models"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
-
-func testEngine(t *testing.T) *engine.Engine {
-	t.Helper()
-	e, err := engine.New(engine.Config{Backend: "go"})
-	require.NoError(t, err)
-	t.Cleanup(e.Close)
-	return e
-}
 
 // reference is an independent float64 forward pass of a Llama/Qwen2 model written by
 // lmtest: Hugging Face's modeling_llama / modeling_qwen2 arithmetic, one sequence.
@@ -237,7 +230,7 @@ func loadVariant(t *testing.T, spec lmtest.Spec) (*lm.Model, *lmtest.Model) {
 // TestLogitsMatchReference compares the GoMLX logits of a right-padded batch (token
 // ids, and embeddings with a soft-prompt vector spliced in) with the float64 reference.
 func TestLogitsMatchReference(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			m, refModel := loadVariant(t, v.spec)
@@ -285,7 +278,7 @@ func TestLogitsMatchReference(t *testing.T) {
 // decoding that recomputes the whole reference forward for each token, for prompts of
 // different lengths in one batch and for a prompt with a spliced embedding.
 func TestGenerateMatchesRecomputation(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	for _, v := range variants[:3] {
 		t.Run(v.name, func(t *testing.T) {
 			m, refModel := loadVariant(t, v.spec)
@@ -330,7 +323,7 @@ func TestGenerateMatchesRecomputation(t *testing.T) {
 
 // TestGenerateStopsAtEOS makes every token an EOS: nothing is generated.
 func TestGenerateStopsAtEOS(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	m, _ := loadVariant(t, lmtest.Spec{Seed: 5})
 	all := make([]int32, m.Config().VocabSize)
 	for i := range all {
@@ -466,7 +459,7 @@ func TestLoadErrors(t *testing.T) {
 // TestLeftPadding runs Logits on a left-padded row (G-Retriever pads on the left):
 // the real positions get the logits of the unpadded sequence.
 func TestLeftPadding(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	m, _ := loadVariant(t, lmtest.Spec{Seed: 9})
 	ids := []int32{267, 116, 257, 264}
 	want, err := m.ForwardIDs(eng, [][]int32{ids})

@@ -256,18 +256,23 @@ func pattern(raw json.RawMessage) (*regexp2.Regexp, error) {
 	return re, nil
 }
 
+// sequence builds a "Sequence" component: each part built by build, in order.
+func sequence[T any](parts []component, build func(component) ([]T, error)) ([]T, error) {
+	var out []T
+	for _, p := range parts {
+		xs, err := build(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, xs...)
+	}
+	return out, nil
+}
+
 func (t *Tokenizer) normalizers(c component) ([]normalizer, error) {
 	switch c.Type {
 	case "Sequence":
-		var out []normalizer
-		for _, s := range c.Normalizers {
-			ns, err := t.normalizers(s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ns...)
-		}
-		return out, nil
+		return sequence(c.Normalizers, t.normalizers)
 	case "NFC":
 		return []normalizer{norm.NFC.String}, nil
 	case "NFKC":
@@ -304,15 +309,7 @@ func (t *Tokenizer) normalizers(c component) ([]normalizer, error) {
 func (t *Tokenizer) preTokenizers(c component) ([]preTokenizer, error) {
 	switch c.Type {
 	case "Sequence":
-		var out []preTokenizer
-		for _, s := range c.PreTokenizers {
-			ps, err := t.preTokenizers(s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ps...)
-		}
-		return out, nil
+		return sequence(c.PreTokenizers, t.preTokenizers)
 	case "ByteLevel":
 		useRegex := c.UseRegex == nil || *c.UseRegex
 		re := regexp2.MustCompile(gpt2Pattern, regexp2.None)
@@ -482,15 +479,7 @@ func splitRegex(re *regexp2.Regexp, s, behavior string, invert bool) ([]string, 
 func (t *Tokenizer) decoders(c component) ([]decoder, error) {
 	switch c.Type {
 	case "Sequence":
-		var out []decoder
-		for _, s := range c.Decoders {
-			ds, err := t.decoders(s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ds...)
-		}
-		return out, nil
+		return sequence(c.Decoders, t.decoders)
 	case "ByteLevel":
 		return []decoder{func(toks []string) []string {
 			var b []byte

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 	"github.com/graphloom/graphloom/models/train"
@@ -51,7 +52,7 @@ func (b tokBatch) ShapeKey() string { return "2x8" }
 // TestTrainThroughFrozenLM trains a soft prompt through the frozen LM: the loss
 // falls, the soft prompt changes, the LM's variables stay bit-identical.
 func TestTrainThroughFrozenLM(t *testing.T) {
-	eng := testEngine(t)
+	eng := enginetest.New(t)
 	m, _ := loadVariant(t, lmtest.Spec{Seed: 8})
 	vec, err := m.Store().RootScope().At("soft").CreateVariable("vec", tensors.FromFlatDataAndDimensions(make([]float32, m.Config().Hidden), m.Config().Hidden))
 	require.NoError(t, err)
