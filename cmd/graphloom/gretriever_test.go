@@ -18,13 +18,8 @@ import (
 // random LM: checkpoints, log and curve are written, query answers with the model,
 // eval scores its answers, and --resume continues where the last epoch ended.
 func TestTrainGRetriever(t *testing.T) {
-	dir := t.TempDir()
-	idx := filepath.Join(dir, "h.gl")
-	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
-	require.Equal(t, 0, r.code, r.stderr)
-	lmDir := filepath.Join(dir, "lm")
-	_, err := lmtest.Write(lmDir, lmtest.Spec{Seed: 5})
-	require.NoError(t, err)
+	dir, idx, lmDir := harbourAndLM(t, 5)
+	var r result
 	qa := filepath.Join(dir, "qa.json")
 	require.NoError(t, os.WriteFile(qa, []byte(`[
 {"id":"a","question":"In which town was the father of Mira Solenne born?","answer":["Aldwick"]},
@@ -102,6 +97,20 @@ func TestTrainGRetriever(t *testing.T) {
 	assert.Nil(t, rep.Retrievers[0].QA, "bm25 has no answers without --answer")
 }
 
+// harbourAndLM indexes the example corpus and writes a tiny random LM (seed) in a
+// temporary directory.
+func harbourAndLM(t *testing.T, seed uint64) (dir, idx, lmDir string) {
+	t.Helper()
+	dir = t.TempDir()
+	idx = filepath.Join(dir, "h.gl")
+	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	lmDir = filepath.Join(dir, "lm")
+	_, err := lmtest.Write(lmDir, lmtest.Spec{Seed: seed})
+	require.NoError(t, err)
+	return dir, idx, lmDir
+}
+
 func countLines(t *testing.T, path string) int {
 	t.Helper()
 	f, err := os.Open(path)
@@ -119,13 +128,8 @@ func countLines(t *testing.T, path string) int {
 // trains on it, query answers a question, and eval scores its answers on the synthetic
 // questions and writes the report.
 func TestSelfGraphRAGEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	idx := filepath.Join(dir, "h.gl")
-	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
-	require.Equal(t, 0, r.code, r.stderr)
-	lmDir := filepath.Join(dir, "lm")
-	_, err := lmtest.Write(lmDir, lmtest.Spec{Seed: 7})
-	require.NoError(t, err)
+	dir, idx, lmDir := harbourAndLM(t, 7)
+	var r result
 
 	qa := filepath.Join(dir, "synth.jsonl")
 	r = run(t, nil, "synth", "--index", idx, "--generator", "template", "--max-hop", "6", "--max-sum", "2", "--out", qa, "--quiet")
