@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -177,19 +179,53 @@ func Read(r io.Reader) (*Index, error) {
 	if v := binary.LittleEndian.Uint32(head[8:]); v != FormatVersion {
 		return nil, fmt.Errorf("%w %d (this graphloom reads version %d)", ErrVersion, v, FormatVersion)
 	}
-	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxSection))
+	// Sections are read and checksummed in order, then inflated (and embedding
+	// matrices unshuffled) concurrently, then decoded in order: errors come out in
+	// file order, as a sequential reader would report them.
+	var stored []storedSection
+	var readErr error
+	for {
+		sec, err := readStored(r)
+		if err != nil {
+			readErr = err
+			break
+		}
+		stored = append(stored, sec)
+		if sec.name == endSection {
+			break
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(stored)))
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(maxSection))
 	if err != nil {
 		return nil, err
 	}
 	defer zr.Close()
+	inflated := make([]inflatedSection, len(stored))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				inflated[i] = stored[i].inflate(zr)
+			}
+		}()
+	}
+	for i := range stored {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
 
 	ix := &Index{}
 	seen := map[string]bool{}
 	next := 0 // index into sections of the next required section
 	count := 0
-	for {
-		name, payload, err := readSection(r, zr)
-		if err != nil {
+	for i, sec := range stored {
+		name, payload := sec.name, inflated[i].payload
+		if err := inflated[i].err; err != nil {
 			return nil, err
 		}
 		if name == endSection {
@@ -218,10 +254,13 @@ func Read(r io.Reader) (*Index, error) {
 			next++
 			continue
 		}
-		if _, err := decodeOptional(ix, name, payload); err != nil {
+		if _, err := decodeOptional(ix, name, payload, inflated[i].emb); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		// Unknown optional sections are skipped: a newer writer may add some.
+	}
+	if readErr != nil {
+		return nil, readErr
 	}
 	if next < len(sections) {
 		return nil, fmt.Errorf("%w: missing section %q", ErrCorrupt, sections[next].name)
@@ -241,15 +280,33 @@ func Read(r io.Reader) (*Index, error) {
 	return ix, nil
 }
 
-func readSection(r io.Reader, zr *zstd.Decoder) (string, []byte, error) {
+// storedSection is a section as stored: its name, codec, raw length and the stored
+// (possibly compressed) bytes, checksum verified.
+type storedSection struct {
+	name   string
+	codec  byte
+	rawLen uint64
+	stored []byte
+}
+
+// inflatedSection is a section's payload, with an embedding matrix already decoded
+// (parseEmbedding) when the section holds one.
+type inflatedSection struct {
+	payload []byte
+	emb     *parsedEmbedding
+	err     error
+}
+
+// readStored reads one section's header and stored bytes and verifies its checksum.
+func readStored(r io.Reader) (storedSection, error) {
 	var nl [1]byte
 	if _, err := io.ReadFull(r, nl[:]); err != nil {
-		return "", nil, fmt.Errorf("%w: stream ends before the end section", ErrTruncated)
+		return storedSection{}, fmt.Errorf("%w: stream ends before the end section", ErrTruncated)
 	}
 	h := make([]byte, 1+int(nl[0])+1+8+8+4)
 	h[0] = nl[0]
 	if _, err := io.ReadFull(r, h[1:]); err != nil {
-		return "", nil, fmt.Errorf("%w: section header cut short", ErrTruncated)
+		return storedSection{}, fmt.Errorf("%w: section header cut short", ErrTruncated)
 	}
 	nameLen := int(nl[0])
 	name := string(h[1 : 1+nameLen])
@@ -259,32 +316,41 @@ func readSection(r io.Reader, zr *zstd.Decoder) (string, []byte, error) {
 	storedLen := binary.LittleEndian.Uint64(p[9:])
 	want := binary.LittleEndian.Uint32(p[17:])
 	if storedLen > maxSection || rawLen > maxSection {
-		return "", nil, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
+		return storedSection{}, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
 	}
 	var buf bytes.Buffer
 	if n, err := io.CopyN(&buf, r, int64(storedLen)); err != nil {
-		return "", nil, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, n, storedLen)
+		return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, n, storedLen)
 	}
 	stored := buf.Bytes()
 	if got := crc32.Update(crc32.Checksum(h[:len(h)-4], castagnoli), castagnoli, stored); got != want {
-		return "", nil, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
+		return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
 	}
-	switch codec {
+	return storedSection{name: name, codec: codec, rawLen: rawLen, stored: stored}, nil
+}
+
+// inflate decompresses the section and, for an embedding section, decodes its
+// matrix. It is safe to call concurrently with one decoder.
+func (s storedSection) inflate(zr *zstd.Decoder) inflatedSection {
+	var out []byte
+	switch s.codec {
 	case codecRaw:
-		if rawLen != storedLen {
-			return "", nil, fmt.Errorf("%w: section %q: raw length %d ≠ stored %d", ErrCorrupt, name, rawLen, storedLen)
+		if s.rawLen != uint64(len(s.stored)) {
+			return inflatedSection{err: fmt.Errorf("%w: section %q: raw length %d ≠ stored %d", ErrCorrupt, s.name, s.rawLen, len(s.stored))}
 		}
-		return name, stored, nil
+		out = s.stored
 	case codecZstd:
 		// Never trust rawLen for the allocation: the decoder grows the buffer as it goes.
-		out, err := zr.DecodeAll(stored, make([]byte, 0, min(rawLen, 64*storedLen+1024)))
+		var err error
+		out, err = zr.DecodeAll(s.stored, make([]byte, 0, min(s.rawLen, 64*uint64(len(s.stored))+1024)))
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: section %q: zstd: %v", ErrCorrupt, name, err)
+			return inflatedSection{err: fmt.Errorf("%w: section %q: zstd: %v", ErrCorrupt, s.name, err)}
 		}
-		if uint64(len(out)) != rawLen {
-			return "", nil, fmt.Errorf("%w: section %q decompresses to %d bytes, header says %d", ErrCorrupt, name, len(out), rawLen)
+		if uint64(len(out)) != s.rawLen {
+			return inflatedSection{err: fmt.Errorf("%w: section %q decompresses to %d bytes, header says %d", ErrCorrupt, s.name, len(out), s.rawLen)}
 		}
-		return name, out, nil
+	default:
+		return inflatedSection{err: fmt.Errorf("%w: section %q: unknown codec %d", ErrCorrupt, s.name, s.codec)}
 	}
-	return "", nil, fmt.Errorf("%w: section %q: unknown codec %d", ErrCorrupt, name, codec)
+	return inflatedSection{payload: out, emb: parseEmbedding(s.name, out)}
 }

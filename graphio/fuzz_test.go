@@ -53,6 +53,6 @@ func FuzzSections(f *testing.F) {
 				}
 			}
 		}
-		_, _ = decodeOptional(&Index{}, "emb.entity", payload)
+		_, _ = decodeOptional(&Index{}, "emb.entity", payload, nil)
 	})
 }

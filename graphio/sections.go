@@ -284,29 +284,56 @@ func optionalSections(ix *Index) []section {
 
 // decodeOptional decodes an "emb.*" or "blob.*" section; it reports false for a name it
 // does not know.
-func decodeOptional(ix *Index, name string, payload []byte) (bool, error) {
+// parsedEmbedding is an embedding section decoded: its kind and matrix, or why it is
+// malformed.
+type parsedEmbedding struct {
+	kind NodeKind
+	emb  *Embedding
+	err  error
+}
+
+// parseEmbedding decodes an "emb.<kind>" section's matrix, or returns nil for any other
+// section (and for an unknown kind, which is skipped).
+func parseEmbedding(name string, payload []byte) *parsedEmbedding {
+	if !strings.HasPrefix(name, "emb.") {
+		return nil
+	}
+	k, err := ParseNodeKind(strings.TrimPrefix(name, "emb."))
+	if err != nil {
+		return nil
+	}
+	d := &dec{b: payload}
+	dim := d.uvarint()
+	if d.err == nil && (dim == 0 || dim > 1<<20 || len(d.b)%(4*int(dim)) != 0) {
+		d.fail("embedding of dimension %d cannot hold %d bytes", dim, len(d.b))
+	}
+	if d.err != nil {
+		return &parsedEmbedding{kind: k, err: d.done(name)}
+	}
+	return &parsedEmbedding{kind: k, emb: &Embedding{Dim: int(dim), Data: unshuffle4(d.b)}}
+}
+
+// decodeOptional adds an optional section to ix; pe is the section's embedding as
+// parseEmbedding decoded it (nil: decoded here).
+func decodeOptional(ix *Index, name string, payload []byte, pe *parsedEmbedding) (bool, error) {
+	if pe == nil {
+		pe = parseEmbedding(name, payload)
+	}
 	switch {
-	case strings.HasPrefix(name, "emb."):
-		k, err := ParseNodeKind(strings.TrimPrefix(name, "emb."))
-		if err != nil {
-			return false, nil
-		}
-		d := &dec{b: payload}
-		dim := d.uvarint()
-		if d.err == nil && (dim == 0 || dim > 1<<20 || len(d.b)%(4*int(dim)) != 0) {
-			d.fail("embedding of dimension %d cannot hold %d bytes", dim, len(d.b))
-		}
-		if d.err != nil {
-			return true, d.done(name)
+	case pe != nil:
+		if pe.err != nil {
+			return true, pe.err
 		}
 		if ix.Embeddings == nil {
 			ix.Embeddings = map[NodeKind]*Embedding{}
 		}
-		if _, dup := ix.Embeddings[k]; dup {
+		if _, dup := ix.Embeddings[pe.kind]; dup {
 			return true, fmt.Errorf("section %q appears twice", name)
 		}
-		ix.Embeddings[k] = &Embedding{Dim: int(dim), Data: unshuffle4(d.b)}
+		ix.Embeddings[pe.kind] = pe.emb
 		return true, nil
+	case strings.HasPrefix(name, "emb."):
+		return false, nil // an unknown kind
 	case strings.HasPrefix(name, "blob."):
 		if ix.Blobs == nil {
 			ix.Blobs = map[string][]byte{}
