@@ -28,15 +28,26 @@ type Analyzer struct {
 }
 
 // Terms returns the terms of text.
-func (a Analyzer) Terms(text string) []string {
+func (a Analyzer) Terms(text string) []string { return a.terms(text, nil) }
+
+// terms is Terms with the stems of words remembered in memo (nil: none): stemming is
+// most of the cost of indexing a corpus, and its words repeat.
+func (a Analyzer) terms(text string, memo map[string]string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
 		if stopwords[w] {
 			continue
 		}
 		if a.Stem {
-			// english.Stem leaves words of one or two letters and non-Latin words alone.
-			w = english.Stem(w, false)
+			s, ok := memo[w]
+			if !ok {
+				// english.Stem leaves words of one or two letters and non-Latin words alone.
+				s = english.Stem(w, false)
+				if memo != nil {
+					memo[w] = s
+				}
+			}
+			w = s
 		}
 		out = append(out, w)
 	}
@@ -61,9 +72,10 @@ type posting struct {
 func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
 	idx := &lexIndex{postings: map[string][]posting{}, docLen: make([]float64, len(texts)), an: an, k1: k1, b: b}
 	var total float64
+	memo := map[string]string{}
 	for i, text := range texts {
 		tf := map[string]int32{}
-		ts := an.Terms(text)
+		ts := an.terms(text, memo)
 		for _, t := range ts {
 			tf[t]++
 		}
