@@ -30,19 +30,29 @@ const Name = "gretriever"
 // embedding of its text (the index's entity embeddings are those of the entity
 // names), an edge's is the embedding of its relation text alone (G-Retriever's
 // edge_attr), made by the embedder that made the index (so node and edge vectors
-// share one space) and cached per relation. The text is the CSV textualisation
-// (retrieve.PCSTTextCSV) whatever the searcher's PCSTText.
+// share one space) and cached per relation. The text is written in the form the
+// Builder was made with (retrieve.PCSTTextCSV, G-Retriever's, or
+// retrieve.PCSTTextVerbal, SelfGraphRAG's), whatever the searcher's PCSTText.
 type Builder struct {
-	s   *retrieve.Searcher
-	dim int
+	s    *retrieve.Searcher
+	dim  int
+	form string
 
 	mu  sync.Mutex
 	rel map[string][]float32 // relation text → embedding
 }
 
 // NewBuilder prepares examples over the searcher's index, which needs facts and entity
-// and fact embeddings (PCST's requirements).
-func NewBuilder(s *retrieve.Searcher) (*Builder, error) {
+// and fact embeddings (PCST's requirements), with the subgraph text in form
+// (gretriever.Config.TextForm; "" is CSV).
+func NewBuilder(s *retrieve.Searcher, form string) (*Builder, error) {
+	switch form {
+	case "":
+		form = retrieve.PCSTTextCSV
+	case retrieve.PCSTTextCSV, retrieve.PCSTTextVerbal:
+	default:
+		return nil, fmt.Errorf("gretrieve: text form %q: want %s or %s", form, retrieve.PCSTTextCSV, retrieve.PCSTTextVerbal)
+	}
 	ix := s.Index()
 	ent := ix.Embeddings[graphio.KindEntity]
 	if len(ix.Facts) == 0 || ent.Rows() != len(ix.Entities) || ix.Embeddings[graphio.KindFact] == nil {
@@ -51,7 +61,7 @@ func NewBuilder(s *retrieve.Searcher) (*Builder, error) {
 	if d := s.Embedder().Dim(); d != ent.Dim {
 		return nil, fmt.Errorf("gretrieve: the embedder makes %d-d vectors, the index's entities have %d", d, ent.Dim)
 	}
-	return &Builder{s: s, dim: ent.Dim, rel: map[string][]float32{}}, nil
+	return &Builder{s: s, dim: ent.Dim, form: form, rel: map[string][]float32{}}, nil
 }
 
 // Dim is the node and edge feature width (gretriever.DefaultConfig's argument).
@@ -71,7 +81,7 @@ func (b *Builder) Example(ctx context.Context, question string, answers []string
 	}
 	ex := gretriever.Example{
 		Question: question, Graph: g,
-		Text: b.s.Textualise(sg.Entities, sg.Facts, retrieve.PCSTTextCSV),
+		Text: b.s.Textualise(sg.Entities, sg.Facts, b.form),
 	}
 	if len(answers) > 0 {
 		ex.Answer = gretriever.Label(answers)
@@ -229,6 +239,7 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]re
 			return nil, err
 		}
 		exs[i], out[i] = ex, r.b.s.PCSTResult(sg, k)
+		out[i].Subgraph = ex.Text // the text the model reads, in its trained form
 	}
 	if !r.Answer {
 		return out, nil

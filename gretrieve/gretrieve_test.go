@@ -24,7 +24,7 @@ func builder(t *testing.T, cfg retrieve.Config) (*gretrieve.Builder, *retrieve.S
 	require.NoError(t, err)
 	s, err := retrieve.Open(ix, nil, cfg, nil)
 	require.NoError(t, err)
-	b, err := gretrieve.NewBuilder(s)
+	b, err := gretrieve.NewBuilder(s, "")
 	require.NoError(t, err)
 	return b, s
 }
@@ -107,6 +107,22 @@ func TestBuilderNeedsFacts(t *testing.T) {
 	ix.Facts = nil
 	s2, err := retrieve.Open(&ix, nil, retrieve.DefaultConfig(), nil)
 	require.NoError(t, err)
-	_, err = gretrieve.NewBuilder(s2)
+	_, err = gretrieve.NewBuilder(s2, "")
 	assert.ErrorContains(t, err, "needs an index with facts")
+}
+
+// TestTextForms: the verbal form (SelfGraphRAG's GraphLM) writes the same subgraph as
+// "v_i [r] v_j" lines; an unknown form is an error.
+func TestTextForms(t *testing.T) {
+	_, s := builder(t, retrieve.DefaultConfig())
+	verbal, err := gretrieve.NewBuilder(s, retrieve.PCSTTextVerbal)
+	require.NoError(t, err)
+	q := "In which town was the father of Mira Solenne born?"
+	ex, sg, err := verbal.Example(context.Background(), q, nil)
+	require.NoError(t, err)
+	assert.Equal(t, s.Textualise(sg.Entities, sg.Facts, retrieve.PCSTTextVerbal), ex.Text)
+	assert.Contains(t, ex.Text, " [")
+	assert.NotContains(t, ex.Text, "node_id,node_attr")
+	_, err = gretrieve.NewBuilder(s, "yaml")
+	assert.ErrorContains(t, err, `text form "yaml"`)
 }

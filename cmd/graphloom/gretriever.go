@@ -56,10 +56,6 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *eng
 	if g.model == "" {
 		return nil, nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
 	}
-	b, err := gretrieve.NewBuilder(s)
-	if err != nil {
-		return nil, nil, err
-	}
 	l, err := loadLM(g.lm)
 	if err != nil {
 		return nil, nil, err
@@ -69,6 +65,10 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *eng
 		return nil, nil, fmt.Errorf("--model %s: %w: want a directory written by 'graphloom train gretriever'", g.model, err)
 	}
 	m, _, err := gretriever.Load(path, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := gretrieve.NewBuilder(s, m.Config().TextForm) // the form it was trained on
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +132,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 			if err != nil {
 				return err
 			}
-			b, err := gretrieve.NewBuilder(s)
+			b, err := gretrieve.NewBuilder(s, cfg.TextForm)
 			if err != nil {
 				return err
 			}
@@ -217,6 +217,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama family or Qwen2)")
 	f.StringVar(&out, "out", "", "model directory to write")
 	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt")
+	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")
 	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
 	f.IntVar(&cfg.WarmupEpochs, "warmup-epochs", cfg.WarmupEpochs, "linear warm-up epochs")
@@ -235,6 +236,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 	f.IntVar(&rcfg.PCSTTopKEdges, "pcst-topk-e", rcfg.PCSTTopKEdges, "distinct edge similarities given prizes (topk_e)")
 	f.Float64Var(&rcfg.PCSTEdgeCost, "pcst-cost-e", rcfg.PCSTEdgeCost, "edge cost (cost_e)")
 	limitChoices(cmd, "variant", gretriever.Variants...)
+	limitChoices(cmd, "text", gretriever.TextCSV, gretriever.TextVerbal)
 	limitFlag(cmd, "epochs", atLeast1(1e4))
 	limitFlag(cmd, "warmup-epochs", atLeast0(1e4))
 	limitFlag(cmd, "lr", flagRange{lo: 0, hi: 10, loOpen: true})

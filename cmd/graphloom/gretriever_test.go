@@ -125,7 +125,7 @@ func countLines(t *testing.T, path string) int {
 
 // TestSelfGraphRAGEndToEnd runs SelfGraphRAG's loop on the example corpus offline with
 // a tiny random LM: synth writes two-hop and summary QA from the graph, G-Retriever
-// trains on it, query answers a question, and eval scores its answers on the synthetic
+// trains on it with SelfGraphRAG's verbalised subgraph text (GraphLM), query answers a question, and eval scores its answers on the synthetic
 // questions and writes the report.
 func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	dir, idx, lmDir := harbourAndLM(t, 7)
@@ -151,7 +151,7 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	assert.Positive(t, types["sum"], "node-summary items")
 
 	out := filepath.Join(dir, "graphlm")
-	r = run(t, nil, "train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out, "--epochs", "1",
+	r = run(t, nil, "train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out, "--epochs", "1", "--text", "verbal",
 		"--gt-layers", "1", "--gt-hidden", "16", "--projector-hidden", "16", "--max-text-tokens", "48", "--max-new-tokens", "4",
 		"--batch-size", "2", "--grad-steps", "1", "--lr", "1e-3", "--warmup-epochs", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -160,6 +160,8 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "Who built Tallow Point Lighthouse?")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "Answer: ")
+	assert.Contains(t, r.stdout, "subgraph:\n", r.stdout)
+	assert.NotContains(t, r.stdout, "node_id,node_attr", "the model answers from the verbal text it was trained on")
 
 	report := filepath.Join(dir, "report")
 	r = run(t, nil, "eval", "--index", idx, "--dataset", qa, "--retrievers", "gretriever", "--model", out, "--lm", lmDir, "--out", report, "--quiet")

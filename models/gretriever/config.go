@@ -65,6 +65,11 @@ type Config struct {
 	Suffix string `json:"suffix"`
 	// Question formats the question: "Question: %s\nAnswer: " (WebQSP).
 	Question string `json:"question"`
+	// TextForm is how the subgraph is written for the LM: TextCSV, G-Retriever's node
+	// and edge tables (default), or TextVerbal, SelfGraphRAG's "v_i [r] v_j" lines, the
+	// form its GraphLM is trained on. Empty (checkpoints written before the field)
+	// means TextCSV.
+	TextForm string `json:"text_form"`
 	// MaxTextTokens truncates the textualised subgraph's tokens; max_txt_len 512.
 	MaxTextTokens int `json:"max_text_tokens"`
 	// MaxNewTokens bounds generated answers (and truncates training labels); 32.
@@ -87,13 +92,20 @@ type Config struct {
 	Seed            uint64  `json:"seed"`
 }
 
+// Text forms of Config.TextForm (the values of retrieve.PCSTTextCSV and
+// retrieve.PCSTTextVerbal).
+const (
+	TextCSV    = "csv"
+	TextVerbal = "verbal"
+)
+
 // DefaultConfig returns G-Retriever's settings for node/edge embeddings of width dim.
 func DefaultConfig(dim int) Config {
 	gt := models.DefaultGTConfig()
 	gt.InputDim, gt.Hidden, gt.Out, gt.EdgeDim = dim, dim, dim, dim
 	return Config{
 		Variant: VariantGRetriever, GT: gt, ProjectorHidden: 2048,
-		Prefix: "[INST]", Suffix: "[/INST]", Question: "Question: %s\nAnswer: ", MaxTextTokens: 512, MaxNewTokens: 32,
+		Prefix: "[INST]", Suffix: "[/INST]", Question: "Question: %s\nAnswer: ", TextForm: TextCSV, MaxTextTokens: 512, MaxNewTokens: 32,
 		LearningRate: 1e-5, MinLearningRate: 5e-6, WeightDecay: 0.05, BatchSize: 8, GradSteps: 2, Epochs: 10,
 		WarmupEpochs: 1, ClipNorm: 0.1, Patience: 2, EvalBatchSize: 16,
 	}
@@ -117,6 +129,8 @@ func (c Config) Validate() error {
 	switch {
 	case !known:
 		return fmt.Errorf("gretriever: variant %q: want one of %v", c.Variant, Variants)
+	case c.TextForm != "" && c.TextForm != TextCSV && c.TextForm != TextVerbal:
+		return fmt.Errorf("gretriever: text form %q: want %s or %s", c.TextForm, TextCSV, TextVerbal)
 	case c.ProjectorHidden < 1 || c.LMHidden < 0 || c.MaxTextTokens < 0 || c.MaxNewTokens < 1:
 		return fmt.Errorf("gretriever: need ProjectorHidden ≥ 1, MaxTextTokens ≥ 0, MaxNewTokens ≥ 1 (got %d, %d, %d)", c.ProjectorHidden, c.MaxTextTokens, c.MaxNewTokens)
 	case !(c.LearningRate > 0) || c.MinLearningRate < 0 || c.MinLearningRate > c.LearningRate || c.WeightDecay < 0:
