@@ -201,6 +201,10 @@ type Retriever struct {
 	// Answer generates answers (Result.Answer); off, the retriever returns PCST's
 	// result alone. NewRetriever turns it on.
 	Answer bool
+	// NoGraphToken answers with the frozen LM alone, from the same prompts without the
+	// graph token: the baseline the graph token must beat (seed 004's "PCST as plain
+	// text", SelfGraphRAG's LM given the verbalised triples).
+	NoGraphToken bool
 
 	b   *Builder
 	m   *gretriever.Model
@@ -245,7 +249,11 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]re
 		return out, nil
 	}
 	r.mu.Lock()
-	answers, err := r.m.Answer(r.eng, exs)
+	answer := r.m.Answer
+	if r.NoGraphToken {
+		answer = r.m.AnswerWithoutGraphToken
+	}
+	answers, err := answer(r.eng, exs)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err

@@ -43,10 +43,14 @@ func loadLM(dir string) (*lm.Model, error) {
 }
 
 // gretrieverFlags are query's and eval's --model and --lm.
-type gretrieverFlags struct{ model, lm string }
+type gretrieverFlags struct {
+	model, lm    string
+	noGraphToken bool
+}
 
 func (g *gretrieverFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
+	f.BoolVar(&g.noGraphToken, "no-graph-token", false, "answer with the frozen LM alone, the graph token left out: the baseline a trained model must beat (retriever gretriever)")
 	f.StringVar(&g.model, "model", "", "G-Retriever model directory written by 'graphloom train gretriever' (retriever gretriever)")
 	f.StringVar(&g.lm, "lm", "", "local Hugging Face directory of the frozen LM the model was trained with (retriever gretriever)")
 }
@@ -81,6 +85,7 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *eng
 		eng.Close()
 		return nil, nil, err
 	}
+	r.NoGraphToken = g.noGraphToken
 	return r, eng, nil
 }
 

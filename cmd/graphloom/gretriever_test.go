@@ -163,6 +163,11 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	assert.Contains(t, r.stdout, "subgraph:\n", r.stdout)
 	assert.NotContains(t, r.stdout, "node_id,node_attr", "the model answers from the verbal text it was trained on")
 
+	// The baseline: the same frozen LM from the same verbalised triples, no graph token.
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "--no-graph-token", "Who built Tallow Point Lighthouse?")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Answer: ")
+
 	report := filepath.Join(dir, "report")
 	r = run(t, nil, "eval", "--index", idx, "--dataset", qa, "--retrievers", "gretriever", "--model", out, "--lm", lmDir, "--out", report, "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
