@@ -46,12 +46,11 @@ type Builder struct {
 // and fact embeddings (PCST's requirements), with the subgraph text in form
 // (gretriever.Config.TextForm; "" is CSV).
 func NewBuilder(s *retrieve.Searcher, form string) (*Builder, error) {
-	switch form {
-	case "":
+	if err := retrieve.CheckPCSTText(form); err != nil {
+		return nil, fmt.Errorf("gretrieve: text form %q: %w", form, err)
+	}
+	if form == "" {
 		form = retrieve.PCSTTextCSV
-	case retrieve.PCSTTextCSV, retrieve.PCSTTextVerbal:
-	default:
-		return nil, fmt.Errorf("gretrieve: text form %q: want %s or %s", form, retrieve.PCSTTextCSV, retrieve.PCSTTextVerbal)
 	}
 	ix := s.Index()
 	ent := ix.Embeddings[graphio.KindEntity]
@@ -79,10 +78,11 @@ func (b *Builder) Example(ctx context.Context, question string, answers []string
 	if err != nil {
 		return gretriever.Example{}, sg, err
 	}
-	ex := gretriever.Example{
-		Question: question, Graph: g,
-		Text: b.s.Textualise(sg.Entities, sg.Facts, b.form),
+	text := sg.Text // PCST wrote it in the searcher's form
+	if b.form != b.s.PCSTTextForm() {
+		text = b.s.Textualise(sg.Entities, sg.Facts, b.form)
 	}
+	ex := gretriever.Example{Question: question, Graph: g, Text: text}
 	if len(answers) > 0 {
 		ex.Answer = gretriever.Label(answers)
 	}

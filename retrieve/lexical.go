@@ -39,7 +39,8 @@ func validLexical(m string) error {
 	return fmt.Errorf("retrieve: lexical mode %q: want %s, %s or %s", m, LexicalAuto, LexicalDense, LexicalFused)
 }
 
-func validPCSTText(m string) error {
+// CheckPCSTText rejects an unknown PCST textualisation ("" is PCSTTextCSV).
+func CheckPCSTText(m string) error {
 	switch m {
 	case "", PCSTTextCSV, PCSTTextVerbal:
 		return nil

@@ -281,6 +281,14 @@ func mapKeys(m map[int32]bool) func(yield func(int32) bool) {
 	}
 }
 
+// PCSTTextForm is the textualisation PCST writes into PCSTSubgraph.Text.
+func (s *Searcher) PCSTTextForm() string {
+	if s.cfg.PCSTText == PCSTTextVerbal {
+		return PCSTTextVerbal
+	}
+	return PCSTTextCSV
+}
+
 // Textualise writes the subgraph of the given entities and facts (index ids) in the
 // form PCSTTextCSV or PCSTTextVerbal.
 func (s *Searcher) Textualise(ents, facts []int32, form string) string {

@@ -206,7 +206,7 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 	if err := validFusion(cfg.FinalFusion); err != nil {
 		return nil, err
 	}
-	if err := validPCSTText(cfg.PCSTText); err != nil {
+	if err := CheckPCSTText(cfg.PCSTText); err != nil {
 		return nil, err
 	}
 	if emb.Identity() != ix.Meta.Embedder {
