@@ -9,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/jdkato/prose/v2"
 
 	"github.com/graphloom/graphloom/ingest"
 )
@@ -52,6 +51,10 @@ func DefaultRuleConfig() RuleConfig {
 type Rule struct {
 	cfg  RuleConfig
 	pool sync.Pool // *ruleWorker, for ExtractText and ExtractDocs
+
+	nerOnce sync.Once
+	ner     *ingest.NERModel // prose's entity model, shared by the workers
+	nerErr  error
 }
 
 // NewRule returns a rule extractor.
@@ -128,9 +131,9 @@ func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) (
 // ruleWorker holds one goroutine's models (prose's tagger is not documented as safe
 // for concurrent use).
 type ruleWorker struct {
-	cfg   RuleConfig
-	model *prose.Model
-	seg   *ingest.Segmenter
+	cfg    RuleConfig
+	tagger *ingest.Tagger
+	seg    *ingest.Segmenter
 }
 
 func (r *Rule) newWorker() (*ruleWorker, error) {
@@ -138,7 +141,11 @@ func (r *Rule) newWorker() (*ruleWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ruleWorker{cfg: r.cfg, model: prose.ModelFromData("graphloom-rule"), seg: seg}, nil
+	r.nerOnce.Do(func() { r.ner, r.nerErr = ingest.LoadNERModel() })
+	if r.nerErr != nil {
+		return nil, fmt.Errorf("extract: %w", r.nerErr)
+	}
+	return &ruleWorker{cfg: r.cfg, tagger: ingest.NewTagger(r.ner), seg: seg}, nil
 }
 
 // ExtractText runs the rule extractor on one text (convenient for tests and for the
@@ -263,11 +270,10 @@ func (w *ruleWorker) text(text string, st *chunkState) Result {
 // tag returns the tokens of text with their tags, named-entity labels and byte
 // offsets (-1 when a token cannot be aligned with the text).
 func (w *ruleWorker) tag(text string) []token {
-	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.UsingModel(w.model))
+	pt, err := w.tagger.Tag(text)
 	if err != nil {
 		return nil
 	}
-	pt := doc.Tokens()
 	toks := make([]token, len(pt))
 	cur := 0
 	for i, t := range pt {

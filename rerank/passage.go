@@ -24,10 +24,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
-	"github.com/jdkato/prose/v2"
 	"github.com/kljensen/snowball/english"
+
+	"github.com/graphloom/graphloom/ingest"
 )
 
 // Relation is the type of a dependency edge of a passage graph. Edges point from the
@@ -117,28 +119,40 @@ func (g *PassageGraph) Anchors() []int {
 // model. A Parser is not safe for concurrent use (prose's model is not documented as
 // such); give each goroutine its own.
 type Parser struct {
-	model *prose.Model
+	once   sync.Once
+	tagger *ingest.Tagger // prose v2's tokens, tags and entity labels; loaded on first use
+	err    error
 }
 
 // NewParser returns a parser.
-func NewParser() *Parser { return &Parser{model: prose.ModelFromData("graphloom-cage")} }
+func NewParser() *Parser { return &Parser{} }
 
 // tok is one tagged token.
 type tok struct {
-	text, tag, ner string
+	text, tag string
+	ner       string // entity type without the IOB prefix ("PERSON"), "" outside entities
 }
 
 // Parse builds the graph of one passage. It is deterministic: the same text always
 // gives the same graph (which is why graphs are recomputed, not stored; see Config).
 func (p *Parser) Parse(text string) (*PassageGraph, error) {
-	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.UsingModel(p.model))
+	p.once.Do(func() {
+		var ner *ingest.NERModel
+		if ner, p.err = ingest.LoadNERModel(); p.err == nil {
+			p.tagger = ingest.NewTagger(ner)
+		}
+	})
+	if p.err != nil {
+		return nil, fmt.Errorf("rerank: %w", p.err)
+	}
+	toks, err := p.tagger.Tag(text)
 	if err != nil {
 		return nil, fmt.Errorf("rerank: tag passage: %w", err)
 	}
 	b := newGraphBuilder()
 	var sent []tok
-	for _, t := range doc.Tokens() {
-		sent = append(sent, tok{text: t.Text, tag: t.Tag, ner: t.Label})
+	for _, t := range toks {
+		sent = append(sent, tok{text: t.Text, tag: t.Tag, ner: t.Entity()})
 		if t.Tag == "." {
 			b.sentence(sent)
 			sent = sent[:0]

@@ -42,6 +42,14 @@ func TestParsePassageGraphs(t *testing.T) {
 			anchors: []string{"john smith", "1852", "bristol"},
 		},
 		{
+			name:  "he resolved to the last person, not the first proper noun",
+			text:  "Bristol is a port. John Smith lived in Bristol. He founded the guild.",
+			nodes: []string{"bristol", "port", "john smith", "live", "found", "guild"},
+			edges: []string{"bristol -attr-> port", "live -subj-> john smith", "live -prep-> bristol",
+				"found -subj-> john smith", "found -obj-> guild"},
+			anchors: []string{"port", "john smith", "guild"},
+		},
+		{
 			name:  "copula attribute, it resolved to the last thing, adjective modifiers",
 			text:  "Paris is the capital of France. It has many old bridges.",
 			nodes: []string{"pari", "capit", "franc", "has", "mani", "old", "bridg"},

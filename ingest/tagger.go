@@ -1,0 +1,365 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jdkato/prose/v2"
+)
+
+// Token is one token of a tagged text: its text, its Penn Treebank part-of-speech tag
+// and its IOB named-entity label ("B-PERSON", "I-GPE", "O"; "" when the model gives
+// every label −∞).
+type Token struct {
+	Text, Tag, Label string
+}
+
+// Entity returns the token's entity type without the IOB prefix ("PERSON" for
+// "B-PERSON"), or "" outside an entity.
+func (t Token) Entity() string {
+	if len(t.Label) > 2 && (t.Label[0] == 'B' || t.Label[0] == 'I') && t.Label[1] == '-' {
+		return t.Label[2:]
+	}
+	return ""
+}
+
+// Tagger tokenises and tags English text with prose v2: its iterative tokenizer, its
+// averaged-perceptron part-of-speech tagger and its maximum-entropy named-entity
+// model. The entity labels are prose's, computed by [NERModel], which gives the same
+// labels as prose's own classifier several times faster. A Tagger is not safe for
+// concurrent use (prose's tagger is not documented as such); give each goroutine its
+// own, sharing one NERModel.
+type Tagger struct {
+	model *prose.Model
+	ner   *NERModel
+}
+
+// NewTagger returns a tagger that labels entities with ner (shared, read-only).
+func NewTagger(ner *NERModel) *Tagger {
+	return &Tagger{model: prose.ModelFromData("graphloom"), ner: ner}
+}
+
+// Tag returns the tokens of text (no sentence segmentation) with tags and labels.
+func (t *Tagger) Tag(text string) ([]Token, error) {
+	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.WithExtraction(false), prose.UsingModel(t.model))
+	if err != nil {
+		return nil, fmt.Errorf("ingest: tag text: %w", err)
+	}
+	pt := doc.Tokens()
+	toks := make([]Token, len(pt))
+	for i, p := range pt {
+		toks[i] = Token{Text: p.Text, Tag: p.Tag}
+	}
+	t.ner.Label(toks)
+	shareLabels(text, toks)
+	return toks, nil
+}
+
+// proseSanitizer is the replacer prose's tokenizer applies before splitting.
+var proseSanitizer = strings.NewReplacer("\u201c", `"`, "\u201d", `"`, "\u2018", "'", "\u2019", "'", "&rsquo;", "'")
+
+// shareLabels reproduces a property of prose's pipeline that its labels depend on:
+// its tokenizer caches the tokens of each whitespace-delimited span (but the text's
+// last span) and reuses the same token objects for every repeat of the span, so the
+// label classified at the span's last repeat overwrites the earlier ones (and their
+// tags, which prose's Tokens already report that way). Each token keeps the label of
+// the last cached repeat of its span.
+func shareLabels(text string, toks []Token) {
+	clean := proseSanitizer.Replace(text)
+	type span struct {
+		text   string
+		cached bool
+	}
+	var spans []span
+	white, start, index := false, 0, 0
+	for index <= len(clean) {
+		r, size := utf8.DecodeRuneInString(clean[index:])
+		if size == 0 {
+			break
+		} else if index == 0 {
+			white = unicode.IsSpace(r)
+		}
+		if unicode.IsSpace(r) != white {
+			if start < index {
+				spans = append(spans, span{clean[start:index], true})
+			}
+			if r == ' ' {
+				start = index + 1
+			} else {
+				start = index
+			}
+			white = !white
+		}
+		index += size
+	}
+	if start < index {
+		spans = append(spans, span{clean[start:index], false})
+	}
+	// Each span's tokens are what prose's tokenizer makes of the span alone (its
+	// splitting drops pieces, so token texts need not spell the span).
+	keys := make([]string, len(toks))
+	counts := map[string]int{}
+	i := 0
+	for _, sp := range spans {
+		n, ok := counts[sp.text]
+		if !ok {
+			doc, err := prose.NewDocument(sp.text, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
+			if err != nil {
+				return
+			}
+			n = len(doc.Tokens())
+			counts[sp.text] = n
+		}
+		if i+n > len(toks) {
+			return // not prose's tokenization: leave the labels as classified
+		}
+		for k := range n {
+			if sp.cached {
+				keys[i+k] = sp.text + "\x00" + strconv.Itoa(k)
+			}
+		}
+		i += n
+	}
+	if i != len(toks) {
+		return
+	}
+	last := map[string]string{}
+	for i, k := range keys {
+		if k != "" {
+			last[k] = toks[i].Label
+		}
+	}
+	for i, k := range keys {
+		if k != "" {
+			toks[i].Label = last[k]
+		}
+	}
+}
+
+// nerFeatures is prose's feature order (prose v2.0.0, extract.go: featureOrder); the
+// model's joint features are "name-value-label" strings over these names.
+var nerFeatures = [...]string{
+	"bias", "en-wordlist", "nextpos", "nextword", "pos", "pos+prevtag",
+	"prefix3", "prevpos", "prevtag", "prevword", "shape", "shape+prevtag",
+	"suffix3", "word", "word+nextpos", "word.lower", "wordlen"}
+
+// Indices into nerFeatures.
+const (
+	fBias = iota
+	fWordlist
+	fNextPos
+	fNextWord
+	fPos
+	fPosPrevTag
+	fPrefix3
+	fPrevPos
+	fPrevTag
+	fPrevWord
+	fShape
+	fShapePrevTag
+	fSuffix3
+	fWord
+	fWordNextPos
+	fWordLower
+	fWordLen
+	nNERFeatures
+)
+
+// NERModel is prose v2's maximum-entropy entity model (its embedded Maxent assets),
+// rearranged for scoring: prose builds the string "name-value-label" for each of 17
+// features and each of 13 labels and looks each up in a 150K-entry map (221 lookups
+// per token, most of indexing time); here each (name, value) pair maps once to its
+// row of per-label weights. The labels are identical to prose's — the scores are
+// summed in prose's order — except on exact ties, which prose breaks by map
+// iteration order (at random) and this model by the label order of the model file.
+type NERModel struct {
+	labels   []string
+	words    map[string]bool                // prose's English word list ("en-wordlist" feature)
+	index    [nNERFeatures]map[string]int32 // feature value → row of weights
+	weights  [][]float64                    // row → weight per label (0 where the pair has none)
+	hasLabel [][]bool                       // row → whether the model has the joint feature
+}
+
+// LoadNERModel decodes prose's embedded entity model.
+func LoadNERModel() (*NERModel, error) {
+	var mapping map[string]int
+	var weights []float64
+	var labels, words []string
+	for _, a := range []struct {
+		name string
+		dst  any
+	}{{"mapping", &mapping}, {"weights", &weights}, {"labels", &labels}, {"words", &words}} {
+		raw, err := prose.Asset("model/Maxent/" + a.name + ".gob")
+		if err != nil {
+			return nil, fmt.Errorf("ingest: entity model %s: %w", a.name, err)
+		}
+		if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(a.dst); err != nil {
+			return nil, fmt.Errorf("ingest: decode entity model %s: %w", a.name, err)
+		}
+	}
+	m := &NERModel{labels: labels, words: make(map[string]bool, len(words))}
+	for _, w := range words {
+		m.words[w] = true
+	}
+	for f := range m.index {
+		m.index[f] = map[string]int32{}
+	}
+	for joint, id := range mapping {
+		f, l, val, err := m.splitJoint(joint)
+		if err != nil {
+			return nil, err
+		}
+		if id < 0 || id >= len(weights) {
+			return nil, fmt.Errorf("ingest: entity model: feature %q has weight %d of %d", joint, id, len(weights))
+		}
+		row, ok := m.index[f][val]
+		if !ok {
+			row = int32(len(m.weights))
+			m.index[f][val] = row
+			m.weights = append(m.weights, make([]float64, len(labels)))
+			m.hasLabel = append(m.hasLabel, make([]bool, len(labels)))
+		}
+		m.weights[row][l] = weights[id]
+		m.hasLabel[row][l] = true
+	}
+	return m, nil
+}
+
+// splitJoint splits "name-value-label" into the feature index, the label index and
+// the value. Names and labels contain '-' themselves ("en-wordlist", "B-PERSON"), so
+// both are matched against the known lists; the longest label suffix wins.
+func (m *NERModel) splitJoint(joint string) (f, l int, val string, err error) {
+	f, l = -1, -1
+	for i, name := range nerFeatures {
+		if strings.HasPrefix(joint, name+"-") {
+			f = i
+			break
+		}
+	}
+	for i, lab := range m.labels {
+		if strings.HasSuffix(joint, "-"+lab) && (l < 0 || len(lab) > len(m.labels[l])) {
+			l = i
+		}
+	}
+	if f < 0 || l < 0 || len(nerFeatures[f])+1 > len(joint)-len(m.labels[l])-1 {
+		return 0, 0, "", fmt.Errorf("ingest: entity model: cannot parse joint feature %q", joint)
+	}
+	return f, l, joint[len(nerFeatures[f])+1 : len(joint)-len(m.labels[l])-1], nil
+}
+
+// Label sets the Label of every token from its text and tag, left to right (each
+// label is a feature of the next), as prose's entityExtracter.classify does.
+func (m *NERModel) Label(toks []Token) {
+	var feats [nNERFeatures]string
+	scores := make([]float64, len(m.labels))
+	prevTag := ""
+	var buf []byte
+	for i := range toks {
+		word := toks[i].Text
+		lower := strings.ToLower(word)
+		feats[fBias] = "True"
+		feats[fWord] = word
+		feats[fPos] = toks[i].Tag
+		feats[fWordlist] = "False"
+		if m.words[word] {
+			feats[fWordlist] = "True"
+		}
+		feats[fWordLower] = lower
+		feats[fSuffix3] = strings.ToLower(word[len(word)-min(len(word), 3):])
+		feats[fPrefix3] = strings.ToLower(word[:min(len(word), 3)])
+		feats[fShape] = nerShape(word)
+		feats[fWordLen] = strconv.Itoa(len(word))
+		prevShape := "None"
+		if i == 0 {
+			feats[fPrevTag], feats[fPrevWord], feats[fPrevPos] = "None", "None", "None"
+		} else {
+			feats[fPrevWord] = strings.ToLower(toks[i-1].Text)
+			feats[fPrevPos] = toks[i-1].Tag
+			feats[fPrevTag] = prevTag
+			if i > 1 {
+				// prose leaves the previous shape "None" for the second token.
+				prevShape = nerShape(toks[i-1].Text)
+			}
+		}
+		if i == len(toks)-1 {
+			feats[fNextWord], feats[fNextPos] = "None", "None"
+		} else {
+			feats[fNextWord] = strings.ToLower(toks[i+1].Text)
+			feats[fNextPos] = strings.ToLower(toks[i+1].Tag)
+		}
+		clear(scores)
+		for f := range feats {
+			var row int32
+			var ok bool
+			switch f {
+			case fWordNextPos:
+				buf = append(append(append(buf[:0], lower...), '+'), feats[fNextPos]...)
+				row, ok = m.index[f][string(buf)]
+			case fPosPrevTag:
+				buf = append(append(append(buf[:0], feats[fPos]...), '+'), feats[fPrevTag]...)
+				row, ok = m.index[f][string(buf)]
+			case fShapePrevTag:
+				buf = append(append(append(buf[:0], prevShape...), '+'), feats[fPrevTag]...)
+				row, ok = m.index[f][string(buf)]
+			default:
+				row, ok = m.index[f][feats[f]]
+			}
+			if !ok {
+				continue
+			}
+			for l, w := range m.weights[row] {
+				if m.hasLabel[row][l] {
+					scores[l] += w
+				}
+			}
+		}
+		best, label := math.Inf(-1), ""
+		for l, s := range scores {
+			if s > best {
+				best, label = s, m.labels[l]
+			}
+		}
+		toks[i].Label = label
+		prevTag = simpleNERTag(label)
+	}
+}
+
+// simpleNERTag is prose's simplePOS of a label: its part before the first '-'.
+func simpleNERTag(label string) string {
+	if strings.HasPrefix(label, "V") {
+		return "v"
+	}
+	if i := strings.IndexByte(label, '-'); i >= 0 {
+		return label[:i]
+	}
+	return label
+}
+
+// nerShape is prose's shape(word) without its per-call regular expressions
+// (`\W+$` and `\w+$` test the last character against ASCII word characters).
+func nerShape(word string) string {
+	if _, err := strconv.ParseFloat(word, 64); err == nil {
+		return "number"
+	}
+	if word == "" {
+		return "other"
+	}
+	r, _ := utf8.DecodeLastRuneInString(word)
+	if !(r < utf8.RuneSelf && (r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r))) {
+		return "punct"
+	}
+	if strings.ToLower(word) == word {
+		return "downcase"
+	}
+	//lint:ignore SA1019 prose's feature is defined by strings.Title.
+	if strings.Title(word) == word { //nolint:staticcheck
+		return "upcase"
+	}
+	return "mixedcase"
+}
