@@ -166,3 +166,52 @@ func TestSimilarRowsErrorsAndTopK(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, []Neighbor{{2, 5}, {0, 3}}, TopK([]float32{3, 1, 5, 3}, 2))
 }
+
+// TestSimilarSparseSkewedExact checks the sparse search against an exhaustive float32
+// search on text-like rows — a few frequent coordinates in most rows, many rare ones.
+// Scores must be bit-identical (products summed in coordinate order), which is what
+// keeps rebuilt synonym edges identical whatever the search's internal order.
+func TestSimilarSparseSkewedExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const n, dim = 800, 512
+	zipf := rand.NewZipf(rng, 1.1, 2, dim-1)
+	data := make([]float32, n*dim)
+	for i := 0; i < n; i++ {
+		row := data[i*dim : (i+1)*dim]
+		if i%3 == 1 { // a near-duplicate of the previous row
+			copy(row, data[(i-1)*dim:i*dim])
+			row[zipf.Uint64()] += 0.3
+		} else {
+			for range 4 + rng.IntN(12) {
+				row[zipf.Uint64()] += float32(0.2 + rng.Float64())
+			}
+		}
+		var s float64
+		for _, v := range row {
+			s += float64(v) * float64(v)
+		}
+		for d := range row {
+			row[d] /= float32(math.Sqrt(s))
+		}
+	}
+	for _, min := range []float32{0.8, 0.5, 0.95} {
+		cfg := KNNConfig{K: 7, MinScore: min, Workers: 2}
+		got := similarSparse(data, dim, nil, cfg)
+		found := 0
+		for i := 0; i < n; i++ {
+			want := topK{k: cfg.K}
+			for j := 0; j < n; j++ {
+				var s float32
+				for d := 0; d < dim; d++ {
+					s += data[i*dim+d] * data[j*dim+d]
+				}
+				if j != i && s >= min && s != 0 {
+					want.offer(Neighbor{int32(j), s})
+				}
+			}
+			require.Equal(t, want.sorted(), got[i], "row %d, min %g", i, min)
+			found += len(got[i])
+		}
+		assert.Greater(t, found, n/3, "min %g: the data has similar pairs", min)
+	}
+}
