@@ -2,7 +2,9 @@ package retrieve
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
@@ -83,11 +85,11 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	}
 	reset := make([]float64, g.ns.N())
 	seed := func(sims map[int32]float64, top int, node func(int32) int32) {
-		ids := make([]int32, 0, len(sims))
-		vals := make([]float64, 0, len(sims))
-		for id, v := range sims {
-			ids = append(ids, id)
-			vals = append(vals, v)
+		// In id order: TopK breaks ties by position, and map order is random.
+		ids := slices.Sorted(maps.Keys(sims))
+		vals := make([]float64, len(ids))
+		for i, id := range ids {
+			vals[i] = sims[id]
 		}
 		norm := minMax(vals)
 		for _, nb := range kernels.TopK(toF32(norm), top) {
