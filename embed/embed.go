@@ -77,9 +77,17 @@ func Store(ix *graphio.Index, e Embedder) error {
 	return nil
 }
 
-// Matrix embeds texts in batches into a row-major matrix, calling progress after each.
+// Matrix embeds texts in batches into a matrix, calling progress after each. The
+// built-in hashed embedder's vectors are kept in compressed rows unless more than
+// graphio.SparseDensity of their entries are non-zero (long passages); an API
+// embedder's are dense.
 func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress func(done, total int)) (*graphio.Embedding, error) {
-	m := &graphio.Embedding{Dim: e.Dim(), Data: make([]float32, 0, len(texts)*e.Dim())}
+	var m *graphio.Embedding
+	if IsHashed(e.Identity()) && e.Dim() <= 1<<16 {
+		m = graphio.NewSparseEmbedding(e.Dim())
+	} else {
+		m = &graphio.Embedding{Dim: e.Dim(), Data: make([]float32, 0, len(texts)*e.Dim())}
+	}
 	if batch <= 0 {
 		batch = 256
 	}
@@ -96,11 +104,14 @@ func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress
 			if len(v) != m.Dim {
 				return nil, fmt.Errorf("embed: %s returned a vector of dimension %d, want %d", e.Identity(), len(v), m.Dim)
 			}
-			m.Data = append(m.Data, v...)
+			m.AppendDense(v)
 		}
 		if progress != nil {
 			progress(hi, len(texts))
 		}
+	}
+	if m.Sparse != nil && float64(len(m.Sparse.Idx)) > graphio.SparseDensity*float64(m.Rows()*m.Dim) {
+		m = &graphio.Embedding{Dim: m.Dim, Data: m.Dense()}
 	}
 	return m, nil
 }

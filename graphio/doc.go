@@ -18,10 +18,12 @@
 // records an augmentation merged in. Augmentation only appends records, so removing one
 // run's records restores the index exactly (see [Index.RemoveRun]).
 //
-// # On-disk format v1
+// # On-disk format v2
 //
 // A file starts with the 8-byte magic "GLOOMIDX" and a little-endian uint32 format
-// version, followed by sections. Each section has a header (name, flags, compressed
+// version, followed by sections. Version 2 added embedding matrices stored in
+// compressed rows ("embs.<kind>", see [Embedding]); version 1 files, which hold only
+// dense matrices, are read as before. Each section has a header (name, flags, compressed
 // and uncompressed lengths, CRC32C of the compressed payload) and a zstd-compressed
 // payload; a final "end" section records the number of sections before it, so a
 // truncated file is always detected. Files are written atomically (temporary file,

@@ -2,7 +2,6 @@ package graphio
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -43,7 +43,7 @@ var (
 	zstdEncoderOpt = []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1)}
 )
 
-// Write encodes ix in format v1 to w. The output is a pure function of ix: writing the
+// Write encodes ix in format v2 (FormatVersion) to w. The output is a pure function of ix: writing the
 // same index twice gives the same bytes.
 func Write(w io.Writer, ix *Index) error {
 	if err := ix.Validate(); err != nil {
@@ -176,8 +176,8 @@ func Read(r io.Reader) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: header has %d of 12 bytes", ErrTruncated, n)
 	}
-	if v := binary.LittleEndian.Uint32(head[8:]); v != FormatVersion {
-		return nil, fmt.Errorf("%w %d (this graphloom reads version %d)", ErrVersion, v, FormatVersion)
+	if v := binary.LittleEndian.Uint32(head[8:]); v < MinFormatVersion || v > FormatVersion {
+		return nil, fmt.Errorf("%w %d (this graphloom reads versions %d to %d)", ErrVersion, v, MinFormatVersion, FormatVersion)
 	}
 	// Sections are read and checksummed in order, then inflated (and embedding
 	// matrices unshuffled) concurrently, then decoded in order: errors come out in
@@ -318,11 +318,19 @@ func readStored(r io.Reader) (storedSection, error) {
 	if storedLen > maxSection || rawLen > maxSection {
 		return storedSection{}, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
 	}
-	var buf bytes.Buffer
-	if n, err := io.CopyN(&buf, r, int64(storedLen)); err != nil {
-		return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, n, storedLen)
+	// Read in steps of at most readStep, so a corrupt length cannot allocate much more
+	// than the stream holds, and a section that fits in one step is allocated once.
+	const readStep = 32 << 20
+	stored := make([]byte, 0, min(storedLen, readStep))
+	for uint64(len(stored)) < storedLen {
+		n := int(min(storedLen-uint64(len(stored)), readStep))
+		stored = slices.Grow(stored, n)
+		got, err := io.ReadFull(r, stored[len(stored):len(stored)+n])
+		stored = stored[:len(stored)+got]
+		if err != nil {
+			return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, len(stored), storedLen)
+		}
 	}
-	stored := buf.Bytes()
 	if got := crc32.Update(crc32.Checksum(h[:len(h)-4], castagnoli), castagnoli, stored); got != want {
 		return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
 	}

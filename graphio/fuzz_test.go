@@ -54,5 +54,6 @@ func FuzzSections(f *testing.F) {
 			}
 		}
 		_, _ = decodeOptional(&Index{}, "emb.entity", payload, nil)
+		_, _ = decodeOptional(&Index{}, "embs.entity", payload, nil)
 	})
 }

@@ -6,8 +6,14 @@ import (
 	"strings"
 )
 
-// FormatVersion is the version of the on-disk index format this package writes.
-const FormatVersion = 1
+// FormatVersion is the version of the on-disk index format this package writes:
+// v2 added embedding matrices in compressed rows ("embs.<kind>" sections).
+const FormatVersion = 2
+
+// MinFormatVersion is the oldest format version this package reads. A v1 file is a
+// v2 file without compressed-row matrices; a v1 reader refuses v2 files by their
+// version rather than skip their embeddings.
+const MinFormatVersion = 1
 
 // NodeKind names a kind of graph node; each kind has its own embedding matrix.
 type NodeKind uint8
@@ -130,23 +136,6 @@ type Run struct {
 	Summary string `json:"summary"` // JSON of the job's report
 }
 
-// Embedding is a row-major float32 matrix with one row per node of a kind.
-type Embedding struct {
-	Dim  int
-	Data []float32 // len = rows × Dim
-}
-
-// Rows returns the number of rows.
-func (e *Embedding) Rows() int {
-	if e == nil || e.Dim == 0 {
-		return 0
-	}
-	return len(e.Data) / e.Dim
-}
-
-// Row returns row i as a slice aliasing the matrix.
-func (e *Embedding) Row(i int) []float32 { return e.Data[i*e.Dim : (i+1)*e.Dim] }
-
 // Index is a graphloom index: a corpus, its knowledge graph and its embeddings.
 type Index struct {
 	Meta       Meta
@@ -230,8 +219,11 @@ func (ix *Index) Validate() error {
 		if e == nil || e.Dim <= 0 {
 			return fmt.Errorf("graphio: %s embedding has no dimension", k)
 		}
-		if len(e.Data) != ix.count(k)*e.Dim {
-			return fmt.Errorf("graphio: %s embedding has %d values, want %d rows × %d", k, len(e.Data), ix.count(k), e.Dim)
+		if err := e.validate(); err != nil {
+			return fmt.Errorf("graphio: %s embedding: %w", k, err)
+		}
+		if e.Rows() != ix.count(k) {
+			return fmt.Errorf("graphio: %s embedding has %d rows, want %d", k, e.Rows(), ix.count(k))
 		}
 	}
 	return nil
@@ -272,13 +264,7 @@ func (ix *Index) RemoveRun(run string) error {
 		if e == nil || e.Dim == 0 {
 			return
 		}
-		var out []float32
-		for i := 0; i < e.Rows(); i++ {
-			if keep(i) {
-				out = append(out, e.Row(i)...)
-			}
-		}
-		e.Data = out
+		e.KeepRows(keep)
 	}
 	keepRows(KindEntity, func(i int) bool { return remap[i] >= 0 })
 	mapEnt := func(what string, i int, e int32, by string) (int32, error) {

@@ -1,6 +1,7 @@
 package graphio
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -14,8 +15,8 @@ type section struct {
 	decode func(ix *Index, d *dec) error
 }
 
-// sections lists the required sections in file order. Embedding matrices ("emb.<kind>")
-// and blobs ("blob.<name>") follow them.
+// sections lists the required sections in file order. Embedding matrices ("emb.<kind>"
+// dense, "embs.<kind>" in compressed rows) and blobs ("blob.<name>") follow them.
 var sections = []section{
 	{"meta", encMeta, decMeta},
 	{"documents", encDocuments, decDocuments},
@@ -261,7 +262,14 @@ func optionalSections(ix *Index) []section {
 	sort.Ints(kinds)
 	for _, k := range kinds {
 		m := ix.Embeddings[NodeKind(k)]
-		out = append(out, section{name: "emb." + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+		if m.Sparse != nil {
+			out = append(out, section{name: sparsePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+				encodeSparse(m, e)
+				return nil
+			}})
+			continue
+		}
+		out = append(out, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
 			e.uvarint(uint64(m.Dim))
 			e.b = append(e.b, shuffle4(m.Data)...)
 			return nil
@@ -282,8 +290,6 @@ func optionalSections(ix *Index) []section {
 	return out
 }
 
-// decodeOptional decodes an "emb.*" or "blob.*" section; it reports false for a name it
-// does not know.
 // parsedEmbedding is an embedding section decoded: its kind and matrix, or why it is
 // malformed.
 type parsedEmbedding struct {
@@ -292,13 +298,101 @@ type parsedEmbedding struct {
 	err  error
 }
 
-// parseEmbedding decodes an "emb.<kind>" section's matrix, or returns nil for any other
-// section (and for an unknown kind, which is skipped).
-func parseEmbedding(name string, payload []byte) *parsedEmbedding {
-	if !strings.HasPrefix(name, "emb.") {
+// Embedding sections: "emb.<kind>" holds a dense matrix (format v1 and v2),
+// "embs.<kind>" one in compressed rows (v2).
+const (
+	densePrefix  = "emb."
+	sparsePrefix = "embs."
+)
+
+// encodeSparse writes a compressed-row matrix: dimension, rows and non-zeros
+// (uvarints), each row's length (uvarints), each coordinate as the gap from the
+// previous one in its row (uint16, the first one absolute), and the values byte-shuffled.
+func encodeSparse(m *Embedding, e *enc) {
+	s := m.Sparse
+	e.uvarint(uint64(m.Dim))
+	e.uvarint(uint64(m.Rows()))
+	e.uvarint(uint64(len(s.Idx)))
+	for i := range m.Rows() {
+		e.uvarint(uint64(s.Ptr[i+1] - s.Ptr[i]))
+	}
+	for i := range m.Rows() {
+		prev := uint16(0)
+		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
+			e.b = binary.LittleEndian.AppendUint16(e.b, s.Idx[k]-prev)
+			prev = s.Idx[k]
+		}
+	}
+	e.b = append(e.b, shuffle4(s.Val)...)
+}
+
+// decodeSparse reads what encodeSparse wrote, checking every row's coordinates.
+func decodeSparse(d *dec) *Embedding {
+	dim := d.uvarint()
+	if d.err == nil && (dim == 0 || dim > 1<<16) {
+		d.fail("sparse embedding of dimension %d (1 to 65536)", dim)
+	}
+	rows := d.count("sparse rows", 1)
+	nnz := d.count("non-zeros", 6)
+	if d.err != nil {
 		return nil
 	}
-	k, err := ParseNodeKind(strings.TrimPrefix(name, "emb."))
+	m := NewSparseEmbedding(int(dim))
+	s := m.Sparse
+	s.Ptr = make([]int64, 1, rows+1)
+	for range rows {
+		n := d.uvarint()
+		if d.err != nil {
+			return nil
+		}
+		if next := s.Ptr[len(s.Ptr)-1] + int64(n); n > uint64(nnz) || next > int64(nnz) {
+			d.fail("row lengths exceed the %d non-zeros", nnz)
+			return nil
+		} else {
+			s.Ptr = append(s.Ptr, next)
+		}
+	}
+	if s.Ptr[rows] != int64(nnz) || len(d.b) != 6*nnz {
+		d.fail("%d non-zeros in rows summing to %d with %d bytes left", nnz, s.Ptr[rows], len(d.b))
+		return nil
+	}
+	s.Idx = make([]uint16, nnz)
+	for i := range rows {
+		c := 0
+		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
+			gap := int(binary.LittleEndian.Uint16(d.b[2*k:]))
+			if k > s.Ptr[i] && gap == 0 || c+gap >= int(dim) {
+				d.fail("row %d: coordinates not increasing below %d", i, dim)
+				return nil
+			}
+			c += gap
+			s.Idx[k] = uint16(c)
+		}
+	}
+	s.Val = unshuffle4(d.b[2*nnz:])
+	d.b = nil
+	return m
+}
+
+// parseEmbedding decodes an "emb.<kind>" or "embs.<kind>" section's matrix, or returns
+// nil for any other section (and for an unknown kind, which is skipped).
+func parseEmbedding(name string, payload []byte) *parsedEmbedding {
+	if strings.HasPrefix(name, sparsePrefix) {
+		k, err := ParseNodeKind(strings.TrimPrefix(name, sparsePrefix))
+		if err != nil {
+			return nil
+		}
+		d := &dec{b: payload}
+		m := decodeSparse(d)
+		if err := d.done(name); err != nil {
+			return &parsedEmbedding{kind: k, err: err}
+		}
+		return &parsedEmbedding{kind: k, emb: m}
+	}
+	if !strings.HasPrefix(name, densePrefix) {
+		return nil
+	}
+	k, err := ParseNodeKind(strings.TrimPrefix(name, densePrefix))
 	if err != nil {
 		return nil
 	}
@@ -332,7 +426,7 @@ func decodeOptional(ix *Index, name string, payload []byte, pe *parsedEmbedding)
 		}
 		ix.Embeddings[pe.kind] = pe.emb
 		return true, nil
-	case strings.HasPrefix(name, "emb."):
+	case strings.HasPrefix(name, densePrefix) || strings.HasPrefix(name, sparsePrefix):
 		return false, nil // an unknown kind
 	case strings.HasPrefix(name, "blob."):
 		if ix.Blobs == nil {

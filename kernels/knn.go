@@ -70,7 +70,7 @@ func SimilarRows(data []float32, dim int, skip []bool, cfg KNNConfig) ([][]Neigh
 	switch {
 	case n == 0:
 		return nil, nil
-	case nnz*5 < len(data):
+	case nnz*5 < len(data) && dim <= 1<<16:
 		return similarSparse(data, dim, skip, cfg), nil
 	case n <= cfg.ExactLimit:
 		return similarDense(data, dim, skip, cfg), nil
@@ -175,11 +175,61 @@ func similarDense(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neigh
 	return out
 }
 
-// similarSparse is an exact search through an inverted index of the non-zero
-// coordinates. Similarity is symmetric, so each row is only scored against the rows
-// after it, and every pair found is offered to both rows' top-K lists.
+// SimilarSparseRows is SimilarRows for a matrix held in compressed rows: row i's
+// non-zeros are at coordinates idx[ptr[i]:ptr[i+1]] (increasing) with values
+// val[ptr[i]:ptr[i+1]]. It returns what SimilarRows returns for the dense matrix.
+func SimilarSparseRows(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, cfg KNNConfig) ([][]Neighbor, error) {
+	n := len(ptr) - 1
+	if dim <= 0 || n < 0 || len(idx) != len(val) || ptr[0] != 0 || ptr[n] != int64(len(idx)) {
+		return nil, fmt.Errorf("kernels: knn: malformed compressed rows (%d pointers, %d indices, %d values)", len(ptr), len(idx), len(val))
+	}
+	if len(idx)*5 >= n*dim {
+		// Too dense for the inverted index: the dense paths, as SimilarRows chooses.
+		data := make([]float32, n*dim)
+		for i := range n {
+			for k := ptr[i]; k < ptr[i+1]; k++ {
+				data[i*dim+int(idx[k])] = val[k]
+			}
+		}
+		return SimilarRows(data, dim, skip, cfg)
+	}
+	if skip != nil && len(skip) != n {
+		return nil, fmt.Errorf("kernels: knn: skip mask has %d entries for %d rows", len(skip), n)
+	}
+	if cfg.K <= 0 || cfg.From >= n {
+		return make([][]Neighbor, n), nil
+	}
+	cfg.From = max(0, cfg.From)
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	return similarCSR(ptr, idx, val, dim, skip, cfg), nil
+}
+
+// similarSparse is similarCSR on a dense matrix's non-zeros.
 func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbor {
 	n := len(data) / dim
+	ptr := make([]int64, n+1)
+	var idx []uint16
+	var val []float32
+	for i := 0; i < n; i++ {
+		for d, v := range data[i*dim : (i+1)*dim] {
+			if v != 0 {
+				idx = append(idx, uint16(d))
+				val = append(val, v)
+			}
+		}
+		ptr[i+1] = int64(len(idx))
+	}
+	return similarCSR(ptr, idx, val, dim, skip, cfg)
+}
+
+// similarCSR is an exact search through an inverted index of the non-zero
+// coordinates. Similarity is symmetric, so each row is only scored against the rows
+// after it, and every pair found is offered to both rows' top-K lists. Dimensions are
+// at most 65,536 (uint16 coordinates).
+func similarCSR(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbor {
+	n := len(ptr) - 1
 	// Postings are built in row order, so each list is sorted by row.
 	cols := make([][]int32, dim)
 	vals := make([][]float32, dim)
@@ -187,11 +237,9 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 		if skip != nil && skip[i] {
 			continue
 		}
-		for d, v := range data[i*dim : (i+1)*dim] {
-			if v != 0 {
-				cols[d] = append(cols[d], int32(i))
-				vals[d] = append(vals[d], v)
-			}
+		for k := ptr[i]; k < ptr[i+1]; k++ {
+			cols[idx[k]] = append(cols[idx[k]], int32(i))
+			vals[idx[k]] = append(vals[idx[k]], val[k])
 		}
 	}
 	type pair struct {
@@ -210,11 +258,9 @@ func similarSparse(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neig
 			if skip != nil && skip[i] {
 				continue
 			}
-			for d, v := range data[i*dim : (i+1)*dim] {
-				if v == 0 {
-					continue
-				}
-				rows, vs := cols[d], vals[d]
+			for k := ptr[i]; k < ptr[i+1]; k++ {
+				v := val[k]
+				rows, vs := cols[idx[k]], vals[idx[k]]
 				// Rows before From are never queried, so their pairs with i are found
 				// here; later rows pair with the rows after them.
 				early := sort.Search(len(rows), func(k int) bool { return rows[k] >= int32(cfg.From) })

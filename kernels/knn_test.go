@@ -197,6 +197,21 @@ func TestSimilarSparseSkewedExact(t *testing.T) {
 	for _, min := range []float32{0.8, 0.5, 0.95} {
 		cfg := KNNConfig{K: 7, MinScore: min, Workers: 2}
 		got := similarSparse(data, dim, nil, cfg)
+		// The same rows handed over in compressed form give the same lists.
+		ptr := []int64{0}
+		var idx []uint16
+		var val []float32
+		for i := 0; i < n; i++ {
+			for d, v := range data[i*dim : (i+1)*dim] {
+				if v != 0 {
+					idx, val = append(idx, uint16(d)), append(val, v)
+				}
+			}
+			ptr = append(ptr, int64(len(idx)))
+		}
+		csr, err := SimilarSparseRows(ptr, idx, val, dim, nil, cfg)
+		require.NoError(t, err)
+		require.Equal(t, got, csr)
 		found := 0
 		for i := 0; i < n; i++ {
 			want := topK{k: cfg.K}

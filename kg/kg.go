@@ -269,7 +269,7 @@ func embedFrom(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch
 		}
 		done += len(texts[k])
 		if old := ix.Embeddings[k]; old != nil {
-			old.Data = append(old.Data, m.Data...)
+			old.Append(m)
 		} else {
 			ix.Embeddings[k] = m
 		}
@@ -290,9 +290,14 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 	for i, e := range ix.Entities {
 		skip[i] = graphio.AlnumLen(e.Name) < cfg.SynonymMinAlnum
 	}
-	nbrs, err := kernels.SimilarRows(m.Data, m.Dim, skip, kernels.KNNConfig{
-		K: cfg.SynonymMax, MinScore: cfg.SynonymThreshold, ExactLimit: cfg.ExactKNNLimit, Seed: 42, From: from,
-	})
+	kc := kernels.KNNConfig{K: cfg.SynonymMax, MinScore: cfg.SynonymThreshold, ExactLimit: cfg.ExactKNNLimit, Seed: 42, From: from}
+	var nbrs [][]kernels.Neighbor
+	var err error
+	if s := m.Sparse; s != nil {
+		nbrs, err = kernels.SimilarSparseRows(s.Ptr, s.Idx, s.Val, m.Dim, skip, kc)
+	} else {
+		nbrs, err = kernels.SimilarRows(m.Data, m.Dim, skip, kc)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("kg: synonyms: %w", err)
 	}

@@ -177,7 +177,7 @@ type Searcher struct {
 	factAdj     [][]int32
 
 	sparseOnce [graphio.NumKinds]sync.Once
-	sparse     [graphio.NumKinds]*sparseRows
+	sparse     [graphio.NumKinds]*graphio.SparseRows
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex

@@ -30,10 +30,17 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	sp := sparseOf(m)
 	require.NotNil(t, sp, "8% non-zeros is sparse")
 	got := make([]float32, rows)
-	sp.dots(q, got)
+	sparseDots(sp, q, got)
 	for i := range got {
 		assert.InDelta(t, kernels.Dot(m.Row(i), q), got[i], 1e-5, "row %d", i)
 	}
+	// A matrix held in compressed rows is scored from them, with the same values.
+	held := m.Compact()
+	require.NotNil(t, held.Sparse)
+	assert.Same(t, held.Sparse, sparseOf(held))
+	again := make([]float32, rows)
+	sparseDots(sparseOf(held), q, again)
+	assert.Equal(t, got, again)
 
 	dense := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
 	for i := range dense.Data {

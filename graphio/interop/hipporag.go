@@ -484,7 +484,7 @@ func ExportHippoRAG(ix *graphio.Index, dst string) (*Report, error) {
 				return
 			}
 			s := &hippoStore{Dim: m.Dim, IDs: ids, Contents: contents}
-			for _, v := range m.Data {
+			for _, v := range m.Dense() {
 				s.Rows = binary.LittleEndian.AppendUint32(s.Rows, math.Float32bits(v))
 			}
 			stores[map[graphio.NodeKind]string{graphio.KindChunk: "chunk", graphio.KindEntity: "entity", graphio.KindFact: "fact"}[k]] = s
