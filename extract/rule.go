@@ -9,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-
 	"github.com/graphloom/graphloom/ingest"
 )
 
