@@ -79,7 +79,7 @@ func Store(ix *graphio.Index, e Embedder) error {
 
 // Matrix embeds texts in batches into a matrix, calling progress after each. The
 // built-in hashed embedder's vectors are kept in compressed rows unless more than
-// graphio.SparseDensity of their entries are non-zero (long passages); an API
+// graphio.SparseStorageDensity of their entries are non-zero (long passages); an API
 // embedder's are dense.
 func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress func(done, total int)) (*graphio.Embedding, error) {
 	var m *graphio.Embedding
@@ -110,7 +110,7 @@ func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress
 			progress(hi, len(texts))
 		}
 	}
-	if m.Sparse != nil && float64(len(m.Sparse.Idx)) > graphio.SparseDensity*float64(m.Rows()*m.Dim) {
+	if m.Sparse != nil && m.Density() > graphio.SparseStorageDensity {
 		m = &graphio.Embedding{Dim: m.Dim, Data: m.Dense()}
 	}
 	return m, nil

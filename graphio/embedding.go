@@ -5,10 +5,16 @@ import (
 	"fmt"
 )
 
-// SparseDensity is the largest share of non-zero entries at which a matrix is worth
-// holding in compressed rows: the built-in hashed embedder gives a name or a fact a
-// few dozen non-zeros out of 768 coordinates (3–5 %), a passage a few hundred.
+// SparseDensity is the largest share of non-zero entries at which a matrix is scored
+// from its compressed rows (and Compact compresses a dense one): the built-in hashed
+// embedder gives a name or a fact a few dozen non-zeros out of 768 coordinates
+// (4–11 %), a sentence or a passage a few hundred (25–50 %).
 const SparseDensity = 0.25
+
+// SparseStorageDensity is the largest share of non-zero entries at which a matrix is
+// smaller in compressed rows (6 bytes a non-zero) than dense (4 bytes an entry), with
+// a margin: 0.5 rather than 2/3.
+const SparseStorageDensity = 0.5
 
 // Embedding is a float32 matrix with one row per node of a kind, held either dense
 // (Data, row-major) or in compressed rows (Sparse) — never both. Dense is the natural
@@ -149,6 +155,23 @@ func (e *Embedding) KeepRows(keep func(i int) bool) {
 		s.Ptr[n] = w
 	}
 	s.Ptr, s.Idx, s.Val = s.Ptr[:n+1], s.Idx[:w], s.Val[:w]
+}
+
+// Density returns the share of the matrix's entries that are non-zero.
+func (e *Embedding) Density() float64 {
+	if e.Rows() == 0 {
+		return 0
+	}
+	if e.Sparse != nil {
+		return float64(len(e.Sparse.Idx)) / float64(e.Rows()*e.Dim)
+	}
+	nz := 0
+	for _, v := range e.Data {
+		if v != 0 {
+			nz++
+		}
+	}
+	return float64(nz) / float64(len(e.Data))
 }
 
 // Compact returns the matrix in compressed rows when it is dense with at most

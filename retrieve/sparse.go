@@ -5,13 +5,15 @@ import (
 	"github.com/graphloom/graphloom/kernels"
 )
 
-// sparseOf returns the compressed rows of m: its own when it is held in them, a
-// compressed copy when it is dense with at most graphio.SparseDensity non-zeros (an
-// index written before format v2), or nil when m is too dense for them to pay. The
-// built-in hashed embedder gives names and facts a few dozen non-zeros out of 768, so
-// their dot products cost a tenth of a dense pass.
+// sparseOf returns the compressed rows to score m from when at most
+// graphio.SparseDensity of its entries are non-zero: its own when it is held in them,
+// a compressed copy of a dense matrix (an index written before format v2). It returns
+// nil for a denser matrix, which is scored with the SIMD dense kernel whatever its
+// storage, so that scores do not depend on how a matrix is stored. The built-in
+// hashed embedder gives names and facts a few dozen non-zeros out of 768, so their
+// dot products cost a tenth of a dense pass.
 func sparseOf(m *graphio.Embedding) *graphio.SparseRows {
-	if m == nil {
+	if m == nil || m.Density() > graphio.SparseDensity {
 		return nil
 	}
 	return m.Compact().Sparse
@@ -39,6 +41,13 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 	out := make([]float32, m.Rows())
 	if sp := s.sparse[k]; sp != nil {
 		sparseDots(sp, q, out)
+		return out
+	}
+	if m.Sparse != nil {
+		row := make([]float32, m.Dim)
+		for i := range out {
+			out[i] = kernels.Dot(m.RowInto(i, row), q)
+		}
 		return out
 	}
 	for i := range out {

@@ -49,6 +49,7 @@ func main() {
 	sizes := flag.String("sizes", "6000,30000", "comma-separated passage counts")
 	queries := flag.Int("queries", 100, "questions timed per retriever")
 	noAugment := flag.Bool("no-augment", false, "skip augment --plan")
+	keep := flag.Bool("keep-corpora", false, "keep the synthesised corpora (corpus_N.json) beside the indices")
 	out := flag.String("out", "out/bench/scale", "output directory")
 	flag.Parse()
 	var ns []int
@@ -60,7 +61,7 @@ func main() {
 		}
 		ns = append(ns, n)
 	}
-	if err := run(*corpus, *bin, *out, ns, *queries, !*noAugment); err != nil {
+	if err := run(*corpus, *bin, *out, ns, *queries, !*noAugment, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
 		os.Exit(1)
 	}
@@ -81,7 +82,7 @@ type row struct {
 	AugmentSec, AugmentRSS float64
 }
 
-func run(corpusPath, bin, out string, ns []int, nq int, augment bool) error {
+func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora bool) error {
 	if corpusPath == "" {
 		return errors.New("-corpus is required")
 	}
@@ -133,7 +134,9 @@ func run(corpusPath, bin, out string, ns []int, nq int, augment bool) error {
 		fmt.Printf("N=%d: indexed in %.1fs (%.0f passages/s, peak %.0f MiB, %.1f MiB on disk); cold load %.2fs (%.0f MiB); ppr p50 %.1f ms\n",
 			n, r.IndexSec, float64(n)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS, r.P50["ppr"])
 		rows = append(rows, r)
-		os.Remove(corpus)
+		if !keepCorpora {
+			os.Remove(corpus)
+		}
 	}
 	report(rows, retrievers, augment)
 	return plotCosts(filepath.Join(out, "scale.png"), rows)
