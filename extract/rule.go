@@ -51,9 +51,9 @@ type Rule struct {
 	cfg  RuleConfig
 	pool sync.Pool // *ruleWorker, for ExtractText and ExtractDocs
 
-	nerOnce sync.Once
-	ner     *ingest.NERModel // prose's entity model, shared by the workers
-	nerErr  error
+	taggerOnce sync.Once
+	tagger     *ingest.Tagger // shared by the workers
+	taggerErr  error
 }
 
 // NewRule returns a rule extractor.
@@ -127,8 +127,7 @@ func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) (
 	return out, nil
 }
 
-// ruleWorker holds one goroutine's models (prose's tagger is not documented as safe
-// for concurrent use).
+// ruleWorker holds one goroutine's state (the tagger is shared).
 type ruleWorker struct {
 	cfg    RuleConfig
 	tagger *ingest.Tagger
@@ -140,11 +139,11 @@ func (r *Rule) newWorker() (*ruleWorker, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.nerOnce.Do(func() { r.ner, r.nerErr = ingest.LoadNERModel() })
-	if r.nerErr != nil {
-		return nil, fmt.Errorf("extract: %w", r.nerErr)
+	r.taggerOnce.Do(func() { r.tagger, r.taggerErr = ingest.LoadTagger() })
+	if r.taggerErr != nil {
+		return nil, fmt.Errorf("extract: %w", r.taggerErr)
 	}
-	return &ruleWorker{cfg: r.cfg, tagger: ingest.NewTagger(r.ner), seg: seg}, nil
+	return &ruleWorker{cfg: r.cfg, tagger: r.tagger, seg: seg}, nil
 }
 
 // ExtractText runs the rule extractor on one text (convenient for tests and for the

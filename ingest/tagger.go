@@ -29,48 +29,62 @@ func (t Token) Entity() string {
 	return ""
 }
 
-// Tagger tokenises and tags English text with prose v2: its iterative tokenizer, its
-// averaged-perceptron part-of-speech tagger and its maximum-entropy named-entity
-// model. The entity labels are prose's, computed by [NERModel], which gives the same
-// labels as prose's own classifier several times faster. A Tagger is not safe for
-// concurrent use (prose's tagger is not documented as such); give each goroutine its
-// own, sharing one NERModel.
+// Tagger tokenises and tags English text as prose v2 does — its iterative tokenizer,
+// its averaged-perceptron part-of-speech tagger and its maximum-entropy named-entity
+// model, from prose's own embedded model files — with three differences: the tagger
+// sums its weights in a fixed order, so a text is always tagged the same (prose's map
+// iteration changes near-tied tags from run to run); the entity model is scored
+// through a per-(feature, value) weight table, several times faster than prose's
+// string-keyed lookups, with identical labels; and emoticons are recognised by shape
+// (see isEmoticon). A Tagger is read-only and safe for concurrent use.
 type Tagger struct {
-	model *prose.Model
-	ner   *NERModel
+	pos *posModel
+	ner *NERModel
 }
 
-// NewTagger returns a tagger that labels entities with ner (shared, read-only).
-func NewTagger(ner *NERModel) *Tagger {
-	return &Tagger{model: prose.ModelFromData("graphloom"), ner: ner}
+// LoadTagger decodes prose's embedded tagger and entity models.
+func LoadTagger() (*Tagger, error) {
+	pos, err := loadPOSModel()
+	if err != nil {
+		return nil, err
+	}
+	ner, err := LoadNERModel()
+	if err != nil {
+		return nil, err
+	}
+	return &Tagger{pos: pos, ner: ner}, nil
 }
 
 // Tag returns the tokens of text (no sentence segmentation) with tags and labels.
 func (t *Tagger) Tag(text string) ([]Token, error) {
-	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.WithExtraction(false), prose.UsingModel(t.model))
+	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
 	if err != nil {
-		return nil, fmt.Errorf("ingest: tag text: %w", err)
+		return nil, fmt.Errorf("ingest: tokenise text: %w", err)
 	}
 	pt := doc.Tokens()
 	toks := make([]Token, len(pt))
 	for i, p := range pt {
-		toks[i] = Token{Text: p.Text, Tag: p.Tag}
+		toks[i] = Token{Text: p.Text}
 	}
+	keys := sharedSpans(text, len(toks))
+	t.pos.tag(toks)
+	share(keys, toks, func(t *Token) *string { return &t.Tag })
 	t.ner.Label(toks)
-	shareLabels(text, toks)
+	share(keys, toks, func(t *Token) *string { return &t.Label })
 	return toks, nil
 }
 
 // proseSanitizer is the replacer prose's tokenizer applies before splitting.
 var proseSanitizer = strings.NewReplacer("\u201c", `"`, "\u201d", `"`, "\u2018", "'", "\u2019", "'", "&rsquo;", "'")
 
-// shareLabels reproduces a property of prose's pipeline that its labels depend on:
-// its tokenizer caches the tokens of each whitespace-delimited span (but the text's
-// last span) and reuses the same token objects for every repeat of the span, so the
-// label classified at the span's last repeat overwrites the earlier ones (and their
-// tags, which prose's Tokens already report that way). Each token keeps the label of
-// the last cached repeat of its span.
-func shareLabels(text string, toks []Token) {
+// sharedSpans reproduces a property of prose's pipeline that its tags and labels
+// depend on: its tokenizer caches the tokens of each whitespace-delimited span (but
+// the text's last span) and reuses the same token objects for every repeat of the
+// span, so the tag and the label computed at the span's last repeat overwrite the
+// earlier ones. It returns, for each of the n tokens of text, the key of its shared
+// token object ("" for an unshared one), or nil when the spans do not account for
+// the n tokens.
+func sharedSpans(text string, n int) []string {
 	clean := proseSanitizer.Replace(text)
 	type span struct {
 		text   string
@@ -103,41 +117,47 @@ func shareLabels(text string, toks []Token) {
 	}
 	// Each span's tokens are what prose's tokenizer makes of the span alone (its
 	// splitting drops pieces, so token texts need not spell the span).
-	keys := make([]string, len(toks))
+	keys := make([]string, n)
 	counts := map[string]int{}
 	i := 0
 	for _, sp := range spans {
-		n, ok := counts[sp.text]
+		c, ok := counts[sp.text]
 		if !ok {
 			doc, err := prose.NewDocument(sp.text, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
 			if err != nil {
-				return
+				return nil
 			}
-			n = len(doc.Tokens())
-			counts[sp.text] = n
+			c = len(doc.Tokens())
+			counts[sp.text] = c
 		}
-		if i+n > len(toks) {
-			return // not prose's tokenization: leave the labels as classified
+		if i+c > n {
+			return nil // not prose's tokenization
 		}
-		for k := range n {
+		for k := range c {
 			if sp.cached {
 				keys[i+k] = sp.text + "\x00" + strconv.Itoa(k)
 			}
 		}
-		i += n
+		i += c
 	}
-	if i != len(toks) {
-		return
+	if i != n {
+		return nil
 	}
+	return keys
+}
+
+// share gives every token of a shared object (keys from sharedSpans) the field value
+// of the object's last occurrence.
+func share(keys []string, toks []Token, field func(*Token) *string) {
 	last := map[string]string{}
 	for i, k := range keys {
 		if k != "" {
-			last[k] = toks[i].Label
+			last[k] = *field(&toks[i])
 		}
 	}
 	for i, k := range keys {
 		if k != "" {
-			toks[i].Label = last[k]
+			*field(&toks[i]) = last[k]
 		}
 	}
 }

@@ -116,11 +116,11 @@ func (g *PassageGraph) Anchors() []int {
 }
 
 // Parser builds passage graphs with prose's part-of-speech tagger and named-entity
-// model. A Parser is not safe for concurrent use (prose's model is not documented as
-// such); give each goroutine its own.
+// model (through ingest.Tagger, loaded on first use). A Parser is safe for concurrent
+// use.
 type Parser struct {
 	once   sync.Once
-	tagger *ingest.Tagger // prose v2's tokens, tags and entity labels; loaded on first use
+	tagger *ingest.Tagger
 	err    error
 }
 
@@ -136,12 +136,7 @@ type tok struct {
 // Parse builds the graph of one passage. It is deterministic: the same text always
 // gives the same graph (which is why graphs are recomputed, not stored; see Config).
 func (p *Parser) Parse(text string) (*PassageGraph, error) {
-	p.once.Do(func() {
-		var ner *ingest.NERModel
-		if ner, p.err = ingest.LoadNERModel(); p.err == nil {
-			p.tagger = ingest.NewTagger(ner)
-		}
-	})
+	p.once.Do(func() { p.tagger, p.err = ingest.LoadTagger() })
 	if p.err != nil {
 		return nil, fmt.Errorf("rerank: %w", p.err)
 	}
