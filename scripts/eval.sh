@@ -113,6 +113,34 @@ section "CAGE reranking"
 } | tee "$out/cage.md"
 cat "$out/cage.md" >>"$summary"
 
+# SelfGraphRAG (seed 001, issue 13): GraphLM — G-Retriever trained on the graph's own
+# synthetic QA — against the same frozen LM given the same verbalised subgraph without
+# the graph token, on a held-out fifth of the synthetic questions (token F1, EM). It
+# needs a local Llama/Qwen2 model directory (config.json, *.safetensors,
+# tokenizer.json) in GRAPHLOOM_LM_DIR; nothing is downloaded.
+section "SelfGraphRAG: GraphLM vs the frozen LM alone (synthetic validation slice)"
+if [[ -n "${GRAPHLOOM_LM_DIR:-}" ]]; then
+	sg="$out/selfgraphrag"
+	mkdir -p "$sg"
+	"$bin" synth --quiet --index "$out/harbour.glx" --generator template --out "$sg/synth.jsonl"
+	awk 'NR % 5 != 0' "$sg/synth.jsonl" >"$sg/train.jsonl"
+	awk 'NR % 5 == 0' "$sg/synth.jsonl" >"$sg/val.jsonl"
+	{
+		"$bin" train gretriever --quiet --index "$out/harbour.glx" --train "$sg/train.jsonl" --val "$sg/val.jsonl" \
+			--lm "$GRAPHLOOM_LM_DIR" --text verbal --out "$sg/graphlm"
+		for mode in graph-token no-graph-token; do
+			flags=()
+			[[ $mode == no-graph-token ]] && flags=(--no-graph-token)
+			echo "### $mode"
+			"$bin" eval --quiet --index "$out/harbour.glx" --dataset "$sg/val.jsonl" --retrievers gretriever \
+				--model "$sg/graphlm" --lm "$GRAPHLOOM_LM_DIR" "${flags[@]}" --out "$sg/$mode" | sed -n '2,$p'
+		done
+	} | tee "$sg/summary.md"
+	cat "$sg/summary.md" >>"$summary"
+else
+	echo "skipped: set GRAPHLOOM_LM_DIR to a local Llama/Qwen2 model directory to compare GraphLM with the frozen LM alone"
+fi
+
 # Ablations: the graph retrievers with each retrieval component switched off in turn
 # and, where the corpus is at hand, each graph-build component (graphloom eval --ablate).
 ablate() { # NAME DATASET [CORPUS]

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,12 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 		"--batch-size", "2", "--grad-steps", "1", "--lr", "1e-3", "--warmup-epochs", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "held out")
+	// The held-out (synthetic) loss decreases: the best validation loss after training
+	// is below the loss before it.
+	var before, after float64
+	_, err = fmt.Sscanf(r.stdout[strings.Index(r.stdout, "validation loss"):], "validation loss %f → %f", &before, &after)
+	require.NoError(t, err, r.stdout)
+	assert.Less(t, after, before, "held-out loss")
 
 	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "Who built Tallow Point Lighthouse?")
 	require.Equal(t, 0, r.code, r.stderr)
