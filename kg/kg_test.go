@@ -1,9 +1,12 @@
 package kg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -53,6 +56,38 @@ func TestBuildOffline(t *testing.T) {
 	assert.True(t, ok)
 	assert.Contains(t, ix.Meta.Embedder, "hash-tfidf")
 	assert.Equal(t, "rule", ix.Meta.Extractor)
+}
+
+// TestBuildOfflineReproducible builds the example corpus twice: the two indices are
+// the same bytes but for their creation time (tags, synonym edges and their order
+// included).
+func TestBuildOfflineReproducible(t *testing.T) {
+	// The example corpus, plus passages naming entities in two inflections each, so
+	// that many groups of stem synonyms are linked.
+	data, err := os.ReadFile(filepath.Join("..", "examples", "harbour", "corpus.json"))
+	require.NoError(t, err)
+	var docs []map[string]string
+	require.NoError(t, json.Unmarshal(data, &docs))
+	for i, name := range []string{"Harbour Town", "Lamplighter Guild", "Salt Merchant", "Copper Mine", "River Gate",
+		"Stone Bridge", "Wool Market", "Sail Loft", "Pilot Cutter", "Bell Buoy"} {
+		docs = append(docs, map[string]string{"title": fmt.Sprintf("Pair %d", i),
+			"text": fmt.Sprintf("The %s of Aldwick was sold in 1790. The %ss of Fennmouth were older.", name, name)})
+	}
+	corpus := filepath.Join(t.TempDir(), "corpus.json")
+	data, err = json.Marshal(docs)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(corpus, data, 0o644))
+	var encoded [2][]byte
+	for i := range encoded {
+		ix, err := BuildOffline(context.Background(), corpus, DefaultConfig(), extract.DefaultRuleConfig())
+		require.NoError(t, err)
+		require.NotEmpty(t, ix.Synonyms)
+		ix.Meta.Created = ""
+		var buf bytes.Buffer
+		require.NoError(t, graphio.Write(&buf, ix))
+		encoded[i] = buf.Bytes()
+	}
+	assert.True(t, bytes.Equal(encoded[0], encoded[1]), "two builds of the same corpus differ")
 }
 
 // script answers NER, triples and hyperedge calls for a chunk whose text contains key.

@@ -1,6 +1,8 @@
 package kg
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kljensen/snowball/english"
@@ -35,7 +37,8 @@ func addStemSynonyms(ix *graphio.Index, run string, from int, cfg Config) int {
 	}
 	b := graphio.NewBuilder(ix, run)
 	n := 0
-	for _, g := range groups {
+	for _, k := range slices.Sorted(maps.Keys(groups)) { // in key order: the edge order is part of the index
+		g := groups[k]
 		for i, x := range g {
 			for _, y := range g[i+1:] {
 				if int(x) < from && int(y) < from {
