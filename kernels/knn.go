@@ -48,18 +48,9 @@ func SimilarRows(data []float32, dim int, skip []bool, cfg KNNConfig) ([][]Neigh
 		return nil, fmt.Errorf("kernels: knn: %d values do not form rows of dimension %d", len(data), dim)
 	}
 	n := len(data) / dim
-	if skip != nil && len(skip) != n {
-		return nil, fmt.Errorf("kernels: knn: skip mask has %d entries for %d rows", len(skip), n)
-	}
-	if cfg.K <= 0 || cfg.From >= n {
-		return make([][]Neighbor, n), nil
-	}
-	cfg.From = max(0, cfg.From)
-	if cfg.ExactLimit <= 0 {
-		cfg.ExactLimit = 20000
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+	cfg, search, err := knnDefaults(n, skip, cfg)
+	if !search {
+		return make([][]Neighbor, n), err
 	}
 	nnz := 0
 	for _, v := range data {
@@ -183,6 +174,11 @@ func SimilarSparseRows(ptr []int64, idx []uint16, val []float32, dim int, skip [
 	if dim <= 0 || n < 0 || len(idx) != len(val) || ptr[0] != 0 || ptr[n] != int64(len(idx)) {
 		return nil, fmt.Errorf("kernels: knn: malformed compressed rows (%d pointers, %d indices, %d values)", len(ptr), len(idx), len(val))
 	}
+	for _, d := range idx {
+		if int(d) >= dim {
+			return nil, fmt.Errorf("kernels: knn: coordinate %d of a row of dimension %d", d, dim)
+		}
+	}
 	if len(idx)*5 >= n*dim {
 		// Too dense for the inverted index: the dense paths, as SimilarRows chooses.
 		data := make([]float32, n*dim)
@@ -193,17 +189,30 @@ func SimilarSparseRows(ptr []int64, idx []uint16, val []float32, dim int, skip [
 		}
 		return SimilarRows(data, dim, skip, cfg)
 	}
+	cfg, search, err := knnDefaults(n, skip, cfg)
+	if !search {
+		return make([][]Neighbor, n), err
+	}
+	return similarCSR(ptr, idx, val, dim, skip, cfg), nil
+}
+
+// knnDefaults checks the skip mask against the n rows and fills cfg's defaults; search
+// is false when there is nothing to search (or on an error).
+func knnDefaults(n int, skip []bool, cfg KNNConfig) (_ KNNConfig, search bool, _ error) {
 	if skip != nil && len(skip) != n {
-		return nil, fmt.Errorf("kernels: knn: skip mask has %d entries for %d rows", len(skip), n)
+		return cfg, false, fmt.Errorf("kernels: knn: skip mask has %d entries for %d rows", len(skip), n)
 	}
 	if cfg.K <= 0 || cfg.From >= n {
-		return make([][]Neighbor, n), nil
+		return cfg, false, nil
 	}
 	cfg.From = max(0, cfg.From)
+	if cfg.ExactLimit <= 0 {
+		cfg.ExactLimit = 20000
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
-	return similarCSR(ptr, idx, val, dim, skip, cfg), nil
+	return cfg, true, nil
 }
 
 // similarSparse is similarCSR on a dense matrix's non-zeros.

@@ -164,6 +164,10 @@ func TestSimilarRowsIVFRecall(t *testing.T) {
 func TestSimilarRowsErrorsAndTopK(t *testing.T) {
 	_, err := SimilarRows(make([]float32, 10), 3, nil, KNNConfig{K: 1})
 	assert.Error(t, err)
+	_, err = SimilarSparseRows([]int64{0, 1}, []uint16{3}, []float32{1}, 3, nil, KNNConfig{K: 1})
+	assert.ErrorContains(t, err, "coordinate 3")
+	_, err = SimilarSparseRows([]int64{0, 2}, []uint16{1}, []float32{1}, 3, nil, KNNConfig{K: 1})
+	assert.ErrorContains(t, err, "malformed")
 	assert.Equal(t, []Neighbor{{2, 5}, {0, 3}}, TopK([]float32{3, 1, 5, 3}, 2))
 }
 
