@@ -13,6 +13,15 @@ func FuzzRead(f *testing.F) {
 	f.Add(valid[:len(valid)/2])
 	f.Add([]byte(Magic))
 	f.Add(encode(f, &Index{}))
+	sparse := sampleIndex(f)
+	for k, m := range sparse.Embeddings {
+		c := NewSparseEmbedding(m.Dim)
+		for i := range m.Rows() {
+			c.AppendDense(m.Row(i))
+		}
+		sparse.Embeddings[k] = c
+	}
+	f.Add(encode(f, sparse))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := Read(bytes.NewReader(data))
 		if err != nil {
