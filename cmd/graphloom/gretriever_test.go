@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
 
@@ -52,6 +54,17 @@ func TestTrainGRetriever(t *testing.T) {
 		assert.Positive(t, st.Size(), f)
 	}
 	assert.Equal(t, 3, countLines(t, filepath.Join(out, grLog))) // 2 steps + 1 evaluation
+
+	// A second run into the same --out while one holds it fails at once, naming the
+	// holder, and writes nothing.
+	held, err := graphio.LockWriter(context.Background(), filepath.Join(out, "model"), "pid 1: another training run", false, nil)
+	require.NoError(t, err)
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "another training run writes to "+out)
+	assert.Contains(t, r.stderr, "pid 1: another training run")
+	assert.Equal(t, 3, countLines(t, filepath.Join(out, grLog)), "the log is untouched")
+	require.NoError(t, held.Unlock())
 
 	// Resume: one more epoch continues at step 2 and appends to the log.
 	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
