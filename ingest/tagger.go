@@ -39,7 +39,7 @@ func (t Token) Entity() string {
 // (see isEmoticon). A Tagger is read-only and safe for concurrent use.
 type Tagger struct {
 	pos *posModel
-	ner *NERModel
+	ner *nerModel
 }
 
 // LoadTagger decodes prose's embedded tagger and entity models.
@@ -48,7 +48,7 @@ func LoadTagger() (*Tagger, error) {
 	if err != nil {
 		return nil, err
 	}
-	ner, err := LoadNERModel()
+	ner, err := loadNERModel()
 	if err != nil {
 		return nil, err
 	}
@@ -191,14 +191,14 @@ const (
 	nNERFeatures
 )
 
-// NERModel is prose v2's maximum-entropy entity model (its embedded Maxent assets),
+// nerModel is prose v2's maximum-entropy entity model (its embedded Maxent assets),
 // rearranged for scoring: prose builds the string "name-value-label" for each of 17
 // features and each of 13 labels and looks each up in a 150K-entry map (221 lookups
 // per token, most of indexing time); here each (name, value) pair maps once to its
 // row of per-label weights. The labels are identical to prose's — the scores are
 // summed in prose's order — except on exact ties, which prose breaks by map
 // iteration order (at random) and this model by the label order of the model file.
-type NERModel struct {
+type nerModel struct {
 	labels   []string
 	words    map[string]bool                // prose's English word list ("en-wordlist" feature)
 	index    [nNERFeatures]map[string]int32 // feature value → row of weights
@@ -206,8 +206,8 @@ type NERModel struct {
 	hasLabel [][]bool                       // row → whether the model has the joint feature
 }
 
-// LoadNERModel decodes prose's embedded entity model.
-func LoadNERModel() (*NERModel, error) {
+// loadNERModel decodes prose's embedded entity model.
+func loadNERModel() (*nerModel, error) {
 	var mapping map[string]int
 	var weights []float64
 	var labels, words []string
@@ -223,7 +223,7 @@ func LoadNERModel() (*NERModel, error) {
 			return nil, fmt.Errorf("ingest: decode entity model %s: %w", a.name, err)
 		}
 	}
-	m := &NERModel{labels: labels, words: make(map[string]bool, len(words))}
+	m := &nerModel{labels: labels, words: make(map[string]bool, len(words))}
 	for _, w := range words {
 		m.words[w] = true
 	}
@@ -254,7 +254,7 @@ func LoadNERModel() (*NERModel, error) {
 // splitJoint splits "name-value-label" into the feature index, the label index and
 // the value. Names and labels contain '-' themselves ("en-wordlist", "B-PERSON"), so
 // both are matched against the known lists; the longest label suffix wins.
-func (m *NERModel) splitJoint(joint string) (f, l int, val string, err error) {
+func (m *nerModel) splitJoint(joint string) (f, l int, val string, err error) {
 	f, l = -1, -1
 	for i, name := range nerFeatures {
 		if strings.HasPrefix(joint, name+"-") {
@@ -275,7 +275,7 @@ func (m *NERModel) splitJoint(joint string) (f, l int, val string, err error) {
 
 // Label sets the Label of every token from its text and tag, left to right (each
 // label is a feature of the next), as prose's entityExtracter.classify does.
-func (m *NERModel) Label(toks []Token) {
+func (m *nerModel) Label(toks []Token) {
 	var feats [nNERFeatures]string
 	scores := make([]float64, len(m.labels))
 	prevTag := ""
