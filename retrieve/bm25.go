@@ -3,7 +3,9 @@ package retrieve
 import (
 	"context"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -72,18 +74,41 @@ type posting struct {
 func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
 	idx := &lexIndex{postings: map[string][]posting{}, docLen: make([]float64, len(texts)), an: an, k1: k1, b: b}
 	var total float64
-	memo := map[string]string{}
-	for i, text := range texts {
-		tf := map[string]int32{}
-		ts := an.terms(text, memo)
-		for _, t := range ts {
-			tf[t]++
+	workers := runtime.GOMAXPROCS(0)
+	memos := make([]map[string]string, workers)
+	for w := range memos {
+		memos[w] = map[string]string{}
+	}
+	// Texts are analysed a block at a time on every core (each with its own stem
+	// memo), then added in order, so the postings are those of a sequential pass.
+	const block = 4096
+	terms := make([][]string, min(block, len(texts)))
+	for lo := 0; lo < len(texts); lo += block {
+		hi := min(lo+block, len(texts))
+		var wg sync.WaitGroup
+		n := min(workers, (hi-lo+63)/64)
+		for w := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := lo + w; i < hi; i += n {
+					terms[i-lo] = an.terms(texts[i], memos[w])
+				}
+			}()
 		}
-		for t, n := range tf {
-			idx.postings[t] = append(idx.postings[t], posting{int32(i), n})
+		wg.Wait()
+		for i := lo; i < hi; i++ {
+			ts := terms[i-lo]
+			tf := map[string]int32{}
+			for _, t := range ts {
+				tf[t]++
+			}
+			for t, n := range tf {
+				idx.postings[t] = append(idx.postings[t], posting{int32(i), n})
+			}
+			idx.docLen[i] = float64(len(ts))
+			total += float64(len(ts))
 		}
-		idx.docLen[i] = float64(len(ts))
-		total += float64(len(ts))
 	}
 	if len(texts) > 0 {
 		idx.avgLen = total / float64(len(texts))
