@@ -177,7 +177,8 @@ type Searcher struct {
 	factAdj     [][]int32
 
 	sparseOnce [graphio.NumKinds]sync.Once
-	sparse     [graphio.NumKinds]*graphio.SparseRows
+	sparse     [graphio.NumKinds]*graphio.SparseRows // rows scored sparse
+	dense      [graphio.NumKinds][]float32           // rows scored dense (row-major)
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
