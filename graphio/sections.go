@@ -345,12 +345,12 @@ func decodeSparse(d *dec) *Embedding {
 		if d.err != nil {
 			return nil
 		}
-		if next := s.Ptr[len(s.Ptr)-1] + int64(n); n > uint64(nnz) || next > int64(nnz) {
+		next := s.Ptr[len(s.Ptr)-1] + int64(n)
+		if n > uint64(nnz) || next > int64(nnz) {
 			d.fail("row lengths exceed the %d non-zeros", nnz)
 			return nil
-		} else {
-			s.Ptr = append(s.Ptr, next)
 		}
+		s.Ptr = append(s.Ptr, next)
 	}
 	if s.Ptr[rows] != int64(nnz) || len(d.b) != 6*nnz {
 		d.fail("%d non-zeros in rows summing to %d with %d bytes left", nnz, s.Ptr[rows], len(d.b))

@@ -13,10 +13,15 @@ import (
 // hashed embedder gives names and facts a few dozen non-zeros out of 768, so their
 // dot products cost a tenth of a dense pass.
 func sparseOf(m *graphio.Embedding) *graphio.SparseRows {
-	if m == nil || m.Density() > graphio.SparseDensity {
+	switch {
+	case m == nil:
+		return nil
+	case m.Sparse == nil:
+		return m.Compact().Sparse // nil when too dense: Compact counts the non-zeros once
+	case m.Density() > graphio.SparseDensity:
 		return nil
 	}
-	return m.Compact().Sparse
+	return m.Sparse
 }
 
 // sparseDots writes dot(q, row) for every row of s into out.
