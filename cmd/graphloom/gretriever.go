@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/spf13/cobra"
@@ -162,8 +161,8 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 				return err
 			}
 			// One training run per --out: two would interleave their checkpoints.
-			holder := fmt.Sprintf("pid %d: graphloom train gretriever --out %s (since %s)", os.Getpid(), out, time.Now().UTC().Format(time.RFC3339))
-			lock, err := graphio.LockWriter(cmd.Context(), filepath.Join(out, "model"), holder, false, nil)
+			lockPath := filepath.Join(out, "model")
+			lock, err := graphio.LockWriter(cmd.Context(), lockPath, lockHolder(cmd, lockPath), false, nil)
 			if errors.Is(err, graphio.ErrLocked) {
 				return fmt.Errorf("another training run writes to %s: %w; wait for it to finish or choose another --out", out, err)
 			}

@@ -196,12 +196,16 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	return nil
 }
 
+// lockHolder describes this command as the holder of the writer lock of path.
+func lockHolder(cmd *cobra.Command, path string) string {
+	return fmt.Sprintf("pid %d: %s %s (since %s)", os.Getpid(), cmd.CommandPath(), path, time.Now().UTC().Format(time.RFC3339))
+}
+
 // lockIndex takes the writer lock of the index at path for this command (see
 // graphio.LockWriter), waiting for it with --wait, and removes temporary files that
 // killed writers left behind. Call the returned unlock when the index is written.
 func lockIndex(cmd *cobra.Command, path string, wait bool) (unlock func(), err error) {
-	holder := fmt.Sprintf("pid %d: graphloom %s %s (since %s)", os.Getpid(), cmd.Name(), path, time.Now().UTC().Format(time.RFC3339))
-	l, err := graphio.LockWriter(cmd.Context(), path, holder, wait, func(other string) {
+	l, err := graphio.LockWriter(cmd.Context(), path, lockHolder(cmd, path), wait, func(other string) {
 		cmd.PrintErrf("waiting for the writer lock of %s (%s)…\n", path, other)
 	})
 	if errors.Is(err, graphio.ErrLocked) {
