@@ -57,16 +57,10 @@ func LoadTagger() (*Tagger, error) {
 
 // Tag returns the tokens of text (no sentence segmentation) with tags and labels.
 func (t *Tagger) Tag(text string) ([]Token, error) {
-	doc, err := prose.NewDocument(text, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
+	toks, keys, err := tokenize(text)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: tokenise text: %w", err)
+		return nil, err
 	}
-	pt := doc.Tokens()
-	toks := make([]Token, len(pt))
-	for i, p := range pt {
-		toks[i] = Token{Text: p.Text}
-	}
-	keys := sharedSpans(text, len(toks))
 	t.pos.tag(toks)
 	share(keys, toks, func(t *Token) *string { return &t.Tag })
 	t.ner.Label(toks)
@@ -77,20 +71,38 @@ func (t *Tagger) Tag(text string) ([]Token, error) {
 // proseSanitizer is the replacer prose's tokenizer applies before splitting.
 var proseSanitizer = strings.NewReplacer("\u201c", `"`, "\u201d", `"`, "\u2018", "'", "\u2019", "'", "&rsquo;", "'")
 
-// sharedSpans reproduces a property of prose's pipeline that its tags and labels
-// depend on: its tokenizer caches the tokens of each whitespace-delimited span (but
-// the text's last span) and reuses the same token objects for every repeat of the
-// span, so the tag and the label computed at the span's last repeat overwrite the
-// earlier ones. It returns, for each of the n tokens of text, the key of its shared
-// token object ("" for an unshared one), or nil when the spans do not account for
-// the n tokens.
-func sharedSpans(text string, n int) []string {
+// tokenize returns prose's tokens of text, made as prose's tokenizer makes them: the
+// sanitised text is split into whitespace-delimited spans and each span into tokens,
+// once per distinct span. keys reproduces a property of prose's pipeline that its tags
+// and labels depend on: the tokenizer reuses the same token objects for every repeat
+// of a span (but the text's last span), so the tag and the label computed at the
+// span's last repeat overwrite the earlier ones. keys[i] names token i's shared object
+// ("" for an unshared one).
+func tokenize(text string) (toks []Token, keys []string, err error) {
 	clean := proseSanitizer.Replace(text)
-	type span struct {
-		text   string
-		cached bool
+	split := map[string][]string{} // span → its tokens' texts
+	add := func(span string, cached bool) error {
+		texts, ok := split[span]
+		if !ok {
+			doc, err := prose.NewDocument(span, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
+			if err != nil {
+				return fmt.Errorf("ingest: tokenise text: %w", err)
+			}
+			for _, p := range doc.Tokens() {
+				texts = append(texts, p.Text)
+			}
+			split[span] = texts
+		}
+		for k, tt := range texts {
+			toks = append(toks, Token{Text: tt})
+			key := ""
+			if cached {
+				key = span + "\x00" + strconv.Itoa(k)
+			}
+			keys = append(keys, key)
+		}
+		return nil
 	}
-	var spans []span
 	white, start, index := false, 0, 0
 	for index <= len(clean) {
 		r, size := utf8.DecodeRuneInString(clean[index:])
@@ -101,7 +113,9 @@ func sharedSpans(text string, n int) []string {
 		}
 		if unicode.IsSpace(r) != white {
 			if start < index {
-				spans = append(spans, span{clean[start:index], true})
+				if err := add(clean[start:index], true); err != nil {
+					return nil, nil, err
+				}
 			}
 			if r == ' ' {
 				start = index + 1
@@ -113,37 +127,11 @@ func sharedSpans(text string, n int) []string {
 		index += size
 	}
 	if start < index {
-		spans = append(spans, span{clean[start:index], false})
-	}
-	// Each span's tokens are what prose's tokenizer makes of the span alone (its
-	// splitting drops pieces, so token texts need not spell the span).
-	keys := make([]string, n)
-	counts := map[string]int{}
-	i := 0
-	for _, sp := range spans {
-		c, ok := counts[sp.text]
-		if !ok {
-			doc, err := prose.NewDocument(sp.text, prose.WithSegmentation(false), prose.WithTagging(false), prose.WithExtraction(false))
-			if err != nil {
-				return nil
-			}
-			c = len(doc.Tokens())
-			counts[sp.text] = c
+		if err := add(clean[start:index], false); err != nil {
+			return nil, nil, err
 		}
-		if i+c > n {
-			return nil // not prose's tokenization
-		}
-		for k := range c {
-			if sp.cached {
-				keys[i+k] = sp.text + "\x00" + strconv.Itoa(k)
-			}
-		}
-		i += c
 	}
-	if i != n {
-		return nil
-	}
-	return keys
+	return toks, keys, nil
 }
 
 // share gives every token of a shared object (keys from sharedSpans) the field value
