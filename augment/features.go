@@ -315,7 +315,7 @@ func (f *featurizer) graph(s *subgraph, mask *walkMask) *kernels.Graph {
 			g.X = append(g.X, f.unexplained(n, mask)...)
 		}
 		if f.emb != nil {
-			g.X = append(g.X, f.emb.Row(int(n))...)
+			g.X = f.emb.AppendRow(g.X, int(n))
 		}
 		if n == s.root {
 			g.NodeType[i] = nodeTypeRoot

@@ -3,6 +3,7 @@ package graphio
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // SparseDensity is the largest share of non-zero entries at which a matrix is scored
@@ -61,6 +62,17 @@ func (e *Embedding) Row(i int) []float32 {
 		return e.Data[i*e.Dim : (i+1)*e.Dim]
 	}
 	return e.RowInto(i, make([]float32, e.Dim))
+}
+
+// AppendRow appends row i to dst, without an intermediate copy for a sparse matrix.
+func (e *Embedding) AppendRow(dst []float32, i int) []float32 {
+	if e.Sparse == nil {
+		return append(dst, e.Data[i*e.Dim:(i+1)*e.Dim]...)
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, e.Dim)[:n+e.Dim]
+	e.RowInto(i, dst[n:])
+	return dst
 }
 
 // RowInto writes row i into dst (len ≥ Dim) and returns dst[:Dim].

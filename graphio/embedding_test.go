@@ -39,6 +39,8 @@ func TestEmbeddingFormsAgree(t *testing.T) {
 	for i := range dense.Rows() {
 		assert.Equal(t, dense.Row(i), sp.Row(i), "row %d", i)
 		assert.Equal(t, dense.Row(i), sp.RowInto(i, buf), "row %d into a dirty buffer", i)
+		assert.Equal(t, append([]float32{7}, dense.Row(i)...), sp.AppendRow([]float32{7}, i), "row %d appended", i)
+		assert.Equal(t, append([]float32{7}, dense.Row(i)...), dense.AppendRow([]float32{7}, i), "row %d appended", i)
 	}
 	// A matrix with more non-zeros stays dense.
 	full := sparseMatrix(rng, 5, 40, 0.9)

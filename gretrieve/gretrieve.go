@@ -101,7 +101,7 @@ func (b *Builder) Graph(ctx context.Context, sg retrieve.PCSTSubgraph) (*kernels
 	g := &kernels.Graph{NumNodes: len(sg.Entities), X: make([]float32, 0, len(sg.Entities)*b.dim)}
 	for i, e := range sg.Entities {
 		local[e] = int32(i)
-		g.X = append(g.X, ent.Row(int(e))...)
+		g.X = ent.AppendRow(g.X, int(e))
 	}
 	preds := make([]string, len(sg.Facts))
 	for j, f := range sg.Facts {
