@@ -91,3 +91,59 @@ func TestForIndex(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, m.Rows())
 }
+
+func TestWordRowsAndBound(t *testing.T) {
+	h, err := NewHashed(HashedConfig{})
+	require.NoError(t, err)
+	names := []string{"Tallow Point", "Tallow Point Lighthouse", "tallow point", "Harbour Town", "Harbour Towns",
+		"Port Keswyn", "Keswyn", "Lamplighters' Guild", "Lamplighter Guild", "the Guild", "Ada Brell", "Tomas Brell",
+		"Brell", "Brackwater Coast", "Brackwater", "Varrant", "Varant", "1790", "", "Aldwick", "Aldwick Aldwick"}
+	h.Fit(append(names, "the harbour of the town", "a guild of the coast"))
+	ptr, idx, val := h.WordRows(names)
+	require.Len(t, ptr, len(names)+1)
+	row := func(i int) map[int32]float64 {
+		m := map[int32]float64{}
+		for k := ptr[i]; k < ptr[i+1]; k++ {
+			m[idx[k]] = float64(val[k])
+		}
+		return m
+	}
+	assert.Empty(t, row(18), "no words, empty row")
+	assert.Equal(t, row(0), row(2), "case does not matter")
+	assert.Len(t, row(20), 1, "a repeated word is one feature")
+	for i := range names {
+		var s float64
+		for _, v := range row(i) {
+			s += v * v
+		}
+		if i != 18 {
+			assert.InDelta(t, 1, s, 1e-6, "row %d is a unit vector", i)
+		}
+	}
+	assert.InDelta(t, 0.6, float64(h.WordBound(0.8)), 1e-6)
+	assert.Equal(t, float32(0), h.WordBound(0.4))
+	// Every pair at a synonym threshold clears the bound (with the collision slack).
+	vecs, err := h.Embed(context.Background(), names)
+	require.NoError(t, err)
+	pairs := 0
+	for _, min := range []float64{0.8, 0.7} {
+		for i := range names {
+			for j := i + 1; j < len(names); j++ {
+				var cos float64
+				for d := range vecs[i] {
+					cos += float64(vecs[i][d]) * float64(vecs[j][d])
+				}
+				if cos < min {
+					continue
+				}
+				pairs++
+				var w float64
+				for f, v := range row(i) {
+					w += v * row(j)[f]
+				}
+				assert.GreaterOrEqual(t, w, float64(h.WordBound(float32(min)-0.15)), "%q ~ %q (cosine %.3f)", names[i], names[j], cos)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, pairs, 3, "the names have synonym pairs")
+}

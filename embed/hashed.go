@@ -295,3 +295,55 @@ func UnmarshalHashed(b []byte) (*Hashed, error) {
 	h.updateID()
 	return h, nil
 }
+
+// WordRows returns the word part of each text's vector before hashing, as compressed
+// rows over the texts' own vocabulary (feature ids in order of first occurrence): the
+// words weighted as Vector weighs them (sublinear TF × IDF), each row L2-normalised.
+// Where no two features share a coordinate, the dot product of two texts' hashed word
+// parts equals that of their word rows. A text without words has an empty row.
+func (h *Hashed) WordRows(texts []string) (ptr []int64, idx []int32, val []float32) {
+	vocab := map[string]int32{}
+	ptr = make([]int64, 1, len(texts)+1)
+	var order []string
+	tf := map[string]int{}
+	for _, t := range texts {
+		clear(tf)
+		order = order[:0]
+		for _, w := range words(t) {
+			if tf[w]++; tf[w] == 1 {
+				order = append(order, w)
+			}
+		}
+		start := len(val)
+		var norm float64
+		for _, w := range order {
+			id, ok := vocab[w]
+			if !ok {
+				id = int32(len(vocab))
+				vocab[w] = id
+			}
+			x := (1 + math.Log(float64(tf[w]))) * h.idf(feature{hash64("w\x00" + w), true})
+			idx = append(idx, id)
+			val = append(val, float32(x))
+			norm += x * x
+		}
+		if norm > 0 {
+			inv := 1 / math.Sqrt(norm)
+			for k := start; k < len(val); k++ {
+				val[k] = float32(float64(val[k]) * inv)
+			}
+		}
+		ptr = append(ptr, int64(len(idx)))
+	}
+	return ptr, idx, val
+}
+
+// WordBound returns the least dot product of two texts' word rows (WordRows) when
+// their vectors have cosine ≥ minScore and no features share a coordinate. A vector
+// is (w + c·n)/√(1+c²) for the unit word part w, the unit n-gram part n and c =
+// CharWeight, and n·n' ≤ 1, so w·w' ≥ (1+c²)·minScore − c². It is 0 when there is no
+// bound (minScore too low for the words alone to decide).
+func (h *Hashed) WordBound(minScore float32) float32 {
+	c2 := h.cfg.CharWeight * h.cfg.CharWeight
+	return float32(max(0, (1+c2)*float64(minScore)-c2))
+}

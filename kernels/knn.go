@@ -251,18 +251,14 @@ func similarCSR(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, 
 			vals[idx[k]] = append(vals[idx[k]], val[k])
 		}
 	}
-	type pair struct {
-		i, j int32
-		s    float32
-	}
 	var mu sync.Mutex
-	var pairs []pair
+	var pairs []knnPair
 	parallelRows(n-cfg.From, cfg.Workers, 64, func(lo, hi int) {
 		lo, hi = lo+cfg.From, hi+cfg.From
 		acc := make([]float32, n)
 		seen := make([]bool, n)
 		touched := make([]int32, 0, 1024)
-		var found []pair
+		var found []knnPair
 		for i := lo; i < hi; i++ {
 			if skip != nil && skip[i] {
 				continue
@@ -293,7 +289,7 @@ func similarCSR(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, 
 			}
 			for _, j := range touched {
 				if s := acc[j]; s >= cfg.MinScore {
-					found = append(found, pair{int32(i), j, s})
+					found = append(found, knnPair{int32(i), j, s})
 				}
 				acc[j], seen[j] = 0, false
 			}
@@ -303,6 +299,19 @@ func similarCSR(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, 
 		pairs = append(pairs, found...)
 		mu.Unlock()
 	})
+	return topLists(n, pairs, skip, cfg)
+}
+
+// knnPair is a pair of rows and their similarity.
+type knnPair struct {
+	i, j int32
+	s    float32
+}
+
+// topLists offers every pair to both rows' top-K lists and returns the lists of the
+// queried rows (≥ cfg.From, not skipped), best first. The lists do not depend on the
+// pairs' order.
+func topLists(n int, pairs []knnPair, skip []bool, cfg KNNConfig) [][]Neighbor {
 	heaps := make([]topK, n)
 	for _, p := range pairs {
 		for _, e := range [2][2]int32{{p.i, p.j}, {p.j, p.i}} {

@@ -190,3 +190,27 @@ func roundSyn(s []graphio.Synonym) []graphio.Synonym {
 	}
 	return s
 }
+
+// Above ExactKNNLimit the hashed embedder's synonym search blocks on the names' words;
+// on the example corpus (and with only the later half queried, as augment does) it
+// links exactly the pairs the exact search links, with the same cosines.
+func TestAddSynonymsBlockedMatchesExact(t *testing.T) {
+	corpus := filepath.Join("..", "examples", "harbour", "corpus.json")
+	ix, err := BuildOffline(context.Background(), corpus, DefaultConfig(), extract.DefaultRuleConfig())
+	require.NoError(t, err)
+	blocked := DefaultConfig()
+	blocked.ExactKNNLimit = 1
+	_, ok := hashedNameBlocks(ix, make([]bool, len(ix.Entities)), blocked)
+	require.True(t, ok, "the blocked path is taken")
+	for _, from := range []int{0, len(ix.Entities) / 2} {
+		var got [2][]graphio.Synonym
+		for k, cfg := range []Config{DefaultConfig(), blocked} {
+			ix.Synonyms = nil
+			_, err := AddSynonyms(ix, "", from, cfg)
+			require.NoError(t, err)
+			got[k] = ix.Synonyms
+		}
+		require.NotEmpty(t, got[0], "from %d", from)
+		assert.Equal(t, got[0], got[1], "from %d", from)
+	}
+}
