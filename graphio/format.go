@@ -44,16 +44,33 @@ var (
 )
 
 // Write encodes ix in format v2 (FormatVersion) to w. The output is a pure function of ix: writing the
-// same index twice gives the same bytes.
+// same index twice gives the same bytes. A section larger than compressBlock is
+// compressed as consecutive zstd frames of compressBlock bytes each, on every core; the
+// frames do not depend on the number of cores, and readers decode them as one stream.
 func Write(w io.Writer, ix *Index) error {
+	return write(w, ix, runtime.GOMAXPROCS(0), compressBlock)
+}
+
+// compressBlock is the raw size of one zstd frame of a large section: the frames of a
+// section are compressed in parallel, at the cost of a window limited to the block
+// (the 120K-passage scale index grows by 0.3 %).
+const compressBlock = 8 << 20
+
+// write is Write with at most workers frames compressed at once, block bytes each.
+func write(w io.Writer, ix *Index, workers, block int) error {
 	if err := ix.Validate(); err != nil {
 		return fmt.Errorf("graphio: write: %w", err)
 	}
-	zw, err := zstd.NewWriter(nil, zstdEncoderOpt...)
-	if err != nil {
-		return fmt.Errorf("graphio: write: %w", err)
+	workers = max(1, workers)
+	encoders := make([]*zstd.Encoder, workers)
+	for i := range encoders {
+		zw, err := zstd.NewWriter(nil, zstdEncoderOpt...)
+		if err != nil {
+			return fmt.Errorf("graphio: write: %w", err)
+		}
+		defer zw.Close()
+		encoders[i] = zw
 	}
-	defer zw.Close()
 	head := make([]byte, 0, 12)
 	head = append(head, Magic...)
 	head = binary.LittleEndian.AppendUint32(head, FormatVersion)
@@ -66,31 +83,62 @@ func Write(w io.Writer, ix *Index) error {
 		if err := s.encode(ix, &e); err != nil {
 			return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
 		}
-		if err := writeSection(w, s.name, codecZstd, zw.EncodeAll(e.b, nil), uint64(len(e.b))); err != nil {
+		if err := writeSection(w, s.name, codecZstd, compressFrames(encoders, e.b, block), uint64(len(e.b))); err != nil {
 			return err
 		}
 	}
 	var e enc
 	e.uvarint(uint64(len(all)))
-	return writeSection(w, endSection, codecRaw, e.b, uint64(len(e.b)))
+	return writeSection(w, endSection, codecRaw, [][]byte{e.b}, uint64(len(e.b)))
+}
+
+// compressFrames compresses raw as one zstd frame per block bytes, the frames spread
+// over the encoders (one goroutine each); the payload is the frames in order.
+func compressFrames(encoders []*zstd.Encoder, raw []byte, block int) [][]byte {
+	n := max(1, (len(raw)+block-1)/block)
+	if n == 1 {
+		return [][]byte{encoders[0].EncodeAll(raw, nil)}
+	}
+	frames := make([][]byte, n)
+	var wg sync.WaitGroup
+	for wi, zw := range encoders[:min(len(encoders), n)] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := wi; f < n; f += len(encoders) {
+				frames[f] = zw.EncodeAll(raw[f*block:min(len(raw), (f+1)*block)], nil)
+			}
+		}()
+	}
+	wg.Wait()
+	return frames
 }
 
 // Section header: name length (1 byte), name, codec (1 byte), raw length (8),
 // stored length (8), CRC32C (4) of everything before it in the header and the payload.
-func writeSection(w io.Writer, name string, codec byte, payload []byte, rawLen uint64) error {
+func writeSection(w io.Writer, name string, codec byte, payload [][]byte, rawLen uint64) error {
+	stored := 0
+	for _, p := range payload {
+		stored += len(p)
+	}
 	h := make([]byte, 0, 2+len(name)+20)
 	h = append(h, byte(len(name)))
 	h = append(h, name...)
 	h = append(h, codec)
 	h = binary.LittleEndian.AppendUint64(h, rawLen)
-	h = binary.LittleEndian.AppendUint64(h, uint64(len(payload)))
-	crc := crc32.Update(crc32.Checksum(h, castagnoli), castagnoli, payload)
+	h = binary.LittleEndian.AppendUint64(h, uint64(stored))
+	crc := crc32.Checksum(h, castagnoli)
+	for _, p := range payload {
+		crc = crc32.Update(crc, castagnoli, p)
+	}
 	h = binary.LittleEndian.AppendUint32(h, crc)
 	if _, err := w.Write(h); err != nil {
 		return fmt.Errorf("graphio: write section %q: %w", name, err)
 	}
-	if _, err := w.Write(payload); err != nil {
-		return fmt.Errorf("graphio: write section %q: %w", name, err)
+	for _, p := range payload {
+		if _, err := w.Write(p); err != nil {
+			return fmt.Errorf("graphio: write section %q: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -277,3 +277,48 @@ func TestRemoveRunNamesTheLaterRun(t *testing.T) {
 	require.NoError(t, ix.RemoveRun("aug-2"))
 	require.NoError(t, ix.RemoveRun("aug-1"))
 }
+
+// failingWriter fails its n-th Write.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n--; w.n == 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+func TestWriteFramesDoNotDependOnWorkers(t *testing.T) {
+	ix := sampleIndex(t)
+	// One matrix in compressed rows, so both embedding encodings run concurrently.
+	fm := ix.Embeddings[KindFact]
+	for i := range fm.Data {
+		if i%3 != 0 {
+			fm.Data[i] = 0
+		}
+	}
+	ix.Embeddings[KindFact] = fm.Compact()
+	require.NotNil(t, ix.Embeddings[KindFact].Sparse)
+	ix.Blobs = map[string][]byte{"a": []byte("first blob"), "b": bytes.Repeat([]byte("xy"), 5000)}
+	var one bytes.Buffer
+	require.NoError(t, write(&one, ix, 1, compressBlock))
+	assert.Equal(t, encode(t, ix), one.Bytes(), "sections under a block are one frame, as Write writes them")
+	// Blocks of 64 bytes: every section of some size is several frames.
+	var seq bytes.Buffer
+	require.NoError(t, write(&seq, ix, 1, 64))
+	assert.NotEqual(t, one.Bytes(), seq.Bytes())
+	for _, workers := range []int{2, 3, 64} {
+		var par bytes.Buffer
+		require.NoError(t, write(&par, ix, workers, 64))
+		assert.Equal(t, seq.Bytes(), par.Bytes(), "workers=%d", workers)
+	}
+	got, err := Read(bytes.NewReader(seq.Bytes()))
+	require.NoError(t, err, "sections of several frames read back")
+	assert.Equal(t, ix, got)
+	// A writer that fails part-way: the error comes back.
+	for n := 1; n <= 6; n++ {
+		err := write(&failingWriter{n: n}, ix, 3, 64)
+		require.Error(t, err, "failing write %d", n)
+		assert.Contains(t, err.Error(), "disk full")
+	}
+}

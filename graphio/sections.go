@@ -270,8 +270,9 @@ func optionalSections(ix *Index) []section {
 			continue
 		}
 		out = append(out, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+			e.b = make([]byte, 0, binary.MaxVarintLen64+4*len(m.Data))
 			e.uvarint(uint64(m.Dim))
-			e.b = append(e.b, shuffle4(m.Data)...)
+			e.b = appendShuffle4(e.b, m.Data)
 			return nil
 		}})
 	}
@@ -310,6 +311,9 @@ const (
 // previous one in its row (uint16, the first one absolute), and the values byte-shuffled.
 func encodeSparse(m *Embedding, e *enc) {
 	s := m.Sparse
+	// The section's size is known up to its varints: allocate it once (a 120K-passage
+	// index has sections of half a gigabyte, which doubling would copy repeatedly).
+	e.b = make([]byte, 0, 3*binary.MaxVarintLen64+2*m.Rows()+6*len(s.Idx))
 	e.uvarint(uint64(m.Dim))
 	e.uvarint(uint64(m.Rows()))
 	e.uvarint(uint64(len(s.Idx)))
@@ -323,7 +327,7 @@ func encodeSparse(m *Embedding, e *enc) {
 			prev = s.Idx[k]
 		}
 	}
-	e.b = append(e.b, shuffle4(s.Val)...)
+	e.b = appendShuffle4(e.b, s.Val)
 }
 
 // decodeSparse reads what encodeSparse wrote, checking every row's coordinates.

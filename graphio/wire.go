@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // enc appends the column encodings used inside sections.
@@ -186,9 +187,14 @@ func (d *dec) done(section string) error {
 
 // shuffle4 transposes float32 data into four byte planes (all first bytes, then all
 // second bytes, …), which lets zstd find the redundancy in exponents and zeros.
-func shuffle4(v []float32) []byte {
+func shuffle4(v []float32) []byte { return appendShuffle4(nil, v) }
+
+// appendShuffle4 appends shuffle4(v) to dst, growing it once.
+func appendShuffle4(dst []byte, v []float32) []byte {
 	n := len(v)
-	out := make([]byte, 4*n)
+	at := len(dst)
+	dst = slices.Grow(dst, 4*n)[:at+4*n]
+	out := dst[at:]
 	for i, f := range v {
 		u := math.Float32bits(f)
 		out[i] = byte(u)
@@ -196,7 +202,7 @@ func shuffle4(v []float32) []byte {
 		out[2*n+i] = byte(u >> 16)
 		out[3*n+i] = byte(u >> 24)
 	}
-	return out
+	return dst
 }
 
 func unshuffle4(b []byte) []float32 {
