@@ -2,7 +2,10 @@ package embed
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +149,113 @@ func TestWordRowsAndBound(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, pairs, 3, "the names have synonym pairs")
+}
+
+// referenceVector is the hashed embedder written plainly: features counted in a map
+// and hashed through hash/fnv over the prefixed strings.
+func referenceVector(h *Hashed, text string) []float64 {
+	hash := func(s string) uint64 {
+		f := fnv.New64a()
+		f.Write([]byte(s))
+		return finishHash(f.Sum64())
+	}
+	counts := map[feature]int{}
+	ws := words(text)
+	for _, w := range ws {
+		counts[feature{hash("w\x00" + w), true}]++
+	}
+	if len(ws) > 0 {
+		r := []rune(" " + strings.Join(ws, " ") + " ")
+		for n := h.cfg.MinGram; n <= h.cfg.MaxGram; n++ {
+			for i := 0; i+n <= len(r); i++ {
+				counts[feature{hash("c\x00" + string(r[i:i+n])), false}]++
+			}
+		}
+	}
+	wv, cv := make([]float64, h.cfg.Dim), make([]float64, h.cfg.Dim)
+	for f, tf := range counts {
+		w := 1 + math.Log(float64(tf))
+		v, np := cv, 1
+		if f.word {
+			v, np = wv, wordProbes
+			w *= h.idf(f) / math.Sqrt(wordProbes)
+		}
+		x := f.h
+		for range np {
+			x = x*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+			y := x ^ x>>29
+			sign := 1.0
+			if y>>63 == 1 {
+				sign = -1
+			}
+			v[int((y>>20)%uint64(h.cfg.Dim))] += sign * w
+		}
+	}
+	unit := func(v []float64) {
+		var s float64
+		for _, x := range v {
+			s += x * x
+		}
+		for i := range v {
+			if s > 0 {
+				v[i] /= math.Sqrt(s)
+			}
+		}
+	}
+	unit(wv)
+	unit(cv)
+	out := make([]float64, h.cfg.Dim)
+	for i := range out {
+		out[i] = wv[i] + h.cfg.CharWeight*cv[i]
+	}
+	unit(out)
+	return out
+}
+
+func TestHashedMatchesReference(t *testing.T) {
+	texts := []string{
+		"", "!!!", "a", "Odile Varrant founded the guild in 1801.",
+		"The Meridian sank near Gull Rock; the Meridian's crew survived.",
+		"Zoë Ærøskøbing — naïve café, São Paulo, 東京 and Αθήνα", "tallow tallow tallow point",
+		strings.Repeat("long passage with repeated words and numbers 42 ", 40),
+	}
+	for _, cfg := range []HashedConfig{DefaultHashedConfig(), {Dim: 64, MinGram: 2, MaxGram: 5, CharWeight: 0.5}} {
+		h, err := NewHashed(cfg)
+		require.NoError(t, err)
+		h.Fit(texts[3:])
+		for _, text := range texts {
+			got, want := h.Vector(text), referenceVector(h, text)
+			for i := range want {
+				require.InDelta(t, want[i], float64(got[i]), 1e-6, "%q coordinate %d", text, i)
+			}
+		}
+		// The batch path (one scratch reused across texts) gives the same vectors.
+		vs, err := h.Embed(context.Background(), append(texts, texts...))
+		require.NoError(t, err)
+		for i, v := range vs {
+			assert.Equal(t, h.Vector(texts[i%len(texts)]), v)
+		}
+	}
+	assert.Equal(t, finishHash(fnvString(wordSeed, "paris")), hash64("w\x00paris"))
+}
+
+func TestHashedFitCountsDocuments(t *testing.T) {
+	// Fit on many texts (several workers) gives the table a sequential count gives.
+	var texts []string
+	for i := range 500 {
+		texts = append(texts, fmt.Sprintf("document %d mentions name%d and name%d twice name%d", i, i%7, i%13, i%7))
+	}
+	h, _ := NewHashed(HashedConfig{Dim: 64, IDFBuckets: 1 << 12})
+	h.Fit(texts)
+	want := make([]uint32, len(h.df))
+	for _, text := range texts {
+		var sc scratch
+		for _, fc := range h.features(text, &sc) {
+			want[fc.f.h%uint64(len(want))]++
+		}
+	}
+	assert.Equal(t, want, h.df)
+	assert.Equal(t, uint32(500), h.docs)
+	// "document" is in every text: its IDF is the floor, 1 + log(501/501).
+	assert.InDelta(t, 1.0, h.idf(feature{hash64("w\x00document"), true}), 1e-12)
 }

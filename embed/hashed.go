@@ -1,14 +1,15 @@
 package embed
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -99,11 +100,33 @@ type feature struct {
 	word bool
 }
 
-func hash64(s string) uint64 {
-	f := fnv.New64a()
-	f.Write([]byte(s))
-	// fnv's low bits mix poorly for short strings; finish with a splitmix step.
-	x := f.Sum64()
+func hash64(s string) uint64 { return finishHash(fnvString(fnvOffset, s)) }
+
+// FNV-1a, 64 bits (hash/fnv's constants), so features hash without building the
+// prefixed string.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// finishHash is a splitmix step: fnv's low bits mix poorly for short strings.
+func finishHash(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
@@ -112,41 +135,118 @@ func hash64(s string) uint64 {
 	return x
 }
 
+// Hashes of the feature prefixes "w\x00" and "c\x00": hash64("w\x00"+w) is
+// finishHash(fnvString(wordSeed, w)).
+var (
+	wordSeed = fnvString(fnvOffset, "w\x00")
+	gramSeed = fnvString(fnvOffset, "c\x00")
+)
+
 // words splits text into lower-case letter/digit runs.
 func words(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// features returns the feature hashes of text with their counts: its words, and the
-// character n-grams of its words joined by single spaces (so n-grams also span word
-// boundaries, which keeps "tallow point" close to "tallow point lighthouse").
-func (h *Hashed) features(text string) map[feature]int {
-	out := map[feature]int{}
-	ws := words(text)
-	for _, w := range ws {
-		out[feature{hash64("w\x00" + w), true}]++
-	}
-	if len(ws) == 0 {
-		return out
-	}
-	r := []rune(" " + strings.Join(ws, " ") + " ")
-	for n := h.cfg.MinGram; n <= h.cfg.MaxGram; n++ {
-		for i := 0; i+n <= len(r); i++ {
-			out[feature{hash64("c\x00" + string(r[i:i+n])), false}]++
-		}
-	}
-	return out
+// featureCount is a feature and how often a text has it.
+type featureCount struct {
+	f feature
+	n int
 }
 
-// Fit sets the document frequencies from a corpus (typically the chunks).
+// scratch holds one goroutine's buffers for embedding texts, reused across texts: an
+// index embeds hundreds of thousands of them, and per-text maps and vectors were half
+// of everything the offline indexer allocated.
+type scratch struct {
+	feats  []feature
+	counts []featureCount
+	joined []byte
+	offs   []int
+	wv, cv []float64
+}
+
+// features returns the features of text with their counts, ordered by hash: its
+// words, and the character n-grams of its words joined by single spaces (so n-grams
+// also span word boundaries, which keeps "tallow point" close to "tallow point
+// lighthouse"). The result aliases sc.
+func (h *Hashed) features(text string, sc *scratch) []featureCount {
+	sc.feats = sc.feats[:0]
+	ws := words(text)
+	for _, w := range ws {
+		sc.feats = append(sc.feats, feature{finishHash(fnvString(wordSeed, w)), true})
+	}
+	if len(ws) > 0 {
+		// The n-grams of " w1 w2 … " counted in runes: words holds valid UTF-8
+		// (strings.ToLower replaces invalid bytes), so a run of runes is a byte range.
+		j := append(sc.joined[:0], ' ')
+		for _, w := range ws {
+			j = append(append(j, w...), ' ')
+		}
+		sc.joined = j
+		offs := sc.offs[:0]
+		for i := range string(j) {
+			offs = append(offs, i)
+		}
+		offs = append(offs, len(j))
+		sc.offs = offs
+		runes := len(offs) - 1
+		for n := h.cfg.MinGram; n <= h.cfg.MaxGram; n++ {
+			for i := 0; i+n <= runes; i++ {
+				sc.feats = append(sc.feats, feature{finishHash(fnvBytes(gramSeed, j[offs[i]:offs[i+n]])), false})
+			}
+		}
+	}
+	slices.SortFunc(sc.feats, func(a, b feature) int {
+		switch {
+		case a.h != b.h:
+			return cmp.Compare(a.h, b.h)
+		case a.word == b.word:
+			return 0
+		case a.word:
+			return 1
+		}
+		return -1
+	})
+	sc.counts = sc.counts[:0]
+	for _, f := range sc.feats {
+		if k := len(sc.counts) - 1; k >= 0 && sc.counts[k].f == f {
+			sc.counts[k].n++
+			continue
+		}
+		sc.counts = append(sc.counts, featureCount{f, 1})
+	}
+	return sc.counts
+}
+
+// Fit sets the document frequencies from a corpus (typically the chunks), counting
+// on every core (integer counts: the table does not depend on the split).
 func (h *Hashed) Fit(texts []string) {
 	for i := range h.df {
 		h.df[i] = 0
 	}
 	h.docs = uint32(len(texts))
-	for _, t := range texts {
-		for f := range h.features(t) {
-			h.df[f.h%uint64(len(h.df))]++
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/64))
+	dfs := make([][]uint32, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		dfs[w] = h.df
+		if w > 0 {
+			dfs[w] = make([]uint32, len(h.df))
+		}
+		wg.Add(1)
+		go func(df []uint32) {
+			defer wg.Done()
+			var sc scratch
+			for i := w; i < len(texts); i += workers {
+				for _, fc := range h.features(texts[i], &sc) {
+					df[fc.f.h%uint64(len(df))]++
+				}
+			}
+		}(dfs[w])
+	}
+	wg.Wait()
+	for _, df := range dfs[1:] {
+		for i, v := range df {
+			h.df[i] += v
 		}
 	}
 	h.updateID()
@@ -158,9 +258,20 @@ func (h *Hashed) idf(f feature) float64 {
 }
 
 // Vector embeds one text.
-func (h *Hashed) Vector(text string) []float32 {
-	var wv, cv = make([]float64, h.cfg.Dim), make([]float64, h.cfg.Dim)
-	for f, tf := range h.features(text) {
+func (h *Hashed) Vector(text string) []float32 { return h.vector(text, &scratch{}) }
+
+// vector is Vector with reusable buffers. Features are added in hash order, so the
+// vector is a function of the text alone (a map's order once decided in which order
+// colliding features were summed).
+func (h *Hashed) vector(text string, sc *scratch) []float32 {
+	if len(sc.wv) != h.cfg.Dim {
+		sc.wv, sc.cv = make([]float64, h.cfg.Dim), make([]float64, h.cfg.Dim)
+	}
+	wv, cv := sc.wv, sc.cv
+	clear(wv)
+	clear(cv)
+	for _, fc := range h.features(text, sc) {
+		f, tf := fc.f, fc.n
 		// Words are weighted by TF-IDF; character n-grams by sublinear TF alone, since
 		// their IDF would stress exactly the rare n-grams in which two spellings of a
 		// name differ.
@@ -223,8 +334,9 @@ func (h *Hashed) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			var sc scratch
 			for i := w; i < len(texts); i += workers {
-				out[i] = h.Vector(texts[i])
+				out[i] = h.vector(texts[i], &sc)
 			}
 		}(w)
 	}
