@@ -117,13 +117,24 @@ func (t *topK) sorted() []Neighbor {
 
 // parallelRows runs f over row ranges on cfg.Workers goroutines.
 func parallelRows(n, workers, block int, f func(lo, hi int)) {
+	parallelRowsLocal(n, workers, block, func() func(lo, hi int) { return f })
+}
+
+// parallelRowsLocal is parallelRows with state per goroutine: each goroutine calls
+// newWorker once and runs every block it takes through the function returned, so
+// buffers sized by the whole matrix are allocated once per goroutine, not per block.
+func parallelRowsLocal(n, workers, block int, newWorker func() func(lo, hi int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var f func(lo, hi int)
 			for lo := range next {
+				if f == nil {
+					f = newWorker()
+				}
 				f(lo, min(lo+block, n))
 			}
 		}()
@@ -253,51 +264,54 @@ func similarCSR(ptr []int64, idx []uint16, val []float32, dim int, skip []bool, 
 	}
 	var mu sync.Mutex
 	var pairs []knnPair
-	parallelRows(n-cfg.From, cfg.Workers, 64, func(lo, hi int) {
-		lo, hi = lo+cfg.From, hi+cfg.From
+	parallelRowsLocal(n-cfg.From, cfg.Workers, 64, func() func(lo, hi int) {
 		acc := make([]float32, n)
 		seen := make([]bool, n)
 		touched := make([]int32, 0, 1024)
 		var found []knnPair
-		for i := lo; i < hi; i++ {
-			if skip != nil && skip[i] {
-				continue
-			}
-			for k := ptr[i]; k < ptr[i+1]; k++ {
-				v := val[k]
-				rows, vs := cols[idx[k]], vals[idx[k]]
-				// Rows before From are never queried, so their pairs with i are found
-				// here; later rows pair with the rows after them.
-				early := sort.Search(len(rows), func(k int) bool { return rows[k] >= int32(cfg.From) })
-				for k := 0; k < early; k++ {
-					r := rows[k]
-					if !seen[r] {
-						seen[r] = true
-						touched = append(touched, r)
+		return func(lo, hi int) {
+			lo, hi = lo+cfg.From, hi+cfg.From
+			found = found[:0]
+			for i := lo; i < hi; i++ {
+				if skip != nil && skip[i] {
+					continue
+				}
+				for k := ptr[i]; k < ptr[i+1]; k++ {
+					v := val[k]
+					rows, vs := cols[idx[k]], vals[idx[k]]
+					// Rows before From are never queried, so their pairs with i are found
+					// here; later rows pair with the rows after them.
+					early := sort.Search(len(rows), func(k int) bool { return rows[k] >= int32(cfg.From) })
+					for k := 0; k < early; k++ {
+						r := rows[k]
+						if !seen[r] {
+							seen[r] = true
+							touched = append(touched, r)
+						}
+						acc[r] += v * vs[k]
 					}
-					acc[r] += v * vs[k]
-				}
-				k := sort.Search(len(rows), func(k int) bool { return rows[k] > int32(i) })
-				for ; k < len(rows); k++ {
-					r := rows[k]
-					if !seen[r] {
-						seen[r] = true
-						touched = append(touched, r)
+					k := sort.Search(len(rows), func(k int) bool { return rows[k] > int32(i) })
+					for ; k < len(rows); k++ {
+						r := rows[k]
+						if !seen[r] {
+							seen[r] = true
+							touched = append(touched, r)
+						}
+						acc[r] += v * vs[k]
 					}
-					acc[r] += v * vs[k]
 				}
-			}
-			for _, j := range touched {
-				if s := acc[j]; s >= cfg.MinScore {
-					found = append(found, knnPair{int32(i), j, s})
+				for _, j := range touched {
+					if s := acc[j]; s >= cfg.MinScore {
+						found = append(found, knnPair{int32(i), j, s})
+					}
+					acc[j], seen[j] = 0, false
 				}
-				acc[j], seen[j] = 0, false
+				touched = touched[:0]
 			}
-			touched = touched[:0]
+			mu.Lock()
+			pairs = append(pairs, found...)
+			mu.Unlock()
 		}
-		mu.Lock()
-		pairs = append(pairs, found...)
-		mu.Unlock()
 	})
 	return topLists(n, pairs, skip, cfg)
 }

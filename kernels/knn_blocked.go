@@ -124,63 +124,66 @@ func SimilarSparseRowsBlocked(ptr []int64, idx []uint16, val []float32, dim int,
 
 	var mu sync.Mutex
 	var pairs []knnPair
-	parallelRows(n-cfg.From, cfg.Workers, 64, func(lo, hi int) {
-		lo, hi = lo+cfg.From, hi+cfg.From
+	parallelRowsLocal(n-cfg.From, cfg.Workers, 64, func() func(lo, hi int) {
 		acc := make([]float32, n)
 		seen := make([]bool, n)
 		touched := make([]int32, 0, 1024)
 		row := make([]float32, dim)
 		var found []knnPair
-		for i := lo; i < hi; i++ {
-			if !live(i) {
-				continue
-			}
-			for k := block.Ptr[i]; k < block.Ptr[i+1]; k++ {
-				w := block.Val[k]
-				for _, p := range lists[block.Idx[k]] {
-					// Each pair once: from its earlier row, or from the row ≥ From
-					// when the other was never queried.
-					if p.row <= int32(i) && p.row >= int32(cfg.From) {
-						continue
-					}
-					if !seen[p.row] {
-						seen[p.row] = true
-						touched = append(touched, p.row)
-					}
-					acc[p.row] += w * p.w
+		return func(lo, hi int) {
+			lo, hi = lo+cfg.From, hi+cfg.From
+			found = found[:0]
+			for i := lo; i < hi; i++ {
+				if !live(i) {
+					continue
 				}
-			}
-			if len(touched) > 0 {
-				for k := ptr[i]; k < ptr[i+1]; k++ {
-					row[idx[k]] = val[k]
-				}
-				for _, j := range touched {
-					if acc[j]+pnorm[j] >= block.Min {
-						// Summed over j's coordinates in increasing order: the products
-						// the exact search adds, in its order (zeros add nothing).
-						var s float32
-						for k := ptr[j]; k < ptr[j+1]; k++ {
-							s += row[idx[k]] * val[k]
+				for k := block.Ptr[i]; k < block.Ptr[i+1]; k++ {
+					w := block.Val[k]
+					for _, p := range lists[block.Idx[k]] {
+						// Each pair once: from its earlier row, or from the row ≥ From
+						// when the other was never queried.
+						if p.row <= int32(i) && p.row >= int32(cfg.From) {
+							continue
 						}
-						if s >= cfg.MinScore {
-							a, b := int32(i), j
-							if b < a {
-								a, b = b, a
+						if !seen[p.row] {
+							seen[p.row] = true
+							touched = append(touched, p.row)
+						}
+						acc[p.row] += w * p.w
+					}
+				}
+				if len(touched) > 0 {
+					for k := ptr[i]; k < ptr[i+1]; k++ {
+						row[idx[k]] = val[k]
+					}
+					for _, j := range touched {
+						if acc[j]+pnorm[j] >= block.Min {
+							// Summed over j's coordinates in increasing order: the products
+							// the exact search adds, in its order (zeros add nothing).
+							var s float32
+							for k := ptr[j]; k < ptr[j+1]; k++ {
+								s += row[idx[k]] * val[k]
 							}
-							found = append(found, knnPair{a, b, s})
+							if s >= cfg.MinScore {
+								a, b := int32(i), j
+								if b < a {
+									a, b = b, a
+								}
+								found = append(found, knnPair{a, b, s})
+							}
 						}
+						acc[j], seen[j] = 0, false
 					}
-					acc[j], seen[j] = 0, false
+					for k := ptr[i]; k < ptr[i+1]; k++ {
+						row[idx[k]] = 0
+					}
+					touched = touched[:0]
 				}
-				for k := ptr[i]; k < ptr[i+1]; k++ {
-					row[idx[k]] = 0
-				}
-				touched = touched[:0]
 			}
+			mu.Lock()
+			pairs = append(pairs, found...)
+			mu.Unlock()
 		}
-		mu.Lock()
-		pairs = append(pairs, found...)
-		mu.Unlock()
 	})
 	return topLists(n, pairs, skip, cfg), nil
 }
