@@ -228,8 +228,10 @@ func Read(r io.Reader) (*Index, error) {
 		return nil, fmt.Errorf("%w %d (this graphloom reads versions %d to %d)", ErrVersion, v, MinFormatVersion, FormatVersion)
 	}
 	// Sections are read and checksummed in order, then inflated (and embedding
-	// matrices unshuffled) concurrently, then decoded in order: errors come out in
-	// file order, as a sequential reader would report them.
+	// matrices unshuffled) concurrently, a few sections ahead of the decoding, which
+	// runs in order: errors come out in file order, as a sequential reader would report
+	// them. Each section's stored and inflated bytes are dropped once they are used, so
+	// a large index is not held three times over (stored, inflated, decoded).
 	var stored []storedSection
 	var readErr error
 	for {
@@ -249,31 +251,59 @@ func Read(r io.Reader) (*Index, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	inflated := make([]inflatedSection, len(stored))
+	inflated := make([]chan inflatedSection, len(stored))
+	for i := range inflated {
+		inflated[i] = make(chan inflatedSection, 1)
+	}
+	ahead := make(chan struct{}, 2*workers) // sections inflated but not yet decoded
+	quit := make(chan struct{})
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	defer func() {
+		close(quit)
+		wg.Wait()
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		for i := range stored {
+			select {
+			case ahead <- struct{}{}:
+			case <-quit:
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-quit:
+				return
+			}
+		}
+	}()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				inflated[i] = stored[i].inflate(zr)
+				inflated[i] <- stored[i].inflate(zr)
+				stored[i].stored = nil
 			}
 		}()
 	}
-	for i := range stored {
-		jobs <- i
+	take := func(i int) inflatedSection {
+		sec := <-inflated[i]
+		<-ahead
+		return sec
 	}
-	close(jobs)
-	wg.Wait()
 
 	ix := &Index{}
 	seen := map[string]bool{}
 	next := 0 // index into sections of the next required section
 	count := 0
-	for i, sec := range stored {
-		name, payload := sec.name, inflated[i].payload
-		if err := inflated[i].err; err != nil {
+	for i := range stored {
+		in := take(i)
+		name, payload := stored[i].name, in.payload
+		if err := in.err; err != nil {
 			return nil, err
 		}
 		if name == endSection {
@@ -302,7 +332,7 @@ func Read(r io.Reader) (*Index, error) {
 			next++
 			continue
 		}
-		if _, err := decodeOptional(ix, name, payload, inflated[i].emb); err != nil {
+		if _, err := decodeOptional(ix, name, payload, in.emb); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		// Unknown optional sections are skipped: a newer writer may add some.
@@ -408,5 +438,8 @@ func (s storedSection) inflate(zr *zstd.Decoder) inflatedSection {
 	default:
 		return inflatedSection{err: fmt.Errorf("%w: section %q: unknown codec %d", ErrCorrupt, s.name, s.codec)}
 	}
-	return inflatedSection{payload: out, emb: parseEmbedding(s.name, out)}
+	if pe := parseEmbedding(s.name, out); pe != nil {
+		return inflatedSection{emb: pe} // the matrix holds what it needs of out
+	}
+	return inflatedSection{payload: out}
 }
