@@ -82,10 +82,12 @@ func Store(ix *graphio.Index, e Embedder) error {
 // graphio.SparseStorageDensity of their entries are non-zero (long passages); an API
 // embedder's are dense.
 func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress func(done, total int)) (*graphio.Embedding, error) {
+	// The built-in embedder's vectors are kept in compressed rows, built a batch at a
+	// time and joined once (graphio.ConcatSparse); other embedders' in one dense array.
+	sparse := IsHashed(e.Identity()) && e.Dim() <= 1<<16
 	var m *graphio.Embedding
-	if IsHashed(e.Identity()) && e.Dim() <= 1<<16 {
-		m = graphio.NewSparseEmbedding(e.Dim())
-	} else {
+	var parts []*graphio.Embedding
+	if !sparse {
 		m = &graphio.Embedding{Dim: e.Dim(), Data: make([]float32, 0, len(texts)*e.Dim())}
 	}
 	if batch <= 0 {
@@ -100,15 +102,32 @@ func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress
 		if len(vs) != hi-lo {
 			return nil, fmt.Errorf("embed: %s returned %d vectors for %d texts", e.Identity(), len(vs), hi-lo)
 		}
-		for _, v := range vs {
-			if len(v) != m.Dim {
-				return nil, fmt.Errorf("embed: %s returned a vector of dimension %d, want %d", e.Identity(), len(v), m.Dim)
+		dst := m
+		if sparse {
+			nnz := 0
+			for _, v := range vs {
+				for _, x := range v {
+					if x != 0 {
+						nnz++
+					}
+				}
 			}
-			m.AppendDense(v)
+			dst = &graphio.Embedding{Dim: e.Dim(), Sparse: &graphio.SparseRows{
+				Ptr: make([]int64, 1, len(vs)+1), Idx: make([]uint16, 0, nnz), Val: make([]float32, 0, nnz)}}
+			parts = append(parts, dst)
+		}
+		for _, v := range vs {
+			if len(v) != e.Dim() {
+				return nil, fmt.Errorf("embed: %s returned a vector of dimension %d, want %d", e.Identity(), len(v), e.Dim())
+			}
+			dst.AppendDense(v)
 		}
 		if progress != nil {
 			progress(hi, len(texts))
 		}
+	}
+	if sparse {
+		m = graphio.ConcatSparse(e.Dim(), parts)
 	}
 	if m.Sparse != nil && m.Density() > graphio.SparseStorageDensity {
 		m = &graphio.Embedding{Dim: m.Dim, Data: m.Dense()}

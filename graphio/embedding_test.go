@@ -146,3 +146,30 @@ func TestSparseSectionErrors(t *testing.T) {
 	}
 	assert.Nil(t, parseEmbedding("embs.nosuchkind", good), "an unknown kind is skipped")
 }
+
+func TestConcatSparse(t *testing.T) {
+	rows := [][]float32{{0, 1, 0}, {2, 0, 3}, {0, 0, 0}, {4, 5, 6}, {0, 0, 7}}
+	whole := NewSparseEmbedding(3)
+	for _, r := range rows {
+		whole.AppendDense(r)
+	}
+	for _, split := range [][]int{{5}, {1, 4}, {2, 0, 3}, {1, 1, 1, 1, 1}} {
+		var parts []*Embedding
+		at := 0
+		for _, n := range split {
+			p := NewSparseEmbedding(3)
+			for _, r := range rows[at : at+n] {
+				p.AppendDense(r)
+			}
+			parts = append(parts, p)
+			at += n
+		}
+		got := ConcatSparse(3, parts)
+		assert.Equal(t, whole, got, "split %v", split)
+		assert.Equal(t, len(got.Sparse.Idx), cap(got.Sparse.Idx), "allocated once at its size")
+		for _, p := range parts {
+			assert.Nil(t, p, "parts are released")
+		}
+	}
+	assert.Equal(t, 0, ConcatSparse(3, nil).Rows())
+}
