@@ -78,12 +78,19 @@ func write(w io.Writer, ix *Index, workers, block int) error {
 		return fmt.Errorf("graphio: write header: %w", err)
 	}
 	all := append(append([]section{}, sections...), optionalSections(ix)...)
+	// One raw buffer and one set of frame buffers serve every section in turn: a
+	// large index's sections are hundreds of megabytes, and fresh buffers per section
+	// were garbage that drove the heap to twice the index while it was written.
+	var raw []byte
+	var frames [][]byte
 	for _, s := range all {
-		var e enc
+		e := enc{b: raw[:0]}
 		if err := s.encode(ix, &e); err != nil {
 			return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
 		}
-		if err := writeSection(w, s.name, codecZstd, compressFrames(encoders, e.b, block), uint64(len(e.b))); err != nil {
+		raw = e.b
+		frames = compressFrames(encoders, raw, block, frames)
+		if err := writeSection(w, s.name, codecZstd, frames, uint64(len(raw))); err != nil {
 			return err
 		}
 	}
@@ -93,20 +100,26 @@ func write(w io.Writer, ix *Index, workers, block int) error {
 }
 
 // compressFrames compresses raw as one zstd frame per block bytes, the frames spread
-// over the encoders (one goroutine each); the payload is the frames in order.
-func compressFrames(encoders []*zstd.Encoder, raw []byte, block int) [][]byte {
+// over the encoders (one goroutine each); the payload is the frames in order. The
+// frames are written into the buffers of reuse (a previous call's frames), grown as
+// needed.
+func compressFrames(encoders []*zstd.Encoder, raw []byte, block int, reuse [][]byte) [][]byte {
 	n := max(1, (len(raw)+block-1)/block)
-	if n == 1 {
-		return [][]byte{encoders[0].EncodeAll(raw, nil)}
+	frames := reuse[:min(n, len(reuse))]
+	for len(frames) < n {
+		frames = append(frames, nil)
 	}
-	frames := make([][]byte, n)
+	if n == 1 {
+		frames[0] = encoders[0].EncodeAll(raw, frames[0][:0])
+		return frames
+	}
 	var wg sync.WaitGroup
 	for wi, zw := range encoders[:min(len(encoders), n)] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for f := wi; f < n; f += len(encoders) {
-				frames[f] = zw.EncodeAll(raw[f*block:min(len(raw), (f+1)*block)], nil)
+				frames[f] = zw.EncodeAll(raw[f*block:min(len(raw), (f+1)*block)], frames[f][:0])
 			}
 		}()
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -270,7 +271,7 @@ func optionalSections(ix *Index) []section {
 			continue
 		}
 		out = append(out, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
-			e.b = make([]byte, 0, binary.MaxVarintLen64+4*len(m.Data))
+			e.b = slices.Grow(e.b, binary.MaxVarintLen64+4*len(m.Data))
 			e.uvarint(uint64(m.Dim))
 			e.b = appendShuffle4(e.b, m.Data)
 			return nil
@@ -311,9 +312,9 @@ const (
 // previous one in its row (uint16, the first one absolute), and the values byte-shuffled.
 func encodeSparse(m *Embedding, e *enc) {
 	s := m.Sparse
-	// The section's size is known up to its varints: allocate it once (a 120K-passage
+	// The section's size is known up to its varints: grow the buffer once (a 120K-passage
 	// index has sections of half a gigabyte, which doubling would copy repeatedly).
-	e.b = make([]byte, 0, 3*binary.MaxVarintLen64+2*m.Rows()+6*len(s.Idx))
+	e.b = slices.Grow(e.b, 3*binary.MaxVarintLen64+2*m.Rows()+6*len(s.Idx))
 	e.uvarint(uint64(m.Dim))
 	e.uvarint(uint64(m.Rows()))
 	e.uvarint(uint64(len(s.Idx)))
