@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -60,6 +61,9 @@ const compressBlock = 8 << 20
 func write(w io.Writer, ix *Index, workers, block int) error {
 	if err := ix.Validate(); err != nil {
 		return fmt.Errorf("graphio: write: %w", err)
+	}
+	if len(ix.skipped) > 0 {
+		return fmt.Errorf("graphio: write: the index was read without its %v embeddings (ReadOptions); read it whole to write it", ix.skipped)
 	}
 	workers = max(1, workers)
 	encoders := make([]*zstd.Encoder, workers)
@@ -205,13 +209,26 @@ func AtomicWrite(path string, fn func(w io.Writer) error) (err error) {
 }
 
 // ReadFile reads the index at path. Errors name the file and the problem.
-func ReadFile(path string) (*Index, error) {
+func ReadFile(path string) (*Index, error) { return ReadFileWith(path, ReadOptions{}) }
+
+// ReadOptions select what a reader decodes.
+type ReadOptions struct {
+	// Embeddings, when set, names the node kinds whose embedding matrices are
+	// decoded; the other kinds' sections are checksummed but neither inflated nor
+	// kept. The index records them (SkippedEmbeddings) and Write refuses it, so an
+	// index read in part never replaces a whole one. A query that reads two of the
+	// four matrices loads in about half the time and memory.
+	Embeddings func(NodeKind) bool
+}
+
+// ReadFileWith is ReadFile with options.
+func ReadFileWith(path string, opt ReadOptions) (*Index, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("graphio: %w", err)
 	}
 	defer f.Close()
-	ix, err := Read(bufio.NewReaderSize(f, 1<<20))
+	ix, err := ReadWith(bufio.NewReaderSize(f, 1<<20), opt)
 	if err != nil {
 		return nil, fmt.Errorf("graphio: %s: %w", path, err)
 	}
@@ -222,7 +239,24 @@ func ReadFile(path string) (*Index, error) {
 // version, a checksum mismatch, a truncated stream or a malformed section is an error
 // wrapping ErrNotIndex, ErrVersion, ErrChecksum, ErrTruncated or ErrCorrupt; it never
 // panics on bad input.
-func Read(r io.Reader) (*Index, error) {
+func Read(r io.Reader) (*Index, error) { return ReadWith(r, ReadOptions{}) }
+
+// skipSection reports whether opt leaves out the section named name: an embedding
+// matrix of a kind opt.Embeddings rejects.
+func (opt ReadOptions) skipSection(name string) (NodeKind, bool) {
+	if opt.Embeddings == nil {
+		return 0, false
+	}
+	for _, prefix := range []string{sparsePrefix, densePrefix} {
+		if k, err := ParseNodeKind(strings.TrimPrefix(name, prefix)); strings.HasPrefix(name, prefix) && err == nil {
+			return k, !opt.Embeddings(k)
+		}
+	}
+	return 0, false
+}
+
+// ReadWith is Read with options.
+func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	head := make([]byte, 12)
 	n, err := io.ReadFull(r, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -298,7 +332,11 @@ func Read(r io.Reader) (*Index, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				inflated[i] <- stored[i].inflate(zr)
+				if _, skip := opt.skipSection(stored[i].name); skip {
+					inflated[i] <- inflatedSection{}
+				} else {
+					inflated[i] <- stored[i].inflate(zr)
+				}
 				stored[i].stored = nil
 			}
 		}()
@@ -343,6 +381,10 @@ func Read(r io.Reader) (*Index, error) {
 				return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
 			next++
+			continue
+		}
+		if k, skip := opt.skipSection(name); skip {
+			ix.skipped = append(ix.skipped, k)
 			continue
 		}
 		if _, err := decodeOptional(ix, name, payload, in.emb); err != nil {

@@ -3,6 +3,7 @@ package graphio
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -321,4 +322,30 @@ func TestWriteFramesDoNotDependOnWorkers(t *testing.T) {
 		require.Error(t, err, "failing write %d", n)
 		assert.Contains(t, err.Error(), "disk full")
 	}
+}
+
+func TestReadWithSkipsEmbeddingKinds(t *testing.T) {
+	ix := sampleIndex(t)
+	ix.Embeddings[KindFact] = ix.Embeddings[KindFact].Compact() // one sparse, the rest dense
+	data := encode(t, ix)
+	keep := func(k NodeKind) bool { return k == KindChunk || k == KindFact }
+	got, err := ReadWith(bytes.NewReader(data), ReadOptions{Embeddings: keep})
+	require.NoError(t, err)
+	assert.Equal(t, ix.Embeddings[KindChunk], got.Embeddings[KindChunk])
+	assert.Equal(t, ix.Embeddings[KindFact], got.Embeddings[KindFact])
+	assert.NotContains(t, got.Embeddings, KindEntity)
+	assert.NotContains(t, got.Embeddings, KindHyperedge)
+	assert.ElementsMatch(t, []NodeKind{KindEntity, KindHyperedge}, got.SkippedEmbeddings())
+	assert.True(t, got.EmbeddingSkipped(KindEntity))
+	assert.False(t, got.EmbeddingSkipped(KindChunk))
+	assert.Equal(t, ix.Entities, got.Entities)
+	assert.Equal(t, ix.Blobs, got.Blobs)
+	err = Write(io.Discard, got)
+	require.Error(t, err, "an index read in part is never written")
+	assert.Contains(t, err.Error(), "read without")
+	// Options that keep every kind read the index whole.
+	whole, err := ReadWith(bytes.NewReader(data), ReadOptions{Embeddings: func(NodeKind) bool { return true }})
+	require.NoError(t, err)
+	assert.Empty(t, whole.SkippedEmbeddings())
+	assert.Equal(t, ix, whole)
 }

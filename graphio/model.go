@@ -153,7 +153,16 @@ type Index struct {
 	// Blobs holds opaque state of pipeline components keyed by name, e.g. the built-in
 	// embedder's IDF table under "embedder".
 	Blobs map[string][]byte
+
+	skipped []NodeKind // embedding kinds left unread (ReadOptions), in file order
 }
+
+// SkippedEmbeddings returns the node kinds whose embedding matrices the reader left
+// out (ReadOptions.Embeddings); nil for an index read whole or built in memory.
+func (ix *Index) SkippedEmbeddings() []NodeKind { return ix.skipped }
+
+// EmbeddingSkipped reports whether the matrix of kind k was left unread.
+func (ix *Index) EmbeddingSkipped(k NodeKind) bool { return slices.Contains(ix.skipped, k) }
 
 // count returns the number of records of a node kind.
 func (ix *Index) count(k NodeKind) int {

@@ -214,6 +214,9 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 		return nil, fmt.Errorf("retrieve: %w: index embedded with %q, searcher given %q", embed.ErrMismatch, ix.Meta.Embedder, emb.Identity())
 	}
 	for _, k := range []graphio.NodeKind{graphio.KindChunk} {
+		if ix.EmbeddingSkipped(k) {
+			continue // read without them on purpose (EmbeddingKinds); Retriever checks
+		}
 		if m := ix.Embeddings[k]; m == nil || m.Rows() != len(ix.Chunks) {
 			return nil, fmt.Errorf("retrieve: the index has no %s embeddings; rebuild it with `graphloom index`", k)
 		}
@@ -227,8 +230,37 @@ func (s *Searcher) Embedder() embed.Embedder { return s.emb }
 // Index returns the searched index.
 func (s *Searcher) Index() *graphio.Index { return s.ix }
 
-// Retriever returns the named retriever.
+// EmbeddingKinds returns the embedding matrices the named retriever reads (so that a
+// one-off query can read only those: graphio.ReadOptions), and false for a name it
+// does not know.
+func EmbeddingKinds(name string) ([]graphio.NodeKind, bool) {
+	switch name {
+	case "bm25":
+		return nil, true
+	case "dense":
+		return []graphio.NodeKind{graphio.KindChunk}, true
+	case "triples":
+		return []graphio.NodeKind{graphio.KindFact}, true
+	case "ppr":
+		return []graphio.NodeKind{graphio.KindChunk, graphio.KindFact}, true
+	case "pcst":
+		return []graphio.NodeKind{graphio.KindEntity, graphio.KindFact}, true
+	case "hyperppr":
+		return []graphio.NodeKind{graphio.KindChunk, graphio.KindEntity, graphio.KindHyperedge}, true
+	}
+	return nil, false
+}
+
+// Retriever returns the named retriever. An index read without a matrix the
+// retriever needs (graphio.ReadOptions) is an error, never a silently empty search.
 func (s *Searcher) Retriever(name string) (Retriever, error) {
+	if kinds, ok := EmbeddingKinds(name); ok {
+		for _, k := range kinds {
+			if s.ix.EmbeddingSkipped(k) {
+				return nil, fmt.Errorf("retrieve: %s needs the %s embeddings, which this index was read without", name, k)
+			}
+		}
+	}
 	switch name {
 	case "bm25":
 		return bm25Retriever{s}, nil

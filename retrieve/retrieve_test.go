@@ -1,12 +1,14 @@
 package retrieve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -451,4 +453,56 @@ func exampleIndex(t *testing.T) *graphio.Index {
 	ix, err := kg.BuildOffline(context.Background(), "../examples/harbour/corpus.json", kg.DefaultConfig(), extract.DefaultRuleConfig())
 	require.NoError(t, err)
 	return ix
+}
+
+func TestRetrieversReadOnlyTheirEmbeddingKinds(t *testing.T) {
+	// Each retriever over an index read with only EmbeddingKinds(name) returns what it
+	// returns over the whole index; a retriever needing a skipped kind is an error.
+	ctx := context.Background()
+	var buf bytes.Buffer
+	require.NoError(t, graphio.Write(&buf, exampleIndex(t)))
+	whole, err := graphio.Read(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	sw, err := Open(whole, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile("../examples/harbour/questions.json")
+	require.NoError(t, err)
+	var qs []struct{ Question string }
+	require.NoError(t, json.Unmarshal(data, &qs))
+	qs = append(qs, struct{ Question string }{"zzzz qqqq"})
+	for _, name := range Names {
+		kinds, ok := EmbeddingKinds(name)
+		require.True(t, ok, name)
+		part, err := graphio.ReadWith(bytes.NewReader(buf.Bytes()), graphio.ReadOptions{Embeddings: func(k graphio.NodeKind) bool { return slices.Contains(kinds, k) }})
+		require.NoError(t, err)
+		require.Len(t, part.SkippedEmbeddings(), 4-len(kinds), name)
+		sp, err := Open(part, nil, DefaultConfig(), nil)
+		require.NoError(t, err, name)
+		rw, err := sw.Retriever(name)
+		require.NoError(t, err)
+		rp, err := sp.Retriever(name)
+		require.NoError(t, err)
+		for _, q := range qs {
+			want, err := rw.Retrieve(ctx, q.Question, 5)
+			require.NoError(t, err)
+			got, err := rp.Retrieve(ctx, q.Question, 5)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s %q", name, q.Question)
+		}
+		for _, other := range Names {
+			if need, _ := EmbeddingKinds(other); !isSubset(need, kinds) {
+				_, err := sp.Retriever(other)
+				assert.Error(t, err, "%s over an index read for %s", other, name)
+			}
+		}
+	}
+}
+
+func isSubset(a, b []graphio.NodeKind) bool {
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			return false
+		}
+	}
+	return true
 }

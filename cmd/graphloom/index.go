@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
     graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(indexGCPercent)
+			}
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err
 			}
@@ -229,3 +233,10 @@ func newExtractor(name string, lf *llmFlags, cfg extract.LLMConfig) (extract.Ext
 	}
 	return nil, usageError{fmt.Errorf("unknown extractor %q (want rule or llm)", name)}
 }
+
+// indexGCPercent is the garbage collector's target while `index` runs, unless GOGC
+// is set: the index under construction is most of the heap and stays live to the end,
+// so Go's default of 100 (collect when the heap has doubled) peaks at about twice the
+// index. At 50 the 120K-passage scale corpus peaks at 3.7 GiB instead of 4.6 GiB, for
+// about the same time (24K passages: 53.6 s against 55.9 s).
+const indexGCPercent = 50

@@ -50,7 +50,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			if questions != "" && out == "" {
 				return usageError{fmt.Errorf("query: --questions needs --out")}
 			}
-			ix, err := graphio.ReadFile(path)
+			ix, err := graphio.ReadFileWith(path, queryReadOptions(retriever, compare, cf.active()))
 			if err != nil {
 				return err
 			}
@@ -190,4 +190,24 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 	if l.Answer != nil {
 		fmt.Fprintf(w, "Answer: %s\n", *l.Answer)
 	}
+}
+
+// queryReadOptions reads only the embedding matrices the retrievers of a one-off query
+// need (retrieve.EmbeddingKinds); everything when a reranker or an unknown retriever
+// (gretriever) is involved.
+func queryReadOptions(retriever, compare string, rerank bool) graphio.ReadOptions {
+	need := map[graphio.NodeKind]bool{}
+	for _, name := range []string{retriever, compare} {
+		if name == "" {
+			continue
+		}
+		kinds, ok := retrieve.EmbeddingKinds(name)
+		if !ok || rerank {
+			return graphio.ReadOptions{}
+		}
+		for _, k := range kinds {
+			need[k] = true
+		}
+	}
+	return graphio.ReadOptions{Embeddings: func(k graphio.NodeKind) bool { return need[k] }}
 }
