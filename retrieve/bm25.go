@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -30,28 +31,23 @@ type Analyzer struct {
 }
 
 // Terms returns the terms of text.
-func (a Analyzer) Terms(text string) []string { return a.terms(text, nil) }
+func (a Analyzer) Terms(text string) []string {
+	ws := words(text)
+	if a.Stem {
+		for i, w := range ws {
+			ws[i] = english.Stem(w, false) // leaves words of one or two letters and non-Latin words alone
+		}
+	}
+	return ws
+}
 
-// terms is Terms with the stems of words remembered in memo (nil: none): stemming is
-// most of the cost of indexing a corpus, and its words repeat.
-func (a Analyzer) terms(text string, memo map[string]string) []string {
+// words returns the lower-cased letter/digit runs of text that are not stopwords.
+func words(text string) []string {
 	var out []string
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if stopwords[w] {
-			continue
+		if !stopwords[w] {
+			out = append(out, w)
 		}
-		if a.Stem {
-			s, ok := memo[w]
-			if !ok {
-				// english.Stem leaves words of one or two letters and non-Latin words alone.
-				s = english.Stem(w, false)
-				if memo != nil {
-					memo[w] = s
-				}
-			}
-			w = s
-		}
-		out = append(out, w)
 	}
 	return out
 }
@@ -72,48 +68,100 @@ type posting struct {
 }
 
 func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
-	idx := &lexIndex{postings: map[string][]posting{}, docLen: make([]float64, len(texts)), an: an, k1: k1, b: b}
+	idx := &lexIndex{docLen: make([]float64, len(texts)), an: an, k1: k1, b: b}
 	var total float64
 	workers := runtime.GOMAXPROCS(0)
-	memos := make([]map[string]string, workers)
-	for w := range memos {
-		memos[w] = map[string]string{}
-	}
-	// Texts are analysed a block at a time on every core (each with its own stem
-	// memo), then added in order, so the postings are those of a sequential pass.
+	// Texts are split into words a block at a time on every core. Each distinct word
+	// gets an id and is stemmed once (the block's new words on every core: stemming is
+	// most of the cost, and a corpus repeats its words); then the texts are added in
+	// order, counting terms by id, so the postings are those of a sequential pass.
 	const block = 4096
-	terms := make([][]string, min(block, len(texts)))
+	wordID := map[string]int32{}
+	var termOf []int32 // word id → term id
+	termID := map[string]int32{}
+	var terms []string    // term id → term
+	var lists [][]posting // term id → postings
+	var counts []int32    // term id → occurrences in the current text
+	var fresh, freshTerms []string
+	ws := make([][]string, min(block, len(texts)))
+	ids := make([][]int32, min(block, len(texts)))
 	for lo := 0; lo < len(texts); lo += block {
 		hi := min(lo+block, len(texts))
-		var wg sync.WaitGroup
-		n := min(workers, (hi-lo+63)/64)
-		for w := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := lo + w; i < hi; i += n {
-					terms[i-lo] = an.terms(texts[i], memos[w])
+		parallel(hi-lo, workers, 64, func(i int) { ws[i] = words(texts[lo+i]) })
+		fresh = fresh[:0]
+		for i, doc := range ws[:hi-lo] {
+			ids[i] = slices.Grow(ids[i][:0], len(doc))
+			for _, w := range doc {
+				id, ok := wordID[w]
+				if !ok {
+					id = int32(len(wordID))
+					wordID[w] = id
+					fresh = append(fresh, w)
 				}
-			}()
+				ids[i] = append(ids[i], id)
+			}
 		}
-		wg.Wait()
+		freshTerms = append(freshTerms[:0], fresh...)
+		if an.Stem {
+			parallel(len(fresh), workers, 256, func(j int) { freshTerms[j] = english.Stem(fresh[j], false) })
+		}
+		for _, t := range freshTerms {
+			tid, ok := termID[t]
+			if !ok {
+				tid = int32(len(terms))
+				termID[t] = tid
+				terms = append(terms, t)
+				lists = append(lists, nil)
+				counts = append(counts, 0)
+			}
+			termOf = append(termOf, tid)
+		}
 		for i := lo; i < hi; i++ {
-			ts := terms[i-lo]
-			tf := map[string]int32{}
-			for _, t := range ts {
-				tf[t]++
+			doc := ids[i-lo]
+			for _, id := range doc {
+				counts[termOf[id]]++
 			}
-			for t, n := range tf {
-				idx.postings[t] = append(idx.postings[t], posting{int32(i), n})
+			// Terms in order of first occurrence, as a sequential pass adds them.
+			for _, id := range doc {
+				if tid := termOf[id]; counts[tid] > 0 {
+					lists[tid] = append(lists[tid], posting{int32(i), counts[tid]})
+					counts[tid] = 0
+				}
 			}
-			idx.docLen[i] = float64(len(ts))
-			total += float64(len(ts))
+			idx.docLen[i] = float64(len(doc))
+			total += float64(len(doc))
 		}
+	}
+	idx.postings = make(map[string][]posting, len(terms))
+	for tid, t := range terms {
+		idx.postings[t] = lists[tid]
 	}
 	if len(texts) > 0 {
 		idx.avgLen = total / float64(len(texts))
 	}
 	return idx
+}
+
+// parallel calls f(i) for every i < n on up to workers goroutines, grain at a time.
+func parallel(n, workers, grain int, f func(i int)) {
+	workers = min(workers, (n+grain-1)/grain)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // scores returns the Okapi BM25 score of every text for the query, with the
