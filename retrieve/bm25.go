@@ -92,10 +92,8 @@ func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
 		for i, doc := range ws[:hi-lo] {
 			ids[i] = slices.Grow(ids[i][:0], len(doc))
 			for _, w := range doc {
-				id, ok := wordID[w]
-				if !ok {
-					id = int32(len(wordID))
-					wordID[w] = id
+				id, added := intern(wordID, w)
+				if added {
 					fresh = append(fresh, w)
 				}
 				ids[i] = append(ids[i], id)
@@ -106,10 +104,8 @@ func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
 			parallel(len(fresh), workers, 256, func(j int) { freshTerms[j] = english.Stem(fresh[j], false) })
 		}
 		for _, t := range freshTerms {
-			tid, ok := termID[t]
-			if !ok {
-				tid = int32(len(terms))
-				termID[t] = tid
+			tid, added := intern(termID, t)
+			if added {
 				terms = append(terms, t)
 				lists = append(lists, nil)
 				counts = append(counts, 0)
@@ -140,6 +136,16 @@ func newLexIndex(texts []string, an Analyzer, k1, b float64) *lexIndex {
 		idx.avgLen = total / float64(len(texts))
 	}
 	return idx
+}
+
+// intern returns the id of s in m, giving a new s the next id (added true).
+func intern(m map[string]int32, s string) (id int32, added bool) {
+	if id, ok := m[s]; ok {
+		return id, false
+	}
+	id = int32(len(m))
+	m[s] = id
+	return id, true
 }
 
 // parallel calls f(i) for every i < n on up to workers goroutines, grain at a time.
