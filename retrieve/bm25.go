@@ -198,14 +198,20 @@ func (idx *lexIndex) scores(q string) []float64 {
 
 func (s *Searcher) analyzer() Analyzer { return Analyzer{Stem: s.cfg.Stem} }
 
-// bm25Index is the BM25 index of chunk contents (title and text).
+// bm25Index is the BM25 index of chunk contents (title and text): the postings the
+// index stores (StoreBM25) when they were computed from these chunks with this
+// analyzer, else built from the chunks.
 func (s *Searcher) bm25Index() *lexIndex {
 	s.bm25Once.Do(func() {
-		texts := make([]string, len(s.ix.Chunks))
-		for i := range s.ix.Chunks {
-			texts[i] = s.ix.Chunks[i].Content()
+		texts := chunkTexts(s.ix)
+		an := s.analyzer()
+		if blob, ok := s.ix.Blobs[BM25Blob]; ok {
+			if idx, err := decodeBM25(blob, bm25Digest(texts, an), len(texts), an, s.cfg.BM25K1, s.cfg.BM25B); err == nil {
+				s.bm25 = idx
+				return
+			}
 		}
-		s.bm25 = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
+		s.bm25 = newLexIndex(texts, an, s.cfg.BM25K1, s.cfg.BM25B)
 	})
 	return s.bm25
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 func newIndexCmd() *cobra.Command {
@@ -105,6 +106,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 					return err
 				}
 			}
+			retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // a query process reads the postings instead of analysing the corpus
 			if err := graphio.WriteFile(out, ix); err != nil {
 				return err
 			}
