@@ -15,6 +15,7 @@ package retrieve
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/graphloom/graphloom/embed"
@@ -229,6 +230,28 @@ func (s *Searcher) Embedder() embed.Embedder { return s.emb }
 
 // Index returns the searched index.
 func (s *Searcher) Index() *graphio.Index { return s.ix }
+
+// Warm builds the lazy structures of the named retrievers (BM25 postings, PPR graphs
+// and their layout, lexical indices) by running one question through each, a passage's
+// first words, so that a server's first requests do not wait on them. It returns the
+// first error.
+func (s *Searcher) Warm(ctx context.Context, names ...string) error {
+	if len(s.ix.Chunks) == 0 {
+		return nil
+	}
+	words := strings.Fields(s.ix.Chunks[0].Content())
+	q := strings.Join(words[:min(12, len(words))], " ")
+	for _, name := range names {
+		r, err := s.Retriever(name)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Retrieve(ctx, q, 1); err != nil {
+			return fmt.Errorf("retrieve: warm %s: %w", name, err)
+		}
+	}
+	return nil
+}
 
 // EmbeddingKinds returns the embedding matrices the named retriever reads (so that a
 // one-off query can read only those: graphio.ReadOptions), and false for a name it

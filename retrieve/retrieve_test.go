@@ -506,3 +506,16 @@ func isSubset(a, b []graphio.NodeKind) bool {
 	}
 	return true
 }
+
+func TestWarmBuildsLazyStructures(t *testing.T) {
+	s, err := Open(exampleIndex(t), nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Nil(t, s.bm25)
+	require.Nil(t, s.hippo)
+	require.NoError(t, s.Warm(context.Background(), "bm25", "ppr"))
+	assert.NotNil(t, s.bm25, "BM25 postings")
+	assert.NotNil(t, s.hippo, "the PPR graph")
+	assert.NotNil(t, s.factLex, "the facts' lexical index")
+	assert.Nil(t, s.hyper, "only the retrievers named")
+	assert.Error(t, s.Warm(context.Background(), "nope"))
+}

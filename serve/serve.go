@@ -132,8 +132,20 @@ func (s *Server) Reload() (*graphio.Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %s: %w", s.name, err)
 	}
+	s.warm(sr)
 	s.cur.Store(&loaded{ix: ix, searcher: sr, at: time.Now()})
 	return ix, nil
+}
+
+// warm builds the lazy structures of bm25 and the default retriever before the index
+// is published (retrieve.Searcher.Warm): otherwise every request of the first wave
+// after a (re)load waits on them, which was the p99 of the loopback load test. A
+// failing warm-up (an embedding API that is down) is left to the first real request
+// to report.
+func (s *Server) warm(sr *retrieve.Searcher) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	_ = sr.Warm(ctx, slices.Compact([]string{"bm25", s.cfg.Retriever})...)
 }
 
 // apiError is the body of every error answer.
