@@ -54,7 +54,7 @@ func Write(w io.Writer, ix *Index) error {
 
 // compressBlock is the raw size of one zstd frame of a large section: the frames of a
 // section are compressed in parallel, at the cost of a window limited to the block
-// (the 120K-passage scale index grows by 0.3 %).
+// (the 24K-passage scale index grows by 1.4 %, the 120K one by 2 %).
 const compressBlock = 8 << 20
 
 // write is Write with at most workers frames compressed at once, block bytes each.

@@ -196,13 +196,16 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 // need (retrieve.EmbeddingKinds); everything when a reranker or an unknown retriever
 // (gretriever) is involved.
 func queryReadOptions(retriever, compare string, rerank bool) graphio.ReadOptions {
+	if rerank {
+		return graphio.ReadOptions{}
+	}
 	need := map[graphio.NodeKind]bool{}
 	for _, name := range []string{retriever, compare} {
 		if name == "" {
 			continue
 		}
 		kinds, ok := retrieve.EmbeddingKinds(name)
-		if !ok || rerank {
+		if !ok {
 			return graphio.ReadOptions{}
 		}
 		for _, k := range kinds {
