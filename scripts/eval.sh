@@ -126,8 +126,8 @@ if [[ -n "${GRAPHLOOM_LM_DIR:-}" ]]; then
 	awk 'NR % 5 != 0' "$sg/synth.jsonl" >"$sg/train.jsonl"
 	awk 'NR % 5 == 0' "$sg/synth.jsonl" >"$sg/val.jsonl"
 	{
-		"$bin" train gretriever --quiet --index "$out/harbour.glx" --train "$sg/train.jsonl" --val "$sg/val.jsonl" \
-			--lm "$GRAPHLOOM_LM_DIR" --text verbal --out "$sg/graphlm"
+		"$bin" train selfgraphrag --quiet --index "$out/harbour.glx" --synth "$sg/train.jsonl" --val "$sg/val.jsonl" \
+			--lm "$GRAPHLOOM_LM_DIR" --out "$sg/graphlm"
 		for mode in graph-token no-graph-token; do
 			flags=()
 			[[ $mode == no-graph-token ]] && flags=(--no-graph-token)

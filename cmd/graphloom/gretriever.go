@@ -102,17 +102,22 @@ func (w withGRetriever) Retriever(name string) (retrieve.Retriever, error) {
 	return w.Searcher.Retriever(name)
 }
 
+// trainGRetrieverSpec is what differs between the commands that train G-Retriever:
+// `train gretriever` (any QA set, G-Retriever's CSV text by default) and `train
+// selfgraphrag` (SelfGraphRAG's GraphLM: the synthetic set of 'graphloom synth',
+// verbalised triples by default). Both run the same trainer.
+type trainGRetrieverSpec struct {
+	use, short, long, example string
+	dataFlag, dataHelp        string // the training-set flag
+	textForm                  string // the default --text
+}
+
 // newTrainGRetrieverCmd is `graphloom train gretriever`.
 func newTrainGRetrieverCmd() *cobra.Command {
-	cfg := gretriever.DefaultConfig(0)
-	rcfg := retrieve.DefaultConfig()
-	var indexPath, trainPath, valPath, lmDir, out string
-	var gtHidden int
-	var resume bool
-	cmd := &cobra.Command{
-		Use:   "gretriever --index INDEX --train QA --lm DIR --out DIR [--val QA] [--variant V] [--resume]",
-		Short: "Train G-Retriever (graph encoder + projector through a frozen LM) on PCST subgraphs of the index",
-		Long: `Retrieve each question's PCST subgraph from the index (as 'query --retriever pcst'), encode
+	return trainGRetrieverCmd(trainGRetrieverSpec{
+		use:   "gretriever --index INDEX --train QA --lm DIR --out DIR [--val QA] [--variant V] [--resume]",
+		short: "Train G-Retriever (graph encoder + projector through a frozen LM) on PCST subgraphs of the index",
+		long: `Retrieve each question's PCST subgraph from the index (as 'query --retriever pcst'), encode
 it with a Graph Transformer (node features: entity embeddings; edge features: relation
 embeddings), project it to one soft graph token of the frozen LM in --lm, and train the
 encoder and projector on the answer tokens (G-Retriever's recipe: AdamW, warm-up and
@@ -122,11 +127,54 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 --out DIR receives model.ckpt (best validation loss), last.ckpt (after every epoch;
 --resume continues from it), train.log.jsonl and loss.png. Run the model with
 'graphloom query --retriever gretriever --model DIR --lm DIR --answer'.`,
-		Example: `  graphloom train gretriever --index harbour.gl --train qa.json --lm ~/models/Llama-2-7b-chat-hf --out gr/
+		example: `  graphloom train gretriever --index harbour.gl --train qa.json --lm ~/models/Llama-2-7b-chat-hf --out gr/
   graphloom train gretriever --index harbour.gl --train qa.json --lm LM --out gr/ --resume`,
-		Args: cobra.NoArgs,
+		dataFlag: "train", dataHelp: "training questions with gold answers (any format 'graphloom eval' reads)",
+		textForm: gretriever.DefaultConfig(0).TextForm,
+	})
+}
+
+// newTrainSelfGraphRAGCmd is `graphloom train selfgraphrag`: SelfGraphRAG's GraphLM
+// (seed 001), G-Retriever with its architecture unchanged trained on the synthetic QA of
+// the same corpus graph.
+func newTrainSelfGraphRAGCmd() *cobra.Command {
+	return trainGRetrieverCmd(trainGRetrieverSpec{
+		use:   "selfgraphrag --index INDEX --synth QA.jsonl --lm DIR --out DIR [--val QA] [--resume]",
+		short: "Train SelfGraphRAG's GraphLM: G-Retriever on the synthetic QA of 'graphloom synth'",
+		long: `SelfGraphRAG (seed 001) trains G-Retriever, its architecture unchanged, on questions
+generated from the corpus graph itself: the two-hop and node-summary items that
+'graphloom synth' writes (T^hop ∪ T^sum). This is 'train gretriever' with the synthetic set
+as input and the subgraph handed to the frozen LM as verbalised "v_i [r] v_j" lines
+(--text verbal, the paper's Eq. 3). As in the paper, no documents are held out: every
+fifth synthetic question is the validation slice that stops training early (or --val).
+
+--out DIR receives model.ckpt, last.ckpt, train.log.jsonl and loss.png. Answer with
+'graphloom query --retriever gretriever --model DIR --lm DIR --answer'; compare with the
+same frozen LM without the graph token through '--no-graph-token'.`,
+		example: `  graphloom synth --index harbour.gl --out qa.jsonl
+  graphloom train selfgraphrag --index harbour.gl --synth qa.jsonl --lm ~/models/Llama-2-7b-chat-hf --out graphlm/
+  graphloom eval --index harbour.gl --dataset qa.jsonl --retrievers gretriever --model graphlm/ --lm LM_DIR --out report/`,
+		dataFlag: "synth", dataHelp: "synthetic QA written by 'graphloom synth' (JSONL; any format 'graphloom eval' reads)",
+		textForm: gretriever.TextVerbal,
+	})
+}
+
+// trainGRetrieverCmd builds a command that trains G-Retriever as spec says.
+func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
+	cfg := gretriever.DefaultConfig(0)
+	cfg.TextForm = spec.textForm
+	rcfg := retrieve.DefaultConfig()
+	var indexPath, trainPath, valPath, lmDir, out string
+	var gtHidden int
+	var resume bool
+	cmd := &cobra.Command{
+		Use:     spec.use,
+		Short:   spec.short,
+		Long:    spec.long,
+		Example: spec.example,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "index", "train", "lm", "out"); err != nil {
+			if err := requireFlags(cmd, "index", spec.dataFlag, "lm", "out"); err != nil {
 				return err
 			}
 			ix, err := graphio.ReadFile(indexPath)
@@ -145,7 +193,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 			if err != nil {
 				return err
 			}
-			trainSet, val, err := grExamples(cmd, b, trainPath, valPath)
+			trainSet, val, err := grExamples(cmd, b, spec.dataFlag, trainPath, valPath)
 			if err != nil {
 				return err
 			}
@@ -227,7 +275,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 	}
 	f := cmd.Flags()
 	f.StringVar(&indexPath, "index", "", "index file (with facts and entity and fact embeddings)")
-	f.StringVar(&trainPath, "train", "", "training questions with gold answers (any format 'graphloom eval' reads)")
+	f.StringVar(&trainPath, spec.dataFlag, "", spec.dataHelp)
 	f.StringVar(&valPath, "val", "", "validation questions (default: every fifth training question)")
 	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama family or Qwen2)")
 	f.StringVar(&out, "out", "", "model directory to write")
@@ -272,7 +320,7 @@ half-cycle cosine, clipping, early stopping on validation loss). QA files are an
 
 // grExamples reads the training (and validation) questions and builds their examples;
 // without a validation file every fifth training example is held out.
-func grExamples(cmd *cobra.Command, b *gretrieve.Builder, trainPath, valPath string) (trainSet, val []gretriever.Example, err error) {
+func grExamples(cmd *cobra.Command, b *gretrieve.Builder, dataFlag, trainPath, valPath string) (trainSet, val []gretriever.Example, err error) {
 	read := func(path string) ([]gretriever.Example, error) {
 		ds, err := eval.ReadDataset(path)
 		if err != nil {
@@ -301,7 +349,7 @@ func grExamples(cmd *cobra.Command, b *gretrieve.Builder, trainPath, valPath str
 		return all, val, nil
 	}
 	if len(all) < 2 {
-		return nil, nil, usageError{fmt.Errorf("--train %s: %d usable question; give --val or at least 2 questions", trainPath, len(all))}
+		return nil, nil, usageError{fmt.Errorf("--%s %s: %d usable question; give --val or at least 2 questions", dataFlag, trainPath, len(all))}
 	}
 	for i, ex := range all {
 		if i%5 == 4 || (len(all) < 5 && i == len(all)-1) {

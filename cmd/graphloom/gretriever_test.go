@@ -165,7 +165,8 @@ func TestSelfGraphRAGEndToEnd(t *testing.T) {
 	assert.Positive(t, types["sum"], "node-summary items")
 
 	out := filepath.Join(dir, "graphlm")
-	r = run(t, nil, "train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out, "--epochs", "1", "--text", "verbal",
+	// SelfGraphRAG's trainer: G-Retriever on the synthetic set, verbalised text by default.
+	r = run(t, nil, "train", "selfgraphrag", "--index", idx, "--synth", qa, "--lm", lmDir, "--out", out, "--epochs", "1",
 		"--gt-layers", "1", "--gt-hidden", "16", "--projector-hidden", "16", "--max-text-tokens", "48", "--max-new-tokens", "4",
 		"--batch-size", "2", "--grad-steps", "1", "--lr", "1e-3", "--warmup-epochs", "0", "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -346,12 +346,13 @@ func (n *namedRetriever) Name() string { return n.name }
 func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train",
-		Short: "Train a model on an index (cage: the coherence reranker's graph encoder; gretriever: G-Retriever)",
+		Short: "Train a model on an index (cage: the coherence reranker's graph encoder; gretriever: G-Retriever; selfgraphrag: GraphLM on synthetic QA)",
 		Example: `  graphloom train cage --index harbour.gl
-  graphloom train gretriever --index harbour.gl --train qa.json --lm LM_DIR --out gr/`,
+  graphloom train gretriever --index harbour.gl --train qa.json --lm LM_DIR --out gr/
+  graphloom train selfgraphrag --index harbour.gl --synth qa.jsonl --lm LM_DIR --out graphlm/`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newTrainCageCmd(), newTrainGRetrieverCmd())
+	cmd.AddCommand(newTrainCageCmd(), newTrainGRetrieverCmd(), newTrainSelfGraphRAGCmd())
 	return cmd
 }
 
