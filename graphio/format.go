@@ -281,8 +281,10 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	// a large index is not held three times over (stored, inflated, decoded).
 	var stored []storedSection
 	var readErr error
+	skip := func(name string) bool { _, skip := opt.skipSection(name); return skip }
+	var scratch []byte // reused for the sections opt leaves out
 	for {
-		sec, err := readStored(r)
+		sec, err := readStored(r, skip, &scratch)
 		if err != nil {
 			readErr = err
 			break
@@ -431,7 +433,7 @@ type inflatedSection struct {
 }
 
 // readStored reads one section's header and stored bytes and verifies its checksum.
-func readStored(r io.Reader) (storedSection, error) {
+func readStored(r io.Reader, skip func(name string) bool, scratch *[]byte) (storedSection, error) {
 	var nl [1]byte
 	if _, err := io.ReadFull(r, nl[:]); err != nil {
 		return storedSection{}, fmt.Errorf("%w: stream ends before the end section", ErrTruncated)
@@ -450,6 +452,29 @@ func readStored(r io.Reader) (storedSection, error) {
 	want := binary.LittleEndian.Uint32(p[17:])
 	if storedLen > maxSection || rawLen > maxSection {
 		return storedSection{}, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
+	}
+	// A section the reader leaves out is checksummed through one reused buffer and not
+	// kept: allocating it would cost more than reading it (a cold query process pays
+	// for every page it touches).
+	if skip != nil && skip(name) {
+		const step = 1 << 20
+		if len(*scratch) < step {
+			*scratch = make([]byte, step)
+		}
+		crc := crc32.Checksum(h[:len(h)-4], castagnoli)
+		for left := storedLen; left > 0; {
+			n := int(min(left, step))
+			got, err := io.ReadFull(r, (*scratch)[:n])
+			crc = crc32.Update(crc, castagnoli, (*scratch)[:got])
+			if err != nil {
+				return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, storedLen-left+uint64(got), storedLen)
+			}
+			left -= uint64(n)
+		}
+		if crc != want {
+			return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
+		}
+		return storedSection{name: name, codec: codec, rawLen: rawLen}, nil
 	}
 	// Read in steps of at most readStep, so a corrupt length cannot allocate much more
 	// than the stream holds, and a section that fits in one step is allocated once.

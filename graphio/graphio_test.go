@@ -343,6 +343,19 @@ func TestReadWithSkipsEmbeddingKinds(t *testing.T) {
 	err = Write(io.Discard, got)
 	require.Error(t, err, "an index read in part is never written")
 	assert.Contains(t, err.Error(), "read without")
+	// A section left out is still checksummed: a flipped byte in it, or a file cut
+	// short inside it, is an error, as for a whole read.
+	i := bytes.Index(data, []byte("emb.entity"))
+	if i < 0 {
+		i = bytes.Index(data, []byte("embs.entity"))
+	}
+	require.Positive(t, i)
+	bad := bytes.Clone(data)
+	bad[i+40] ^= 0xff
+	_, err = ReadWith(bytes.NewReader(bad), ReadOptions{Embeddings: keep})
+	require.ErrorIs(t, err, ErrChecksum)
+	_, err = ReadWith(bytes.NewReader(data[:i+40]), ReadOptions{Embeddings: keep})
+	require.ErrorIs(t, err, ErrTruncated)
 	// Options that keep every kind read the index whole.
 	whole, err := ReadWith(bytes.NewReader(data), ReadOptions{Embeddings: func(NodeKind) bool { return true }})
 	require.NoError(t, err)

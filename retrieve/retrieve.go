@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
@@ -179,7 +180,13 @@ type Searcher struct {
 
 	sparseOnce [graphio.NumKinds]sync.Once
 	sparse     [graphio.NumKinds]*graphio.SparseRows // rows scored sparse
-	dense      [graphio.NumKinds][]float32           // rows scored dense (row-major)
+	// dense holds the rows scored with the dense kernel (row-major): the matrix's own
+	// data, or, for one stored in compressed rows but too dense to score from them,
+	// a copy expanded once denseQueries exceeds expandAfter (see scores).
+	dense        [graphio.NumKinds][]float32
+	expandOnce   [graphio.NumKinds]sync.Once
+	denseMu      sync.RWMutex // guards dense after the first scores call
+	denseQueries [graphio.NumKinds]atomic.Int64
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
@@ -232,7 +239,8 @@ func (s *Searcher) Embedder() embed.Embedder { return s.emb }
 func (s *Searcher) Index() *graphio.Index { return s.ix }
 
 // Warm builds the lazy structures of the named retrievers (BM25 postings, PPR graphs
-// and their layout, lexical indices) by running one question through each, a passage's
+// and their layout, lexical indices, dense copies of matrices stored in compressed
+// rows) by running one question through each, a passage's
 // first words, so that a server's first requests do not wait on them. It returns the
 // first error.
 func (s *Searcher) Warm(ctx context.Context, names ...string) error {
@@ -248,6 +256,13 @@ func (s *Searcher) Warm(ctx context.Context, names ...string) error {
 		}
 		if _, err := r.Retrieve(ctx, q, 1); err != nil {
 			return fmt.Errorf("retrieve: warm %s: %w", name, err)
+		}
+	}
+	// A server answers many questions: the matrices scored dense from compressed rows
+	// are expanded now rather than after expandAfter requests.
+	for k := range graphio.NumKinds {
+		if s.denseQueries[k].Load() > 0 {
+			s.expand(graphio.NodeKind(k))
 		}
 	}
 	return nil

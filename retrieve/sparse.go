@@ -35,6 +35,16 @@ func sparseDots(s *graphio.SparseRows, q, out []float32) {
 	}
 }
 
+// expandAfter is how many queries score a matrix stored in compressed rows but too
+// dense to be scored from them (the hashed embedder's passages) one row at a time
+// before the searcher expands it once into a dense copy. A one-off query never pays
+// for the copy — allocating and filling it costs a cold process more than a hundred
+// row-at-a-time passes (2Wiki: 19 MB, ≈ 0.2 s of page faults on a small VM) and it is
+// the largest piece of a query process's memory at scale (120K passages: 368 MB) —
+// while a server or an evaluation amortises it at once. Both ways run the same dense
+// kernel on the same rows, so the scores are the same bits.
+const expandAfter = 16
+
 // scores returns dot(q, row) for every row of the matrix of kind k: from the
 // compressed rows when the matrix is sparse, with the SIMD dense kernel otherwise.
 func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
@@ -44,12 +54,8 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 	}
 	s.sparseOnce[k].Do(func() {
 		s.sparse[k] = sparseOf(m)
-		// A matrix stored in compressed rows but too dense to be scored from them (the
-		// hashed embedder's passages) is expanded once for the SIMD kernel: expanding
-		// rows at every query cost 3.5× the dense pass.
-		s.dense[k] = m.Data
-		if s.sparse[k] == nil && m.Sparse != nil {
-			s.dense[k] = m.Dense()
+		if s.sparse[k] == nil && m.Sparse == nil {
+			s.dense[k] = m.Data
 		}
 	})
 	out := make([]float32, m.Rows())
@@ -57,9 +63,35 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 		sparseDots(sp, q, out)
 		return out
 	}
-	d := s.dense[k]
+	if s.sparse[k] == nil && m.Sparse != nil && s.denseQueries[k].Add(1) > expandAfter {
+		s.expand(k)
+	}
+	if d := s.denseRows(k); d != nil {
+		for i := range out {
+			out[i] = kernels.Dot(d[i*m.Dim:(i+1)*m.Dim], q)
+		}
+		return out
+	}
+	row := make([]float32, m.Dim) // one row at a time, in the cache
 	for i := range out {
-		out[i] = kernels.Dot(d[i*m.Dim:(i+1)*m.Dim], q)
+		out[i] = kernels.Dot(m.RowInto(i, row), q)
 	}
 	return out
+}
+
+// expand makes the dense copy of a matrix of kind k stored in compressed rows.
+func (s *Searcher) expand(k graphio.NodeKind) {
+	s.expandOnce[k].Do(func() {
+		d := s.ix.Embeddings[k].Dense()
+		s.denseMu.Lock()
+		s.dense[k] = d
+		s.denseMu.Unlock()
+	})
+}
+
+// denseRows returns the rows of kind k in row-major order if they are at hand dense.
+func (s *Searcher) denseRows(k graphio.NodeKind) []float32 {
+	s.denseMu.RLock()
+	defer s.denseMu.RUnlock()
+	return s.dense[k]
 }

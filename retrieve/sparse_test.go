@@ -64,11 +64,58 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	for _, kind := range []*graphio.Embedding{mid, held} {
 		ix := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}
 		s := &Searcher{ix: ix}
-		got := s.scores(graphio.KindChunk, q)
-		for i := range got {
-			require.Equal(t, kernels.Dot(mid.Row(i), q), got[i], "row %d", i)
+		// Row at a time for the first expandAfter queries, then from the dense copy:
+		// the same bits throughout.
+		for n := 1; n <= expandAfter+2; n++ {
+			got := s.scores(graphio.KindChunk, q)
+			for i := range got {
+				require.Equal(t, kernels.Dot(mid.Row(i), q), got[i], "query %d, row %d", n, i)
+			}
+			expanded := s.denseRows(graphio.KindChunk) != nil
+			if kind == held {
+				assert.Equal(t, n > expandAfter, expanded, "query %d: the copy is made after %d queries", n, expandAfter)
+			} else {
+				assert.True(t, expanded, "a dense matrix is scored in place")
+			}
 		}
 	}
+}
+
+// TestWarmExpandsDenseCopies checks that a server's warm-up makes the dense copy of a
+// matrix stored in compressed rows at once, with unchanged results.
+func TestWarmExpandsDenseCopies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example index")
+	}
+	ix := exampleIndex(t)
+	// The passages held in compressed rows whatever their density, as the hashed
+	// embedder stores them on larger corpora.
+	m := ix.Embeddings[graphio.KindChunk]
+	held := graphio.NewSparseEmbedding(m.Dim)
+	row := make([]float32, m.Dim)
+	for i := range m.Rows() {
+		held.AppendDense(m.RowInto(i, row))
+	}
+	ix.Embeddings[graphio.KindChunk] = held
+	require.Nil(t, sparseOf(held), "scored with the dense kernel")
+	q := "Who bought the Meridian in 1801?"
+	cold, err := Open(ix, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	r, err := cold.Retriever("ppr")
+	require.NoError(t, err)
+	want, err := r.Retrieve(t.Context(), q, 5)
+	require.NoError(t, err)
+	assert.Nil(t, cold.denseRows(graphio.KindChunk), "one query makes no dense copy")
+
+	warm, err := Open(ix, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.NoError(t, warm.Warm(t.Context(), "ppr", "dense"))
+	assert.NotNil(t, warm.denseRows(graphio.KindChunk), "Warm makes the dense copy")
+	r, err = warm.Retriever("ppr")
+	require.NoError(t, err)
+	got, err := r.Retrieve(t.Context(), q, 5)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }
 
 func TestPassagesTopKOrder(t *testing.T) {
