@@ -53,6 +53,17 @@ type Hashed struct {
 
 // NewHashed returns an unfitted embedder (every feature gets the same IDF until Fit).
 func NewHashed(cfg HashedConfig) (*Hashed, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	h := newHashed(cfg)
+	h.updateID()
+	return h, nil
+}
+
+// resolve fills the zero fields of c with the defaults and checks the result.
+func (cfg HashedConfig) resolve() (HashedConfig, error) {
 	d := DefaultHashedConfig()
 	if cfg.Dim == 0 {
 		cfg.Dim = d.Dim
@@ -67,22 +78,34 @@ func NewHashed(cfg HashedConfig) (*Hashed, error) {
 		cfg.IDFBuckets = d.IDFBuckets
 	}
 	if cfg.Dim < 8 || cfg.Dim > 1<<16 || cfg.MinGram < 1 || cfg.MaxGram < cfg.MinGram || cfg.IDFBuckets < 1 || cfg.CharWeight < 0 {
-		return nil, fmt.Errorf("embed: invalid hashed embedder config %+v", cfg)
+		return cfg, fmt.Errorf("embed: invalid hashed embedder config %+v", cfg)
 	}
-	h := &Hashed{cfg: cfg, df: make([]uint32, cfg.IDFBuckets)}
-	h.updateID()
-	return h, nil
+	return cfg, nil
+}
+
+// newHashed is NewHashed on a checked config, without the identity.
+func newHashed(cfg HashedConfig) *Hashed {
+	return &Hashed{cfg: cfg, df: make([]uint32, cfg.IDFBuckets)}
 }
 
 func (h *Hashed) updateID() {
-	// The table and the document count, little-endian, hashed in one write (a write
-	// per entry cost 30 ms per load of a 2^20-bucket table).
-	buf := make([]byte, 0, 4*len(h.df)+4)
-	for _, v := range h.df {
+	// The table and the document count, little-endian, hashed 64 KiB at a time (a
+	// write per entry cost 30 ms per load of a 2^20-bucket table; one buffer for the
+	// whole table, 4 MiB of fresh pages).
+	const block = 1 << 16
+	buf := make([]byte, 0, block)
+	d := sha256.New()
+	for i, v := range h.df {
 		buf = binary.LittleEndian.AppendUint32(buf, v)
+		if len(buf) == block || i == len(h.df)-1 {
+			d.Write(buf)
+			buf = buf[:0]
+		}
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, h.docs)
-	sum := sha256.Sum256(buf)
+	d.Write(buf)
+	var sum [sha256.Size]byte
+	d.Sum(sum[:0])
 	h.id = fmt.Sprintf("%s:v4:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
 		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum[:6]))
 }
@@ -380,11 +403,13 @@ func UnmarshalHashed(b []byte) (*Hashed, error) {
 	if vals[4] == 0 || vals[4] > 1<<26 || vals[0] > 1<<16 || vals[1] > 64 || vals[2] > 64 {
 		return nil, fmt.Errorf("implausible hashed embedder state %v", vals)
 	}
-	h, err := NewHashed(HashedConfig{Dim: int(vals[0]), MinGram: int(vals[1]), MaxGram: int(vals[2]),
-		CharWeight: math.Float64frombits(vals[3]), IDFBuckets: int(vals[4])})
+	cfg := HashedConfig{Dim: int(vals[0]), MinGram: int(vals[1]), MaxGram: int(vals[2]),
+		CharWeight: math.Float64frombits(vals[3]), IDFBuckets: int(vals[4])}
+	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
+	h := newHashed(cfg) // its identity once, after the table is read
 	h.docs = uint32(vals[5])
 	pos := 0
 	for len(b) > 0 {

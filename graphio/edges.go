@@ -130,9 +130,32 @@ func (ix *Index) EntityChunks() [][]int32 {
 // their summed support; self-loops are dropped.
 func (ix *Index) TypedEdges(set EdgeSet) ([]TypedEdge, NodeSpace) {
 	ns := ix.Space(set)
-	var out []TypedEdge
+	// Count the edges first: the list is allocated once, at its size.
+	size := 0
 	if set.Has(EdgeFact) {
-		pair := map[[2]int32]int{}
+		size += len(ix.Facts)
+	}
+	if set.Has(EdgeSynonym) {
+		size += len(ix.Synonyms)
+	}
+	var entChunks [][]int32
+	if set.Has(EdgeEntityChunk) {
+		entChunks = ix.EntityChunks()
+		for _, cs := range entChunks {
+			size += len(cs)
+		}
+	}
+	for _, he := range ix.Hyperedges {
+		if set.Has(EdgeHyperedgeEntity) {
+			size += len(he.Entities)
+		}
+		if set.Has(EdgeHyperedgeChunk) {
+			size += len(he.Chunks)
+		}
+	}
+	out := make([]TypedEdge, 0, size)
+	if set.Has(EdgeFact) {
+		pair := make(map[[2]int32]int, len(ix.Facts))
 		for _, f := range ix.Facts {
 			u, v := f.Subject, f.Object
 			if u == v {
@@ -155,7 +178,7 @@ func (ix *Index) TypedEdges(set EdgeSet) ([]TypedEdge, NodeSpace) {
 		}
 	}
 	if set.Has(EdgeEntityChunk) {
-		for e, cs := range ix.EntityChunks() {
+		for e, cs := range entChunks {
 			for _, c := range cs {
 				out = append(out, TypedEdge{U: ns.Entity(int32(e)), V: ns.Chunk(c), Type: EdgeEntityChunk, Weight: 1})
 			}

@@ -274,39 +274,32 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	if v := binary.LittleEndian.Uint32(head[8:]); v < MinFormatVersion || v > FormatVersion {
 		return nil, fmt.Errorf("%w %d (this graphloom reads versions %d to %d)", ErrVersion, v, MinFormatVersion, FormatVersion)
 	}
-	// Sections are read and checksummed in order, then inflated (and embedding
-	// matrices unshuffled) concurrently, a few sections ahead of the decoding, which
-	// runs in order: errors come out in file order, as a sequential reader would report
-	// them. Each section's stored and inflated bytes are dropped once they are used, so
-	// a large index is not held three times over (stored, inflated, decoded).
-	var stored []storedSection
-	var readErr error
+	// One goroutine reads and checksums the sections in order; workers inflate them
+	// (and unshuffle embedding matrices) concurrently, while the next ones are read;
+	// the decoding runs here, in order, so errors come out in file order, as a
+	// sequential reader would report them. At most 2 × workers sections are read but
+	// not yet decoded, and each section's stored and inflated bytes are dropped once
+	// used, so a large index is not held three times over (stored, inflated, decoded).
 	skip := func(name string) bool { _, skip := opt.skipSection(name); return skip }
-	var scratch []byte // reused for the sections opt leaves out
-	for {
-		sec, err := readStored(r, skip, &scratch)
-		if err != nil {
-			readErr = err
-			break
-		}
-		stored = append(stored, sec)
-		if sec.name == endSection {
-			break
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(stored)))
+	workers := max(1, runtime.GOMAXPROCS(0))
 	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(maxSection))
 	if err != nil {
 		return nil, err
 	}
 	defer zr.Close()
-	inflated := make([]chan inflatedSection, len(stored))
-	for i := range inflated {
-		inflated[i] = make(chan inflatedSection, 1)
+	type job struct {
+		sec storedSection
+		out chan inflatedSection
 	}
-	ahead := make(chan struct{}, 2*workers) // sections inflated but not yet decoded
+	type pending struct {
+		name string
+		out  chan inflatedSection
+	}
+	ahead := make(chan struct{}, 2*workers) // sections read but not yet decoded
+	queue := make(chan pending, 2*workers)  // the same, in file order
+	jobs := make(chan job)
 	quit := make(chan struct{})
-	jobs := make(chan int)
+	var readErr error // set by the reader before it closes queue
 	var wg sync.WaitGroup
 	defer func() {
 		close(quit)
@@ -316,15 +309,31 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
-		for i := range stored {
+		defer close(queue)
+		var scratch []byte // reused for the sections opt leaves out
+		for {
 			select {
 			case ahead <- struct{}{}:
 			case <-quit:
 				return
 			}
+			sec, err := readStored(r, skip, &scratch)
+			if err != nil {
+				readErr = err
+				return
+			}
+			out := make(chan inflatedSection, 1)
 			select {
-			case jobs <- i:
+			case jobs <- job{sec, out}:
 			case <-quit:
+				return
+			}
+			select {
+			case queue <- pending{sec.name, out}:
+			case <-quit:
+				return
+			}
+			if sec.name == endSection {
 				return
 			}
 		}
@@ -333,29 +342,24 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range jobs {
-				if _, skip := opt.skipSection(stored[i].name); skip {
-					inflated[i] <- inflatedSection{}
+			for j := range jobs {
+				if skip(j.sec.name) {
+					j.out <- inflatedSection{}
 				} else {
-					inflated[i] <- stored[i].inflate(zr)
+					j.out <- j.sec.inflate(zr)
 				}
-				stored[i].stored = nil
 			}
 		}()
-	}
-	take := func(i int) inflatedSection {
-		sec := <-inflated[i]
-		<-ahead
-		return sec
 	}
 
 	ix := &Index{}
 	seen := map[string]bool{}
 	next := 0 // index into sections of the next required section
 	count := 0
-	for i := range stored {
-		in := take(i)
-		name, payload := stored[i].name, in.payload
+	for p := range queue {
+		in := <-p.out
+		<-ahead
+		name, payload := p.name, in.payload
 		if err := in.err; err != nil {
 			return nil, err
 		}

@@ -40,6 +40,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
+			liveIndexGC()
 			if compare != "" {
 				if dataset == "" || len(args) > 0 || questions != "" {
 					return usageError{fmt.Errorf("query: --compare needs --dataset and no question or --questions")}
