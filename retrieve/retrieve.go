@@ -183,10 +183,11 @@ type Searcher struct {
 	// dense holds the rows scored with the dense kernel (row-major): the matrix's own
 	// data, or, for one stored in compressed rows but too dense to score from them,
 	// a copy expanded once denseQueries exceeds expandAfter (see scores).
-	dense        [graphio.NumKinds][]float32
-	expandOnce   [graphio.NumKinds]sync.Once
-	denseMu      sync.RWMutex // guards dense after the first scores call
-	denseQueries [graphio.NumKinds]atomic.Int64
+	dense      [graphio.NumKinds][]float32
+	cols       [graphio.NumKinds]*sparseCols // a sparse matrix by columns, once expanded
+	expandOnce [graphio.NumKinds]sync.Once
+	denseMu    sync.RWMutex // guards dense and cols after the first scores call
+	queries    [graphio.NumKinds]atomic.Int64
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
@@ -258,10 +259,10 @@ func (s *Searcher) Warm(ctx context.Context, names ...string) error {
 			return fmt.Errorf("retrieve: warm %s: %w", name, err)
 		}
 	}
-	// A server answers many questions: the matrices scored dense from compressed rows
-	// are expanded now rather than after expandAfter requests.
+	// A server answers many questions: the matrices it scored get their fastest form
+	// (expand) now rather than after expandAfter requests.
 	for k := range graphio.NumKinds {
-		if s.denseQueries[k].Load() > 0 {
+		if s.queries[k].Load() > 0 {
 			s.expand(graphio.NodeKind(k))
 		}
 	}

@@ -1,6 +1,8 @@
 package retrieve
 
 import (
+	"slices"
+
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
 )
@@ -37,7 +39,8 @@ func sparseDots(s *graphio.SparseRows, q, out []float32) {
 
 // expandAfter is how many queries score a matrix stored in compressed rows but too
 // dense to be scored from them (the hashed embedder's passages) one row at a time
-// before the searcher expands it once into a dense copy. A one-off query never pays
+// before the searcher expands it once into a dense copy (and a sparse one row-wise
+// before it is also held by columns). A one-off query never pays
 // for the copy — allocating and filling it costs a cold process more than a hundred
 // row-at-a-time passes (2Wiki: 19 MB, ≈ 0.2 s of page faults on a small VM) and it is
 // the largest piece of a query process's memory at scale (120K passages: 368 MB) —
@@ -45,8 +48,55 @@ func sparseDots(s *graphio.SparseRows, q, out []float32) {
 // kernel on the same rows, so the scores are the same bits.
 const expandAfter = 16
 
+// sparseCols is a sparse matrix by columns, rows ascending within each, to score it
+// through a query's non-zero coordinates only.
+type sparseCols struct {
+	ptr []int64 // len = dim + 1
+	row []int32
+	val []float32
+}
+
+// columnsOf returns the columns of s (dim coordinates).
+func columnsOf(s *graphio.SparseRows, dim int) *sparseCols {
+	c := &sparseCols{ptr: make([]int64, dim+1), row: make([]int32, len(s.Idx)), val: make([]float32, len(s.Val))}
+	for _, j := range s.Idx {
+		c.ptr[j+1]++
+	}
+	for j := range dim {
+		c.ptr[j+1] += c.ptr[j]
+	}
+	next := slices.Clone(c.ptr[:dim])
+	for i := range len(s.Ptr) - 1 {
+		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
+			j := s.Idx[k]
+			c.row[next[j]], c.val[next[j]] = int32(i), s.Val[k]
+			next[j]++
+		}
+	}
+	return c
+}
+
+// dots writes dot(q, row) for every row into out, visiting only q's non-zero
+// coordinates, in increasing order. Each row's products are therefore added in the
+// order sparseDots adds them (its rows' coordinates increase), less the products with
+// q's zeros, which add nothing: the same float32 sums, bit for bit.
+func (c *sparseCols) dots(q, out []float32) {
+	clear(out)
+	for j, w := range q {
+		if w == 0 {
+			continue
+		}
+		rows, vals := c.row[c.ptr[j]:c.ptr[j+1]], c.val[c.ptr[j]:c.ptr[j+1]]
+		for k, i := range rows {
+			out[i] += vals[k] * w
+		}
+	}
+}
+
 // scores returns dot(q, row) for every row of the matrix of kind k: from the
 // compressed rows when the matrix is sparse, with the SIMD dense kernel otherwise.
+// After expandAfter queries (or Warm) a sparse matrix is also held by columns and
+// scored through the query's non-zero coordinates, with the same sums.
 func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 	m := s.ix.Embeddings[k]
 	if m == nil {
@@ -59,12 +109,16 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 		}
 	})
 	out := make([]float32, m.Rows())
-	if sp := s.sparse[k]; sp != nil {
-		sparseDots(sp, q, out)
-		return out
-	}
-	if s.sparse[k] == nil && m.Sparse != nil && s.denseQueries[k].Add(1) > expandAfter {
+	if (s.sparse[k] != nil || m.Sparse != nil) && s.queries[k].Add(1) > expandAfter {
 		s.expand(k)
+	}
+	if sp := s.sparse[k]; sp != nil {
+		if c := s.columns(k); c != nil {
+			c.dots(q, out)
+		} else {
+			sparseDots(sp, q, out)
+		}
+		return out
 	}
 	if d := s.denseRows(k); d != nil {
 		for i := range out {
@@ -79,14 +133,34 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 	return out
 }
 
-// expand makes the dense copy of a matrix of kind k stored in compressed rows.
+// expand makes the representation that scores the matrix of kind k fastest over many
+// queries: its columns when it is scored sparse, else the dense copy of a matrix
+// stored in compressed rows.
 func (s *Searcher) expand(k graphio.NodeKind) {
 	s.expandOnce[k].Do(func() {
-		d := s.ix.Embeddings[k].Dense()
+		m := s.ix.Embeddings[k]
+		var cols *sparseCols
+		var d []float32
+		if sp := s.sparse[k]; sp != nil {
+			cols = columnsOf(sp, m.Dim)
+		} else {
+			d = m.Dense()
+		}
 		s.denseMu.Lock()
-		s.dense[k] = d
-		s.denseMu.Unlock()
+		defer s.denseMu.Unlock()
+		if cols != nil {
+			s.cols[k] = cols
+		} else {
+			s.dense[k] = d
+		}
 	})
+}
+
+// columns returns the columns of the sparse matrix of kind k once expand made them.
+func (s *Searcher) columns(k graphio.NodeKind) *sparseCols {
+	s.denseMu.RLock()
+	defer s.denseMu.RUnlock()
+	return s.cols[k]
 }
 
 // denseRows returns the rows of kind k in row-major order if they are at hand dense.

@@ -42,6 +42,26 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	sparseDots(sparseOf(held), q, again)
 	assert.Equal(t, got, again)
 
+	// Scored through the query's non-zero coordinates once held by columns (after
+	// expandAfter queries): the same sums, bit for bit, for queries with zeros.
+	qs := make([]float32, dim)
+	for i := range qs {
+		if rng.Float64() < 0.3 {
+			qs[i] = float32(rng.NormFloat64())
+		}
+	}
+	byRow := make([]float32, rows)
+	sparseDots(sp, qs, byRow)
+	byCol := make([]float32, rows)
+	columnsOf(sp, dim).dots(qs, byCol)
+	require.Equal(t, byRow, byCol)
+	ixs := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindFact: held}}
+	ss := &Searcher{ix: ixs}
+	for n := 1; n <= expandAfter+2; n++ {
+		require.Equal(t, byRow, ss.scores(graphio.KindFact, qs), "query %d", n)
+		assert.Equal(t, n > expandAfter, ss.columns(graphio.KindFact) != nil, "query %d: columns after %d queries", n, expandAfter)
+	}
+
 	dense := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
 	for i := range dense.Data {
 		dense.Data[i] = float32(rng.NormFloat64())
