@@ -2,7 +2,7 @@ package retrieve
 
 import (
 	"fmt"
-	"slices"
+	"math"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
@@ -192,23 +192,60 @@ func rrf(a, b []float64, mu float64) []float64 {
 	return out
 }
 
+// ranks returns each score's rank from 1, highest first, ties (and +0 against −0)
+// broken by position; a NaN ranks after every number. It is a stable LSD radix sort
+// on the scores' order-preserving bit patterns, byte positions all keys share skipped:
+// the two full sorts of every fused query were 9 % of a ppr query with a comparison
+// sort.
 func ranks(v []float64) []int {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(x, y int) int {
+	n := len(v)
+	keys, idx := make([]uint64, n), make([]int32, n)
+	var or, and uint64 = 0, ^uint64(0)
+	for i, x := range v {
+		var k uint64
 		switch {
-		case v[x] > v[y]:
-			return -1
-		case v[x] < v[y]:
-			return 1
+		case x != x: // NaN: last
+			k = ^uint64(0)
+		default:
+			if x == 0 {
+				x = 0 // −0 ties +0
+			}
+			b := math.Float64bits(x)
+			if b>>63 == 1 { // ascending order of the bits for negatives …
+				b = ^b
+			} else { // … and positives
+				b |= 1 << 63
+			}
+			k = ^b // highest score first; below NaN's key, which only a NaN's bits reach
 		}
-		return x - y // ties by position, as a stable sort would
-	})
-	r := make([]int, len(v))
-	for k, i := range idx {
-		r[i] = k + 1
+		keys[i], idx[i] = k, int32(i)
+		or |= k
+		and &= k
+	}
+	tk, ti := make([]uint64, n), make([]int32, n)
+	var count [257]int
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (or^and)>>shift&0xff == 0 {
+			continue // every key has this byte: the pass would keep the order
+		}
+		clear(count[:])
+		for _, k := range keys {
+			count[k>>shift&0xff+1]++
+		}
+		for b := 1; b < len(count); b++ {
+			count[b] += count[b-1]
+		}
+		for j, k := range keys {
+			d := k >> shift & 0xff
+			tk[count[d]], ti[count[d]] = k, idx[j]
+			count[d]++
+		}
+		keys, tk = tk, keys
+		idx, ti = ti, idx
+	}
+	r := make([]int, n)
+	for pos, i := range idx {
+		r[i] = pos + 1
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -162,4 +163,34 @@ func TestPassagesTopKOrder(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{1, 3, 2, 4}, ranks([]float64{5, 1, 3, 1}), "ties by position")
+	assert.Equal(t, []int{5, 1, 2, 3, 4}, ranks([]float64{math.NaN(), 0, math.Copysign(0, -1), -1e-300, math.Inf(-1)}),
+		"NaN last, −0 ties +0")
+
+	// The radix sort ranks as a stable comparison sort does, on scores with many ties,
+	// both signs, zeros and extremes.
+	for trial := range 50 {
+		v := make([]float64, rng.IntN(3000))
+		for i := range v {
+			switch rng.IntN(6) {
+			case 0:
+				v[i] = float64(rng.IntN(5)) // ties
+			case 1:
+				v[i] = -rng.ExpFloat64()
+			case 2:
+				v[i] = []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64}[rng.IntN(6)]
+			default:
+				v[i] = rng.Float64()
+			}
+		}
+		order := make([]int, len(v))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(v[y], v[x]) })
+		want := make([]int, len(v))
+		for k, i := range order {
+			want[i] = k + 1
+		}
+		require.Equal(t, want, ranks(v), "trial %d", trial)
+	}
 }
