@@ -95,12 +95,12 @@ func (h *Hashed) updateID() {
 	const block = 1 << 16
 	buf := make([]byte, 0, block)
 	d := sha256.New()
-	for i, v := range h.df {
-		buf = binary.LittleEndian.AppendUint32(buf, v)
-		if len(buf) == block || i == len(h.df)-1 {
+	for _, v := range h.df {
+		if len(buf) == block {
 			d.Write(buf)
 			buf = buf[:0]
 		}
+		buf = binary.LittleEndian.AppendUint32(buf, v)
 	}
 	buf = binary.LittleEndian.AppendUint32(buf, h.docs)
 	d.Write(buf)

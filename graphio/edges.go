@@ -145,12 +145,14 @@ func (ix *Index) TypedEdges(set EdgeSet) ([]TypedEdge, NodeSpace) {
 			size += len(cs)
 		}
 	}
-	for _, he := range ix.Hyperedges {
-		if set.Has(EdgeHyperedgeEntity) {
-			size += len(he.Entities)
-		}
-		if set.Has(EdgeHyperedgeChunk) {
-			size += len(he.Chunks)
+	if set.Has(EdgeHyperedgeEntity) || set.Has(EdgeHyperedgeChunk) {
+		for _, he := range ix.Hyperedges {
+			if set.Has(EdgeHyperedgeEntity) {
+				size += len(he.Entities)
+			}
+			if set.Has(EdgeHyperedgeChunk) {
+				size += len(he.Chunks)
+			}
 		}
 	}
 	out := make([]TypedEdge, 0, size)

@@ -216,7 +216,7 @@ func ranks(v []float64) []int {
 			} else { // … and positives
 				b |= 1 << 63
 			}
-			k = ^b // highest score first; below NaN's key, which only a NaN's bits reach
+			k = ^b // highest score first (all ones only for a NaN's bits: never here)
 		}
 		keys[i], idx[i] = k, int32(i)
 		or |= k

@@ -180,14 +180,14 @@ type Searcher struct {
 
 	sparseOnce [graphio.NumKinds]sync.Once
 	sparse     [graphio.NumKinds]*graphio.SparseRows // rows scored sparse
-	// dense holds the rows scored with the dense kernel (row-major): the matrix's own
-	// data, or, for one stored in compressed rows but too dense to score from them,
-	// a copy expanded once denseQueries exceeds expandAfter (see scores).
+	// What expand makes after expandAfter queries (see scores): the dense copy of a
+	// matrix stored in compressed rows but too dense to score from them, and a
+	// sparse matrix by columns; both guarded by expandMu.
 	dense      [graphio.NumKinds][]float32
-	cols       [graphio.NumKinds]*sparseCols // a sparse matrix by columns, once expanded
+	cols       [graphio.NumKinds]*sparseCols
 	expandOnce [graphio.NumKinds]sync.Once
-	denseMu    sync.RWMutex // guards dense and cols after the first scores call
-	queries    [graphio.NumKinds]atomic.Int64
+	expandMu   sync.RWMutex
+	queries    [graphio.NumKinds]atomic.Int64 // scores calls per kind
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex

@@ -37,15 +37,15 @@ func sparseDots(s *graphio.SparseRows, q, out []float32) {
 	}
 }
 
-// expandAfter is how many queries score a matrix stored in compressed rows but too
-// dense to be scored from them (the hashed embedder's passages) one row at a time
-// before the searcher expands it once into a dense copy (and a sparse one row-wise
-// before it is also held by columns). A one-off query never pays
-// for the copy — allocating and filling it costs a cold process more than a hundred
-// row-at-a-time passes (2Wiki: 19 MB, ≈ 0.2 s of page faults on a small VM) and it is
-// the largest piece of a query process's memory at scale (120K passages: 368 MB) —
-// while a server or an evaluation amortises it at once. Both ways run the same dense
-// kernel on the same rows, so the scores are the same bits.
+// expandAfter is how many queries a searcher answers before it gives a matrix the
+// form that is fastest over many queries (expand): a sparse matrix is then also held
+// by columns, and one stored in compressed rows but too dense to score from them (the
+// hashed embedder's passages), scored a row at a time until then, gets a dense copy.
+// A one-off query never pays for the copy — allocating and filling it costs a cold
+// process more than a hundred row-at-a-time passes (2Wiki: 19 MB, ≈ 0.2 s of page
+// faults on a small VM), and it is the largest piece of a query process's memory at
+// scale (120K passages: 368 MB) — while a server or an evaluation amortises it at
+// once. Every form gives the same sums, bit for bit.
 const expandAfter = 16
 
 // sparseCols is a sparse matrix by columns, rows ascending within each, to score it
@@ -102,12 +102,7 @@ func (s *Searcher) scores(k graphio.NodeKind, q []float32) []float32 {
 	if m == nil {
 		return nil
 	}
-	s.sparseOnce[k].Do(func() {
-		s.sparse[k] = sparseOf(m)
-		if s.sparse[k] == nil && m.Sparse == nil {
-			s.dense[k] = m.Data
-		}
-	})
+	s.sparseOnce[k].Do(func() { s.sparse[k] = sparseOf(m) })
 	out := make([]float32, m.Rows())
 	if (s.sparse[k] != nil || m.Sparse != nil) && s.queries[k].Add(1) > expandAfter {
 		s.expand(k)
@@ -146,8 +141,8 @@ func (s *Searcher) expand(k graphio.NodeKind) {
 		} else {
 			d = m.Dense()
 		}
-		s.denseMu.Lock()
-		defer s.denseMu.Unlock()
+		s.expandMu.Lock()
+		defer s.expandMu.Unlock()
 		if cols != nil {
 			s.cols[k] = cols
 		} else {
@@ -158,14 +153,18 @@ func (s *Searcher) expand(k graphio.NodeKind) {
 
 // columns returns the columns of the sparse matrix of kind k once expand made them.
 func (s *Searcher) columns(k graphio.NodeKind) *sparseCols {
-	s.denseMu.RLock()
-	defer s.denseMu.RUnlock()
+	s.expandMu.RLock()
+	defer s.expandMu.RUnlock()
 	return s.cols[k]
 }
 
-// denseRows returns the rows of kind k in row-major order if they are at hand dense.
+// denseRows returns the rows of kind k in row-major order if they are at hand dense:
+// a dense matrix's own data, or the copy expand made of one in compressed rows.
 func (s *Searcher) denseRows(k graphio.NodeKind) []float32 {
-	s.denseMu.RLock()
-	defer s.denseMu.RUnlock()
+	if m := s.ix.Embeddings[k]; m.Sparse == nil {
+		return m.Data
+	}
+	s.expandMu.RLock()
+	defer s.expandMu.RUnlock()
 	return s.dense[k]
 }
