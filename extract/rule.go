@@ -184,6 +184,9 @@ type chunkState struct {
 	doc       int     // index of the text being processed (ExtractDocs)
 	person    string  // last person-like sentence subject
 	personDoc int     // the text that subject was found in
+	// carried is set while person comes from an earlier text and the current text
+	// has not yet said whether it continues that discourse (see ExtractDocs).
+	carried bool
 }
 
 func (w *ruleWorker) chunk(text string) Result {
@@ -214,6 +217,14 @@ func (w *ruleWorker) titled(title, text string, titles *Titles) Result {
 // to a person named in the text before it when linked[i] says text i continues text
 // i−1 (nil links every text to its predecessor). Result i holds what text i states; a
 // triple whose entity was resolved from another text lists that text in Sources.
+//
+// A linked text continues the discourse only if it refers to someone by a personal
+// pronoun before it names anyone or anything (dates aside), as the next chapter of a
+// story opening "She ran down to the landing" does. A text that names an entity
+// first — an encyclopedia article opening with its subject, even one the tagger does
+// not take for a person — starts a discourse of its own, and the earlier text's person
+// is forgotten: otherwise a "he" in the third sentence of an unrelated article would
+// resolve to the last person of the article before it.
 func (r *Rule) ExtractDocs(texts []string, linked []bool) ([]Result, error) {
 	w, err := r.pooled()
 	if err != nil {
@@ -227,6 +238,7 @@ func (r *Rule) ExtractDocs(texts []string, linked []bool) ([]Result, error) {
 			st = &chunkState{}
 		}
 		st.doc = i
+		st.carried = st.person != ""
 		out[i] = w.text(t, st)
 	}
 	return out, nil
@@ -292,6 +304,9 @@ func (w *ruleWorker) sentence(sent string, toks []token, st *chunkState, res *Re
 		return
 	}
 	spans := entitySpans(sent, toks, st.titles)
+	if st.carried {
+		st.continuesDiscourse(toks, spans)
+	}
 	if w.cfg.ResolvePronouns {
 		spans = resolvePronouns(toks, spans, st)
 	}
@@ -550,6 +565,29 @@ func surface(sent string, toks []token, i, j int) string {
 }
 
 var personPronouns = toSet("he", "she", "him", "her")
+
+// continuesDiscourse settles, at a sentence of a text that carries a person from an
+// earlier text, whether the text continues that discourse: a personal pronoun before
+// any named entity other than a date confirms it; a named entity first ends it, and the
+// carried person is forgotten. A sentence with neither leaves the question open.
+func (st *chunkState) continuesDiscourse(toks []token, spans []span) {
+	firstName := len(toks)
+	for _, sp := range spans {
+		if sp.typ != "DATE" {
+			firstName = sp.i
+			break
+		}
+	}
+	for i, t := range toks[:firstName] {
+		if t.tag == "PRP" && personPronouns[strings.ToLower(t.text)] && !inSpans(spans, i) {
+			st.carried = false
+			return
+		}
+	}
+	if firstName < len(toks) {
+		st.person, st.carried = "", false
+	}
+}
 
 // resolvePronouns adds spans for personal pronouns, naming the chunk's last person.
 func resolvePronouns(toks []token, spans []span, st *chunkState) []span {

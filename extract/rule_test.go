@@ -66,3 +66,31 @@ func TestExtractDocsCrossTextPronouns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, unlinked[1].Triples, "texts that do not continue each other share no antecedents")
 }
+
+func TestExtractDocsTopicShiftEndsTheDiscourse(t *testing.T) {
+	r := NewRule(DefaultRuleConfig())
+	cases := []struct {
+		name   string
+		second string
+		want   bool // the second text's pronoun resolves to the first text's person
+	}{
+		{"opens with a pronoun", "She rescued Ruel Faddock from the water.", true},
+		{"a date before the pronoun", "In 1803 she rescued Ruel Faddock from the water.", true},
+		{"names its own subject first", "The Meridian was a brig. She rescued Ruel Faddock from the water.", false},
+		{"names a place first", "Port Keswyn is a harbour town. He rescued Ruel Faddock from the water.", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.ExtractDocs([]string{"Mira Solenne rowed out to Gull Rock in the storm.", c.second}, nil)
+			require.NoError(t, err)
+			resolved := false
+			for _, tr := range res[1].Triples {
+				if tr.Subject == "Mira Solenne" {
+					resolved = true
+				}
+			}
+			assert.Equal(t, c.want, resolved, "%v", res[1].Triples)
+		})
+	}
+}
+
