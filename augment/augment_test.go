@@ -377,3 +377,37 @@ func TestEmbedderMismatch(t *testing.T) {
 	_, err = Run(context.Background(), ix, "x", testOptions(&Extractive{Rule: extract.NewRule(extract.DefaultRuleConfig())}))
 	assert.ErrorIs(t, err, embed.ErrMismatch)
 }
+
+func TestExtractiveLinksNeighbouringPassagesUnlessTitledByAPerson(t *testing.T) {
+	x := &Extractive{Rule: extract.NewRule(extract.DefaultRuleConfig())}
+	cases := []struct {
+		titles [2]string
+		texts  [2]string
+		want   string // a proposed triple, or "" for none about the first text's person
+	}{
+		{[2]string{"Chapter 11: Wreck on Gull Rock", "Chapter 12: Morning Tide"},
+			[2]string{"Mira Solenne rowed out to Gull Rock in the storm.", "She rescued Ruel Faddock from the water."},
+			"Mira Solenne|rescued|Ruel Faddock"},
+		{[2]string{"Paul Brooke", "Obata Toramori"},
+			[2]string{"Paul Brooke is a retired English actor.", "He was the father of Obata Masamori."}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.titles[1], func(t *testing.T) {
+			ix := &graphio.Index{}
+			for i := range 2 {
+				ix.Chunks = append(ix.Chunks, graphio.Chunk{ID: fmt.Sprintf("chunk-%d", i), Doc: int32(i), Title: c.titles[i], Text: c.texts[i]})
+			}
+			comps, err := x.Complete(context.Background(), ix, []Selected{{chunkIx: []int32{0, 1}}}, DefaultConfig(), nil)
+			require.NoError(t, err)
+			var got []string
+			for _, p := range comps[0].Triples {
+				got = append(got, strings.Join(p.Triple, "|"))
+			}
+			if c.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, c.want)
+		})
+	}
+}

@@ -146,16 +146,20 @@ func (x *Extractive) Complete(ctx context.Context, ix *graphio.Index, sel []Sele
 			return nil, err
 		}
 		// Read the evidence in corpus order; a chunk continues the one before it only
-		// when they are neighbours in the corpus (the next piece of a document, or the
-		// next passage), so pronouns never resolve across unrelated passages.
+		// when they are neighbours in the corpus: the next piece of a document, or the
+		// next passage unless its title names a person (an article about someone
+		// opening "He was the father of …" is about its title, not about the person
+		// of the article before it). Pronouns never resolve across unrelated passages;
+		// ExtractDocs also ends a discourse at a text that names its subject first.
 		order := slices.Clone(sel[i].chunkIx)
 		slices.Sort(order)
 		texts := make([]string, len(order))
 		ids := make([]string, len(order))
 		linked := make([]bool, len(order))
 		for j, c := range order {
-			texts[j], ids[j] = ix.Chunks[c].Text, ix.Chunks[c].ID
-			linked[j] = j > 0 && c == order[j-1]+1
+			ch := &ix.Chunks[c]
+			texts[j], ids[j] = ch.Text, ch.ID
+			linked[j] = j > 0 && c == order[j-1]+1 && (ch.Doc == ix.Chunks[c-1].Doc || !extract.PersonTitle(ch.Title))
 		}
 		res, err := x.Rule.ExtractDocs(texts, linked)
 		if err != nil {

@@ -200,6 +200,30 @@ func (p *patterns) verb(toks []token, obj int) {
 	}
 }
 
+// namePart reports whether span k is only the tail of a longer name the extractor
+// split, or the object of a preposition: the token before it (past determiners)
+// joins it to what precedes ("The King on Main Street", "The Black Sea and Caspian
+// Squadron", "Night of the Living Dead: Darkest Dawn", "a member of the House of
+// Lords, styled Lord Howard").
+// An alias stated after such a span names the whole phrase, not the span, so it is
+// not recorded: resolved across texts it would rename unrelated mentions ("the King"
+// anywhere → "Main Street").
+func (p *patterns) namePart(k int) bool {
+	i := p.spans[k].i
+	for i > 0 && p.toks[i-1].tag == "DT" {
+		i-- // "member of the House of Lords, styled Lord Howard": look past "the"
+	}
+	if i == 0 {
+		return false
+	}
+	prev := p.toks[i-1]
+	switch strings.ToLower(prev.text) {
+	case "and", "&", ":", "-", "–", "'s":
+		return true
+	}
+	return isPrep(prev) || prev.tag == "POS" || strings.HasPrefix(prev.tag, "NNP")
+}
+
 func isAliasPredicate(pred string) bool {
 	for _, s := range []string{"known as", "called", "nicknamed", "also called"} {
 		if pred == s || strings.HasSuffix(pred, " "+s) {
@@ -332,7 +356,7 @@ func allDeterminers(toks []token) bool {
 
 func (p *patterns) alias(a, b int) {
 	x, y := p.spans[a].text, p.spans[b].text
-	if graphio.NormalizeName(x) == graphio.NormalizeName(y) {
+	if graphio.NormalizeName(x) == graphio.NormalizeName(y) || p.namePart(a) {
 		return
 	}
 	p.res.Aliases = append(p.res.Aliases, [2]string{x, y})

@@ -363,6 +363,11 @@ func placeLike(s string) bool {
 	return len(f) > 0 && placeHeads[strings.Trim(f[len(f)-1], ".,'’")]
 }
 
+// PersonTitle reports whether a document title (CleanTitle applied) looks like a
+// person's name (see isPersonName). Such a document is about that person: a pronoun
+// opening it refers to them, not to someone named in the document before it.
+func PersonTitle(title string) bool { return isPersonName(CleanTitle(title)) }
+
 // isPersonName guesses a person name: two or three capitalised words, the last not a
 // place or organisation word.
 func isPersonName(s string) bool {

@@ -94,3 +94,25 @@ func TestExtractDocsTopicShiftEndsTheDiscourse(t *testing.T) {
 	}
 }
 
+func TestAliasOfASplitNameIsNotRecorded(t *testing.T) {
+	r := NewRule(DefaultRuleConfig())
+	cases := []struct {
+		text  string
+		alias [2]string // want this alias; empty: want none
+	}{
+		{"Odile Varrant, known as the Grey Widow, was a shipowner.", [2]string{"Odile Varrant", "Grey Widow"}},
+		{"The King on Main Street, also known as The King, is a 1925 American film.", [2]string{}},
+		{"He was a member of the House of Lords, styled Lord Howard from 1889.", [2]string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.text, func(t *testing.T) {
+			res, err := r.ExtractText(c.text)
+			require.NoError(t, err)
+			if c.alias == [2]string{} {
+				assert.Empty(t, res.Aliases)
+				return
+			}
+			assert.Contains(t, res.Aliases, c.alias)
+		})
+	}
+}
