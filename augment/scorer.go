@@ -110,7 +110,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		VF, TF    float64
 		TE        int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -121,7 +121,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		S         int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 2, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 3, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])

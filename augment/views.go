@@ -107,8 +107,9 @@ func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *
 
 // relationMissing returns a relation-missing view of root: from a record subgraph it
 // removes min(|F| − MinFactEdges, max(1, round(|F|·FactMaskRatio))) random fact
-// edges (anchors §D.4), then samples the view by the same random walks from root on
-// the graph without them. It returns nil when the record has too few fact edges or the
+// edges (anchors §D.4) — with Config.RootCentred only facts of the root, at most all
+// of them — then samples the view by the same random walks from root on the graph
+// without them. It returns nil when the record has too few fact edges or the
 // view holds no end of a removed edge (then it misses nothing). On a tree-like graph
 // a removed edge also cuts off what lies behind it, so the view often holds one end
 // only: it then misses that entity's fact and the branch behind it.
@@ -120,12 +121,12 @@ func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *
 // clean ones, whose only difference is the missing fact.
 func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) (*subgraph, *walkMask) {
 	var facts [][2]int32
-	near := nearRoot(rec)
+	r, _ := slices.BinarySearch(rec.nodes, rec.root)
 	all := 0
 	for _, e := range rec.edges {
 		if e.rel == relFact {
 			all++
-			if !cfg.RootCentred || near[e.u] || near[e.v] {
+			if !cfg.RootCentred || e.u == int32(r) || e.v == int32(r) {
 				facts = append(facts, pairKey(rec.nodes[e.u], rec.nodes[e.v]))
 			}
 		}

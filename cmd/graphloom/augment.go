@@ -191,7 +191,7 @@ rerun does not repeat paid calls.`,
 	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "least missingness score θ")
 	f.Float64Var(&cfg.MaxJaccard, "max-jaccard", cfg.MaxJaccard, "skip subgraphs overlapping a selected one by more than this node-Jaccard")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
-	f.BoolVar(&cfg.RootCentred, "root-centred", cfg.RootCentred, "corrupt training views within one hop of their root (false: anywhere, as the paper)")
+	f.BoolVar(&cfg.RootCentred, "root-centred", cfg.RootCentred, "corrupt training views at their root: its own facts, entities next to it (false: anywhere, as the paper)")
 	f.StringVar(&cfg.NodeFeatures, "node-features", cfg.NodeFeatures, "scorer input: auto (evidence with the built-in embedder, else both), evidence (text-vs-graph statistics per entity), embedding (the paper's name embeddings) or both")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	lf.register(cmd)
