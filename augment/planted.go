@@ -45,8 +45,10 @@ type PlantedRow struct {
 	Touched  int `json:"regions_touched"`
 	Selected int `json:"selected_subgraphs"`
 	Accepted int `json:"accepted_triples"`
-	// TestAUC is the GNN scorer's test-split ROC-AUC (0 for the random selector).
-	TestAUC float64 `json:"scorer_test_roc_auc,omitempty"`
+	// TestAUC is the GNN scorer's test-split ROC-AUC and BestBaseline the best
+	// shortcut baseline's on the same views (both 0 for the random selector).
+	TestAUC      float64 `json:"scorer_test_roc_auc,omitempty"`
+	BestBaseline float64 `json:"best_shortcut_baseline,omitempty"`
 }
 
 // plantedFact is a deleted fact by its normalised names.
@@ -233,7 +235,7 @@ func scorePlanted(ix *graphio.Index, rep *Report, deleted []plantedFact, seed in
 	for _, c := range []string{PlantedCrossChunk, PlantedWithinChunk} {
 		rows[c] = &PlantedRow{Seed: seed, Selector: selector, Class: c, Selected: len(rep.Selected), Accepted: rep.Accepted}
 		if selector == "gnn" {
-			rows[c].TestAUC = rep.Training.TestAUC
+			rows[c].TestAUC, rows[c].BestBaseline = rep.Training.TestAUC, rep.Training.BestBaseline
 		}
 	}
 	for _, d := range deleted {

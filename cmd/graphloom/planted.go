@@ -34,11 +34,11 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 		return printJSON(w, map[string]any{"rows": rows, "summary": sum})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "seed\tselector\tclass\tdeleted\trecovered\tregions (both ends)\ttouched (one end)\tselected\tscorer test AUC")
+	fmt.Fprintln(tw, "seed\tselector\tclass\tdeleted\trecovered\tregions (both ends)\ttouched (one end)\tselected\tscorer test AUC (best shortcut)")
 	for _, r := range rows {
 		auc := "-"
 		if r.Selector == "gnn" {
-			auc = fmt.Sprintf("%.3f", r.TestAUC)
+			auc = fmt.Sprintf("%.3f (%.3f)", r.TestAUC, r.BestBaseline)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, r.Recovered, r.Regions, r.Touched, r.Selected, auc)
 	}
