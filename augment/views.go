@@ -121,12 +121,12 @@ func (g *minerGraph) sampleMasked(root int32, cfg Config, rng *rand.Rand, mask *
 // clean ones, whose only difference is the missing fact.
 func (g *minerGraph) relationMissing(rec *subgraph, cfg Config, rng *rand.Rand) (*subgraph, *walkMask) {
 	var facts [][2]int32
-	r, _ := slices.BinarySearch(rec.nodes, rec.root)
+	r := rec.rootIndex()
 	all := 0
 	for _, e := range rec.edges {
 		if e.rel == relFact {
 			all++
-			if !cfg.RootCentred || e.u == int32(r) || e.v == int32(r) {
+			if !cfg.RootCentred || e.u == r || e.v == r {
 				facts = append(facts, pairKey(rec.nodes[e.u], rec.nodes[e.v]))
 			}
 		}
@@ -202,15 +202,21 @@ func (g *minerGraph) entityMissing(rec *subgraph, cfg Config, rng *rand.Rand) (*
 	return nil, nil
 }
 
+// rootIndex returns the root's local index in s.
+func (s *subgraph) rootIndex() int32 {
+	r, _ := slices.BinarySearch(s.nodes, s.root)
+	return int32(r)
+}
+
 // nearRoot returns the local indices of the root and its neighbours in s.
 func nearRoot(s *subgraph) map[int32]bool {
-	r, _ := slices.BinarySearch(s.nodes, s.root)
-	out := map[int32]bool{int32(r): true}
+	r := s.rootIndex()
+	out := map[int32]bool{r: true}
 	for _, e := range s.edges {
-		if e.u == int32(r) {
+		if e.u == r {
 			out[e.v] = true
 		}
-		if e.v == int32(r) {
+		if e.v == r {
 			out[e.u] = true
 		}
 	}
