@@ -368,7 +368,7 @@ func TestCrossChunkFacts(t *testing.T) {
 		"She rescued Ruel Faddock. Tomas Brell kept the ledger.",
 	}, nil)
 	require.NoError(t, err)
-	c := crossChunkFacts(res, []string{"chunk-a", "chunk-b", "chunk-c"})
+	c := crossChunkFacts(res, []string{"chunk-a", "chunk-b", "chunk-c"}, nil)
 	got := map[string][]string{}
 	for _, p := range c.Triples {
 		got[strings.Join(p.Triple, "|")] = p.ChunkIDs
@@ -377,6 +377,39 @@ func TestCrossChunkFacts(t *testing.T) {
 	assert.Equal(t, []string{"chunk-b", "chunk-c"}, got["Mira Solenne|rescued|Ruel Faddock"], "pronoun bridge: %v", got)
 	for k := range got {
 		assert.NotContains(t, k, "Tomas Brell", "chunk-local facts are not proposed")
+	}
+}
+
+func TestCrossChunkAliasesOutsideTheirDiscourse(t *testing.T) {
+	r := extract.NewRule(extract.DefaultRuleConfig())
+	texts := []string{
+		"Odile Varrant, known as the Grey Widow, came to Port Keswyn.",
+		"Mira Solenne, known as Mira, rowed to Gull Rock.",
+		"The Grey Widow bought the Meridian. Mira Brell kept the ledger.",
+		"Mira founded Aldwick.",
+	}
+	for _, c := range []struct {
+		name   string
+		linked []bool
+		want   map[string]bool // triple → proposed
+	}{
+		// "Grey Widow" names no one else; "Mira" is part of Mira Brell's name too.
+		{"unrelated passages", []bool{false, false, false, false},
+			map[string]bool{"Odile Varrant|bought|Meridian": true, "Mira Solenne|founded|Aldwick": false}},
+		{"the short alias's own discourse", []bool{false, false, true, true},
+			map[string]bool{"Odile Varrant|bought|Meridian": true, "Mira Solenne|founded|Aldwick": true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.ExtractDocs(texts, c.linked)
+			require.NoError(t, err)
+			got := map[string]bool{}
+			for _, p := range crossChunkFacts(res, []string{"chunk-a", "chunk-b", "chunk-c", "chunk-d"}, c.linked).Triples {
+				got[strings.Join(p.Triple, "|")] = true
+			}
+			for k, want := range c.want {
+				assert.Equal(t, want, got[k], "%s in %v", k, got)
+			}
+		})
 	}
 }
 

@@ -165,7 +165,7 @@ func (x *Extractive) Complete(ctx context.Context, ix *graphio.Index, sel []Sele
 		if err != nil {
 			return nil, err
 		}
-		out[i] = crossChunkFacts(res, ids)
+		out[i] = crossChunkFacts(res, ids, linked)
 		if progress != nil {
 			progress(i+1, len(sel))
 		}
@@ -174,26 +174,62 @@ func (x *Extractive) Complete(ctx context.Context, ix *graphio.Index, sel []Sele
 }
 
 // crossChunkFacts resolves aliases across texts and keeps the triples that depend on
-// two or more of them.
-func crossChunkFacts(res []extract.Result, chunkIDs []string) Completion {
-	type alias struct {
-		canon string
-		text  int
+// two or more of them. linked[j] says text j continues text j−1's discourse (nil: all
+// texts are one discourse). An alias a text introduces applies throughout its own
+// discourse; in another one only when it is distinctive in the evidence: one name
+// claims it and no other name read contains it. A nickname a story keeps using ("the
+// Magpie") is; a first name ("William", "Anna"), which in an unrelated passage names
+// someone else far more often than the person it was introduced for, is not.
+func crossChunkFacts(res []extract.Result, chunkIDs []string, linked []bool) Completion {
+	discourse := make([]int, len(res))
+	for j := 1; j < len(res); j++ {
+		discourse[j] = discourse[j-1]
+		if linked != nil && (j >= len(linked) || !linked[j]) {
+			discourse[j]++
+		}
 	}
-	aliases := map[string]alias{} // normalised alias → canonical name and the text stating it
+	aliases := map[string][]aliasOf{} // normalised alias → the names it stands for, first statement each
 	for i, r := range res {
 		for _, a := range r.Aliases {
-			if n := graphio.NormalizeName(a[1]); n != "" {
-				if _, ok := aliases[n]; !ok {
-					aliases[n] = alias{a[0], i}
-				}
+			n := graphio.NormalizeName(a[1])
+			if n == "" {
+				continue
+			}
+			claimed := false
+			for _, b := range aliases[n] {
+				claimed = claimed || graphio.NormalizeName(b.canon) == graphio.NormalizeName(a[0])
+			}
+			if !claimed {
+				aliases[n] = append(aliases[n], aliasOf{a[0], i})
 			}
 		}
 	}
+	within := namesContaining(res, aliases)
+	distinctive := func(n string, a aliasOf) bool {
+		canon := graphio.NormalizeName(a.canon)
+		for m := range within[n] {
+			if m != n && m != canon {
+				return false
+			}
+		}
+		return true
+	}
 	resolve := func(name string, own int, support map[int]bool) string {
-		if a, ok := aliases[graphio.NormalizeName(name)]; ok && graphio.NormalizeName(a.canon) != graphio.NormalizeName(name) {
-			support[a.text] = true
-			return a.canon
+		n := graphio.NormalizeName(name)
+		as := aliases[n]
+		var use *aliasOf
+		for k := range as {
+			if discourse[as[k].text] == discourse[own] {
+				use = &as[k]
+				break
+			}
+		}
+		if use == nil && len(as) == 1 && distinctive(n, as[0]) {
+			use = &as[0]
+		}
+		if use != nil && graphio.NormalizeName(use.canon) != n {
+			support[use.text] = true
+			return use.canon
 		}
 		return name
 	}
@@ -227,4 +263,35 @@ func crossChunkFacts(res []extract.Result, chunkIDs []string) Completion {
 		}
 	}
 	return c
+}
+
+// aliasOf is a name an alias stands for and the text that says so.
+type aliasOf struct {
+	canon string
+	text  int
+}
+
+// namesContaining returns, per alias, the distinct normalised entity names of res
+// whose words contain the alias's words as a contiguous run.
+func namesContaining(res []extract.Result, aliases map[string][]aliasOf) map[string]map[string]bool {
+	out := make(map[string]map[string]bool, len(aliases))
+	maxWords := 0
+	for n := range aliases {
+		out[n] = map[string]bool{}
+		maxWords = max(maxWords, len(strings.Fields(n)))
+	}
+	for _, r := range res {
+		for _, e := range r.Entities {
+			name := graphio.NormalizeName(e.Text)
+			w := strings.Fields(name)
+			for i := range w {
+				for j := i + 1; j <= len(w) && j-i <= maxWords; j++ {
+					if set, ok := out[strings.Join(w[i:j], " ")]; ok {
+						set[name] = true
+					}
+				}
+			}
+		}
+	}
+	return out
 }

@@ -366,21 +366,33 @@ func placeLike(s string) bool {
 // PersonTitle reports whether a document title (CleanTitle applied) looks like a
 // person's name (see isPersonName). Such a document is about that person: a pronoun
 // opening it refers to them, not to someone named in the document before it.
-func PersonTitle(title string) bool { return isPersonName(CleanTitle(title)) }
+// A title opening with a pronoun or another word that starts no name ("Her First
+// Romance", "After the Storm") is not one; "The" may open a byname ("The Magpie").
+func PersonTitle(title string) bool {
+	t := CleanTitle(title)
+	f := strings.Fields(t)
+	return isPersonName(t) && !(nameStop[f[0]] && f[0] != "The" && !honorifics[f[0]])
+}
 
 // isPersonName guesses a person name: two or three capitalised words, the last not a
-// place or organisation word.
+// place or organisation word, with at most one lower-case name particle between them
+// ("Ludwig van Beethoven", "Minamoto no Chikako").
 func isPersonName(s string) bool {
 	f := strings.Fields(s)
-	if len(f) < 2 || len(f) > 3 || placeLike(s) {
+	if len(f) < 2 || len(f) > 4 || placeLike(s) {
 		return false
 	}
-	for _, w := range f {
-		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsUpper(r) {
+	lower := 0
+	for i, w := range f {
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
+			continue
+		}
+		if i == 0 || i == len(f)-1 || !(particles[w] || w == "no") {
 			return false
 		}
+		lower++
 	}
-	return true
+	return lower <= 1 && len(f)-lower >= 2 && len(f)-lower <= 3
 }
 
 var (

@@ -116,3 +116,26 @@ func TestAliasOfASplitNameIsNotRecorded(t *testing.T) {
 		})
 	}
 }
+
+func TestPersonTitle(t *testing.T) {
+	for _, c := range []struct {
+		title string
+		want  bool
+	}{
+		{"Lars Eliasson", true},
+		{"Obata Toramori", true},
+		{"Minamoto no Chikako", true},
+		{"Ludwig van Beethoven", true},
+		{"Pattom A. Thanu Pillai [chunk 2]", false}, // four capitalised words
+		{"Chapter 12: Morning Tide", false},
+		{"Port Keswyn", true}, // no place word to tell it from a name
+		{"Gull Rock", false},
+		{"Madonna", false},
+		{"Minamoto no", false},
+		{"de Gaulle Charles", false},
+		{"Anna van der Berg", false}, // two particles
+		{"Her First Romance", false},
+	} {
+		assert.Equal(t, c.want, PersonTitle(c.title), c.title)
+	}
+}
