@@ -75,6 +75,7 @@ type Report struct {
 	Added        Added           `json:"added"`
 	Seconds      map[string]any  `json:"stage_seconds"`
 	Selected     []Selected      `json:"selected"`
+	scored       []candidate     // every sampled subgraph with its score (0 for the random selector)
 	Facts        []Accepted      `json:"accepted"`
 	Hyperedges   []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
 }
@@ -175,6 +176,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 
 	t0 = time.Now()
 	rep.Budget = cfg.budget(len(ix.Chunks))
+	rep.scored = scored
 	rep.Selected = selectSubgraphs(ix, scored, rep.Budget, cfg)
 	rep.Calls = len(rep.Selected)
 	stage("select", t0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/models/train"
 )
 
 // Planted-missingness benchmark: the measure of the whole CrossAug idea. From an index
@@ -49,6 +50,19 @@ type PlantedRow struct {
 	// shortcut baseline's on the same views (both 0 for the random selector).
 	TestAUC      float64 `json:"scorer_test_roc_auc,omitempty"`
 	BestBaseline float64 `json:"best_shortcut_baseline,omitempty"`
+	// Where the scorer looks (GNN selector only): of the sampled inference subgraphs,
+	// RootEnds is how many have a root that is an end of a deleted fact of the class;
+	// RootEndAUC is the ROC-AUC of the missingness score at telling those from the
+	// others, RootEndAUCWithinDegree the same within groups of roots of equal fact
+	// degree (pairs of equal degree only), and RootEndDegreeAUC that of the root's
+	// fact degree alone. A scorer that reads missingness off the text scores well
+	// within a degree; deletions drawn uniformly over facts fall on well-connected
+	// entities (high RootEndDegreeAUC), so a scorer that also takes few facts for
+	// missing ones ranks them low overall.
+	RootEnds               int     `json:"root_end_subgraphs,omitempty"`
+	RootEndAUC             float64 `json:"root_end_roc_auc,omitempty"`
+	RootEndAUCWithinDegree float64 `json:"root_end_roc_auc_within_degree,omitempty"`
+	RootEndDegreeAUC       float64 `json:"root_end_degree_roc_auc,omitempty"`
 }
 
 // plantedFact is a deleted fact by its normalised names.
@@ -238,6 +252,9 @@ func scorePlanted(ix *graphio.Index, rep *Report, deleted []plantedFact, seed in
 			rows[c].TestAUC, rows[c].BestBaseline = rep.Training.TestAUC, rep.Training.BestBaseline
 		}
 	}
+	if selector == "gnn" {
+		rootEndDiagnostics(ix, rep.scored, deleted, rows)
+	}
 	for _, d := range deleted {
 		r := rows[d.class]
 		r.Deleted++
@@ -257,6 +274,86 @@ func scorePlanted(ix *graphio.Index, rep *Report, deleted []plantedFact, seed in
 		}
 	}
 	return []PlantedRow{*rows[PlantedCrossChunk], *rows[PlantedWithinChunk]}
+}
+
+// rootEndDiagnostics fills the Root* fields of rows (by class) from the scored
+// inference subgraphs.
+func rootEndDiagnostics(ix *graphio.Index, scored []candidate, deleted []plantedFact, rows map[string]*PlantedRow) {
+	if len(scored) == 0 {
+		return
+	}
+	byName := make(map[string]int32, len(ix.Entities))
+	for i, e := range ix.Entities {
+		byName[e.Name] = int32(i)
+	}
+	ends := map[string]map[int32]bool{}
+	for _, d := range deleted {
+		if ends[d.class] == nil {
+			ends[d.class] = map[int32]bool{}
+		}
+		for _, n := range []string{d.s, d.o} {
+			if i, ok := byName[n]; ok {
+				ends[d.class][i] = true
+			}
+		}
+	}
+	degree := make([]int, len(ix.Entities))
+	for _, f := range ix.Facts {
+		degree[f.Subject]++
+		degree[f.Object]++
+	}
+	scores := make([]float64, len(scored))
+	deg := make([]float64, len(scored))
+	stratum := make([]int, len(scored))
+	for i, c := range scored {
+		scores[i] = c.score
+		d := degree[c.sg.root]
+		deg[i], stratum[i] = float64(d), d
+	}
+	for class, r := range rows {
+		pos := make([]bool, len(scored))
+		for i, c := range scored {
+			if pos[i] = ends[class][c.sg.root]; pos[i] {
+				r.RootEnds++
+			}
+		}
+		if r.RootEnds == 0 || r.RootEnds == len(scored) {
+			continue
+		}
+		r.RootEndAUC = round3(train.ROCAUC(scores, pos))
+		r.RootEndAUCWithinDegree = round3(stratifiedAUC(scores, pos, stratum))
+		r.RootEndDegreeAUC = round3(train.ROCAUC(deg, pos))
+	}
+}
+
+// stratifiedAUC is the ROC-AUC over the (positive, negative) pairs of equal stratum:
+// each stratum's AUC weighted by its number of such pairs. It is 0.5 when no stratum
+// holds both classes.
+func stratifiedAUC(scores []float64, pos []bool, stratum []int) float64 {
+	groups := map[int][]int{}
+	for i, s := range stratum {
+		groups[s] = append(groups[s], i)
+	}
+	var sum, pairs float64
+	for _, idx := range groups {
+		var sc []float64
+		var lab []bool
+		p := 0
+		for _, i := range idx {
+			sc, lab = append(sc, scores[i]), append(lab, pos[i])
+			if pos[i] {
+				p++
+			}
+		}
+		if w := float64(p) * float64(len(idx)-p); w > 0 {
+			sum += w * train.ROCAUC(sc, lab)
+			pairs += w
+		}
+	}
+	if pairs == 0 {
+		return 0.5
+	}
+	return sum / pairs
 }
 
 // PlantedSummary is the mean and standard deviation over seeds of one selector and

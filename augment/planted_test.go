@@ -75,6 +75,17 @@ func TestPlanted(t *testing.T) {
 	assert.Equal(t, "gnn", sum[0].Selector)
 	assert.Equal(t, PlantedCrossChunk, sum[0].Class)
 
+	for _, r := range rows {
+		if r.Selector == "gnn" && r.RootEnds > 0 {
+			assert.InDelta(t, 0.5, r.RootEndAUC, 0.5)
+			assert.InDelta(t, 0.5, r.RootEndAUCWithinDegree, 0.5)
+			assert.InDelta(t, 0.5, r.RootEndDegreeAUC, 0.5)
+		}
+		if r.Selector == "random" {
+			assert.Zero(t, r.RootEnds, "no scores to diagnose")
+		}
+	}
+
 	none, err := Planted(context.Background(), ix, 6, []int64{1}, testOptions(&rereader{}))
 	require.NoError(t, err)
 	for _, r := range none {
@@ -119,4 +130,26 @@ func TestTrainingLogBesideCheckpoint(t *testing.T) {
 	rep, err = Run(context.Background(), ix, "plan", opts)
 	require.NoError(t, err)
 	assert.True(t, rep.Training.Reused)
+}
+
+func TestStratifiedAUC(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		scores  []float64
+		pos     []bool
+		stratum []int
+		want    float64
+	}{
+		// Overall the positives score low (the low stratum scores high), but within
+		// each stratum every positive outranks every negative.
+		{"confounded", []float64{0.9, 0.8, 0.3, 0.2, 0.1}, []bool{true, false, true, true, false}, []int{0, 0, 1, 1, 1}, 1},
+		{"reversed", []float64{0.1, 0.9, 0.2, 0.8}, []bool{true, false, true, false}, []int{0, 0, 1, 1}, 0},
+		// 1 pair in stratum 0 (right), 2 in stratum 1 (one right, one wrong).
+		{"weighted by pairs", []float64{0.9, 0.1, 0.5, 0.9, 0.1}, []bool{true, false, true, false, false}, []int{0, 0, 1, 1, 1}, (1 + 2*0.5) / 3},
+		{"no stratum with both classes", []float64{1, 0}, []bool{true, false}, []int{0, 1}, 0.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.InDelta(t, c.want, stratifiedAUC(c.scores, c.pos, c.stratum), 1e-12)
+		})
+	}
 }

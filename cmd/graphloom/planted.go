@@ -48,5 +48,15 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f ± %.2f\t%.2f ± %.2f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
 			s.Recovered[0], s.Recovered[1], s.Regions[0], s.Regions[1], s.Touched[0], s.Touched[1], s.Selected[0])
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nwhere the gnn looks: ROC-AUC at telling the sampled subgraphs whose root is an end of a deleted fact")
+	fmt.Fprintln(tw, "seed\tclass\troot-end subgraphs\tscore ROC-AUC\twithin equal root degree\troot degree alone")
+	for _, r := range rows {
+		if r.Selector == "gnn" && r.RootEnds > 0 {
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.3f\t%.3f\t%.3f\n", r.Seed, r.Class, r.RootEnds, r.RootEndAUC, r.RootEndAUCWithinDegree, r.RootEndDegreeAUC)
+		}
+	}
 	return tw.Flush()
 }
