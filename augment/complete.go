@@ -204,15 +204,17 @@ func crossChunkFacts(res []extract.Result, chunkIDs []string, linked []bool) Com
 			}
 		}
 	}
-	within := namesContaining(res, aliases)
-	distinctive := func(n string, a aliasOf) bool {
-		canon := graphio.NormalizeName(a.canon)
-		for m := range within[n] {
-			if m != n && m != canon {
-				return false
-			}
+	// distinctive: the aliases that may apply outside their own discourse.
+	distinctive := map[string]bool{}
+	for n, names := range namesContaining(res, aliases) {
+		if len(aliases[n]) != 1 {
+			continue
 		}
-		return true
+		canon := graphio.NormalizeName(aliases[n][0].canon)
+		distinctive[n] = true
+		for m := range names {
+			distinctive[n] = distinctive[n] && (m == n || m == canon)
+		}
 	}
 	resolve := func(name string, own int, support map[int]bool) string {
 		n := graphio.NormalizeName(name)
@@ -224,7 +226,7 @@ func crossChunkFacts(res []extract.Result, chunkIDs []string, linked []bool) Com
 				break
 			}
 		}
-		if use == nil && len(as) == 1 && distinctive(n, as[0]) {
+		if use == nil && distinctive[n] {
 			use = &as[0]
 		}
 		if use != nil && graphio.NormalizeName(use.canon) != n {
