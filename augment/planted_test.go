@@ -64,8 +64,14 @@ func TestPlanted(t *testing.T) {
 		}
 		assert.LessOrEqual(t, r.Recovered, r.Deleted)
 		assert.LessOrEqual(t, r.Regions, r.Touched)
+		assert.LessOrEqual(t, r.Regions, r.Reachable, "no selector selects a region no sampled subgraph holds")
+		assert.Equal(t, r.Regions, r.RegionsByBudget[len(PlantedBudgetFractions)-1], "the whole budget")
+		for k := 1; k < len(PlantedBudgetFractions); k++ {
+			assert.LessOrEqual(t, r.RegionsByBudget[k-1], r.RegionsByBudget[k], "a larger budget keeps what a smaller one selected")
+		}
 		if r.Selector == "random" {
 			assert.Equal(t, rows[i-2].Selected, r.Selected, "random runs at the GNN's number of calls")
+			assert.Equal(t, rows[i-2].Reachable, r.Reachable, "both selectors choose among the same sampled subgraphs")
 		}
 		recovered += r.Recovered
 	}
@@ -152,4 +158,45 @@ func TestStratifiedAUC(t *testing.T) {
 			assert.InDelta(t, c.want, stratifiedAUC(c.scores, c.pos, c.stratum), 1e-12)
 		})
 	}
+}
+
+// TestScorePlantedCounts checks the region counts on hand-made selections: regions
+// need both ends in one selected subgraph, reachable ones in one sampled subgraph, and
+// the budget prefixes follow the selection order.
+func TestScorePlantedCounts(t *testing.T) {
+	ix := &graphio.Index{}
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		ix.Entities = append(ix.Entities, graphio.Entity{Name: n})
+	}
+	sg := func(nodes ...int32) *subgraph { return &subgraph{root: nodes[0], nodes: nodes} }
+	sampled := []*subgraph{sg(0, 1), sg(2, 3), sg(4, 5), sg(6, 2), sg(0, 7), sg(5, 7), sg(1, 2), sg(3, 4)}
+	rep := &Report{}
+	for _, s := range sampled {
+		rep.scored = append(rep.scored, candidate{sg: s})
+	}
+	// Selected in this order: {c,d} first, then {a,b}, {e,f}, {g,c}, {a,h}, {f,h}, {b,c}, {d,e}.
+	for _, i := range []int{1, 0, 2, 3, 4, 5, 6, 7} {
+		rep.Selected = append(rep.Selected, Selected{sg: sampled[i]})
+	}
+	rep.Selected = rep.Selected[:6] // the budget stops before {b,c} and {d,e}
+	deleted := []plantedFact{
+		{class: PlantedWithinChunk, s: "c", p: "p", o: "d"}, // selected 1st
+		{class: PlantedWithinChunk, s: "a", p: "p", o: "b"}, // selected 2nd
+		{class: PlantedWithinChunk, s: "h", p: "p", o: "f"}, // selected 6th
+		{class: PlantedWithinChunk, s: "b", p: "p", o: "c"}, // sampled, not selected
+		{class: PlantedWithinChunk, s: "a", p: "p", o: "g"}, // never together: touched only
+		{class: PlantedCrossChunk, s: "d", p: "p", o: "e"},  // sampled, not selected
+	}
+	rows := scorePlanted(ix, rep, deleted, 1, "random")
+	within, cross := rows[1], rows[0]
+	require.Equal(t, PlantedWithinChunk, within.Class)
+	assert.Equal(t, 5, within.Deleted)
+	assert.Equal(t, 3, within.Regions)
+	assert.Equal(t, 4, within.Reachable)
+	assert.Equal(t, 5, within.Touched)
+	// 6 selected: prefixes of ⌈6/8⌉ = 1, ⌈6/4⌉ = 2, 3 and 6 subgraphs.
+	assert.Equal(t, [4]int{1, 2, 2, 3}, within.RegionsByBudget)
+	assert.Equal(t, 0, cross.Regions)
+	assert.Equal(t, 1, cross.Reachable)
+	assert.Equal(t, 1, cross.Touched)
 }

@@ -34,19 +34,22 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 		return printJSON(w, map[string]any{"rows": rows, "summary": sum})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "seed\tselector\tclass\tdeleted\trecovered\tregions (both ends)\ttouched (one end)\tselected\tscorer test AUC (best shortcut)")
+	fmt.Fprintln(tw, "seed\tselector\tclass\tdeleted\trecovered\tregions (both ends)\tat ⅛ ¼ ½ budget\treachable\ttouched (one end)\tselected\tscorer test AUC (best shortcut)")
 	for _, r := range rows {
 		auc := "-"
 		if r.Selector == "gnn" {
 			auc = fmt.Sprintf("%.3f (%.3f)", r.TestAUC, r.BestBaseline)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, r.Recovered, r.Regions, r.Touched, r.Selected, auc)
+		b := r.RegionsByBudget
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d %d %d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, r.Recovered, r.Regions,
+			b[0], b[1], b[2], r.Reachable, r.Touched, r.Selected, auc)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "selector\tclass\tseeds\tdeleted\trecovered (mean ± sd)\tregions (mean ± sd)\ttouched (mean ± sd)\tselected")
+	fmt.Fprintln(tw, "selector\tclass\tseeds\tdeleted\trecovered (mean ± sd)\tregions (mean ± sd)\tat ⅛ ¼ ½ budget\treachable\ttouched (mean ± sd)\tselected")
 	for _, s := range sum {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f ± %.2f\t%.2f ± %.2f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
-			s.Recovered[0], s.Recovered[1], s.Regions[0], s.Regions[1], s.Touched[0], s.Touched[1], s.Selected[0])
+		b := s.RegionsByBudget
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f ± %.2f\t%.2f ± %.2f\t%.1f %.1f %.1f\t%.1f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
+			s.Recovered[0], s.Recovered[1], s.Regions[0], s.Regions[1], b[0], b[1], b[2], s.Reachable, s.Touched[0], s.Touched[1], s.Selected[0])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
