@@ -27,20 +27,30 @@ import (
 //	z = s + d·Pᵀz
 //
 // and x = z/Σz (Sherman–Morrison). The kernels iterate on z, which needs no global
-// dangling sum per step. With PPRChebyshev (default) the iteration is accelerated by
-// Chebyshev semi-iteration: for an undirected graph Pᵀ = A·D⁻¹ is similar to the
-// symmetric D^-½·A·D^-½, so the spectrum of d·Pᵀ is real and inside [−d, d] and the
-// error falls like (d/(1+√(1−d²)))^k, 0.27^k at d = 0.5 instead of 0.5^k for the power
-// iteration: about half the passes over the matrix for the same accuracy.
+// dangling sum per step. For an undirected graph Pᵀ = A·D⁻¹ is similar to the
+// symmetric D^-½·A·D^-½, so I − d·Pᵀ is similar to a symmetric positive definite
+// matrix and the spectrum of d·Pᵀ is real and inside [−d, d]. Three iterations:
+//
+//   - PPRSOR (default): successive over-relaxation by colour. The nodes are coloured so
+//     that no two neighbours share a colour (pprColouring); a pass updates the colours
+//     in turn, each colour's nodes in parallel and in place from the latest values of
+//     the others, z_v ← (1−ω)·z_v + ω·J_v(z), with Young's ω = 2/(1+√(1−d²)) (1.072 at
+//     d = 0.5). SOR converges for 0 < ω < 2 on such a system (Ostrowski–Reich). On the
+//     2Wiki HippoRAG graph it needs 13 passes where Chebyshev needs 19, for a smaller
+//     error (L1 error against a 1e-15 solution 7e-12 against 1.6e-11), and it keeps
+//     one vector instead of three.
+//   - PPRChebyshev: Jacobi accelerated by Chebyshev semi-iteration; the error falls
+//     like (d/(1+√(1−d²)))^k, 0.27^k at d = 0.5.
+//   - PPRPower: the plain power (Jacobi) iteration; 0.5^k at d = 0.5.
 //
 // The iterate is stored divided by strength, y = z/strength (y = z on isolated nodes),
 // so that one pull over row v, Σ_u w(v,u)·y[u], is (Pᵀz)[v] with no per-edge division.
 // One pass over the matrix computes J(z_k) = s + d·Pᵀz_k, the residual ‖J(z_k)−z_k‖₁
 // and z_{k+1}, fused, in float64 (weights are the CSR's float32).
 //
-// Performance: the matrix is relabelled and stored in SELL-8 form (pprLayout) so that
-// 8 rows are reduced in lockstep and all per-node vectors are streamed sequentially;
-// passes run on Workers goroutines over chunks of balanced work. SolveBatch iterates 8
+// Performance: the matrix is relabelled (by colour for SOR) and stored in SELL-8 form
+// (pprLayout) so that 8 rows are reduced in lockstep and all per-node vectors are
+// streamed sequentially; passes run on Workers goroutines over chunks of balanced work. SolveBatch iterates 8
 // queries at once in a [node][8] layout (one AVX-512 register per node and row), so one
 // pass over the matrix serves 8 queries.
 
@@ -48,8 +58,10 @@ import (
 type PPRMethod int
 
 const (
-	// PPRChebyshev is the Chebyshev-accelerated Jacobi iteration (the default).
-	PPRChebyshev PPRMethod = iota
+	// PPRSOR is successive over-relaxation by colour (the default).
+	PPRSOR PPRMethod = iota
+	// PPRChebyshev is the Chebyshev-accelerated Jacobi iteration.
+	PPRChebyshev
 	// PPRPower is the plain power (Jacobi) iteration x ← (1−d)s + d(Pᵀx + dangling·s).
 	PPRPower
 )
@@ -57,6 +69,8 @@ const (
 // String implements fmt.Stringer.
 func (m PPRMethod) String() string {
 	switch m {
+	case PPRSOR:
+		return "sor"
 	case PPRChebyshev:
 		return "chebyshev"
 	case PPRPower:
@@ -84,13 +98,17 @@ type PPRConfig struct {
 	// one Jacobi step. For PPRPower this is exactly the L1 change between successive
 	// normalised iterates. The L1 error of the result is then at most
 	// 2·Tol/(1−d) (4·Tol at d = 0.5). Default 1e-10 (PRPACK's tolerance in igraph).
+	// PPRSOR measures the residual r of each node as it updates it (as PRPACK's
+	// Gauss–Seidel does) and stops when (|1−ω| + d·ω)·‖r‖₁/‖z‖₁ < Tol: the residual of
+	// the returned iterate, J(z)−z = (1−ω)·r + d·Pᵀ·(the later updates, ω·r), is no
+	// larger, so the same error bound holds (to the change of ‖z‖₁ in the last pass).
 	Tol float64
 	// MaxIter bounds the number of passes over the matrix; default 100.
 	MaxIter int
 	// Workers is the number of goroutines; 0 means GOMAXPROCS. Results do not depend
 	// on it (bit for bit): work is split into chunks that depend only on the graph.
 	Workers int
-	// Method is the iteration; default PPRChebyshev.
+	// Method is the iteration; default PPRSOR.
 	Method PPRMethod
 }
 
@@ -119,19 +137,22 @@ func (c PPRConfig) resolve() (PPRConfig, error) {
 		return c, fmt.Errorf("kernels: ppr: negative MaxIter %d", c.MaxIter)
 	case c.Workers < 0:
 		return c, fmt.Errorf("kernels: ppr: negative Workers %d", c.Workers)
-	case c.Method != PPRChebyshev && c.Method != PPRPower:
+	case c.Method != PPRSOR && c.Method != PPRChebyshev && c.Method != PPRPower:
 		return c, fmt.Errorf("kernels: ppr: unknown method %v", c.Method)
 	}
 	return c, nil
 }
 
 // omegas returns the relaxation weight of each pass: all 1 for the power iteration;
-// the Chebyshev weights ω₁ = 1, ω₂ = 1/(1−ρ²/2), ωₖ₊₁ = 1/(1−ρ²ωₖ/4) with ρ = d.
+// the Chebyshev weights ω₁ = 1, ω₂ = 1/(1−ρ²/2), ωₖ₊₁ = 1/(1−ρ²ωₖ/4) with ρ = d; Young's
+// ω = 2/(1+√(1−d²)) for every SOR pass.
 func (c PPRConfig) omegas() []float64 {
 	w := make([]float64, c.MaxIter)
 	rho2 := c.Damping * c.Damping
 	for k := range w {
 		switch {
+		case c.Method == PPRSOR:
+			w[k] = 2 / (1 + math.Sqrt(1-rho2))
 		case c.Method == PPRPower || k == 0:
 			w[k] = 1
 		case k == 1:
@@ -224,7 +245,7 @@ func newPPRSolver(csr *CSR, cfg PPRConfig, chunkCost int) (*PPRSolver, error) {
 	if err := csr.CheckSymmetric(1e-6); err != nil {
 		return nil, fmt.Errorf("kernels: ppr: the graph must be undirected (build it with NewSymmetricCSR): %w", err)
 	}
-	return &PPRSolver{n: csr.N, cfg: cfg, omega: cfg.omegas(), lay: newPPRLayout(csr, pprSellSigma, chunkCost),
+	return &PPRSolver{n: csr.N, cfg: cfg, omega: cfg.omegas(), lay: newPPRLayout(csr, pprSellSigma, chunkCost, cfg.Method == PPRSOR),
 		simd: pprSIMDAvailable()}, nil
 }
 
@@ -241,20 +262,23 @@ func (s *PPRSolver) chunkRows(c int) (lo, hi int) {
 
 // forChunks calls fn for every chunk on the configured number of goroutines; chunks
 // are handed out dynamically, so a slow core (shared machine) does not stall the rest.
-func (s *PPRSolver) forChunks(fn func(c int)) {
-	nc := s.numChunks()
+func (s *PPRSolver) forChunks(fn func(c int)) { s.forChunkRange(0, s.numChunks(), fn) }
+
+// forChunkRange is forChunks over the chunks [c0, c1).
+func (s *PPRSolver) forChunkRange(c0, c1 int, fn func(c int)) {
 	workers := s.cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, nc)
+	workers = min(workers, c1-c0)
 	if workers <= 1 {
-		for c := 0; c < nc; c++ {
+		for c := c0; c < c1; c++ {
 			fn(c)
 		}
 		return
 	}
 	var next atomic.Int64
+	next.Store(int64(c0))
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -262,7 +286,7 @@ func (s *PPRSolver) forChunks(fn func(c int)) {
 			defer wg.Done()
 			for {
 				c := int(next.Add(1)) - 1
-				if c >= nc {
+				if c >= c1 {
 					return
 				}
 				fn(c)
@@ -270,6 +294,29 @@ func (s *PPRSolver) forChunks(fn func(c int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// sweep runs one pass over the matrix with pass(c) on every chunk: all chunks at once
+// (Jacobi, Chebyshev), or colour after colour (SOR, whose passes update in place).
+func (s *PPRSolver) sweep(pass func(c int)) {
+	if s.cfg.Method != PPRSOR {
+		s.forChunks(pass)
+		return
+	}
+	cc := s.lay.colourChunk
+	for k := 0; k+1 < len(cc); k++ {
+		s.forChunkRange(int(cc[k]), int(cc[k+1]), pass)
+	}
+}
+
+// residualScale turns the residual a pass measures into a bound on the residual of
+// its result: 1, or |1−ω| + d·ω for SOR (see PPRConfig.Tol).
+func (s *PPRSolver) residualScale() float64 {
+	if s.cfg.Method != PPRSOR {
+		return 1
+	}
+	w := s.omega[0]
+	return math.Abs(1-w) + s.cfg.Damping*w
 }
 
 // resetScale validates a reset vector and returns 1/Σreset.
@@ -346,22 +393,29 @@ func (s *PPRSolver) solve1(reset []float64, scale float64) ([]float64, PPRStats)
 	// y_0 = s/strength, in internal order.
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		for i := lo; i < min(hi, s.n); i++ {
-			sv[i] = reset[lay.perm[i]] * scale
-			cur[i] = sv[i] * lay.inv[i]
+		for i := lo; i < hi; i++ {
+			if v := lay.perm[i]; v >= 0 {
+				sv[i] = reset[v] * scale
+				cur[i] = sv[i] * lay.inv[i]
+			}
 		}
 	})
 	var st PPRStats
 	d := s.cfg.Damping
-	cheb := s.cfg.Method == PPRChebyshev
+	sor := s.cfg.Method == PPRSOR
+	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
+	if sor {
+		nxt = cur
+	}
+	scaleRes := s.residualScale()
 	for st.Iterations < s.cfg.MaxIter {
 		omega := s.omega[st.Iterations]
-		s.forChunks(func(c int) {
-			res[c], zsum[c] = pprPass1SIMD(s.simd, lay, sv, d, omega, cheb, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
+		s.sweep(func(c int) {
+			res[c], zsum[c] = pprPass1SIMD(s.simd, lay, sv, d, omega, relax, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
 		})
 		st.Iterations++
 		cur, nxt = nxt, cur
-		st.Residual = pprRatio(res, zsum)
+		st.Residual = scaleRes * pprRatio(res, zsum)
 		if st.Residual < s.cfg.Tol {
 			st.Converged = true
 			break
@@ -371,10 +425,12 @@ func (s *PPRSolver) solve1(reset []float64, scale float64) ([]float64, PPRStats)
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		var sum float64
-		for i := lo; i < min(hi, s.n); i++ {
-			z := cur[i] * lay.str[i]
-			x[lay.perm[i]] = z
-			sum += z
+		for i := lo; i < hi; i++ {
+			if v := lay.perm[i]; v >= 0 {
+				z := cur[i] * lay.str[i]
+				x[v] = z
+				sum += z
+			}
 		}
 		zsum[c] = sum
 	})
@@ -405,8 +461,10 @@ func pprNormalize(s *PPRSolver, xs [][]float64, sums [][]float64) {
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i, x := range xs {
-			for _, v := range s.lay.perm[lo:min(hi, s.n)] {
-				x[v] *= inv[i]
+			for _, v := range s.lay.perm[lo:hi] {
+				if v >= 0 {
+					x[v] *= inv[i]
+				}
 			}
 		}
 	})

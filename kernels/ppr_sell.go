@@ -27,41 +27,66 @@ const pprSellSigma = 256
 // (stable). Internal node i is original node perm[i]; slice s holds internal rows
 // 8s..8s+7; all per-node vectors are stored in internal order, so every pass reads and
 // writes them sequentially, and windows keep whatever locality the original order had.
-// Each row keeps its CSR entry order, so its sum is the same as a CSR loop's. The node
-// count is padded to a multiple of 8 with isolated dummy nodes.
+// Each row keeps its CSR entry order, so its sum is the same as a CSR loop's. The rows
+// are padded to a multiple of 8 with isolated dummy nodes (perm −1).
+//
+// With colours (the SOR solver) the nodes are first grouped by a colouring of the graph
+// in which no two neighbours share a colour (pprColouring): each colour is a run of
+// internal rows, padded to whole slices and cut into its own chunks (colourChunk), so
+// that one colour's rows can be updated in place, in parallel, from the others'.
 type pprLayout struct {
-	n, np    int       // nodes; padded to a multiple of pprSellRows
-	perm     []int32   // internal → original node, len n
+	n, np    int       // nodes; internal rows (whole slices, padding included)
+	perm     []int32   // internal → original node, len np; −1 for padding rows
 	str, inv []float64 // per internal node strength and 1/strength; 1 and 1 if isolated or padding
 	slicePtr []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
 	col      []int32   // internal column of each entry, pprSellRows per group
 	val      []float32 // weight of each entry, pprSellRows per group
 	chunk    []int32   // chunk c is slices [chunk[c], chunk[c+1]); chunks balance work
+	// colourChunk[k] .. colourChunk[k+1] are the chunks of colour k; one colour holding
+	// every chunk without colouring.
+	colourChunk []int32
 }
 
-// newPPRLayout relabels and lays out csr, and cuts the slices into chunks of at least
-// chunkCost work (entries + 4 per row).
-func newPPRLayout(csr *CSR, sigma, chunkCost int) *pprLayout {
+// newPPRLayout relabels and lays out csr, grouped by colour when colour is set, and
+// cuts the slices into chunks of at least chunkCost work (entries + 4 per row) that
+// never span two colours.
+func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 	n := csr.N
-	np := (n + pprSellRows - 1) / pprSellRows * pprSellRows
-	l := &pprLayout{n: n, np: np, perm: make([]int32, n), str: make([]float64, np), inv: make([]float64, np)}
 	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
-	for i := range l.perm {
-		l.perm[i] = int32(i)
+	groups := [][]int32{make([]int32, n)}
+	for i := range groups[0] {
+		groups[0][i] = int32(i)
 	}
-	for w := 0; w < n; w += sigma {
-		win := l.perm[w:min(w+sigma, n)]
-		sort.SliceStable(win, func(a, b int) bool { return rowLen(win[a]) > rowLen(win[b]) })
+	if colour {
+		groups = pprColouring(csr)
 	}
+	l := &pprLayout{n: n}
+	var groupEnd []int // slice index after each group
+	for _, g := range groups {
+		for w := 0; w < len(g); w += sigma {
+			win := g[w:min(w+sigma, len(g))]
+			sort.SliceStable(win, func(a, b int) bool { return rowLen(win[a]) > rowLen(win[b]) })
+		}
+		l.perm = append(l.perm, g...)
+		for len(l.perm)%pprSellRows != 0 {
+			l.perm = append(l.perm, -1)
+		}
+		groupEnd = append(groupEnd, len(l.perm)/pprSellRows)
+	}
+	np := len(l.perm)
+	l.np = np
+	l.str, l.inv = make([]float64, np), make([]float64, np)
 	inv := make([]int32, n) // original → internal
 	for i, v := range l.perm {
-		inv[v] = int32(i)
+		if v >= 0 {
+			inv[v] = int32(i)
+		}
 	}
 	strength := csr.Strength()
-	for i := range np {
+	for i, v := range l.perm {
 		l.str[i], l.inv[i] = 1, 1
-		if i < n {
-			if st := strength[l.perm[i]]; st > 0 && !math.IsInf(1/st, 0) {
+		if v >= 0 {
+			if st := strength[v]; st > 0 && !math.IsInf(1/st, 0) {
 				l.str[i], l.inv[i] = st, 1/st
 			}
 		}
@@ -71,20 +96,20 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int) *pprLayout {
 	l.col = make([]int32, 0, csr.NNZ()+csr.NNZ()/16)
 	l.val = make([]float32, 0, csr.NNZ()+csr.NNZ()/16)
 	l.chunk = []int32{0}
+	l.colourChunk = []int32{0}
 	cost := 0
 	for sl := range ns {
 		width := int32(0)
 		for r := range pprSellRows {
-			if i := sl*pprSellRows + r; i < n {
-				width = max(width, rowLen(l.perm[i]))
+			if v := l.perm[sl*pprSellRows+r]; v >= 0 {
+				width = max(width, rowLen(v))
 			}
 		}
 		for k := range width {
 			for r := range pprSellRows {
 				i := sl*pprSellRows + r
-				var v, p0, ln int32
-				if i < n {
-					v = l.perm[i]
+				var p0, ln int32
+				if v := l.perm[i]; v >= 0 {
 					p0, ln = csr.RowPtr[v], rowLen(v)
 				}
 				switch {
@@ -99,12 +124,45 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int) *pprLayout {
 		}
 		l.slicePtr = append(l.slicePtr, l.slicePtr[sl]+width)
 		cost += int(width)*pprSellRows + 4*pprSellRows
-		if cost >= chunkCost || sl == ns-1 {
+		groupDone := sl+1 == groupEnd[len(l.colourChunk)-1]
+		if cost >= chunkCost || groupDone {
 			l.chunk = append(l.chunk, int32(sl+1))
 			cost = 0
 		}
+		if groupDone {
+			l.colourChunk = append(l.colourChunk, int32(len(l.chunk)-1))
+		}
 	}
 	return l
+}
+
+// pprColouring colours the nodes of csr greedily in node order, each with the
+// smallest colour no earlier neighbour has (self-loops ignored), and returns the
+// nodes of each colour in node order. Neighbours never share a colour, so a colour's
+// nodes can be updated at once from the others' values: Gauss–Seidel by colour. Sparse
+// graphs need few colours (the degeneracy bounds them): 7 on the 2Wiki HippoRAG graph.
+func pprColouring(csr *CSR) [][]int32 {
+	colour := make([]int32, csr.N)
+	var out [][]int32
+	var taken []int32 // taken[k] == v+1: colour k is used by a neighbour of v
+	for v := range csr.N {
+		for p := csr.RowPtr[v]; p < csr.RowPtr[v+1]; p++ {
+			if u := csr.Col[p]; int(u) < v {
+				taken[colour[u]] = int32(v + 1)
+			}
+		}
+		k := int32(0)
+		for int(k) < len(taken) && taken[k] == int32(v+1) {
+			k++
+		}
+		if int(k) == len(taken) {
+			taken = append(taken, 0)
+			out = append(out, nil)
+		}
+		colour[v] = k
+		out[k] = append(out[k], int32(v))
+	}
+	return out
 }
 
 // pprPass1 runs one Jacobi or Chebyshev step for one vector over the slices [s0,s1)

@@ -178,7 +178,7 @@ func TestPPRClosedForms(t *testing.T) {
 		{"parallel edges", 2, []Edge{{0, 1, 1}, {1, 0, 2}, {0, 1, 0.5}}, []float64{1, 0}, []float64{2. / 3, 1. / 3}},
 		{"single isolated node", 1, nil, []float64{5}, []float64{1}},
 	} {
-		for _, method := range []PPRMethod{PPRChebyshev, PPRPower} {
+		for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
 			t.Run(tc.name+"/"+method.String(), func(t *testing.T) {
 				x, st, err := PPR(pprCSR(t, tc.n, tc.edges), tc.reset, PPRConfig{Damping: d, Method: method})
 				require.NoError(t, err)
@@ -210,7 +210,7 @@ func TestPPRMatchesDenseReference(t *testing.T) {
 		reset := pprRandomReset(rng, tc.n, tc.reset)
 		want := pprDenseRef(t, tc.n, edges, reset, tc.damping)
 		csr := pprCSR(t, tc.n, edges)
-		for _, method := range []PPRMethod{PPRChebyshev, PPRPower} {
+		for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
 			t.Run(tc.name+"/"+method.String(), func(t *testing.T) {
 				// Small chunks so that several goroutines share even these graphs.
 				s, err := newPPRSolver(csr, PPRConfig{Damping: tc.damping, Method: method, Workers: 3, MaxIter: 300}, 64)
@@ -246,6 +246,10 @@ func TestPPRIterationCounts(t *testing.T) {
 		{0.5, PPRChebyshev, 12, 20},
 		{0.85, PPRPower, 110, 150},
 		{0.85, PPRChebyshev, 25, 45},
+		// SOR with Young's ω; this graph's random weights and self-loops suit it less
+		// than the retrieval graphs (TestPPRSORFewerPasses).
+		{0.5, PPRSOR, 12, 20},
+		{0.85, PPRSOR, 35, 55},
 	} {
 		t.Run(tc.method.String(), func(t *testing.T) {
 			_, st, err := PPR(csr, reset, PPRConfig{Damping: tc.damping, Method: tc.method, MaxIter: 200})
@@ -267,7 +271,7 @@ func TestPPRBatchEqualsSingle(t *testing.T) {
 		for i := range resets {
 			resets[i] = pprRandomReset(rng, n, kinds[i%len(kinds)])
 		}
-		for _, method := range []PPRMethod{PPRChebyshev, PPRPower} {
+		for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
 			for _, simd := range []bool{false, true} {
 				if simd && !pprSIMDAvailable() {
 					continue
@@ -479,4 +483,111 @@ func ExamplePPRSolver() {
 	}
 	fmt.Printf("hub %.4f, leaf %.4f, converged %v\n", x[0], x[1], st.Converged)
 	// Output: hub 0.6667, leaf 0.0833, converged true
+}
+
+// hippoLikeEdges returns a HippoRAG-shaped graph: passages 0..p−1 each linked to a few
+// entities (weight 1), entities p..n−1 linked by facts (weight 2·count) and a few
+// synonym edges (weight 2·cosine).
+func hippoLikeEdges(rng *rand.Rand, p, e int) []Edge {
+	var edges []Edge
+	for i := range p {
+		for range 2 + rng.IntN(4) {
+			edges = append(edges, Edge{U: int32(i), V: int32(p + rng.IntN(e)), Weight: 1})
+		}
+	}
+	for range 2 * e {
+		u, v := p+rng.IntN(e), p+rng.IntN(e)
+		if u != v {
+			edges = append(edges, Edge{U: int32(u), V: int32(v), Weight: float32(2 * (1 + rng.IntN(2)))})
+		}
+	}
+	for range e / 10 {
+		edges = append(edges, Edge{U: int32(p + rng.IntN(e)), V: int32(p + rng.IntN(e)), Weight: float32(1.6 + 0.4*rng.Float64())})
+	}
+	return edges
+}
+
+// TestPPRSORFewerPasses: on a graph shaped like HippoRAG 2's, at its damping, SOR by
+// colour reaches the same tolerance in fewer passes than Chebyshev, and both stay
+// within the error bound of the dense solution.
+func TestPPRSORFewerPasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const p, e = 300, 500
+	edges := hippoLikeEdges(rng, p, e)
+	csr := pprCSR(t, p+e, edges)
+	reset := make([]float64, p+e)
+	for i := range p {
+		reset[i] = 0.05 * rng.Float64()
+	}
+	for range 5 {
+		reset[p+rng.IntN(e)] += 1
+	}
+	want := pprDenseRef(t, p+e, edges, reset, 0.5)
+	passes := map[PPRMethod]int{}
+	for _, m := range []PPRMethod{PPRSOR, PPRChebyshev} {
+		x, st, err := PPR(csr, reset, PPRConfig{Method: m})
+		require.NoError(t, err)
+		require.True(t, st.Converged)
+		var l1 float64
+		for i := range x {
+			l1 += math.Abs(x[i] - want[i])
+		}
+		assert.Less(t, l1, 2*DefaultPPRTol/(1-0.5), m.String())
+		passes[m] = st.Iterations
+	}
+	assert.Less(t, float64(passes[PPRSOR]), 0.8*float64(passes[PPRChebyshev]), "passes %v", passes)
+}
+
+// TestPPRColouringLayout: no two neighbours share a colour, every node is laid out once,
+// and each chunk holds the rows of one colour only (padding rows apart).
+func TestPPRColouringLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, tc := range []struct {
+		name  string
+		n     int
+		edges []Edge
+	}{
+		{"random with self-loops", 500, pprRandomEdges(rng, 500, 2000, 20)},
+		{"hipporag-like", 700, hippoLikeEdges(rng, 300, 400)},
+		{"no edges", 13, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			csr := pprCSR(t, tc.n, tc.edges)
+			colours := pprColouring(csr)
+			colour := make([]int, tc.n)
+			seen := 0
+			for k, vs := range colours {
+				require.NotEmpty(t, vs)
+				for _, v := range vs {
+					colour[v] = k
+					seen++
+				}
+			}
+			require.Equal(t, tc.n, seen)
+			for _, e := range tc.edges {
+				if e.U != e.V && e.Weight > 0 { // the CSR drops weightless edges
+					assert.NotEqual(t, colour[e.U], colour[e.V], "edge %d–%d", e.U, e.V)
+				}
+			}
+			l := newPPRLayout(csr, pprSellSigma, 64, true)
+			require.Len(t, l.colourChunk, len(colours)+1)
+			require.Equal(t, len(l.chunk)-1, int(l.colourChunk[len(colours)]))
+			laid := make([]int, tc.n)
+			for k := range colours {
+				for c := l.colourChunk[k]; c < l.colourChunk[k+1]; c++ {
+					for i := int(l.chunk[c]) * pprSellRows; i < int(l.chunk[c+1])*pprSellRows; i++ {
+						if v := l.perm[i]; v >= 0 {
+							assert.Equal(t, k, colour[v])
+							laid[v]++
+						} else {
+							assert.Equal(t, 1.0, l.str[i])
+						}
+					}
+				}
+			}
+			for v, c := range laid {
+				assert.Equal(t, 1, c, "node %d", v)
+			}
+		})
+	}
 }

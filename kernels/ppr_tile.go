@@ -39,8 +39,8 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 			inv := lay.inv[i]
 			for b := range row {
 				var sv float64
-				if b < nq && i < s.n {
-					sv = resets[b][lay.perm[i]] * scales[b]
+				if v := lay.perm[i]; b < nq && v >= 0 {
+					sv = resets[b][v] * scales[b]
 				}
 				row[b] = sv
 				cur[b] = sv * inv
@@ -56,20 +56,29 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 	}
 	left := nq
 	d := s.cfg.Damping
-	cheb := s.cfg.Method == PPRChebyshev
+	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
+	nxt := t.nxt
+	if s.cfg.Method == PPRSOR {
+		nxt = t.cur
+	}
+	scaleRes := s.residualScale()
 	iter := 0
 	for iter < s.cfg.MaxIter && left > 0 {
 		omega := s.omega[iter]
-		s.forChunks(func(c int) {
+		cur := t.cur
+		s.sweep(func(c int) {
 			s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
 			if s.simd {
-				pprTilePassSIMD(lay, t.s, d, omega, cheb, t.cur, t.nxt, s0, s1, &res[c], &zsum[c])
+				pprTilePassSIMD(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &res[c], &zsum[c])
 			} else {
-				pprTilePass(lay, t.s, d, omega, cheb, t.cur, t.nxt, s0, s1, &res[c], &zsum[c])
+				pprTilePass(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &res[c], &zsum[c])
 			}
 		})
 		iter++
-		t.cur, t.nxt = t.nxt, t.cur
+		t.cur, nxt = nxt, t.cur
+		if s.cfg.Method != PPRSOR {
+			t.nxt = nxt // the tile's two buffers stay distinct for its next queries
+		}
 		var done []int
 		for b := 0; b < nq; b++ {
 			if !active[b] {
@@ -80,6 +89,7 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 				r += res[c][b]
 				z += zsum[c][b]
 			}
+			r *= scaleRes
 			stats[b] = PPRStats{Iterations: iter, Residual: r / z, Converged: r/z < s.cfg.Tol}
 			if stats[b].Converged {
 				done = append(done, b)
@@ -117,14 +127,15 @@ func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64) {
 	lay := s.lay
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		hi = min(hi, s.n)
 		for i, b := range lanes {
 			x := xs[i]
 			var sum float64
 			for v := lo; v < hi; v++ {
-				z := t.cur[v*pprLanes+b] * lay.str[v]
-				x[lay.perm[v]] = z
-				sum += z
+				if p := lay.perm[v]; p >= 0 {
+					z := t.cur[v*pprLanes+b] * lay.str[v]
+					x[p] = z
+					sum += z
+				}
 			}
 			sums[i][c] = sum
 		}

@@ -189,17 +189,28 @@ func run(o options) error {
 	n, nnz := int64(o.n), int64(rep.NNZ)
 	// Compulsory bytes per pass over the matrix (see README in the table output):
 	// RowPtr 4(N+1) + Col 4·nnz + Val 4·nnz + per node [strength, 1/strength] 16 +
-	// reset 8 + y_k 8 + y_{k-1} read 8 + y_{k+1} write 8.
+	// reset 8 + y_k 8 + y_{k-1} read 8 + y_{k+1} write 8; SOR updates y in place (no
+	// y_{k-1}: 8 bytes per node and lane less).
 	matrix := 4*(n+1) + 8*nnz
 	rep.WorkingSetSingle = matrix + 48*n
 	rep.WorkingSetTile = matrix + 16*n + 8*8*n*4
-	single := float64(rep.WorkingSetSingle)
-	tile := float64(rep.WorkingSetTile) / 8
+	bytesPass := func(m kernels.PPRMethod, batch bool) float64 {
+		if batch {
+			if m == kernels.PPRSOR {
+				return float64(matrix+16*n+8*8*n*3) / 8
+			}
+			return float64(rep.WorkingSetTile) / 8
+		}
+		if m == kernels.PPRSOR {
+			return float64(matrix + 40*n)
+		}
+		return float64(rep.WorkingSetSingle)
+	}
 
 	for _, v := range []struct {
 		method  kernels.PPRMethod
 		workers int
-	}{{kernels.PPRChebyshev, 0}, {kernels.PPRChebyshev, 1}, {kernels.PPRPower, 0}} {
+	}{{kernels.PPRSOR, 0}, {kernels.PPRSOR, 1}, {kernels.PPRChebyshev, 0}, {kernels.PPRChebyshev, 1}, {kernels.PPRPower, 0}} {
 		c := cfg
 		c.Method, c.Workers = v.method, v.workers
 		s, err := kernels.NewPPRSolver(csr, c)
@@ -211,11 +222,11 @@ func run(o options) error {
 		if v.workers == 1 {
 			tm.Name = "graphloom single (" + v.method.String() + ", 1 goroutine)"
 		}
-		tm.BytesPass = single
+		tm.BytesPass = bytesPass(v.method, false)
 		rep.Timings = append(rep.Timings, tm)
 		fmt.Fprintf(os.Stderr, "%s: %.2f ms/query, %.1f passes\n", tm.Name, tm.MedianMS, tm.Iterations)
 	}
-	for _, method := range []kernels.PPRMethod{kernels.PPRChebyshev, kernels.PPRPower} {
+	for _, method := range []kernels.PPRMethod{kernels.PPRSOR, kernels.PPRChebyshev, kernels.PPRPower} {
 		c := cfg
 		c.Method = method
 		s, err := kernels.NewPPRSolver(csr, c)
@@ -224,7 +235,7 @@ func run(o options) error {
 		}
 		tm := timeBatch(o, resets, want, func(r [][]float64) ([][]float64, []kernels.PPRStats, error) { return s.SolveBatch(r) })
 		tm.Name = fmt.Sprintf("graphloom batch-%d (%s), per query", o.batch, method)
-		tm.BytesPass = tile
+		tm.BytesPass = bytesPass(method, true)
 		rep.Timings = append(rep.Timings, tm)
 		fmt.Fprintf(os.Stderr, "%s: %.2f ms/query, %.1f passes\n", tm.Name, tm.MedianMS, tm.Iterations)
 	}
