@@ -50,9 +50,9 @@ import (
 //
 // Performance: the matrix is relabelled (by colour for SOR) and stored in SELL-8 form
 // (pprLayout) so that 8 rows are reduced in lockstep and all per-node vectors are
-// streamed sequentially; passes run on Workers goroutines over chunks of balanced work. SolveBatch iterates 8
-// queries at once in a [node][8] layout (one AVX-512 register per node and row), so one
-// pass over the matrix serves 8 queries.
+// streamed sequentially; passes run on Workers goroutines over chunks of balanced
+// work. SolveBatch iterates 8 queries at once in a [node][8] layout (one AVX-512
+// register per node and row), so one pass over the matrix serves 8 queries.
 
 // PPRMethod selects the fixed-point iteration of the PPR kernels.
 type PPRMethod int
@@ -405,7 +405,7 @@ func (s *PPRSolver) solve1(reset []float64, scale float64) ([]float64, PPRStats)
 	sor := s.cfg.Method == PPRSOR
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
 	if sor {
-		nxt = cur
+		nxt = cur // one vector: every pass writes what it reads
 	}
 	scaleRes := s.residualScale()
 	for st.Iterations < s.cfg.MaxIter {

@@ -53,12 +53,15 @@ type pprLayout struct {
 func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 	n := csr.N
 	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
-	groups := [][]int32{make([]int32, n)}
-	for i := range groups[0] {
-		groups[0][i] = int32(i)
-	}
+	var groups [][]int32
 	if colour {
 		groups = pprColouring(csr)
+	} else {
+		all := make([]int32, n)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		groups = [][]int32{all}
 	}
 	l := &pprLayout{n: n}
 	var groupEnd []int // slice index after each group
@@ -165,11 +168,12 @@ func pprColouring(csr *CSR) [][]int32 {
 	return out
 }
 
-// pprPass1 runs one Jacobi or Chebyshev step for one vector over the slices [s0,s1)
-// and returns their residual Σ|J(z)−z| and Σz. cur holds y_k; nxt holds y_{k−1} on
-// entry (Chebyshev) and y_{k+1} on return; sv is the normalised reset, all in internal
-// order. Residual and Σz are accumulated per slot of the slice (8 independent chains)
-// and summed at the end.
+// pprPass1 runs one Jacobi, Chebyshev or SOR step for one vector over the slices
+// [s0,s1) and returns their residual Σ|J(z)−z| and Σz. cur holds y_k; nxt holds
+// y_{k−1} on entry (cheb: relaxation ω·(J − y_{k−1}) + y_{k−1}) and y_{k+1} on return;
+// SOR passes nxt = cur, so that the same relaxation is (1−ω)·y_k + ω·J, in place. sv
+// is the normalised reset, all in internal order. Residual and Σz are accumulated per
+// slot of the slice (8 independent chains) and summed at the end.
 //
 // The neighbour loads skip bounds checks: every column is an internal node < np (built
 // by newPPRLayout) and cur has np entries.

@@ -57,15 +57,15 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 	left := nq
 	d := s.cfg.Damping
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
-	nxt := t.nxt
-	if s.cfg.Method == PPRSOR {
-		nxt = t.cur
-	}
+	sor := s.cfg.Method == PPRSOR
 	scaleRes := s.residualScale()
 	iter := 0
 	for iter < s.cfg.MaxIter && left > 0 {
 		omega := s.omega[iter]
-		cur := t.cur
+		cur, nxt := t.cur, t.nxt
+		if sor {
+			nxt = cur
+		}
 		s.sweep(func(c int) {
 			s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
 			if s.simd {
@@ -75,9 +75,8 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 			}
 		})
 		iter++
-		t.cur, nxt = nxt, t.cur
-		if s.cfg.Method != PPRSOR {
-			t.nxt = nxt // the tile's two buffers stay distinct for its next queries
+		if !sor {
+			t.cur, t.nxt = t.nxt, t.cur
 		}
 		var done []int
 		for b := 0; b < nq; b++ {
