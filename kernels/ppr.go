@@ -214,6 +214,35 @@ type PPRSolver struct {
 	omega []float64
 	lay   *pprLayout
 	simd  bool // use the AVX-512 kernels
+	// work recycles the internal vectors of single solves (pprWork): a solve over a
+	// large graph would otherwise allocate and zero three node-sized vectors (120K
+	// passages: 20 MB) per query.
+	work sync.Pool
+}
+
+// pprWork is the scratch of one single solve, in internal order: the normalised reset,
+// the iterate and, for Chebyshev and power passes, the previous iterate. Padding rows
+// stay 0 in every vector across reuses (passes write 0 there).
+type pprWork struct{ sv, cur, nxt []float64 }
+
+// getWork returns a workspace whose vectors hold np entries each. Entries of real
+// nodes are overwritten by solve1 before being read, except nxt's, which a Chebyshev
+// first pass reads: it is cleared here so that a reused workspace gives the same bits
+// as a fresh one.
+func (s *PPRSolver) getWork() *pprWork {
+	np := s.lay.np
+	w, _ := s.work.Get().(*pprWork)
+	if w == nil {
+		w = &pprWork{sv: make([]float64, np), cur: make([]float64, np)}
+	}
+	if s.cfg.Method != PPRSOR {
+		if w.nxt == nil {
+			w.nxt = make([]float64, np)
+		} else {
+			clear(w.nxt)
+		}
+	}
+	return w
 }
 
 // pprChunkCost is the minimum work (entries + 4 per node) of one chunk.
@@ -347,7 +376,28 @@ func (s *PPRSolver) Solve(reset []float64) ([]float64, PPRStats, error) {
 	if err != nil {
 		return nil, PPRStats{}, err
 	}
-	x, st := s.solve1(reset, scale)
+	x, st := s.solve1(reset, scale, nil)
+	return x, st, nil
+}
+
+// SolveNodes returns the scores Solve(reset) gives the listed nodes, bit for bit,
+// without materialising the other nodes' scores: a retriever that ranks passages
+// needs only theirs, and a node-sized result vector per query is memory the process
+// must allocate and fault in (843K nodes at 120K passages: 6.7 MB).
+func (s *PPRSolver) SolveNodes(reset []float64, nodes []int32) ([]float64, PPRStats, error) {
+	scale, err := s.resetScale(reset)
+	if err != nil {
+		return nil, PPRStats{}, err
+	}
+	for i, v := range nodes {
+		if v < 0 || int(v) >= s.n {
+			return nil, PPRStats{}, fmt.Errorf("kernels: ppr: node %d (entry %d) out of range [0,%d)", v, i, s.n)
+		}
+	}
+	if nodes == nil {
+		nodes = []int32{}
+	}
+	x, st := s.solve1(reset, scale, nodes)
 	return x, st, nil
 }
 
@@ -370,7 +420,7 @@ func (s *PPRSolver) SolveBatch(resets [][]float64) ([][]float64, []PPRStats, err
 	for lo := 0; lo < len(resets); lo += pprLanes {
 		hi := min(lo+pprLanes, len(resets))
 		if hi-lo == 1 {
-			out[lo], stats[lo] = s.solve1(resets[lo], scales[lo])
+			out[lo], stats[lo] = s.solve1(resets[lo], scales[lo], nil)
 			continue
 		}
 		if tile == nil {
@@ -382,11 +432,16 @@ func (s *PPRSolver) SolveBatch(resets [][]float64) ([][]float64, []PPRStats, err
 }
 
 // solve1 runs the single-vector iteration.
-func (s *PPRSolver) solve1(reset []float64, scale float64) ([]float64, PPRStats) {
+//
+// With nodes nil it returns every node's score; otherwise only those of nodes, in
+// their order, computed exactly as the full vector's entries are.
+func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]float64, PPRStats) {
 	lay := s.lay
-	sv := make([]float64, lay.np)  // normalised reset
-	cur := make([]float64, lay.np) // y_k
-	nxt := make([]float64, lay.np) // y_{k-1} in, y_{k+1} out (Chebyshev); y_{k+1} out (power)
+	w := s.getWork()
+	defer s.work.Put(w)
+	sv := w.sv   // normalised reset
+	cur := w.cur // y_k
+	nxt := w.nxt // y_{k-1} in, y_{k+1} out (Chebyshev); y_{k+1} out (power)
 	nc := s.numChunks()
 	res := make([]float64, nc)
 	zsum := make([]float64, nc)
@@ -421,21 +476,44 @@ func (s *PPRSolver) solve1(reset []float64, scale float64) ([]float64, PPRStats)
 			break
 		}
 	}
-	x := make([]float64, s.n)
+	var x []float64
+	if nodes == nil {
+		x = make([]float64, s.n)
+	}
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		var sum float64
 		for i := lo; i < hi; i++ {
 			if v := lay.perm[i]; v >= 0 {
 				z := cur[i] * lay.str[i]
-				x[v] = z
+				if x != nil {
+					x[v] = z
+				}
 				sum += z
 			}
 		}
 		zsum[c] = sum
 	})
-	pprNormalize(s, [][]float64{x}, [][]float64{zsum})
-	return x, st
+	if nodes == nil {
+		pprNormalize(s, [][]float64{x}, [][]float64{zsum})
+		return x, st
+	}
+	inv := 1 / sumInOrder(zsum)
+	out := make([]float64, len(nodes))
+	for j, v := range nodes {
+		i := lay.pos[v]
+		out[j] = cur[i] * lay.str[i] * inv
+	}
+	return out, st
+}
+
+// sumInOrder returns Σv summed left to right, as pprNormalize sums the chunks.
+func sumInOrder(v []float64) float64 {
+	var t float64
+	for _, x := range v {
+		t += x
+	}
+	return t
 }
 
 // pprRatio returns Σres/Σzsum, summed in chunk order (deterministic).
@@ -452,11 +530,7 @@ func pprRatio(res, zsum []float64) float64 {
 func pprNormalize(s *PPRSolver, xs [][]float64, sums [][]float64) {
 	inv := make([]float64, len(xs))
 	for i, cs := range sums {
-		var t float64
-		for _, v := range cs {
-			t += v
-		}
-		inv[i] = 1 / t
+		inv[i] = 1 / sumInOrder(cs)
 	}
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)

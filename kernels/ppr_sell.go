@@ -37,6 +37,7 @@ const pprSellSigma = 256
 type pprLayout struct {
 	n, np    int       // nodes; internal rows (whole slices, padding included)
 	perm     []int32   // internal → original node, len np; −1 for padding rows
+	pos      []int32   // original → internal node, len n
 	str, inv []float64 // per internal node strength and 1/strength; 1 and 1 if isolated or padding
 	slicePtr []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
 	col      []int32   // internal column of each entry, pprSellRows per group
@@ -85,6 +86,7 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 			inv[v] = int32(i)
 		}
 	}
+	l.pos = inv
 	strength := csr.Strength()
 	for i, v := range l.perm {
 		l.str[i], l.inv[i] = 1, 1

@@ -319,6 +319,57 @@ func TestPPRWorkersDeterministic(t *testing.T) {
 	}
 }
 
+// SolveNodes gives the listed nodes the bits Solve gives them, for every iteration,
+// and a solver's recycled workspace gives the bits a fresh one does: the same reset
+// solved again after others (a dense one, which leaves every entry non-zero) returns
+// the same vector.
+func TestPPRSolveNodesAndReuse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const n = 5000
+	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 40))
+	resets := [][]float64{pprRandomReset(rng, n, "seeds"), pprRandomReset(rng, n, "dense"), pprRandomReset(rng, n, "one")}
+	nodes := []int32{n - 1, 0, 17, 17, int32(n / 2)}
+	for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
+		for _, simd := range []bool{false, true} {
+			if simd && !pprSIMDAvailable() {
+				continue
+			}
+			fresh := make([][]float64, len(resets))
+			for i, r := range resets {
+				s, err := NewPPRSolver(csr, PPRConfig{Method: method})
+				require.NoError(t, err)
+				s.simd = simd
+				fresh[i], _, err = s.Solve(r)
+				require.NoError(t, err)
+			}
+			s, err := NewPPRSolver(csr, PPRConfig{Method: method})
+			require.NoError(t, err)
+			s.simd = simd
+			for round := range 2 {
+				for i, r := range resets {
+					x, _, err := s.Solve(r)
+					require.NoError(t, err)
+					assert.Equal(t, fresh[i], x, "%v simd %v round %d reset %d: reused workspace", method, simd, round, i)
+					sub, st, err := s.SolveNodes(r, nodes)
+					require.NoError(t, err)
+					assert.True(t, st.Converged)
+					require.Len(t, sub, len(nodes))
+					for j, v := range nodes {
+						assert.Equal(t, math.Float64bits(fresh[i][v]), math.Float64bits(sub[j]), "%v reset %d node %d", method, i, v)
+					}
+				}
+			}
+			empty, _, err := s.SolveNodes(resets[0], nil)
+			require.NoError(t, err)
+			assert.Empty(t, empty)
+			_, _, err = s.SolveNodes(resets[0], []int32{0, n})
+			assert.ErrorContains(t, err, "node 5000 (entry 1) out of range")
+			_, _, err = s.SolveNodes(make([]float64, n), nodes)
+			assert.ErrorContains(t, err, "sums to 0")
+		}
+	}
+}
+
 func TestPPRNotConverged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	csr := pprCSR(t, 100, pprRandomEdges(rng, 100, 300, 2))

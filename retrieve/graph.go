@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
@@ -14,6 +15,10 @@ import (
 type graphView struct {
 	ns     graphio.NodeSpace
 	solver *kernels.PPRSolver
+	chunks []int32 // node of each chunk
+	// resets recycles node-sized reset vectors (*[]float64, all zero): allocating one
+	// per query is memory the process must zero and, on a VM, fault in.
+	resets sync.Pool
 }
 
 func newGraphView(ix *graphio.Index, set graphio.EdgeSet, w graphio.WeightFunc, damping float64) (*graphView, error) {
@@ -27,7 +32,27 @@ func newGraphView(ix *graphio.Index, set graphio.EdgeSet, w graphio.WeightFunc, 
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %w", err)
 	}
-	return &graphView{ns: ns, solver: solver}, nil
+	chunks := make([]int32, len(ix.Chunks))
+	for c := range chunks {
+		chunks[c] = int32(ns.Chunk(int32(c)))
+	}
+	return &graphView{ns: ns, solver: solver, chunks: chunks}, nil
+}
+
+// newReset returns an all-zero reset vector, one entry per node.
+func (g *graphView) newReset() []float64 {
+	if r, ok := g.resets.Get().(*[]float64); ok {
+		return *r
+	}
+	return make([]float64, g.ns.N())
+}
+
+// release returns a reset vector from newReset once its solve is done.
+func (g *graphView) release(reset []float64) {
+	if len(reset) == g.ns.N() {
+		clear(reset)
+		g.resets.Put(&reset)
+	}
 }
 
 // hippoWeights reproduces the weights HippoRAG 2's igraph graph has: every fact and
@@ -93,30 +118,42 @@ func (s *Searcher) hubControl(w graphio.WeightFunc) graphio.WeightFunc {
 }
 
 // chunkScores extracts the chunk block of a PPR vector.
-func (g *graphView) chunkScores(x []float64, chunks int) []float64 {
-	out := make([]float64, chunks)
-	for c := range out {
-		out[c] = x[g.ns.Chunk(int32(c))]
+func (g *graphView) chunkScores(x []float64) []float64 {
+	out := make([]float64, len(g.chunks))
+	for c, v := range g.chunks {
+		out[c] = x[v]
 	}
 	return out
 }
 
-// solve runs PPR from a reset vector (NaN and negatives zeroed); an all-zero reset
-// is reported so the caller can fall back.
-func (g *graphView) solve(reset []float64) ([]float64, bool, error) {
-	reset = kernels.SanitizePPRReset(reset)
-	var sum float64
-	for _, v := range reset {
-		sum += v
-	}
-	if sum == 0 {
+// solve runs PPR from a reset vector from newReset, which it releases: NaN and
+// negative entries are zeroed first (sanitizeReset). It returns the chunks' scores; an
+// all-zero reset is reported (ok false) so the caller can fall back.
+func (g *graphView) solve(reset []float64) (chunkScores []float64, ok bool, err error) {
+	defer g.release(reset)
+	if !sanitizeReset(reset) {
 		return nil, false, nil
 	}
-	x, _, err := g.solver.Solve(reset)
+	x, _, err := g.solver.SolveNodes(reset, g.chunks)
 	if err != nil {
 		return nil, false, fmt.Errorf("retrieve: ppr: %w", err)
 	}
 	return x, true, nil
+}
+
+// sanitizeReset zeroes the NaN and negative entries of reset in place, the guard
+// HippoRAG 2 applies before calling igraph (kernels.SanitizePPRReset, without its
+// copy: a reset has an entry per node), and reports whether any entry is left
+// positive.
+func sanitizeReset(reset []float64) bool {
+	var sum float64
+	for i, v := range reset {
+		if !(v > 0) {
+			reset[i] = 0
+		}
+		sum += reset[i]
+	}
+	return sum != 0
 }
 
 // BatchRetriever is a Retriever that can retrieve many questions at once faster than
@@ -139,9 +176,8 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 		}
 		ps[i] = p
 		if p.reset != nil {
-			if r := kernels.SanitizePPRReset(p.reset); nonZero(r) {
-				p.reset = r
-				resets = append(resets, r)
+			if sanitizeReset(p.reset) {
+				resets = append(resets, p.reset)
 				idx = append(idx, i)
 			} else {
 				p.reset = nil
@@ -156,25 +192,22 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 			return nil, fmt.Errorf("retrieve: ppr: %w", err)
 		}
 	}
+	for _, p := range ps {
+		if p.reset != nil {
+			g.release(p.reset)
+			p.reset = nil
+		}
+	}
 	solved := map[int][]float64{}
 	for j, i := range idx {
-		solved[i] = xs[j]
+		solved[i] = g.chunkScores(xs[j])
 	}
 	for i, p := range ps {
 		if x, ok := solved[i]; ok {
-			out[i] = p.finish(s, g, x, true, k)
+			out[i] = p.finish(s, x, true, k)
 		} else {
 			out[i] = p.fallback(s, k)
 		}
 	}
 	return out, nil
-}
-
-func nonZero(v []float64) bool {
-	for _, x := range v {
-		if x != 0 {
-			return true
-		}
-	}
-	return false
 }

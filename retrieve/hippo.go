@@ -23,10 +23,11 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		return p.fallback(r.s, k), err
 	}
 	x, ok, err := g.solve(p.reset)
+	p.reset = nil
 	if err != nil {
 		return Result{}, err
 	}
-	return p.finish(r.s, g, x, ok, k), nil
+	return p.finish(r.s, x, ok, k), nil
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together, 8 per pass
@@ -44,7 +45,7 @@ type pprQuery struct {
 	bm25  []float64  // the question's BM25 scores when lexical scoring is on, else nil
 	dense []float64  // passage scores, the fallback ranking
 	facts [][]string // linked facts
-	reset []float64  // nil: no PPR, rank by dense
+	reset []float64  // from graphView.newReset; nil: no PPR, rank by dense
 }
 
 func (p *pprQuery) fallback(s *Searcher, k int) Result {
@@ -54,12 +55,12 @@ func (p *pprQuery) fallback(s *Searcher, k int) Result {
 	return Result{Passages: s.passages(p.dense, k), Facts: p.facts}
 }
 
-// finish ranks the passages from a PPR vector x (ok false: the reset was empty).
-func (p *pprQuery) finish(s *Searcher, g *graphView, x []float64, ok bool, k int) Result {
+// finish ranks the passages from their PPR scores (ok false: the reset was empty).
+func (p *pprQuery) finish(s *Searcher, chunkScores []float64, ok bool, k int) Result {
 	if !ok {
 		return p.fallback(s, k)
 	}
-	return Result{Passages: s.passages(s.final(p.bm25, g.chunkScores(x, len(s.ix.Chunks))), k), Facts: p.facts}
+	return Result{Passages: s.passages(s.final(p.bm25, chunkScores), k), Facts: p.facts}
 }
 
 // prepare links the question's facts and entities and builds its PPR reset vector.
@@ -146,7 +147,7 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	if len(ents) > s.cfg.LinkingTopK {
 		ents = ents[:s.cfg.LinkingTopK]
 	}
-	reset := make([]float64, g.ns.N())
+	reset := g.newReset()
 	for _, e := range ents {
 		reset[g.ns.Entity(e)] = weight[e]
 	}

@@ -25,10 +25,11 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 		return p.fallback(r.s, k), err
 	}
 	x, ok, err := g.solve(p.reset)
+	p.reset = nil
 	if err != nil {
 		return Result{}, err
 	}
-	return p.finish(r.s, g, x, ok, k), nil
+	return p.finish(r.s, x, ok, k), nil
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together; result i is
@@ -83,7 +84,7 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 			entSim[e] = max(entSim[e], 1/float64(n))
 		}
 	}
-	reset := make([]float64, g.ns.N())
+	reset := g.newReset()
 	seed := func(sims map[int32]float64, top int, node func(int32) int32) {
 		// In id order: TopK breaks ties by position, and map order is random.
 		ids := slices.Sorted(maps.Keys(sims))

@@ -60,14 +60,14 @@ func validFusion(m string) error {
 // (all zeros) leaves the dense scores alone, so a question sharing no term with any
 // text is ranked by the embedder as in the papers.
 func fuse(dense, lex []float64, lambda float64) []float64 {
-	d := minMax(dense)
-	if allZero(lex) {
-		return d
+	if allZero(lex) || len(dense) == 0 {
+		return minMax(dense)
 	}
-	l := minMax(lex)
-	out := make([]float64, len(d))
-	for i := range d {
-		out[i] = lambda*l[i] + (1-lambda)*d[i]
+	dlo, dhi := bounds(dense)
+	llo, lhi := bounds(lex)
+	out := make([]float64, len(dense))
+	for i, d := range dense {
+		out[i] = lambda*unitScale(lex[i], llo, lhi) + (1-lambda)*unitScale(d, dlo, dhi)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ package retrieve
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -387,19 +388,52 @@ func minMax(v []float64) []float64 {
 	if len(v) == 0 {
 		return v
 	}
-	lo, hi := v[0], v[0]
-	for _, x := range v {
-		lo, hi = min(lo, x), max(hi, x)
-	}
 	out := make([]float64, len(v))
+	lo, hi := bounds(v)
 	for i, x := range v {
-		if hi == lo {
-			out[i] = 1
-		} else {
-			out[i] = (x - lo) / (hi - lo)
-		}
+		out[i] = unitScale(x, lo, hi)
 	}
 	return out
+}
+
+// unitScale is x min-max normalised between lo and hi: 1 when they are equal.
+func unitScale(x, lo, hi float64) float64 {
+	if hi == lo {
+		return 1
+	}
+	return (x - lo) / (hi - lo)
+}
+
+// bounds returns the least and the greatest entry of a non-empty v, as folding it
+// with the min and max built-ins would (NaN if any entry is NaN, −0 below +0), with
+// plain comparisons: the built-ins' NaN and signed-zero handling cost more than the
+// rest of a min-max normalisation over every fact of a large index.
+func bounds(v []float64) (lo, hi float64) {
+	lo, hi = v[0], v[0]
+	nan := false
+	for _, x := range v {
+		if x < lo {
+			lo = x
+		}
+		if x > hi {
+			hi = x
+		}
+		nan = nan || x != x
+	}
+	if nan {
+		return math.NaN(), math.NaN()
+	}
+	if lo == 0 || hi == 0 { // the sign of a zero bound: −0 is the least, +0 the greatest
+		for _, x := range v {
+			if x == 0 && math.Signbit(x) && lo == 0 {
+				lo = math.Copysign(0, -1)
+			}
+			if x == 0 && !math.Signbit(x) && hi == 0 {
+				hi = 0
+			}
+		}
+	}
+	return lo, hi
 }
 
 func toF64(v []float32) []float64 {

@@ -125,7 +125,7 @@ func TestHippoSeedsAndPPR(t *testing.T) {
 	x, ok, err := g.solve(reset)
 	require.NoError(t, err)
 	require.True(t, ok)
-	want := s.passages(g.chunkScores(x, 3), 3)
+	want := s.passages(x, 3)
 	require.Len(t, res.Passages, 3)
 	for i := range want {
 		assert.Equal(t, want[i].Title, res.Passages[i].Title)

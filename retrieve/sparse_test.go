@@ -102,6 +102,80 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	}
 }
 
+// Scoring split into row ranges on several goroutines gives every row the bits one
+// goroutine gives it, by columns and dense.
+func TestScoringInRowRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, dim = 1001, 64
+	m := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
+	for i := range m.Data {
+		if rng.Float64() < 0.1 {
+			m.Data[i] = float32(rng.NormFloat64())
+		}
+	}
+	q := make([]float32, dim)
+	for i := range q {
+		if rng.Float64() < 0.5 {
+			q[i] = float32(rng.NormFloat64())
+		}
+	}
+	sp := m.Compact().Sparse
+	require.NotNil(t, sp)
+	want := make([]float32, rows)
+	sparseDots(sp, q, want)
+	cols := columnsOf(sp, dim)
+	wantDense := make([]float32, rows)
+	for i := range wantDense {
+		wantDense[i] = kernels.Dot(m.Row(i), q)
+	}
+	for _, workers := range []int{1, 2, 3, 7, rows + 5} {
+		got := slices.Repeat([]float32{float32(math.NaN())}, rows) // stale values must be overwritten
+		cols.dotsOn(q, got, workers)
+		assert.Equal(t, want, got, "by columns, %d workers", workers)
+		got = slices.Repeat([]float32{float32(math.NaN())}, rows)
+		denseDots(m.Data, dim, q, got, workers)
+		assert.Equal(t, wantDense, got, "dense, %d workers", workers)
+	}
+	var seen []int
+	inRanges(10, 3, func(lo, hi int) {}) // no panic on uneven splits
+	inRanges(0, 4, func(lo, hi int) { seen = append(seen, hi-lo) })
+	assert.Equal(t, []int{0}, seen, "an empty range is one call")
+	assert.Equal(t, 1, scoreWorkers(parallelScoreWork-1))
+}
+
+func TestBoundsAndSanitize(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, tc := range []struct {
+		name string
+		v    []float64
+	}{
+		{"ordinary", []float64{0.5, -2, 7, 3}},
+		{"one", []float64{4}},
+		{"constant", []float64{1, 1, 1}},
+		{"NaN inside", []float64{1, math.NaN(), 3}},
+		{"NaN first", []float64{math.NaN(), 1, 3}},
+		{"−0 after +0", []float64{0, negZero, 0}},
+		{"+0 after −0", []float64{negZero, 0}},
+		{"only −0", []float64{negZero, negZero}},
+		{"zeros and positives", []float64{negZero, 2, 0}},
+		{"infinities", []float64{math.Inf(-1), 1, math.Inf(1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lo, hi := tc.v[0], tc.v[0]
+			for _, x := range tc.v {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			glo, ghi := bounds(tc.v)
+			assert.Equal(t, math.Float64bits(lo), math.Float64bits(glo), "least")
+			assert.Equal(t, math.Float64bits(hi), math.Float64bits(ghi), "greatest")
+		})
+	}
+	r := []float64{1, -2, math.NaN(), 0, 0.5, math.Inf(1)}
+	assert.True(t, sanitizeReset(r))
+	assert.Equal(t, []float64{1, 0, 0, 0, 0.5, math.Inf(1)}, r, "in place, as kernels.SanitizePPRReset")
+	assert.False(t, sanitizeReset([]float64{-1, math.NaN(), 0}), "nothing positive left")
+}
+
 // TestWarmExpandsDenseCopies checks that a server's warm-up makes the dense copy of a
 // matrix stored in compressed rows at once, with unchanged results.
 func TestWarmExpandsDenseCopies(t *testing.T) {
