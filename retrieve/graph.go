@@ -163,51 +163,64 @@ type BatchRetriever interface {
 	RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error)
 }
 
-// solveBatch prepares every question, solves the PPR of those that have a reset in
-// one SolveBatch call, and finishes each; result i answers qs[i].
+// solveBatch prepares the questions, solves the PPR of those that have a reset with
+// SolveBatch, batchResets at a time, and finishes each; result i answers qs[i]. The
+// blocks split the questions with a reset into the same tiles of 8 that one
+// SolveBatch call over all of them would make (batchResets is a multiple of 8), so the
+// results do not depend on the block size; what they bound is memory, a node-sized
+// reset vector per question in flight (120K passages: 6.7 MB each).
 func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare func(context.Context, *graphView, string) (*pprQuery, error)) ([]Result, error) {
-	ps := make([]*pprQuery, len(qs))
-	var resets [][]float64
-	var idx []int
+	out := make([]Result, len(qs))
+	var pending []*pprQuery
+	var at []int // question of each pending query
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		resets := make([][]float64, len(pending))
+		for j, p := range pending {
+			resets[j] = p.reset
+		}
+		xs, _, err := g.solver.SolveBatch(resets)
+		for j, p := range pending {
+			g.release(p.reset)
+			p.reset = nil
+			if err == nil {
+				out[at[j]] = p.finish(s, g.chunkScores(xs[j]), true, k)
+			}
+		}
+		pending, at = pending[:0], at[:0]
+		if err != nil {
+			return fmt.Errorf("retrieve: ppr: %w", err)
+		}
+		return nil
+	}
 	for i, q := range qs {
 		p, err := prepare(ctx, g, q)
 		if err != nil {
 			return nil, err
 		}
-		ps[i] = p
-		if p.reset != nil {
-			if sanitizeReset(p.reset) {
-				resets = append(resets, p.reset)
-				idx = append(idx, i)
-			} else {
+		if p.reset == nil || !sanitizeReset(p.reset) {
+			if p.reset != nil {
+				g.release(p.reset)
 				p.reset = nil
+			}
+			out[i] = p.fallback(s, k)
+			continue
+		}
+		pending, at = append(pending, p), append(at, i)
+		if len(pending) == batchResets {
+			if err := flush(); err != nil {
+				return nil, err
 			}
 		}
 	}
-	out := make([]Result, len(qs))
-	var xs [][]float64
-	if len(resets) > 0 {
-		var err error
-		if xs, _, err = g.solver.SolveBatch(resets); err != nil {
-			return nil, fmt.Errorf("retrieve: ppr: %w", err)
-		}
-	}
-	for _, p := range ps {
-		if p.reset != nil {
-			g.release(p.reset)
-			p.reset = nil
-		}
-	}
-	solved := map[int][]float64{}
-	for j, i := range idx {
-		solved[i] = g.chunkScores(xs[j])
-	}
-	for i, p := range ps {
-		if x, ok := solved[i]; ok {
-			out[i] = p.finish(s, x, true, k)
-		} else {
-			out[i] = p.fallback(s, k)
-		}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
+
+// batchResets is how many questions' PPR solveBatch solves in one SolveBatch call: 8
+// tiles of 8.
+const batchResets = 64

@@ -412,9 +412,12 @@ func TestBatchRetrievalEqualsOneByOne(t *testing.T) {
 	require.NoError(t, err)
 	var qs []struct{ Question string }
 	require.NoError(t, json.Unmarshal(data, &qs))
-	texts := []string{"zzzz qqqq"} // matches nothing: the fallback path
-	for _, q := range qs {
-		texts = append(texts, q.Question)
+	var texts []string
+	for len(texts) <= 2*batchResets { // several SolveBatch blocks, fallbacks between
+		texts = append(texts, "zzzz qqqq") // matches nothing: the fallback path
+		for _, q := range qs {
+			texts = append(texts, q.Question)
+		}
 	}
 	for _, name := range []string{"ppr", "hyperppr"} {
 		r, err := s.Retriever(name)
