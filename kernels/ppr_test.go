@@ -319,10 +319,10 @@ func TestPPRWorkersDeterministic(t *testing.T) {
 	}
 }
 
-// SolveNodes gives the listed nodes the bits Solve gives them, for every iteration,
-// and a solver's recycled workspace gives the bits a fresh one does: the same reset
-// solved again after others (a dense one, which leaves every entry non-zero) returns
-// the same vector.
+// SolveNodes and SolveBatchNodes give the listed nodes the bits Solve and SolveBatch
+// give them, for every iteration, and a solver's recycled workspace and tile give the
+// bits fresh ones do: the same resets solved again after others (a dense one, which
+// leaves every entry non-zero) return the same vectors.
 func TestPPRSolveNodesAndReuse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	const n = 5000
@@ -359,6 +359,29 @@ func TestPPRSolveNodesAndReuse(t *testing.T) {
 					}
 				}
 			}
+			// Batches: a tile of 8 and a lone query, twice (the tile is recycled).
+			var batch [][]float64
+			for i := range 9 {
+				batch = append(batch, resets[i%len(resets)])
+			}
+			want, _, err := s.SolveBatch(batch)
+			require.NoError(t, err)
+			for round := range 2 {
+				again, _, err := s.SolveBatch(batch)
+				require.NoError(t, err)
+				assert.Equal(t, want, again, "%v round %d: recycled tile", method, round)
+				sub, _, err := s.SolveBatchNodes(batch, nodes)
+				require.NoError(t, err)
+				require.Len(t, sub, len(batch))
+				for i := range batch {
+					require.Len(t, sub[i], len(nodes))
+					for j, v := range nodes {
+						assert.Equal(t, math.Float64bits(want[i][v]), math.Float64bits(sub[i][j]), "%v batch query %d node %d", method, i, v)
+					}
+				}
+			}
+			_, _, err = s.SolveBatchNodes(batch, []int32{-1})
+			assert.ErrorContains(t, err, "node -1 (entry 0) out of range")
 			empty, _, err := s.SolveNodes(resets[0], nil)
 			require.NoError(t, err)
 			assert.Empty(t, empty)

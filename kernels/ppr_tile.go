@@ -25,7 +25,8 @@ type pprLaneSums [pprLanes]float64
 
 // solveTile iterates up to pprLanes queries together. out and stats receive one entry
 // per reset.
-func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats) {
+// With nodes not nil, out receives only those nodes' scores (see SolveBatchNodes).
+func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats, nodes []int32) {
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
@@ -95,7 +96,7 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 			}
 		}
 		if len(done) > 0 {
-			s.extractLanes(t, done, out)
+			s.extractLanes(t, done, out, nodes)
 			for _, b := range done {
 				active[b] = false
 			}
@@ -109,19 +110,20 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 				rest = append(rest, b)
 			}
 		}
-		s.extractLanes(t, rest, out)
+		s.extractLanes(t, rest, out, nodes)
 	}
 }
 
 // extractLanes copies the current iterate of the given lanes out as normalised scores
-// in original node order.
-func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64) {
+// in original node order, or, with nodes not nil, those of nodes only (the same bits).
+func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64, nodes []int32) {
 	xs := make([][]float64, len(lanes))
 	sums := make([][]float64, len(lanes))
-	for i, b := range lanes {
-		xs[i] = make([]float64, s.n)
+	for i := range lanes {
+		if nodes == nil {
+			xs[i] = make([]float64, s.n)
+		}
 		sums[i] = make([]float64, s.numChunks())
-		out[b] = xs[i]
 	}
 	lay := s.lay
 	s.forChunks(func(c int) {
@@ -132,14 +134,31 @@ func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64) {
 			for v := lo; v < hi; v++ {
 				if p := lay.perm[v]; p >= 0 {
 					z := t.cur[v*pprLanes+b] * lay.str[v]
-					x[p] = z
+					if x != nil {
+						x[p] = z
+					}
 					sum += z
 				}
 			}
 			sums[i][c] = sum
 		}
 	})
-	pprNormalize(s, xs, sums)
+	if nodes == nil {
+		for i, b := range lanes {
+			out[b] = xs[i]
+		}
+		pprNormalize(s, xs, sums)
+		return
+	}
+	for i, b := range lanes {
+		inv := 1 / sumInOrder(sums[i])
+		o := make([]float64, len(nodes))
+		for j, v := range nodes {
+			p := lay.pos[v]
+			o[j] = t.cur[int(p)*pprLanes+b] * lay.str[p] * inv
+		}
+		out[b] = o
+	}
 }
 
 // pprTilePass is the portable tile step over the slices [s0,s1); see pprPass1. It

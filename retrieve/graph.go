@@ -117,15 +117,6 @@ func (s *Searcher) hubControl(w graphio.WeightFunc) graphio.WeightFunc {
 	}
 }
 
-// chunkScores extracts the chunk block of a PPR vector.
-func (g *graphView) chunkScores(x []float64) []float64 {
-	out := make([]float64, len(g.chunks))
-	for c, v := range g.chunks {
-		out[c] = x[v]
-	}
-	return out
-}
-
 // solve runs PPR from a reset vector from newReset, which it releases: NaN and
 // negative entries are zeroed first (sanitizeReset). It returns the chunks' scores; an
 // all-zero reset is reported (ok false) so the caller can fall back.
@@ -181,12 +172,12 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 		for j, p := range pending {
 			resets[j] = p.reset
 		}
-		xs, _, err := g.solver.SolveBatch(resets)
+		xs, _, err := g.solver.SolveBatchNodes(resets, g.chunks)
 		for j, p := range pending {
 			g.release(p.reset)
 			p.reset = nil
 			if err == nil {
-				out[at[j]] = p.finish(s, g.chunkScores(xs[j]), true, k)
+				out[at[j]] = p.finish(s, xs[j], true, k)
 			}
 		}
 		pending, at = pending[:0], at[:0]
