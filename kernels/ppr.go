@@ -205,9 +205,10 @@ func SanitizePPRReset(reset []float64) []float64 {
 }
 
 // PPRSolver runs personalized PageRank queries on one undirected graph. Building it
-// validates the matrix once and lays it out for the passes (see pprLayout); it is
-// immutable afterwards and safe for concurrent use. It keeps its own copy of the
-// matrix: later changes to the CSR do not affect it.
+// validates the matrix once and lays it out for the passes (see pprLayout); the layout
+// is immutable afterwards, scratch vectors are recycled through pools, and the solver
+// is safe for concurrent use. It keeps its own copy of the matrix: later changes to
+// the CSR do not affect it.
 type PPRSolver struct {
 	n     int
 	cfg   PPRConfig
@@ -229,19 +230,19 @@ type pprWork struct{ sv, cur, nxt []float64 }
 // getWork returns a workspace whose vectors hold np entries each. Entries of real
 // nodes are overwritten by solve1 before being read, except nxt's, which a Chebyshev
 // first pass reads: it is cleared here so that a reused workspace gives the same bits
-// as a fresh one.
+// as a fresh one (a power pass writes every entry of nxt before reading it).
 func (s *PPRSolver) getWork() *pprWork {
 	np := s.lay.np
 	w, _ := s.work.Get().(*pprWork)
 	if w == nil {
 		w = &pprWork{sv: make([]float64, np), cur: make([]float64, np)}
 	}
-	if s.cfg.Method != PPRSOR {
-		if w.nxt == nil {
-			w.nxt = make([]float64, np)
-		} else {
-			clear(w.nxt)
-		}
+	switch {
+	case s.cfg.Method == PPRSOR: // in place: no second vector
+	case w.nxt == nil:
+		w.nxt = make([]float64, np)
+	case s.cfg.Method == PPRChebyshev: // power passes only write it
+		clear(w.nxt)
 	}
 	return w
 }
@@ -381,10 +382,11 @@ func (s *PPRSolver) Solve(reset []float64) ([]float64, PPRStats, error) {
 	return x, st, nil
 }
 
-// SolveNodes returns the scores Solve(reset) gives the listed nodes, bit for bit,
-// without materialising the other nodes' scores: a retriever that ranks passages
-// needs only theirs, and a node-sized result vector per query is memory the process
-// must allocate and fault in (843K nodes at 120K passages: 6.7 MB).
+// SolveNodes returns the scores Solve(reset) gives the listed nodes, in their order,
+// bit for bit, without materialising the other nodes' scores: a retriever that ranks
+// passages needs only theirs, and a node-sized result vector per query is memory the
+// process must allocate and fault in (843K nodes at 120K passages: 6.7 MB). A node
+// outside the graph is an error; nil nodes give an empty result.
 func (s *PPRSolver) SolveNodes(reset []float64, nodes []int32) ([]float64, PPRStats, error) {
 	scale, err := s.resetScale(reset)
 	if err != nil {
@@ -440,13 +442,14 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 			continue
 		}
 		if tile == nil {
-			tile, _ = s.tiles.Get().(*pprTile)
-			if tile == nil {
+			if tile, _ = s.tiles.Get().(*pprTile); tile == nil {
 				tile = newPPRTile(s.lay.np)
 			}
-			defer s.tiles.Put(tile)
 		}
 		s.solveTile(tile, resets[lo:hi], scales[lo:hi], out[lo:hi], stats[lo:hi], nodes)
+	}
+	if tile != nil {
+		s.tiles.Put(tile)
 	}
 	return out, stats, nil
 }

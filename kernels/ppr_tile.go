@@ -6,6 +6,12 @@ import "math"
 // line and one AVX-512 register per node.
 const pprLanes = 8
 
+// PPRTileQueries is how many queries SolveBatch solves together in one tile: resets
+// i and j share a tile when i/PPRTileQueries == j/PPRTileQueries, and a lone query is
+// solved as Solve solves it. Callers that split a batch into blocks keep results
+// unchanged by cutting at multiples of it.
+const PPRTileQueries = pprLanes
+
 // pprTile holds the interleaved [node][pprLanes] buffers of one tile of queries, in
 // internal node order.
 type pprTile struct {

@@ -34,7 +34,7 @@ func newGraphView(ix *graphio.Index, set graphio.EdgeSet, w graphio.WeightFunc, 
 	}
 	chunks := make([]int32, len(ix.Chunks))
 	for c := range chunks {
-		chunks[c] = int32(ns.Chunk(int32(c)))
+		chunks[c] = ns.Chunk(int32(c))
 	}
 	return &graphView{ns: ns, solver: solver, chunks: chunks}, nil
 }
@@ -155,10 +155,10 @@ type BatchRetriever interface {
 }
 
 // solveBatch prepares the questions, solves the PPR of those that have a reset with
-// SolveBatch, batchResets at a time, and finishes each; result i answers qs[i]. The
-// blocks split the questions with a reset into the same tiles of 8 that one
-// SolveBatch call over all of them would make (batchResets is a multiple of 8), so the
-// results do not depend on the block size; what they bound is memory, a node-sized
+// SolveBatchNodes (the chunks' scores), batchResets at a time, and finishes each;
+// result i answers qs[i]. The blocks split the questions with a reset into the same
+// tiles that one call over all of them would make (batchResets is a multiple of
+// kernels.PPRTileQueries), so the results do not depend on the block size; what they bound is memory, a node-sized
 // reset vector per question in flight (120K passages: 6.7 MB each).
 func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare func(context.Context, *graphView, string) (*pprQuery, error)) ([]Result, error) {
 	out := make([]Result, len(qs))
@@ -212,6 +212,6 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 	return out, nil
 }
 
-// batchResets is how many questions' PPR solveBatch solves in one SolveBatch call: 8
-// tiles of 8.
-const batchResets = 64
+// batchResets is how many questions' PPR solveBatch solves in one SolveBatchNodes
+// call: 8 tiles.
+const batchResets = 8 * kernels.PPRTileQueries

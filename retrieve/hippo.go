@@ -31,7 +31,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together, 8 per pass
-// over the graph (kernels.PPRSolver.SolveBatch); result i is Retrieve(qs[i]).
+// over the graph (kernels.PPRSolver.SolveBatchNodes); result i is Retrieve(qs[i]).
 func (r hippoRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error) {
 	g, err := r.s.hippoGraph()
 	if err != nil {

@@ -407,7 +407,8 @@ func unitScale(x, lo, hi float64) float64 {
 // bounds returns the least and the greatest entry of a non-empty v, as folding it
 // with the min and max built-ins would (NaN if any entry is NaN, −0 below +0), with
 // plain comparisons: the built-ins' NaN and signed-zero handling cost more than the
-// rest of a min-max normalisation over every fact of a large index.
+// rest of a min-max normalisation over every fact of a large index. (A second pass runs
+// only when a bound is zero or an entry NaN.)
 func bounds(v []float64) (lo, hi float64) {
 	lo, hi = v[0], v[0]
 	nan := false
@@ -420,8 +421,12 @@ func bounds(v []float64) (lo, hi float64) {
 		}
 		nan = nan || x != x
 	}
-	if nan {
-		return math.NaN(), math.NaN()
+	if nan { // fold with the built-ins: the NaN bits they return depend on every NaN
+		lo, hi = v[0], v[0]
+		for _, x := range v {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		return lo, hi
 	}
 	if lo == 0 || hi == 0 { // the sign of a zero bound: −0 is the least, +0 the greatest
 		for _, x := range v {

@@ -85,23 +85,24 @@ func columnsOf(s *graphio.SparseRows, dim int) *sparseCols {
 // scored in row ranges on all cores (each range finds its part of every column by
 // binary search), with the same sums.
 func (c *sparseCols) dots(q, out []float32) {
-	var work int64
-	for j, w := range q {
-		if w != 0 {
-			work += c.ptr[j+1] - c.ptr[j]
-		}
-	}
-	c.dotsOn(q, out, scoreWorkers(work))
+	nz, work := c.nonZero(q)
+	c.dotsOn(q, nz, out, scoreWorkers(work))
 }
 
-// dotsOn is dots on the given number of goroutines.
-func (c *sparseCols) dotsOn(q, out []float32, workers int) {
-	var nz []int
+// nonZero returns q's non-zero coordinates, increasing, and the entries of their
+// columns.
+func (c *sparseCols) nonZero(q []float32) (nz []int, work int64) {
 	for j, w := range q {
 		if w != 0 {
 			nz = append(nz, j)
+			work += c.ptr[j+1] - c.ptr[j]
 		}
 	}
+	return nz, work
+}
+
+// dotsOn is dots over q's non-zero coordinates nz on the given number of goroutines.
+func (c *sparseCols) dotsOn(q []float32, nz []int, out []float32, workers int) {
 	inRanges(len(out), workers, func(lo, hi int) {
 		clear(out[lo:hi])
 		for _, j := range nz {

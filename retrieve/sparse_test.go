@@ -130,7 +130,8 @@ func TestScoringInRowRanges(t *testing.T) {
 	}
 	for _, workers := range []int{1, 2, 3, 7, rows + 5} {
 		got := slices.Repeat([]float32{float32(math.NaN())}, rows) // stale values must be overwritten
-		cols.dotsOn(q, got, workers)
+		nz, _ := cols.nonZero(q)
+		cols.dotsOn(q, nz, got, workers)
 		assert.Equal(t, want, got, "by columns, %d workers", workers)
 		got = slices.Repeat([]float32{float32(math.NaN())}, rows)
 		denseDots(m.Data, dim, q, got, workers)
@@ -154,6 +155,7 @@ func TestBoundsAndSanitize(t *testing.T) {
 		{"constant", []float64{1, 1, 1}},
 		{"NaN inside", []float64{1, math.NaN(), 3}},
 		{"NaN first", []float64{math.NaN(), 1, 3}},
+		{"two NaNs", []float64{2, math.Float64frombits(0xfff8000000000000), math.NaN()}},
 		{"−0 after +0", []float64{0, negZero, 0}},
 		{"+0 after −0", []float64{negZero, 0}},
 		{"only −0", []float64{negZero, negZero}},
