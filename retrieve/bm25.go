@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -148,26 +147,14 @@ func intern(m map[string]int32, s string) (id int32, added bool) {
 	return id, true
 }
 
-// parallel calls f(i) for every i < n on up to workers goroutines, grain at a time.
+// parallel calls f(i) for every i < n on up to workers goroutines, each with a
+// contiguous range of at least grain indices.
 func parallel(n, workers, grain int, f func(i int)) {
-	workers = min(workers, (n+grain-1)/grain)
-	if workers <= 1 {
-		for i := range n {
+	inRanges(n, min(workers, (n+grain-1)/grain), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
 			f(i)
 		}
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	})
 }
 
 // scores returns the Okapi BM25 score of every text for the query, with the

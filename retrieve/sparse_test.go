@@ -15,19 +15,23 @@ import (
 	"github.com/graphloom/graphloom/kernels"
 )
 
+// randomVector returns n standard normal values, each kept with probability density
+// (all of them at 1) and 0 otherwise.
+func randomVector(rng *rand.Rand, n int, density float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		if density >= 1 || rng.Float64() < density {
+			v[i] = float32(rng.NormFloat64())
+		}
+	}
+	return v
+}
+
 func TestSparseScoresEqualDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const rows, dim = 300, 96
-	m := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
-	for i := range m.Data {
-		if rng.Float64() < 0.08 {
-			m.Data[i] = float32(rng.NormFloat64())
-		}
-	}
-	q := make([]float32, dim)
-	for i := range q {
-		q[i] = float32(rng.NormFloat64())
-	}
+	m := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.08)}
+	q := randomVector(rng, dim, 1)
 	sp := sparseOf(m)
 	require.NotNil(t, sp, "8% non-zeros is sparse")
 	got := make([]float32, rows)
@@ -45,12 +49,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 
 	// Scored through the query's non-zero coordinates once held by columns (after
 	// expandAfter queries): the same sums, bit for bit, for queries with zeros.
-	qs := make([]float32, dim)
-	for i := range qs {
-		if rng.Float64() < 0.3 {
-			qs[i] = float32(rng.NormFloat64())
-		}
-	}
+	qs := randomVector(rng, dim, 0.3)
 	byRow := make([]float32, rows)
 	sparseDots(sp, qs, byRow)
 	byCol := make([]float32, rows)
@@ -63,20 +62,12 @@ func TestSparseScoresEqualDense(t *testing.T) {
 		assert.Equal(t, n > expandAfter, ss.columns(graphio.KindFact) != nil, "query %d: columns after %d queries", n, expandAfter)
 	}
 
-	dense := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
-	for i := range dense.Data {
-		dense.Data[i] = float32(rng.NormFloat64())
-	}
+	dense := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 1)}
 	assert.Nil(t, sparseOf(dense), "a dense matrix keeps the SIMD path")
 
 	// A matrix of 40% non-zeros held in compressed rows (as the hashed embedder stores
 	// passages) is scored with the SIMD kernel like its dense form: the same bits.
-	mid := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
-	for i := range mid.Data {
-		if rng.Float64() < 0.4 {
-			mid.Data[i] = float32(rng.NormFloat64())
-		}
-	}
+	mid := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.4)}
 	held = graphio.NewSparseEmbedding(dim)
 	for i := range rows {
 		held.AppendDense(mid.Row(i))
@@ -107,18 +98,8 @@ func TestSparseScoresEqualDense(t *testing.T) {
 func TestScoringInRowRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const rows, dim = 1001, 64
-	m := &graphio.Embedding{Dim: dim, Data: make([]float32, rows*dim)}
-	for i := range m.Data {
-		if rng.Float64() < 0.1 {
-			m.Data[i] = float32(rng.NormFloat64())
-		}
-	}
-	q := make([]float32, dim)
-	for i := range q {
-		if rng.Float64() < 0.5 {
-			q[i] = float32(rng.NormFloat64())
-		}
-	}
+	m := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.1)}
+	q := randomVector(rng, dim, 0.5)
 	sp := m.Compact().Sparse
 	require.NotNil(t, sp)
 	want := make([]float32, rows)
