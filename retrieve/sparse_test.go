@@ -68,6 +68,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	// A matrix of 40% non-zeros held in compressed rows (as the hashed embedder stores
 	// passages) is scored with the SIMD kernel like its dense form: the same bits.
 	mid := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.4)}
+	require.Greater(t, mid.Density(), denseCopyDensity)
 	held = graphio.NewSparseEmbedding(dim)
 	for i := range rows {
 		held.AppendDense(mid.Row(i))
@@ -91,10 +92,33 @@ func TestSparseScoresEqualDense(t *testing.T) {
 			}
 		}
 	}
+
+	// Between SparseDensity and denseCopyDensity (the hashed embedder's hyperedges):
+	// too dense to score by columns, too sparse for a copy to pay; every row expanded
+	// in turn, the same bits, before and after expandAfter queries and expand.
+	thin := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.29)}
+	require.Greater(t, thin.Density(), graphio.SparseDensity)
+	require.Less(t, thin.Density(), denseCopyDensity)
+	held = graphio.NewSparseEmbedding(dim)
+	for i := range rows {
+		held.AppendDense(thin.Row(i))
+	}
+	require.Nil(t, sparseOf(held))
+	s := &Searcher{ix: &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindHyperedge: held}}}
+	for n := 1; n <= expandAfter+2; n++ {
+		if n == expandAfter+2 {
+			s.expand(graphio.KindHyperedge) // as Warm does
+		}
+		got := s.scores(graphio.KindHyperedge, q)
+		for i := range got {
+			require.Equal(t, kernels.Dot(thin.Row(i), q), got[i], "query %d, row %d", n, i)
+		}
+		assert.Nil(t, s.denseRows(graphio.KindHyperedge), "query %d: no dense copy below %.2f non-zeros", n, denseCopyDensity)
+	}
 }
 
 // Scoring split into row ranges on several goroutines gives every row the bits one
-// goroutine gives it, by columns and dense.
+// goroutine gives it, by columns, dense and a row at a time.
 func TestScoringInRowRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const rows, dim = 1001, 64
@@ -117,6 +141,9 @@ func TestScoringInRowRanges(t *testing.T) {
 		got = slices.Repeat([]float32{float32(math.NaN())}, rows)
 		denseDots(m.Data, dim, q, got, workers)
 		assert.Equal(t, wantDense, got, "dense, %d workers", workers)
+		got = slices.Repeat([]float32{float32(math.NaN())}, rows)
+		rowDots(m.Compact(), q, got, workers)
+		assert.Equal(t, wantDense, got, "a row at a time, %d workers", workers)
 	}
 	var seen []int
 	inRanges(10, 3, func(lo, hi int) {}) // no panic on uneven splits
