@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -195,13 +196,23 @@ func PPRBatch(csr *CSR, resets [][]float64, cfg PPRConfig) ([][]float64, []PPRSt
 // SanitizePPRReset returns a copy of reset with NaN and negative entries set to 0, the
 // guard HippoRAG 2 applies before calling igraph. It does not normalise.
 func SanitizePPRReset(reset []float64) []float64 {
-	out := make([]float64, len(reset))
+	out := slices.Clone(reset)
+	SanitizePPRResetInPlace(out)
+	return out
+}
+
+// SanitizePPRResetInPlace is SanitizePPRReset without the copy (a reset has an entry
+// per node: a retriever that owns its vector need not allocate another) and reports
+// whether any entry is left positive.
+func SanitizePPRResetInPlace(reset []float64) (positive bool) {
 	for i, v := range reset {
 		if v > 0 {
-			out[i] = v
+			positive = true
+		} else {
+			reset[i] = 0
 		}
 	}
-	return out
+	return positive
 }
 
 // PPRSolver runs personalized PageRank queries on one undirected graph. Building it
@@ -509,35 +520,53 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			break
 		}
 	}
-	var x []float64
-	if nodes == nil {
-		x = make([]float64, s.n)
+	return s.extract(cur, 1, []int{0}, nodes)[0], st
+}
+
+// extract turns lanes of an iterate y, stored with stride entries per internal node
+// (1 for a single solve, pprLanes for a tile), into normalised scores: every node's
+// in original order, or with nodes not nil only those nodes', with the same bits.
+func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32) [][]float64 {
+	lay := s.lay
+	xs := make([][]float64, len(lanes))
+	sums := make([][]float64, len(lanes))
+	for i := range lanes {
+		if nodes == nil {
+			xs[i] = make([]float64, s.n)
+		}
+		sums[i] = make([]float64, s.numChunks())
 	}
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		var sum float64
-		for i := lo; i < hi; i++ {
-			if v := lay.perm[i]; v >= 0 {
-				z := cur[i] * lay.str[i]
-				if x != nil {
-					x[v] = z
+		for i, b := range lanes {
+			x := xs[i]
+			var sum float64
+			for v := lo; v < hi; v++ {
+				if p := lay.perm[v]; p >= 0 {
+					z := y[v*stride+b] * lay.str[v]
+					if x != nil {
+						x[p] = z
+					}
+					sum += z
 				}
-				sum += z
 			}
+			sums[i][c] = sum
 		}
-		zsum[c] = sum
 	})
 	if nodes == nil {
-		pprNormalize(s, [][]float64{x}, [][]float64{zsum})
-		return x, st
+		pprNormalize(s, xs, sums)
+		return xs
 	}
-	inv := 1 / sumInOrder(zsum)
-	out := make([]float64, len(nodes))
-	for j, v := range nodes {
-		i := lay.pos[v]
-		out[j] = cur[i] * lay.str[i] * inv
+	for i, b := range lanes {
+		inv := 1 / sumInOrder(sums[i])
+		o := make([]float64, len(nodes))
+		for j, v := range nodes {
+			p := lay.pos[v]
+			o[j] = y[int(p)*stride+b] * lay.str[p] * inv
+		}
+		xs[i] = o
 	}
-	return out, st
+	return xs
 }
 
 // sumInOrder returns Σv summed left to right, as pprNormalize sums the chunks.

@@ -464,6 +464,11 @@ func TestSanitizePPRReset(t *testing.T) {
 	in := []float64{1, -2, math.NaN(), 0, 0.5, math.Inf(1)}
 	assert.Equal(t, []float64{1, 0, 0, 0, 0.5, math.Inf(1)}, SanitizePPRReset(in))
 	assert.True(t, math.IsNaN(in[2]), "input untouched")
+
+	r := []float64{1, -2, math.NaN(), 0, 0.5, math.Inf(1)}
+	assert.True(t, SanitizePPRResetInPlace(r))
+	assert.Equal(t, []float64{1, 0, 0, 0, 0.5, math.Inf(1)}, r, "in place, as SanitizePPRReset")
+	assert.False(t, SanitizePPRResetInPlace([]float64{-1, math.NaN(), 0}), "nothing positive left")
 }
 
 func TestPPRGoMLXMatchesCPU(t *testing.T) {

@@ -121,49 +121,10 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 }
 
 // extractLanes copies the current iterate of the given lanes out as normalised scores
-// in original node order, or, with nodes not nil, those of nodes only (the same bits).
+// (see extract).
 func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64, nodes []int32) {
-	xs := make([][]float64, len(lanes))
-	sums := make([][]float64, len(lanes))
-	for i := range lanes {
-		if nodes == nil {
-			xs[i] = make([]float64, s.n)
-		}
-		sums[i] = make([]float64, s.numChunks())
-	}
-	lay := s.lay
-	s.forChunks(func(c int) {
-		lo, hi := s.chunkRows(c)
-		for i, b := range lanes {
-			x := xs[i]
-			var sum float64
-			for v := lo; v < hi; v++ {
-				if p := lay.perm[v]; p >= 0 {
-					z := t.cur[v*pprLanes+b] * lay.str[v]
-					if x != nil {
-						x[p] = z
-					}
-					sum += z
-				}
-			}
-			sums[i][c] = sum
-		}
-	})
-	if nodes == nil {
-		for i, b := range lanes {
-			out[b] = xs[i]
-		}
-		pprNormalize(s, xs, sums)
-		return
-	}
-	for i, b := range lanes {
-		inv := 1 / sumInOrder(sums[i])
-		o := make([]float64, len(nodes))
-		for j, v := range nodes {
-			p := lay.pos[v]
-			o[j] = t.cur[int(p)*pprLanes+b] * lay.str[p] * inv
-		}
-		out[b] = o
+	for i, x := range s.extract(t.cur, pprLanes, lanes, nodes) {
+		out[lanes[i]] = x
 	}
 }
 

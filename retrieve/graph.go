@@ -118,11 +118,11 @@ func (s *Searcher) hubControl(w graphio.WeightFunc) graphio.WeightFunc {
 }
 
 // solve runs PPR from a reset vector from newReset, which it releases: NaN and
-// negative entries are zeroed first (sanitizeReset). It returns the chunks' scores; an
+// negative entries are zeroed first (kernels.SanitizePPRResetInPlace). It returns the chunks' scores; an
 // all-zero reset is reported (ok false) so the caller can fall back.
 func (g *graphView) solve(reset []float64) (chunkScores []float64, ok bool, err error) {
 	defer g.release(reset)
-	if !sanitizeReset(reset) {
+	if !kernels.SanitizePPRResetInPlace(reset) {
 		return nil, false, nil
 	}
 	x, _, err := g.solver.SolveNodes(reset, g.chunks)
@@ -130,21 +130,6 @@ func (g *graphView) solve(reset []float64) (chunkScores []float64, ok bool, err 
 		return nil, false, fmt.Errorf("retrieve: ppr: %w", err)
 	}
 	return x, true, nil
-}
-
-// sanitizeReset zeroes the NaN and negative entries of reset in place, the guard
-// HippoRAG 2 applies before calling igraph (kernels.SanitizePPRReset, without its
-// copy: a reset has an entry per node), and reports whether any entry is left
-// positive.
-func sanitizeReset(reset []float64) bool {
-	var sum float64
-	for i, v := range reset {
-		if !(v > 0) {
-			reset[i] = 0
-		}
-		sum += reset[i]
-	}
-	return sum != 0
 }
 
 // BatchRetriever is a Retriever that can retrieve many questions at once faster than
@@ -191,7 +176,7 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 		if err != nil {
 			return nil, err
 		}
-		if p.reset == nil || !sanitizeReset(p.reset) {
+		if p.reset == nil || !kernels.SanitizePPRResetInPlace(p.reset) {
 			if p.reset != nil {
 				g.release(p.reset)
 				p.reset = nil

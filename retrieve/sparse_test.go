@@ -152,7 +152,7 @@ func TestScoringInRowRanges(t *testing.T) {
 	assert.Equal(t, 1, scoreWorkers(parallelScoreWork-1))
 }
 
-func TestBoundsAndSanitize(t *testing.T) {
+func TestBounds(t *testing.T) {
 	negZero := math.Copysign(0, -1)
 	for _, tc := range []struct {
 		name string
@@ -180,10 +180,6 @@ func TestBoundsAndSanitize(t *testing.T) {
 			assert.Equal(t, math.Float64bits(hi), math.Float64bits(ghi), "greatest")
 		})
 	}
-	r := []float64{1, -2, math.NaN(), 0, 0.5, math.Inf(1)}
-	assert.True(t, sanitizeReset(r))
-	assert.Equal(t, []float64{1, 0, 0, 0, 0.5, math.Inf(1)}, r, "in place, as kernels.SanitizePPRReset")
-	assert.False(t, sanitizeReset([]float64{-1, math.NaN(), 0}), "nothing positive left")
 }
 
 // TestWarmExpandsDenseCopies checks that a server's warm-up makes the dense copy of a
