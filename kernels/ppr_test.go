@@ -129,14 +129,6 @@ func pprMaxAbs(a, b []float64) float64 {
 	return m
 }
 
-func pprSum(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s
-}
-
 func pprCSR(t *testing.T, n int, edges []Edge) *CSR {
 	t.Helper()
 	c, err := NewSymmetricCSR(n, edges)
@@ -184,7 +176,7 @@ func TestPPRClosedForms(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, st.Converged)
 				assert.InDeltaSlice(t, tc.want, x, 1e-10)
-				assert.InDelta(t, 1, pprSum(x), 1e-14)
+				assert.InDelta(t, 1, sumInOrder(x), 1e-14)
 			})
 		}
 	}
@@ -222,7 +214,7 @@ func TestPPRMatchesDenseReference(t *testing.T) {
 				assert.Less(t, st.Residual, DefaultPPRTol)
 				// Error bound 2·Tol/(1−d) in L1.
 				assert.Less(t, pprMaxAbs(x, want), 2*DefaultPPRTol/(1-tc.damping))
-				assert.InDelta(t, 1, pprSum(x), 1e-13)
+				assert.InDelta(t, 1, sumInOrder(x), 1e-13)
 				for v := range x {
 					assert.GreaterOrEqual(t, x[v], 0.0)
 				}
@@ -288,7 +280,7 @@ func TestPPRBatchEqualsSingle(t *testing.T) {
 					assert.Equal(t, st.Iterations, stats[i].Iterations, "batch %d query %d", batch, i)
 					assert.True(t, stats[i].Converged)
 					assert.Less(t, pprMaxAbs(x, xs[i]), 1e-13, "batch %d query %d simd %v", batch, i, simd)
-					assert.InDelta(t, 1, pprSum(xs[i]), 1e-13)
+					assert.InDelta(t, 1, sumInOrder(xs[i]), 1e-13)
 				}
 			}
 		}
@@ -402,7 +394,7 @@ func TestPPRNotConverged(t *testing.T) {
 	assert.False(t, st.Converged)
 	assert.Equal(t, 3, st.Iterations)
 	assert.Greater(t, st.Residual, DefaultPPRTol)
-	assert.InDelta(t, 1, pprSum(x), 1e-14)
+	assert.InDelta(t, 1, sumInOrder(x), 1e-14)
 }
 
 func TestPPRErrors(t *testing.T) {
@@ -499,7 +491,7 @@ func TestPPRGoMLXMatchesCPU(t *testing.T) {
 			assert.True(t, st.Converged)
 			for i := range resets {
 				assert.Less(t, pprMaxAbs(xs[i], want[i]), tc.tol, "query %d", i)
-				assert.InDelta(t, 1, pprSum(xs[i]), 1e-5)
+				assert.InDelta(t, 1, sumInOrder(xs[i]), 1e-5)
 			}
 			if tc.dtype == dtypes.Float64 {
 				maxIt := 0
