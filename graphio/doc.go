@@ -18,14 +18,18 @@
 // records an augmentation merged in. Augmentation only appends records, so removing one
 // run's records restores the index exactly (see [Index.RemoveRun]).
 //
-// # On-disk format v2
+// # On-disk format v3
 //
 // A file starts with the 8-byte magic "GLOOMIDX" and a little-endian uint32 format
-// version, followed by sections. Version 2 added embedding matrices stored in
-// compressed rows ("embs.<kind>", see [Embedding]); version 1 files, which hold only
-// dense matrices, are read as before. Each section has a header (name, flags, compressed
-// and uncompressed lengths, CRC32C of the compressed payload) and a zstd-compressed
-// payload; a final "end" section records the number of sections before it, so a
-// truncated file is always detected. Files are written atomically (temporary file,
-// fsync, rename) and read as a stream, one section at a time. See [Write] and [Read].
+// version, followed by sections. Each section has a header (name, codec, stored and
+// raw lengths, CRC32C of the header and payload) and a payload; a final "end" section
+// records the number of sections before it, so a truncated file is always detected.
+// Records are zstd-compressed. Embedding matrices ("embr.<kind>", version 3) are
+// stored uncompressed in their in-memory layout, aligned to their file offsets, so a
+// reader uses them in place: from a memory-mapped file (ReadOptions.Map) a query
+// process touches page-cache pages only, and a streaming reader neither inflates nor
+// decodes them. Version 2 files hold zstd-compressed matrices, dense ("emb.<kind>") or
+// in compressed rows ("embs.<kind>"); version 1 files only dense ones. Both are read
+// as before. Files are written atomically (temporary file, fsync, rename) and read as
+// a stream, one section at a time, or mapped. See [Write], [Read] and [ReadFileWith].
 package graphio

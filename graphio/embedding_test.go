@@ -99,21 +99,36 @@ func TestSparseEmbeddingRoundTrip(t *testing.T) {
 	assert.Less(t, len(data), len(encode(t, dense)))
 }
 
-// TestReadsFormatV1 reads a version-1 file: v1 is v2 without compressed-row
-// matrices, so an index with dense matrices only, stamped version 1, is one.
-func TestReadsFormatV1(t *testing.T) {
+// TestReadsOlderFormats reads files of versions 1 and 2, whose matrices are
+// zstd-compressed sections: v1 is v2 with dense matrices only.
+func TestReadsOlderFormats(t *testing.T) {
 	ix := sampleIndex(t)
-	data := encode(t, ix)
-	binary.LittleEndian.PutUint32(data[8:], 1)
-	got, err := Read(bytes.NewReader(data))
+	v1 := encodeV2(t, ix)
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	got, err := Read(bytes.NewReader(v1))
 	require.NoError(t, err)
-	assert.Equal(t, ix.Embeddings, got.Embeddings)
-	assert.Equal(t, ix.Facts, got.Facts)
+	assert.Equal(t, ix, got)
 
-	binary.LittleEndian.PutUint32(data[8:], FormatVersion+1)
-	_, err = Read(bytes.NewReader(data))
+	rng := rand.New(rand.NewPCG(5, 6))
+	ix.Embeddings[KindEntity] = sparseMatrix(rng, ix.count(KindEntity), 768, 0.04).Compact()
+	require.NotNil(t, ix.Embeddings[KindEntity].Sparse)
+	v2 := encodeV2(t, ix)
+	assert.Contains(t, string(v2), sparsePrefix+"entity")
+	assert.NotContains(t, string(v2), rawPrefix)
+	got, err = Read(bytes.NewReader(v2))
+	require.NoError(t, err)
+	assert.Equal(t, ix, got)
+	// Written again, it is a v3 file with the same contents.
+	v3 := encode(t, got)
+	assert.Equal(t, uint32(3), binary.LittleEndian.Uint32(v3[8:]))
+	again, err := Read(bytes.NewReader(v3))
+	require.NoError(t, err)
+	assert.Equal(t, ix, again)
+
+	binary.LittleEndian.PutUint32(v3[8:], FormatVersion+1)
+	_, err = Read(bytes.NewReader(v3))
 	assert.ErrorIs(t, err, ErrVersion)
-	assert.ErrorContains(t, err, "reads versions 1 to 2")
+	assert.ErrorContains(t, err, "reads versions 1 to 3")
 }
 
 func TestSparseSectionErrors(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -35,110 +35,73 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Errors the reader wraps, so callers can tell problems apart with errors.Is.
 var (
-	ErrNotIndex    = errors.New("not a graphloom index (wrong magic)")
-	ErrVersion     = errors.New("unsupported index format version")
-	ErrChecksum    = errors.New("checksum mismatch (file corrupt)")
-	ErrTruncated   = errors.New("truncated")
-	ErrCorrupt     = errors.New("corrupt index")
-	errTrailing    = errors.New("trailing bytes after the end section")
-	zstdEncoderOpt = []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1)}
+	ErrNotIndex  = errors.New("not a graphloom index (wrong magic)")
+	ErrVersion   = errors.New("unsupported index format version")
+	ErrChecksum  = errors.New("checksum mismatch (file corrupt)")
+	ErrTruncated = errors.New("truncated")
+	ErrCorrupt   = errors.New("corrupt index")
+	errTrailing  = errors.New("trailing bytes after the end section")
 )
 
-// Write encodes ix in format v2 (FormatVersion) to w. The output is a pure function of ix: writing the
-// same index twice gives the same bytes. A section larger than compressBlock is
-// compressed as consecutive zstd frames of compressBlock bytes each, on every core; the
-// frames do not depend on the number of cores, and readers decode them as one stream.
+// Write encodes ix in format v3 (FormatVersion) to w. The output is a pure function of
+// ix: writing the same index twice gives the same bytes. Every section is stored
+// uncompressed (see the package documentation), embedding matrices aligned to their
+// file offsets (see rawPrefix).
 func Write(w io.Writer, ix *Index) error {
-	return write(w, ix, runtime.GOMAXPROCS(0), compressBlock)
-}
-
-// compressBlock is the raw size of one zstd frame of a large section: the frames of a
-// section are compressed in parallel, at the cost of a window limited to the block
-// (the 24K-passage scale index grows by 1.4 %, the 120K one by 2 %).
-const compressBlock = 8 << 20
-
-// write is Write with at most workers frames compressed at once, block bytes each.
-func write(w io.Writer, ix *Index, workers, block int) error {
 	if err := ix.Validate(); err != nil {
 		return fmt.Errorf("graphio: write: %w", err)
 	}
 	if len(ix.skipped) > 0 {
 		return fmt.Errorf("graphio: write: the index was read without its %v embeddings (ReadOptions); read it whole to write it", ix.skipped)
 	}
-	workers = max(1, workers)
-	encoders := make([]*zstd.Encoder, workers)
-	for i := range encoders {
-		zw, err := zstd.NewWriter(nil, zstdEncoderOpt...)
-		if err != nil {
-			return fmt.Errorf("graphio: write: %w", err)
-		}
-		defer zw.Close()
-		encoders[i] = zw
-	}
+	return writeSections(w, ix, FormatVersion, append(append([]section{}, sections...), optionalSections(ix)...), nil)
+}
+
+// writeSections writes the header stamped version and the sections all of ix, then
+// the end section. Each section's payload is stored as it is, or as compress returns
+// it (the test's writer of format v2 files compresses).
+func writeSections(w io.Writer, ix *Index, version uint32, all []section, compress func(raw []byte) (byte, [][]byte)) error {
 	head := make([]byte, 0, 12)
 	head = append(head, Magic...)
-	head = binary.LittleEndian.AppendUint32(head, FormatVersion)
+	head = binary.LittleEndian.AppendUint32(head, version)
 	if _, err := w.Write(head); err != nil {
 		return fmt.Errorf("graphio: write header: %w", err)
 	}
-	all := append(append([]section{}, sections...), optionalSections(ix)...)
-	// One raw buffer and one set of frame buffers serve every section in turn: a
-	// large index's sections are hundreds of megabytes, and fresh buffers per section
-	// were garbage that drove the heap to twice the index while it was written.
+	off := int64(len(head)) // file offset of the next section
+	// One buffer serves every section in turn: a large index's sections are hundreds
+	// of megabytes, and fresh buffers per section were garbage that drove the heap to
+	// twice the index while it was written.
 	var raw []byte
-	var frames [][]byte
 	for _, s := range all {
-		e := enc{b: raw[:0]}
+		e := enc{b: raw[:0], off: off + sectionHeader(s.name)}
 		if err := s.encode(ix, &e); err != nil {
 			return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
 		}
 		raw = e.b
-		frames = compressFrames(encoders, raw, block, frames)
-		if err := writeSection(w, s.name, codecZstd, frames, uint64(len(raw))); err != nil {
+		codec, payload := byte(codecRaw), [][]byte{raw}
+		if compress != nil && !s.raw {
+			codec, payload = compress(raw)
+		}
+		n, err := writeSection(w, s.name, codec, payload, uint64(len(raw)))
+		if err != nil {
 			return err
 		}
+		off += n
 	}
 	var e enc
 	e.uvarint(uint64(len(all)))
-	return writeSection(w, endSection, codecRaw, [][]byte{e.b}, uint64(len(e.b)))
-}
-
-// compressFrames compresses raw as one zstd frame per block bytes, the frames spread
-// over the encoders (one goroutine each); the payload is the frames in order. The
-// frames are written into the buffers of reuse (a previous call's frames), grown as
-// needed.
-func compressFrames(encoders []*zstd.Encoder, raw []byte, block int, reuse [][]byte) [][]byte {
-	n := max(1, (len(raw)+block-1)/block)
-	frames := reuse[:min(n, len(reuse))]
-	for len(frames) < n {
-		frames = append(frames, nil)
-	}
-	if n == 1 {
-		frames[0] = encoders[0].EncodeAll(raw, frames[0][:0])
-		return frames
-	}
-	var wg sync.WaitGroup
-	for wi, zw := range encoders[:min(len(encoders), n)] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := wi; f < n; f += len(encoders) {
-				frames[f] = zw.EncodeAll(raw[f*block:min(len(raw), (f+1)*block)], frames[f][:0])
-			}
-		}()
-	}
-	wg.Wait()
-	return frames
+	_, err := writeSection(w, endSection, codecRaw, [][]byte{e.b}, uint64(len(e.b)))
+	return err
 }
 
 // Section header: name length (1 byte), name, codec (1 byte), raw length (8),
 // stored length (8), CRC32C (4) of everything before it in the header and the payload.
-func writeSection(w io.Writer, name string, codec byte, payload [][]byte, rawLen uint64) error {
+func writeSection(w io.Writer, name string, codec byte, payload [][]byte, rawLen uint64) (int64, error) {
 	stored := 0
 	for _, p := range payload {
 		stored += len(p)
 	}
-	h := make([]byte, 0, 2+len(name)+20)
+	h := make([]byte, 0, sectionHeader(name))
 	h = append(h, byte(len(name)))
 	h = append(h, name...)
 	h = append(h, codec)
@@ -150,15 +113,18 @@ func writeSection(w io.Writer, name string, codec byte, payload [][]byte, rawLen
 	}
 	h = binary.LittleEndian.AppendUint32(h, crc)
 	if _, err := w.Write(h); err != nil {
-		return fmt.Errorf("graphio: write section %q: %w", name, err)
+		return 0, fmt.Errorf("graphio: write section %q: %w", name, err)
 	}
 	for _, p := range payload {
 		if _, err := w.Write(p); err != nil {
-			return fmt.Errorf("graphio: write section %q: %w", name, err)
+			return 0, fmt.Errorf("graphio: write section %q: %w", name, err)
 		}
 	}
-	return nil
+	return int64(len(h) + stored), nil
 }
+
+// sectionHeader is the size of the header of a section named name.
+func sectionHeader(name string) int64 { return int64(1 + len(name) + 1 + 8 + 8 + 4) }
 
 // WriteFile writes ix to path atomically (see AtomicWrite), so a crash leaves either
 // the old or the new index.
@@ -219,6 +185,17 @@ type ReadOptions struct {
 	// index read in part never replaces a whole one. A query that reads two of the
 	// four matrices loads in about half the time and memory.
 	Embeddings func(NodeKind) bool
+	// Map, for ReadFileWith, maps the file into memory instead of reading it:
+	// sections are checksummed and inflated from the mapping, and the embedding
+	// matrices of a format-v3 file are the mapped bytes themselves, so a process pays
+	// for neither a copy nor fresh memory (on the 2Wiki index a one-off ppr query
+	// touches a third of the pages). The mapping is private (writes to the index in
+	// memory never reach the file) and is never unmapped: it is meant for a process
+	// that reads one index and exits, like a one-off query, not for a server that
+	// reloads. The file must not be truncated in place while mapped (graphloom's
+	// writers replace files by renaming, which is safe). Where mapping is not
+	// supported, the file is read as without Map.
+	Map bool
 }
 
 // ReadFileWith is ReadFile with options.
@@ -228,6 +205,17 @@ func ReadFileWith(path string, opt ReadOptions) (*Index, error) {
 		return nil, fmt.Errorf("graphio: %w", err)
 	}
 	defer f.Close()
+	if opt.Map {
+		if m, err := mapFile(f); err == nil {
+			ix, err := ReadWith(&mappedReader{b: m}, opt)
+			if err != nil {
+				_ = unmapFile(m) // nothing refers to it once ReadWith has returned an error
+				return nil, fmt.Errorf("graphio: %s: %w", path, err)
+			}
+			return ix, nil
+		}
+		// Not mappable (an empty file, a pipe, an unsupported system): read it.
+	}
 	ix, err := ReadWith(bufio.NewReaderSize(f, 1<<20), opt)
 	if err != nil {
 		return nil, fmt.Errorf("graphio: %s: %w", path, err)
@@ -247,7 +235,7 @@ func (opt ReadOptions) skipSection(name string) (NodeKind, bool) {
 	if opt.Embeddings == nil {
 		return 0, false
 	}
-	for _, prefix := range []string{sparsePrefix, densePrefix} {
+	for _, prefix := range []string{rawPrefix, sparsePrefix, densePrefix} {
 		if k, err := ParseNodeKind(strings.TrimPrefix(name, prefix)); strings.HasPrefix(name, prefix) && err == nil {
 			return k, !opt.Embeddings(k)
 		}
@@ -310,18 +298,20 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 		defer wg.Done()
 		defer close(jobs)
 		defer close(queue)
-		var scratch []byte // reused for the sections opt leaves out
+		var scratch []byte      // reused for the sections opt leaves out
+		off := int64(len(head)) // file offset of the next section
 		for {
 			select {
 			case ahead <- struct{}{}:
 			case <-quit:
 				return
 			}
-			sec, err := readStored(r, skip, &scratch)
+			sec, err := readStored(r, off, skip, &scratch)
 			if err != nil {
 				readErr = err
 				return
 			}
+			off += sectionHeader(sec.name) + int64(sec.storedLen)
 			out := make(chan inflatedSection, 1)
 			select {
 			case jobs <- job{sec, out}:
@@ -412,9 +402,12 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	// Fact ids are derived from entity names, so they are recomputed, not stored.
-	for i := range ix.Facts {
+	ids := idColumn(len(ix.Facts), "fact-", func(b []byte, i int) []byte {
 		f := &ix.Facts[i]
-		f.ID = FactID(ix.Entities[f.Subject].Name, f.Predicate, ix.Entities[f.Object].Name)
+		return appendFactString(b, ix.Entities[f.Subject].Name, f.Predicate, ix.Entities[f.Object].Name) // FactID
+	})
+	for i := range ix.Facts {
+		ix.Facts[i].ID = ids[i]
 	}
 	return ix, nil
 }
@@ -422,10 +415,11 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 // storedSection is a section as stored: its name, codec, raw length and the stored
 // (possibly compressed) bytes, checksum verified.
 type storedSection struct {
-	name   string
-	codec  byte
-	rawLen uint64
-	stored []byte
+	name      string
+	codec     byte
+	rawLen    uint64
+	storedLen uint64
+	stored    []byte // nil for a section left out
 }
 
 // inflatedSection is a section's payload, with an embedding matrix already decoded
@@ -436,8 +430,11 @@ type inflatedSection struct {
 	err     error
 }
 
-// readStored reads one section's header and stored bytes and verifies its checksum.
-func readStored(r io.Reader, skip func(name string) bool, scratch *[]byte) (storedSection, error) {
+// readStored reads one section, at file offset off, its header and stored bytes and
+// verifies its checksum. The stored bytes sit at an address congruent to their file
+// offset modulo rawAlign, so a raw matrix in them is aligned as in the file; from a
+// mappedReader they are the mapping itself.
+func readStored(r io.Reader, off int64, skip func(name string) bool, scratch *[]byte) (storedSection, error) {
 	var nl [1]byte
 	if _, err := io.ReadFull(r, nl[:]); err != nil {
 		return storedSection{}, fmt.Errorf("%w: stream ends before the end section", ErrTruncated)
@@ -457,6 +454,21 @@ func readStored(r io.Reader, skip func(name string) bool, scratch *[]byte) (stor
 	if storedLen > maxSection || rawLen > maxSection {
 		return storedSection{}, fmt.Errorf("%w: section %.40q claims %d bytes", ErrCorrupt, name, storedLen)
 	}
+	sec := storedSection{name: name, codec: codec, rawLen: rawLen, storedLen: storedLen}
+	crc := crc32.Checksum(h[:len(h)-4], castagnoli)
+	if m, ok := r.(*mappedReader); ok {
+		stored, err := m.take(storedLen)
+		if err != nil {
+			return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, len(stored), storedLen)
+		}
+		if crc32.Update(crc, castagnoli, stored) != want {
+			return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
+		}
+		if skip == nil || !skip(name) {
+			sec.stored = stored
+		}
+		return sec, nil
+	}
 	// A section the reader leaves out is checksummed through one reused buffer and not
 	// kept: allocating it would cost more than reading it (a cold query process pays
 	// for every page it touches).
@@ -465,7 +477,6 @@ func readStored(r io.Reader, skip func(name string) bool, scratch *[]byte) (stor
 		if len(*scratch) < step {
 			*scratch = make([]byte, step)
 		}
-		crc := crc32.Checksum(h[:len(h)-4], castagnoli)
 		for left := storedLen; left > 0; {
 			n := int(min(left, step))
 			got, err := io.ReadFull(r, (*scratch)[:n])
@@ -478,25 +489,67 @@ func readStored(r io.Reader, skip func(name string) bool, scratch *[]byte) (stor
 		if crc != want {
 			return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
 		}
-		return storedSection{name: name, codec: codec, rawLen: rawLen}, nil
+		return sec, nil
 	}
 	// Read in steps of at most readStep, so a corrupt length cannot allocate much more
 	// than the stream holds, and a section that fits in one step is allocated once.
 	const readStep = 32 << 20
-	stored := make([]byte, 0, min(storedLen, readStep))
+	payloadOff := off + int64(len(h))
+	stored := alignedBytes(0, int(min(storedLen, readStep)), payloadOff)
 	for uint64(len(stored)) < storedLen {
 		n := int(min(storedLen-uint64(len(stored)), readStep))
-		stored = slices.Grow(stored, n)
+		if cap(stored)-len(stored) < n {
+			grown := alignedBytes(len(stored), int(min(storedLen, uint64(max(2*cap(stored), len(stored)+n)))), payloadOff)
+			copy(grown, stored)
+			stored = grown
+		}
 		got, err := io.ReadFull(r, stored[len(stored):len(stored)+n])
 		stored = stored[:len(stored)+got]
 		if err != nil {
 			return storedSection{}, fmt.Errorf("%w: section %.40q has %d of %d bytes", ErrTruncated, name, len(stored), storedLen)
 		}
 	}
-	if got := crc32.Update(crc32.Checksum(h[:len(h)-4], castagnoli), castagnoli, stored); got != want {
+	if crc32.Update(crc, castagnoli, stored) != want {
 		return storedSection{}, fmt.Errorf("section %.40q: %w", name, ErrChecksum)
 	}
-	return storedSection{name: name, codec: codec, rawLen: rawLen, stored: stored}, nil
+	sec.stored = stored
+	return sec, nil
+}
+
+// alignedBytes returns a new buffer of length n and capacity c whose first byte's
+// address is congruent to off modulo rawAlign.
+func alignedBytes(n, c int, off int64) []byte {
+	b := make([]byte, c+rawAlign-1)
+	at := uint64(off) - uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	s := int(at % rawAlign)
+	return b[s : s+n : s+c]
+}
+
+// mappedReader reads a memory-mapped file; take hands out its bytes without copying.
+type mappedReader struct {
+	b   []byte
+	pos int
+}
+
+func (m *mappedReader) Read(p []byte) (int, error) {
+	if m.pos >= len(m.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, m.b[m.pos:])
+	m.pos += n
+	return n, nil
+}
+
+// take returns the next n bytes, or the ones left and an error when fewer remain.
+func (m *mappedReader) take(n uint64) ([]byte, error) {
+	left := uint64(len(m.b) - m.pos)
+	if n > left {
+		m.pos = len(m.b)
+		return m.b[len(m.b)-int(left):], io.ErrUnexpectedEOF
+	}
+	out := m.b[m.pos : m.pos+int(n) : m.pos+int(n)]
+	m.pos += int(n)
+	return out, nil
 }
 
 // inflate decompresses the section and, for an embedding section, decodes its

@@ -22,6 +22,7 @@ func FuzzRead(f *testing.F) {
 		sparse.Embeddings[k] = c
 	}
 	f.Add(encode(f, sparse))
+	f.Add(encodeV2(f, sparse))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := Read(bytes.NewReader(data))
 		if err != nil {
@@ -49,6 +50,13 @@ func FuzzSections(f *testing.F) {
 		}
 		f.Add(e.b)
 	}
+	for _, s := range optionalSections(mixedIndex(f)) {
+		e := enc{off: 7}
+		if err := s.encode(ix, &e); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(e.b)
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		for _, s := range sections {
 			got := &Index{}
@@ -64,5 +72,11 @@ func FuzzSections(f *testing.F) {
 		}
 		_, _ = decodeOptional(&Index{}, "emb.entity", payload, nil)
 		_, _ = decodeOptional(&Index{}, "embs.entity", payload, nil)
+		raw := &Index{}
+		if _, err := decodeOptional(raw, "embr.entity", payload, nil); err == nil {
+			if m := raw.Embeddings[KindEntity]; m.validate() == nil {
+				_ = m.Dense() // a valid matrix is usable
+			}
+		}
 	})
 }

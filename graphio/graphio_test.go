@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,24 @@ func TestIDsMatchHippoRAG(t *testing.T) {
 	assert.Equal(t, "entity-2714c0b860afae126a17b13d9483a758", EntityID("barack obama"))
 	assert.Equal(t, "chunk-a8b6377a3f4b7623b94881b3bff76c8a", ChunkID("Title", "Some text."))
 	assert.Equal(t, `("o'brien", 'x', 'y')`, FactString("o'brien", "x", "y"))
+	assert.Equal(t, `('a\\b', 'say "hi"\'s', 'x\ny\tz\r')`, FactString(`a\b`, `say "hi"'s`, "x\ny\tz\r"))
+	assert.Equal(t, "('\uFFFD', 'zürich', '')", FactString("\xff", "zürich", ""), "invalid UTF-8 as Python's replacement")
+}
+
+// TestIDColumnsMatchIDs checks the reader's bulk ids (one allocation per column)
+// against the one-at-a-time functions, on tricky text.
+func TestIDColumnsMatchIDs(t *testing.T) {
+	texts := []string{"", "barack obama", "o'brien", `say "hi"'s`, "a\\b\nc", "zürich", "\xff\xfe", strings.Repeat("long ", 1000)}
+	at := func(b []byte, i int) []byte { return append(b, texts[i]...) }
+	for i, id := range idColumn(len(texts), "entity-", at) {
+		assert.Equal(t, EntityID(texts[i]), id)
+	}
+	for i, id := range idColumn(len(texts), "fact-", func(b []byte, i int) []byte {
+		return appendFactString(b, texts[i], texts[len(texts)-1-i], texts[(i+3)%len(texts)])
+	}) {
+		assert.Equal(t, FactID(texts[i], texts[len(texts)-1-i], texts[(i+3)%len(texts)]), id)
+	}
+	assert.Empty(t, idColumn(0, "chunk-", at))
 }
 
 func TestNormalizeName(t *testing.T) {
@@ -289,36 +308,22 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWriteFramesDoNotDependOnWorkers(t *testing.T) {
+func TestReadsSectionsOfSeveralFrames(t *testing.T) {
 	ix := sampleIndex(t)
-	// One matrix in compressed rows, so both embedding encodings run concurrently.
-	fm := ix.Embeddings[KindFact]
-	for i := range fm.Data {
-		if i%3 != 0 {
-			fm.Data[i] = 0
-		}
-	}
-	ix.Embeddings[KindFact] = fm.Compact()
-	require.NotNil(t, ix.Embeddings[KindFact].Sparse)
+	ix.Embeddings[KindFact] = ix.Embeddings[KindFact].Compact()
 	ix.Blobs = map[string][]byte{"a": []byte("first blob"), "b": bytes.Repeat([]byte("xy"), 5000)}
-	var one bytes.Buffer
-	require.NoError(t, write(&one, ix, 1, compressBlock))
-	assert.Equal(t, encode(t, ix), one.Bytes(), "sections under a block are one frame, as Write writes them")
-	// Blocks of 64 bytes: every section of some size is several frames.
-	var seq bytes.Buffer
-	require.NoError(t, write(&seq, ix, 1, 64))
-	assert.NotEqual(t, one.Bytes(), seq.Bytes())
-	for _, workers := range []int{2, 3, 64} {
-		var par bytes.Buffer
-		require.NoError(t, write(&par, ix, workers, 64))
-		assert.Equal(t, seq.Bytes(), par.Bytes(), "workers=%d", workers)
+	// Frames of 64 bytes: every section of some size is several, as v2 wrote sections
+	// over 8 MiB.
+	one, several := encodeV2(t, ix), encodeV2Frames(t, ix, 64)
+	assert.Greater(t, len(several), len(one))
+	for _, data := range [][]byte{one, several} {
+		got, err := Read(bytes.NewReader(data))
+		require.NoError(t, err)
+		assert.Equal(t, ix, got)
 	}
-	got, err := Read(bytes.NewReader(seq.Bytes()))
-	require.NoError(t, err, "sections of several frames read back")
-	assert.Equal(t, ix, got)
 	// A writer that fails part-way: the error comes back.
 	for n := 1; n <= 6; n++ {
-		err := write(&failingWriter{n: n}, ix, 3, 64)
+		err := Write(&failingWriter{n: n}, ix)
 		require.Error(t, err, "failing write %d", n)
 		assert.Contains(t, err.Error(), "disk full")
 	}
@@ -345,10 +350,7 @@ func TestReadWithSkipsEmbeddingKinds(t *testing.T) {
 	assert.Contains(t, err.Error(), "read without")
 	// A section left out is still checksummed: a flipped byte in it, or a file cut
 	// short inside it, is an error, as for a whole read.
-	i := bytes.Index(data, []byte("emb.entity"))
-	if i < 0 {
-		i = bytes.Index(data, []byte("embs.entity"))
-	}
+	i := bytes.Index(data, []byte(rawPrefix+"entity"))
 	require.Positive(t, i)
 	bad := bytes.Clone(data)
 	bad[i+40] ^= 0xff

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // NormalizeName is HippoRAG's node-identity normalisation: lower-case, every
@@ -62,38 +64,68 @@ func EntityID(name string) string { return "entity-" + md5Hex(name) }
 func FactID(s, p, o string) string { return "fact-" + md5Hex(FactString(s, p, o)) }
 
 // FactString renders a triple as the Python tuple repr HippoRAG stores facts as.
-func FactString(s, p, o string) string {
-	return "(" + pyRepr(s) + ", " + pyRepr(p) + ", " + pyRepr(o) + ")"
+func FactString(s, p, o string) string { return string(appendFactString(nil, s, p, o)) }
+
+// appendFactString appends FactString(s, p, o) to dst.
+func appendFactString(dst []byte, s, p, o string) []byte {
+	dst = append(dst, '(')
+	dst = appendPyRepr(dst, s)
+	dst = append(dst, ", "...)
+	dst = appendPyRepr(dst, p)
+	dst = append(dst, ", "...)
+	dst = appendPyRepr(dst, o)
+	return append(dst, ')')
 }
 
-// pyRepr quotes a string like Python's repr does for printable text: single quotes,
-// or double quotes when the string holds a single quote and no double quote.
-func pyRepr(s string) string {
+// appendPyRepr appends s quoted like Python's repr does for printable text: single
+// quotes, or double quotes when the string holds a single quote and no double quote.
+func appendPyRepr(dst []byte, s string) []byte {
 	q := byte('\'')
 	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
 		q = '"'
 	}
-	var b strings.Builder
-	b.WriteByte(q)
+	dst = append(dst, q)
 	for _, r := range s {
 		switch {
 		case r == '\\':
-			b.WriteString(`\\`)
+			dst = append(dst, `\\`...)
 		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
+			dst = append(dst, '\\', q)
 		case r == '\n':
-			b.WriteString(`\n`)
+			dst = append(dst, `\n`...)
 		case r == '\t':
-			b.WriteString(`\t`)
+			dst = append(dst, `\t`...)
 		case r == '\r':
-			b.WriteString(`\r`)
+			dst = append(dst, `\r`...)
 		default:
-			b.WriteRune(r)
+			dst = utf8.AppendRune(dst, r)
 		}
 	}
-	b.WriteByte(q)
-	return b.String()
+	return append(dst, q)
+}
+
+// idColumn returns the ids prefix + md5(content) of n records, content(buf, i)
+// appending record i's hashed text to buf. The ids share one allocation: an index
+// read from disk recomputes tens of thousands of them.
+func idColumn(n int, prefix string, content func(buf []byte, i int) []byte) []string {
+	size := len(prefix) + 2*md5.Size
+	ids := make([]byte, 0, n*size)
+	var buf []byte
+	for i := range n {
+		buf = content(buf[:0], i)
+		sum := md5.Sum(buf)
+		ids = append(ids, prefix...)
+		ids = hex.AppendEncode(ids, sum[:])
+	}
+	out := make([]string, n)
+	if n == 0 {
+		return out
+	}
+	all := unsafe.String(unsafe.SliceData(ids), len(ids))
+	for i := range out {
+		out[i] = all[i*size : (i+1)*size]
+	}
+	return out
 }
 
 // HyperedgeID identifies a hyperedge by its text segment.

@@ -7,12 +7,15 @@ import (
 )
 
 // FormatVersion is the version of the on-disk index format this package writes:
-// v2 added embedding matrices in compressed rows ("embs.<kind>" sections).
-const FormatVersion = 2
+// v2 added embedding matrices in compressed rows ("embs.<kind>" sections); v3 stores
+// every matrix uncompressed and aligned ("embr.<kind>"), so that a reader can use the
+// file's bytes in place.
+const FormatVersion = 3
 
 // MinFormatVersion is the oldest format version this package reads. A v1 file is a
-// v2 file without compressed-row matrices; a v1 reader refuses v2 files by their
-// version rather than skip their embeddings.
+// v2 file without compressed-row matrices, and a v2 file a v3 file with compressed
+// matrix sections instead of raw ones; an older reader refuses a newer file by its
+// version rather than skip its embeddings.
 const MinFormatVersion = 1
 
 // NodeKind names a kind of graph node; each kind has its own embedding matrix.

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -14,20 +13,23 @@ type section struct {
 	name   string
 	encode func(ix *Index, e *enc) error
 	decode func(ix *Index, d *dec) error
+	// raw sections are stored uncompressed (embedding matrices, see rawPrefix).
+	raw bool
 }
 
-// sections lists the required sections in file order. Embedding matrices ("emb.<kind>"
-// dense, "embs.<kind>" in compressed rows) and blobs ("blob.<name>") follow them.
+// sections lists the required sections in file order. Embedding matrices ("embr.<kind>";
+// "emb.<kind>" and "embs.<kind>" in files of format v1 and v2) and blobs ("blob.<name>")
+// follow them.
 var sections = []section{
-	{"meta", encMeta, decMeta},
-	{"documents", encDocuments, decDocuments},
-	{"chunks", encChunks, decChunks},
-	{"entities", encEntities, decEntities},
-	{"mentions", encMentions, decMentions},
-	{"facts", encFacts, decFacts},
-	{"hyperedges", encHyperedges, decHyperedges},
-	{"synonyms", encSynonyms, decSynonyms},
-	{"runs", encRuns, decRuns},
+	{name: "meta", encode: encMeta, decode: decMeta},
+	{name: "documents", encode: encDocuments, decode: decDocuments},
+	{name: "chunks", encode: encChunks, decode: decChunks},
+	{name: "entities", encode: encEntities, decode: decEntities},
+	{name: "mentions", encode: encMentions, decode: decMentions},
+	{name: "facts", encode: encFacts, decode: decFacts},
+	{name: "hyperedges", encode: encHyperedges, decode: decHyperedges},
+	{name: "synonyms", encode: encSynonyms, decode: decSynonyms},
+	{name: "runs", encode: encRuns, decode: decRuns},
 }
 
 func encMeta(ix *Index, e *enc) error {
@@ -111,8 +113,11 @@ func decChunks(ix *Index, d *dec) error {
 	}
 	d.strs(n, func(i int, s string) { ix.Chunks[i].Title = s })
 	d.strs(n, func(i int, s string) { ix.Chunks[i].Text = s })
+	ids := idColumn(n, "chunk-", func(b []byte, i int) []byte {
+		return append(append(append(b, ix.Chunks[i].Title...), '\n'), ix.Chunks[i].Text...) // ChunkID
+	})
 	for i := range ix.Chunks {
-		ix.Chunks[i].ID = ChunkID(ix.Chunks[i].Title, ix.Chunks[i].Text)
+		ix.Chunks[i].ID = ids[i]
 	}
 	return d.done("chunks")
 }
@@ -143,7 +148,10 @@ func encEntities(ix *Index, e *enc) error {
 func decEntities(ix *Index, d *dec) error {
 	n := d.count("entities", 4)
 	ix.Entities = make([]Entity, n)
-	d.strs(n, func(i int, s string) { ix.Entities[i].Name = s; ix.Entities[i].ID = EntityID(s) })
+	d.strs(n, func(i int, s string) { ix.Entities[i].Name = s })
+	for i, id := range idColumn(n, "entity-", func(b []byte, i int) []byte { return append(b, ix.Entities[i].Name...) }) {
+		ix.Entities[i].ID = id // EntityID
+	}
 	d.strs(n, func(i int, s string) {
 		if s != "" {
 			ix.Entities[i].Surface = strings.Split(s, surfaceSep)
@@ -222,7 +230,10 @@ func decHyperedges(ix *Index, d *dec) error {
 	for i := range ix.Hyperedges {
 		ix.Hyperedges[i].Score = d.f32()
 	}
-	d.strs(n, func(i int, s string) { ix.Hyperedges[i].Text = s; ix.Hyperedges[i].ID = HyperedgeID(s) })
+	d.strs(n, func(i int, s string) { ix.Hyperedges[i].Text = s })
+	for i, id := range idColumn(n, "hyper-", func(b []byte, i int) []byte { return append(b, ix.Hyperedges[i].Text...) }) {
+		ix.Hyperedges[i].ID = id // HyperedgeID
+	}
 	d.lists(n, func(i int, v []int32) { ix.Hyperedges[i].Entities = v })
 	d.lists(n, func(i int, v []int32) { ix.Hyperedges[i].Chunks = v })
 	d.strs(n, func(i int, s string) { ix.Hyperedges[i].Run = s })
@@ -263,17 +274,8 @@ func optionalSections(ix *Index) []section {
 	sort.Ints(kinds)
 	for _, k := range kinds {
 		m := ix.Embeddings[NodeKind(k)]
-		if m.Sparse != nil {
-			out = append(out, section{name: sparsePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
-				encodeSparse(m, e)
-				return nil
-			}})
-			continue
-		}
-		out = append(out, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
-			e.b = slices.Grow(e.b, binary.MaxVarintLen64+4*len(m.Data))
-			e.uvarint(uint64(m.Dim))
-			e.b = appendShuffle4(e.b, m.Data)
+		out = append(out, section{name: rawPrefix + NodeKind(k).String(), raw: true, encode: func(_ *Index, e *enc) error {
+			encodeRaw(m, e, e.off)
 			return nil
 		}})
 	}
@@ -300,36 +302,13 @@ type parsedEmbedding struct {
 	err  error
 }
 
-// Embedding sections: "emb.<kind>" holds a dense matrix (format v1 and v2),
-// "embs.<kind>" one in compressed rows (v2).
+// Embedding sections of earlier formats: "emb.<kind>" holds a dense matrix with its
+// floats byte-shuffled (format v1 and v2), "embs.<kind>" one in compressed rows (v2),
+// each zstd-compressed. Format v3 writes rawPrefix sections instead.
 const (
 	densePrefix  = "emb."
 	sparsePrefix = "embs."
 )
-
-// encodeSparse writes a compressed-row matrix: dimension, rows and non-zeros
-// (uvarints), each row's length (uvarints), each coordinate as the gap from the
-// previous one in its row (uint16, the first one absolute), and the values byte-shuffled.
-func encodeSparse(m *Embedding, e *enc) {
-	s := m.Sparse
-	// The section's size is known up to its varints: grow the buffer once (a 120K-passage
-	// index has sections of half a gigabyte, which doubling would copy repeatedly).
-	e.b = slices.Grow(e.b, 3*binary.MaxVarintLen64+2*m.Rows()+6*len(s.Idx))
-	e.uvarint(uint64(m.Dim))
-	e.uvarint(uint64(m.Rows()))
-	e.uvarint(uint64(len(s.Idx)))
-	for i := range m.Rows() {
-		e.uvarint(uint64(s.Ptr[i+1] - s.Ptr[i]))
-	}
-	for i := range m.Rows() {
-		prev := uint16(0)
-		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
-			e.b = binary.LittleEndian.AppendUint16(e.b, s.Idx[k]-prev)
-			prev = s.Idx[k]
-		}
-	}
-	e.b = appendShuffle4(e.b, s.Val)
-}
 
 // decodeSparse reads what encodeSparse wrote, checking every row's coordinates.
 func decodeSparse(d *dec) *Embedding {
@@ -379,9 +358,22 @@ func decodeSparse(d *dec) *Embedding {
 	return m
 }
 
-// parseEmbedding decodes an "emb.<kind>" or "embs.<kind>" section's matrix, or returns
-// nil for any other section (and for an unknown kind, which is skipped).
+// parseEmbedding decodes an "embr.<kind>", "emb.<kind>" or "embs.<kind>" section's
+// matrix, or returns nil for any other section (and for an unknown kind, which is
+// skipped).
 func parseEmbedding(name string, payload []byte) *parsedEmbedding {
+	if strings.HasPrefix(name, rawPrefix) {
+		k, err := ParseNodeKind(strings.TrimPrefix(name, rawPrefix))
+		if err != nil {
+			return nil
+		}
+		d := &dec{b: payload}
+		m := parseRaw(d)
+		if err := d.done(name); err != nil {
+			return &parsedEmbedding{kind: k, err: err}
+		}
+		return &parsedEmbedding{kind: k, emb: m}
+	}
 	if strings.HasPrefix(name, sparsePrefix) {
 		k, err := ParseNodeKind(strings.TrimPrefix(name, sparsePrefix))
 		if err != nil {
@@ -431,7 +423,7 @@ func decodeOptional(ix *Index, name string, payload []byte, pe *parsedEmbedding)
 		}
 		ix.Embeddings[pe.kind] = pe.emb
 		return true, nil
-	case strings.HasPrefix(name, densePrefix) || strings.HasPrefix(name, sparsePrefix):
+	case strings.HasPrefix(name, densePrefix) || strings.HasPrefix(name, sparsePrefix) || strings.HasPrefix(name, rawPrefix):
 		return false, nil // an unknown kind
 	case strings.HasPrefix(name, "blob."):
 		if ix.Blobs == nil {

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"unsafe"
 )
 
 // enc appends the column encodings used inside sections.
-type enc struct{ b []byte }
+type enc struct {
+	b   []byte
+	off int64 // file offset of the payload's first byte (for alignment)
+}
 
 func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
@@ -46,6 +49,8 @@ var errCorrupt = errors.New("malformed payload")
 
 // dec reads what enc wrote. The first error sticks; every count is checked against the
 // bytes left so a corrupt length cannot make it allocate more than the input holds.
+// The strings it decodes alias b, so b must never be written once decoding starts:
+// the reader's payloads are its own buffers, inflated sections or the mapped file.
 type dec struct {
 	b   []byte
 	err error
@@ -136,9 +141,17 @@ func (d *dec) strs(n int, set func(i int, s string)) {
 			return
 		}
 	}
+	// The strings alias the payload: one column is one run of bytes, and copying it
+	// string by string cost a cold query more than everything else in decoding.
+	all := ""
+	if total > 0 {
+		all = unsafe.String(unsafe.SliceData(d.b), total)
+	}
+	d.b = d.b[total:]
+	at := 0
 	for i, l := range lens {
-		set(i, string(d.b[:l]))
-		d.b = d.b[l:]
+		set(i, all[at:at+l])
+		at += l
 	}
 }
 
@@ -185,26 +198,9 @@ func (d *dec) done(section string) error {
 	return nil
 }
 
-// shuffle4 transposes float32 data into four byte planes (all first bytes, then all
-// second bytes, …), which lets zstd find the redundancy in exponents and zeros.
-func shuffle4(v []float32) []byte { return appendShuffle4(nil, v) }
-
-// appendShuffle4 appends shuffle4(v) to dst, growing it once.
-func appendShuffle4(dst []byte, v []float32) []byte {
-	n := len(v)
-	at := len(dst)
-	dst = slices.Grow(dst, 4*n)[:at+4*n]
-	out := dst[at:]
-	for i, f := range v {
-		u := math.Float32bits(f)
-		out[i] = byte(u)
-		out[n+i] = byte(u >> 8)
-		out[2*n+i] = byte(u >> 16)
-		out[3*n+i] = byte(u >> 24)
-	}
-	return dst
-}
-
+// unshuffle4 reverses the byte-plane transposition of the float32 matrices of format
+// v1 and v2 (all first bytes, then all second bytes, …, which let zstd find the
+// redundancy in exponents and zeros).
 func unshuffle4(b []byte) []float32 {
 	n := len(b) / 4
 	out := make([]float32, n)

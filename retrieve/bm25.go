@@ -52,9 +52,11 @@ func words(text string) []string {
 }
 
 // lexIndex is an Okapi BM25 inverted index over a list of texts (chunks, facts,
-// entity names or hyperedges).
+// entity names or hyperedges): postings built in memory, or stored ones read in
+// place (decodeBM25).
 type lexIndex struct {
-	postings map[string][]posting
+	postings map[string][]posting // nil when stored is set
+	stored   *storedPostings
 	docLen   []float64
 	avgLen   float64
 	an       Analyzer
@@ -157,6 +159,14 @@ func parallel(n, workers, grain int, f func(i int)) {
 	})
 }
 
+// lookup returns the postings of term t, in document order.
+func (idx *lexIndex) lookup(t string) []posting {
+	if idx.stored != nil {
+		return idx.stored.lookup(t)
+	}
+	return idx.postings[t]
+}
+
 // scores returns the Okapi BM25 score of every text for the query, with the
 // Lucene-style IDF log(1 + (N − df + 0.5)/(df + 0.5)), which is never negative. A
 // query term counts once however often the query repeats it.
@@ -165,8 +175,11 @@ func (idx *lexIndex) scores(q string) []float64 {
 	scores := make([]float64, len(idx.docLen))
 	seen := map[string]bool{}
 	for _, t := range idx.an.Terms(q) {
-		ps := idx.postings[t]
-		if len(ps) == 0 || seen[t] {
+		if seen[t] {
+			continue
+		}
+		ps := idx.lookup(t)
+		if len(ps) == 0 {
 			continue
 		}
 		seen[t] = true
@@ -189,17 +202,7 @@ func (s *Searcher) analyzer() Analyzer { return Analyzer{Stem: s.cfg.Stem} }
 // index stores (StoreBM25) when they were computed from these chunks with this
 // analyzer, else built from the chunks.
 func (s *Searcher) bm25Index() *lexIndex {
-	s.bm25Once.Do(func() {
-		texts := chunkTexts(s.ix)
-		an := s.analyzer()
-		if blob, ok := s.ix.Blobs[BM25Blob]; ok {
-			if idx, err := decodeBM25(blob, bm25Digest(texts, an), len(texts), an, s.cfg.BM25K1, s.cfg.BM25B); err == nil {
-				s.bm25 = idx
-				return
-			}
-		}
-		s.bm25 = newLexIndex(texts, an, s.cfg.BM25K1, s.cfg.BM25B)
-	})
+	s.bm25Once.Do(func() { s.bm25 = chunkCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 	return s.bm25
 }
 

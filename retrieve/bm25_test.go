@@ -1,7 +1,9 @@
 package retrieve
 
 import (
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -46,48 +48,134 @@ func TestLexIndexMatchesSequential(t *testing.T) {
 	assert.NotContains(t, got.postings, "harbours")
 }
 
+// materialized returns idx's postings as a map, whichever form they are held in.
+func (idx *lexIndex) materialized() map[string][]posting {
+	if idx.stored == nil {
+		return idx.postings
+	}
+	out := map[string][]posting{}
+	for i := range idx.stored.n {
+		t := string(idx.stored.termAt(i))
+		out[t] = idx.stored.lookup(t)
+	}
+	return out
+}
+
+// sameLex asserts that two indices hold the same postings and lengths.
+func sameLex(t *testing.T, want, got *lexIndex, msg string) {
+	t.Helper()
+	assert.Equal(t, want.materialized(), got.materialized(), msg)
+	assert.Equal(t, want.docLen, got.docLen, msg)
+	assert.Equal(t, want.avgLen, got.avgLen, msg)
+}
+
 func TestStoredBM25Postings(t *testing.T) {
 	ix := exampleIndex(t)
 	cfg := DefaultConfig()
-	built := newLexIndex(chunkTexts(ix), Analyzer{Stem: cfg.Stem}, cfg.BM25K1, cfg.BM25B)
+	an := Analyzer{Stem: cfg.Stem}
+	built := func(c lexCorpus) *lexIndex { return newLexIndex(c.texts(), an, cfg.BM25K1, cfg.BM25B) }
 	StoreBM25(ix, cfg)
-	blob := ix.Blobs[BM25Blob]
-	require.NotEmpty(t, blob)
-	open := func() *lexIndex {
-		s, err := Open(ix, nil, cfg, nil)
-		require.NoError(t, err)
-		return s.bm25Index()
+	s, err := Open(ix, nil, cfg, nil)
+	require.NoError(t, err)
+	stored := map[string]*lexIndex{}
+	for _, c := range lexCorpora(ix) {
+		require.NotEmpty(t, ix.Blobs[c.blob], c.blob)
+		idx := c.index(ix, an, cfg.BM25K1, cfg.BM25B)
+		require.NotNil(t, idx.stored, "%s: read from its blob", c.blob)
+		sameLex(t, built(c), idx, c.blob+": the stored postings are the built ones")
+		stored[c.blob] = idx
 	}
-	assert.Equal(t, built, open(), "the stored postings are the built ones")
+	// The texts are the ones the retrievers searched before the blobs.
+	assert.Equal(t, ix.Chunks[2].Content(), chunkCorpus(ix).texts()[2])
+	f := s.factTriple(4)
+	assert.Equal(t, f[0]+" "+f[2], factCorpus(ix).texts()[4])
+	// A stored index scores as the built one, term by term, to the bit.
+	for _, q := range []string{"Who founded the lighthouse keepers' guild?", "harbour harbour salt", "zzz unknown", ""} {
+		for _, c := range lexCorpora(ix) {
+			assert.Equal(t, built(c).scores(q), stored[c.blob].scores(q), "%s: %q", c.blob, q)
+		}
+	}
+	assert.Same(t, s.bm25Index().stored, s.bm25Index().stored)
+	assert.NotNil(t, s.bm25Index().stored, "the searcher reads the chunks' blob")
+	blobs := maps.Clone(ix.Blobs)
 	StoreBM25(ix, cfg)
-	assert.Equal(t, blob, ix.Blobs[BM25Blob], "the blob is a function of the chunks")
+	assert.Equal(t, blobs, ix.Blobs, "the blobs are a function of the texts")
 
-	// The searcher reads the blob: one whose digest matches is taken as it is.
-	doctored := newLexIndex(chunkTexts(ix), Analyzer{Stem: cfg.Stem}, cfg.BM25K1, cfg.BM25B)
+	// The searcher takes a blob whose digest matches as it is.
+	doctored := built(chunkCorpus(ix))
 	for term, ps := range doctored.postings {
 		ps[0].tf += 7
 		doctored.postings[term] = ps
 		break
 	}
-	ix.Blobs[BM25Blob] = encodeBM25(doctored, bm25Digest(chunkTexts(ix), Analyzer{Stem: cfg.Stem}))
-	assert.Equal(t, doctored, open())
-
-	// A blob for other chunks, another analyzer, or a malformed one is ignored.
+	blob, ok := encodeBM25(doctored, chunkCorpus(ix).digest(an))
+	require.True(t, ok)
 	ix.Blobs[BM25Blob] = blob
-	unstemmed := cfg
-	unstemmed.Stem = false
-	s, err := Open(ix, nil, unstemmed, nil)
-	require.NoError(t, err)
-	assert.Equal(t, newLexIndex(chunkTexts(ix), Analyzer{}, cfg.BM25K1, cfg.BM25B), s.bm25Index())
+	sameLex(t, doctored, chunkCorpus(ix).index(ix, an, cfg.BM25K1, cfg.BM25B), "a matching blob is read")
+
+	// A blob for other texts, another analyzer, or a malformed one is ignored.
+	ix.Blobs[BM25Blob] = blobs[BM25Blob]
+	idx := chunkCorpus(ix).index(ix, Analyzer{}, cfg.BM25K1, cfg.BM25B)
+	assert.Nil(t, idx.stored)
+	sameLex(t, newLexIndex(chunkCorpus(ix).texts(), Analyzer{}, cfg.BM25K1, cfg.BM25B), idx, "another analyzer")
 	ix.Chunks[3].Text += " Lighthouse keepers"
-	rebuilt := newLexIndex(chunkTexts(ix), Analyzer{Stem: cfg.Stem}, cfg.BM25K1, cfg.BM25B)
-	assert.Equal(t, rebuilt, open(), "a stale blob is ignored")
+	rebuilt := built(chunkCorpus(ix))
+	idx = chunkCorpus(ix).index(ix, an, cfg.BM25K1, cfg.BM25B)
+	assert.Nil(t, idx.stored, "a stale blob is ignored")
+	sameLex(t, rebuilt, idx, "a stale blob is ignored")
 	StoreBM25(ix, cfg)
 	good := ix.Blobs[BM25Blob]
-	for _, cut := range []int{0, 5, len(bm25BlobMagic) + 31, len(bm25BlobMagic) + 40, len(good) / 2, len(good) - 1} {
-		ix.Blobs[BM25Blob] = good[:cut]
-		assert.Equal(t, rebuilt, open(), "blob cut at %d", cut)
+	header := len(bm25BlobMagic) + 32
+	flip := func(at int) []byte { b := slices.Clone(good); b[at] ^= 0x5a; return b }
+	le := binary.LittleEndian
+	docs := len(ix.Chunks)
+	// Where the term count and the tables start: after the document lengths.
+	at := header + binary.PutUvarint(make([]byte, 10), uint64(docs))
+	for _, l := range rebuilt.docLen {
+		at += binary.PutUvarint(make([]byte, 10), uint64(l))
 	}
-	ix.Blobs[BM25Blob] = append(slices.Clone(good), 0)
-	assert.Equal(t, rebuilt, open(), "trailing bytes")
+	nt, k := binary.Uvarint(good[at:])
+	tables := at + k
+	termOffAt := func(i int) int { return tables + 4*i }
+	listOffAt := func(i int) int { return tables + 4*(int(nt)+1) + 4*i }
+	setU32 := func(at int, v uint32) []byte { b := slices.Clone(good); le.PutUint32(b[at:], v); return b }
+	textLen := le.Uint32(good[termOffAt(int(nt)):])
+	lists := tables + 8*(int(nt)+1) + int(textLen)
+	for _, tc := range []struct {
+		name string
+		blob []byte
+	}{
+		{"empty", nil},
+		{"magic only", good[:len(bm25BlobMagic)]},
+		{"version 1", append([]byte("GLBM25\x01"), good[len(bm25BlobMagic):]...)},
+		{"cut in the digest", good[:header-1]},
+		{"cut in the lengths", good[:header+3]},
+		{"cut in the tables", good[:tables+10]},
+		{"cut in the postings", good[:len(good)-1]},
+		{"trailing byte", append(slices.Clone(good), 0)},
+		{"term count past the bytes", append(append(slices.Clone(good[:at]), 0xff, 0xff, 0xff, 0xff, 0x0f), good[tables:]...)},
+		{"first term offset not 0", setU32(termOffAt(0), 1)},
+		{"term offsets decreasing", setU32(termOffAt(2), le.Uint32(good[termOffAt(1):])-1)},
+		{"term offset past the text", setU32(termOffAt(1), textLen+1)},
+		{"list offset past the lists", setU32(listOffAt(1), uint32(len(good)))},
+		{"terms out of order", func() []byte {
+			b := slices.Clone(good)
+			t0 := tables + 8*(int(nt)+1)
+			b[t0], b[t0+1] = 0xff, 0xff
+			return b
+		}()},
+		{"empty postings list", func() []byte { b := slices.Clone(good); b[lists] = 0; return b }()},
+		{"document past the corpus", func() []byte { b := slices.Clone(good); b[lists+1] = byte(docs + 1); return b }()},
+		{"flipped list byte", flip(lists + 2)},
+	} {
+		ix.Blobs[BM25Blob] = tc.blob
+		idx := chunkCorpus(ix).index(ix, an, cfg.BM25K1, cfg.BM25B)
+		if idx.stored != nil {
+			// A flip that keeps the blob well-formed is read; it must still decode.
+			_ = idx.materialized()
+			assert.Equal(t, "flipped list byte", tc.name, "%s: read as well-formed", tc.name)
+			continue
+		}
+		sameLex(t, rebuilt, idx, tc.name)
+	}
 }

@@ -110,14 +110,7 @@ func (s *Searcher) factScores(q string, dense []float64) (fused, lex []float64) 
 	if !s.lexicalOn() {
 		return minMax(dense), nil
 	}
-	s.factLexOnce.Do(func() {
-		texts := make([]string, len(s.ix.Facts))
-		for i := range s.ix.Facts {
-			t := s.factTriple(int32(i))
-			texts[i] = t[0] + " " + t[2]
-		}
-		s.factLex = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
-	})
+	s.factLexOnce.Do(func() { s.factLex = factCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 	lex = s.factLex.scores(q)
 	return fuse(dense, lex, s.cfg.LexicalWeight), lex
 }
@@ -132,22 +125,10 @@ func (s *Searcher) kindScores(k graphio.NodeKind, q string, dense []float64) []f
 	var idx *lexIndex
 	switch k {
 	case graphio.KindEntity:
-		s.entLexOnce.Do(func() {
-			texts := make([]string, len(s.ix.Entities))
-			for i := range s.ix.Entities {
-				texts[i] = s.ix.Entities[i].Name
-			}
-			s.entLex = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
-		})
+		s.entLexOnce.Do(func() { s.entLex = entityCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 		idx = s.entLex
 	case graphio.KindHyperedge:
-		s.hypLexOnce.Do(func() {
-			texts := make([]string, len(s.ix.Hyperedges))
-			for i := range s.ix.Hyperedges {
-				texts[i] = s.ix.Hyperedges[i].Text
-			}
-			s.hypLex = newLexIndex(texts, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B)
-		})
+		s.hypLexOnce.Do(func() { s.hypLex = hyperedgeCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 		idx = s.hypLex
 	default:
 		return dense

@@ -16,6 +16,7 @@ import (
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 func newAugmentCmd() *cobra.Command {
@@ -67,6 +68,7 @@ rerun does not repeat paid calls.`,
 				if err := augment.Rollback(ix, rollback); err != nil {
 					return err
 				}
+				retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // the facts' postings changed
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}
@@ -159,6 +161,7 @@ rerun does not repeat paid calls.`,
 				goldN, recovered = len(g), augment.Recovered(rep.Facts, g)
 			}
 			if !plan {
+				retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // the facts' postings changed
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}

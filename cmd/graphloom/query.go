@@ -193,12 +193,13 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 	}
 }
 
-// queryReadOptions reads only the embedding matrices the retrievers of a one-off query
-// need (retrieve.EmbeddingKinds); everything when a reranker or an unknown retriever
+// queryReadOptions maps the index (a query process reads one index and exits) and
+// reads only the embedding matrices the retrievers of a one-off query need
+// (retrieve.EmbeddingKinds); every matrix when a reranker or an unknown retriever
 // (gretriever) is involved.
 func queryReadOptions(retriever, compare string, rerank bool) graphio.ReadOptions {
 	if rerank {
-		return graphio.ReadOptions{}
+		return graphio.ReadOptions{Map: true}
 	}
 	need := map[graphio.NodeKind]bool{}
 	for _, name := range []string{retriever, compare} {
@@ -207,11 +208,11 @@ func queryReadOptions(retriever, compare string, rerank bool) graphio.ReadOption
 		}
 		kinds, ok := retrieve.EmbeddingKinds(name)
 		if !ok {
-			return graphio.ReadOptions{}
+			return graphio.ReadOptions{Map: true}
 		}
 		for _, k := range kinds {
 			need[k] = true
 		}
 	}
-	return graphio.ReadOptions{Embeddings: func(k graphio.NodeKind) bool { return need[k] }}
+	return graphio.ReadOptions{Map: true, Embeddings: func(k graphio.NodeKind) bool { return need[k] }}
 }

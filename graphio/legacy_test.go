@@ -1,0 +1,115 @@
+package graphio
+
+import (
+	"bytes"
+
+	"encoding/binary"
+	"github.com/klauspost/compress/zstd"
+	"math"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// encodeV2 writes ix as format v2 wrote it: embedding matrices as zstd-compressed
+// "emb.<kind>" (dense, byte-shuffled) and "embs.<kind>" (compressed rows) sections.
+// It is how the tests make the files older graphloom versions wrote.
+func encodeV2(t testing.TB, ix *Index) []byte { return encodeV2Frames(t, ix, 8<<20) }
+
+// encodeV2Frames is encodeV2 with sections compressed as frames of block bytes (v2
+// wrote 8 MiB frames, so large sections had several).
+func encodeV2Frames(t testing.TB, ix *Index, block int) []byte {
+	t.Helper()
+	all := append([]section{}, sections...)
+	kinds := make([]int, 0, len(ix.Embeddings))
+	for k := range ix.Embeddings {
+		kinds = append(kinds, int(k))
+	}
+	sort.Ints(kinds)
+	for _, k := range kinds {
+		m := ix.Embeddings[NodeKind(k)]
+		if m.Sparse != nil {
+			all = append(all, section{name: sparsePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+				encodeSparse(m, e)
+				return nil
+			}})
+			continue
+		}
+		all = append(all, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+			e.uvarint(uint64(m.Dim))
+			e.b = appendShuffle4(e.b, m.Data)
+			return nil
+		}})
+	}
+	for _, s := range optionalSections(ix) {
+		if !s.raw {
+			all = append(all, s) // blobs
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeSections(&buf, ix, 2, all, zstdFrames(t, block)); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// zstdFrames compresses a section as v2 did: zstd frames of block raw bytes each,
+// stored one after the other.
+func zstdFrames(t testing.TB, block int) func(raw []byte) (byte, [][]byte) {
+	zw, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zw.Close() })
+	return func(raw []byte) (byte, [][]byte) {
+		var frames [][]byte
+		for at := 0; at == 0 || at < len(raw); at += block {
+			frames = append(frames, zw.EncodeAll(raw[at:min(len(raw), at+block)], nil))
+		}
+		return codecZstd, frames
+	}
+}
+
+// encodeSparse writes a compressed-row matrix: dimension, rows and non-zeros
+// (uvarints), each row's length (uvarints), each coordinate as the gap from the
+// previous one in its row (uint16, the first one absolute), and the values byte-shuffled.
+func encodeSparse(m *Embedding, e *enc) {
+	s := m.Sparse
+	// The section's size is known up to its varints: grow the buffer once (a 120K-passage
+	// index has sections of half a gigabyte, which doubling would copy repeatedly).
+	e.b = slices.Grow(e.b, 3*binary.MaxVarintLen64+2*m.Rows()+6*len(s.Idx))
+	e.uvarint(uint64(m.Dim))
+	e.uvarint(uint64(m.Rows()))
+	e.uvarint(uint64(len(s.Idx)))
+	for i := range m.Rows() {
+		e.uvarint(uint64(s.Ptr[i+1] - s.Ptr[i]))
+	}
+	for i := range m.Rows() {
+		prev := uint16(0)
+		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
+			e.b = binary.LittleEndian.AppendUint16(e.b, s.Idx[k]-prev)
+			prev = s.Idx[k]
+		}
+	}
+	e.b = appendShuffle4(e.b, s.Val)
+}
+
+// shuffle4 transposes float32 data into four byte planes (all first bytes, then all
+// second bytes, …), which lets zstd find the redundancy in exponents and zeros.
+func shuffle4(v []float32) []byte { return appendShuffle4(nil, v) }
+
+// appendShuffle4 appends shuffle4(v) to dst, growing it once.
+func appendShuffle4(dst []byte, v []float32) []byte {
+	n := len(v)
+	at := len(dst)
+	dst = slices.Grow(dst, 4*n)[:at+4*n]
+	out := dst[at:]
+	for i, f := range v {
+		u := math.Float32bits(f)
+		out[i] = byte(u)
+		out[n+i] = byte(u >> 8)
+		out[2*n+i] = byte(u >> 16)
+		out[3*n+i] = byte(u >> 24)
+	}
+	return dst
+}
