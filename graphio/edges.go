@@ -108,18 +108,44 @@ type TypedEdge struct {
 
 // EntityChunks returns, for every entity, the ascending chunks it occurs in: its
 // mentions and the chunks of the facts it is subject or object of.
+// The lists share one array, filled after counting (a list per entity grown by
+// appends was most of a cold query's graph building); each has its own capacity, so
+// appending to one never writes into the next.
 func (ix *Index) EntityChunks() [][]int32 {
-	out := make([][]int32, len(ix.Entities))
+	n := len(ix.Entities)
+	end := make([]int, n+1) // end[e+1]: where entity e's list ends, once summed
 	for _, m := range ix.Mentions {
-		out[m.Entity] = append(out[m.Entity], m.Chunk)
+		end[m.Entity+1]++
 	}
 	for _, f := range ix.Facts {
-		out[f.Subject] = append(out[f.Subject], f.Chunks...)
-		out[f.Object] = append(out[f.Object], f.Chunks...)
+		end[f.Subject+1] += len(f.Chunks)
+		end[f.Object+1] += len(f.Chunks)
 	}
-	for i := range out {
-		slices.Sort(out[i])
-		out[i] = slices.Compact(out[i])
+	for e := range n {
+		end[e+1] += end[e]
+	}
+	flat := make([]int32, end[n])
+	fill := end[:n] // fill[e]: the next free slot of entity e, from its start
+	put := func(e int32, cs ...int32) { fill[e] += copy(flat[fill[e]:], cs) }
+	for _, m := range ix.Mentions {
+		put(m.Entity, m.Chunk)
+	}
+	for _, f := range ix.Facts {
+		put(f.Subject, f.Chunks...)
+		put(f.Object, f.Chunks...)
+	}
+	// Every fill[e] is now the end of e's list: e's list starts at the end of e-1's.
+	out := make([][]int32, n)
+	start := 0
+	for e := range out {
+		cs := flat[start:fill[e]]
+		start = fill[e]
+		if len(cs) == 0 {
+			continue
+		}
+		slices.Sort(cs)
+		cs = slices.Compact(cs)
+		out[e] = cs[:len(cs):len(cs)]
 	}
 	return out
 }

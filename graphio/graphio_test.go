@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -363,4 +364,39 @@ func TestReadWithSkipsEmbeddingKinds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, whole.SkippedEmbeddings())
 	assert.Equal(t, ix, whole)
+}
+
+// TestEntityChunks checks the flat, counted build against appending per entity.
+func TestEntityChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	ix := &Index{Entities: make([]Entity, 50)}
+	for range 200 {
+		ix.Mentions = append(ix.Mentions, Mention{Entity: int32(rng.IntN(40)), Chunk: int32(rng.IntN(30))})
+	}
+	for range 100 {
+		f := Fact{Subject: int32(rng.IntN(45)), Object: int32(rng.IntN(45))}
+		for range rng.IntN(4) {
+			f.Chunks = append(f.Chunks, int32(rng.IntN(30)))
+		}
+		ix.Facts = append(ix.Facts, f)
+	}
+	want := make([][]int32, len(ix.Entities))
+	for _, m := range ix.Mentions {
+		want[m.Entity] = append(want[m.Entity], m.Chunk)
+	}
+	for _, f := range ix.Facts {
+		want[f.Subject] = append(want[f.Subject], f.Chunks...)
+		want[f.Object] = append(want[f.Object], f.Chunks...)
+	}
+	for e := range want {
+		slices.Sort(want[e])
+		want[e] = slices.Compact(want[e])
+	}
+	got := ix.EntityChunks()
+	assert.Equal(t, want, got)
+	assert.Nil(t, got[49], "an entity in no chunk has no list")
+	// Appending to one list leaves the next as it was.
+	next := slices.Clone(got[1])
+	_ = append(got[0], 99)
+	assert.Equal(t, next, got[1])
 }

@@ -191,14 +191,25 @@ func TestReadMappedIndex(t *testing.T) {
 	assert.ElementsMatch(t, []NodeKind{KindEntity, KindHyperedge, KindFact}, part.SkippedEmbeddings())
 	assert.Equal(t, ix.Embeddings[KindChunk], part.Embeddings[KindChunk])
 
-	// Bad files fail as they do when streamed: a flipped byte in a matrix left out, a
-	// file cut short, an empty file.
-	i := sectionOffsets(t, data)[rawPrefix+"entity"]
+	// Bad files fail as they do when streamed: a flipped byte in a section read, a
+	// file cut short, an empty file. A matrix left out is never touched, so a flipped
+	// byte in it goes unseen until the file is read whole.
+	offs := sectionOffsets(t, data)
+	for _, name := range []string{"chunks", rawPrefix + "chunk", "end"} {
+		bad := bytes.Clone(data)
+		bad[offs[name]] ^= 0xff
+		require.NoError(t, os.WriteFile(path, bad, 0o644))
+		_, err = ReadFileWith(path, keep)
+		assert.ErrorIs(t, err, ErrChecksum, name)
+	}
+	i := offs[rawPrefix+"entity"]
 	bad := bytes.Clone(data)
 	bad[i+40] ^= 0xff
 	require.NoError(t, os.WriteFile(path, bad, 0o644))
 	_, err = ReadFileWith(path, keep)
-	assert.ErrorIs(t, err, ErrChecksum)
+	assert.NoError(t, err, "a matrix left out is not read")
+	_, err = ReadFileWith(path, ReadOptions{Map: true})
+	assert.ErrorIs(t, err, ErrChecksum, "read whole, it is")
 	require.NoError(t, os.WriteFile(path, data[:i+40], 0o644))
 	_, err = ReadFileWith(path, keep)
 	assert.ErrorIs(t, err, ErrTruncated)

@@ -1,8 +1,9 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // CSR is a weighted sparse adjacency matrix in compressed-sparse-row form.
@@ -126,7 +127,7 @@ func NewSymmetricCSR(n int, edges []Edge) (*CSR, error) {
 	c.Val = make([]float32, 0, len(tmp))
 	for u := 0; u < n; u++ {
 		row := tmp[deg[u]:deg[u+1]]
-		sort.Slice(row, func(a, b int) bool { return row[a].col < row[b].col })
+		slices.SortFunc(row, func(a, b entry) int { return cmp.Compare(a.col, b.col) }) // sort.Slice allocated per row
 		for i := 0; i < len(row); {
 			j, w := i, float64(0)
 			for ; j < len(row) && row[j].col == row[i].col; j++ {

@@ -1,8 +1,9 @@
 package kernels
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"unsafe"
 )
 
@@ -69,7 +70,7 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 	for _, g := range groups {
 		for w := 0; w < len(g); w += sigma {
 			win := g[w:min(w+sigma, len(g))]
-			sort.SliceStable(win, func(a, b int) bool { return rowLen(win[a]) > rowLen(win[b]) })
+			slices.SortStableFunc(win, func(a, b int32) int { return cmp.Compare(rowLen(b), rowLen(a)) })
 		}
 		l.perm = append(l.perm, g...)
 		for len(l.perm)%pprSellRows != 0 {
