@@ -2,6 +2,9 @@ package embed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -258,4 +261,56 @@ func TestHashedFitCountsDocuments(t *testing.T) {
 	assert.Equal(t, uint32(500), h.docs)
 	// "document" is in every text: its IDF is the floor, 1 + log(501/501).
 	assert.InDelta(t, 1.0, h.idf(feature{hash64("w\x00document"), true}), 1e-12)
+}
+
+// TestHashedSparseTable checks that a loaded embedder, which keeps its table sparse,
+// embeds, marshals and identifies itself as the fitted one, and that the identity is
+// the hash of the whole table as earlier versions computed it (indices store it).
+func TestHashedSparseTable(t *testing.T) {
+	var texts []string
+	for i := range 300 {
+		texts = append(texts, fmt.Sprintf("passage %d about harbour%d keeper%d", i, i%17, i%5))
+	}
+	for _, buckets := range []int{1 << 12, 1<<14 + 3, 1 << 16} { // one window, a partial one, several
+		h, err := NewHashed(HashedConfig{Dim: 64, IDFBuckets: buckets})
+		require.NoError(t, err)
+		h.Fit(texts)
+		d := sha256.New()
+		for _, v := range h.df {
+			d.Write(binary.LittleEndian.AppendUint32(nil, v))
+		}
+		d.Write(binary.LittleEndian.AppendUint32(nil, h.docs))
+		sum := d.Sum(nil)
+		assert.True(t, strings.HasSuffix(h.Identity(), ":"+hex.EncodeToString(sum[:6])), "identity = hash of the whole table (%d buckets)", buckets)
+
+		b, err := h.MarshalBinary()
+		require.NoError(t, err)
+		loaded, err := UnmarshalHashed(b)
+		require.NoError(t, err)
+		require.Nil(t, loaded.df, "held sparse")
+		assert.Equal(t, h.Identity(), loaded.Identity())
+		for _, q := range []string{"harbour3 keeper", "passage 17", "nothing known here", ""} {
+			assert.Equal(t, h.Vector(q), loaded.Vector(q), q)
+		}
+		again, err := loaded.MarshalBinary()
+		require.NoError(t, err)
+		assert.Equal(t, b, again)
+		for bucket := range buckets {
+			require.Equal(t, h.df[bucket], loaded.dfAt(uint64(bucket)))
+		}
+		// Refitting a loaded embedder expands its table.
+		loaded.Fit(texts[:100])
+		h.Fit(texts[:100])
+		assert.Equal(t, h.df, loaded.df)
+		assert.Equal(t, h.Identity(), loaded.Identity())
+	}
+	// A blob that names a bucket twice (never written) keeps its last count, as a table
+	// did; zero counts are dropped.
+	h, _ := NewHashed(HashedConfig{Dim: 64, IDFBuckets: 16})
+	b, _ := h.MarshalBinary()
+	b = append(b, 3, 5, 0, 7, 2, 0, 1, 9) // bucket 3: 5 then 7; bucket 5: 0; bucket 6: 9
+	loaded, err := UnmarshalHashed(b)
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{3, 6}, loaded.sparse.pos)
+	assert.Equal(t, []uint32{7, 9}, loaded.sparse.val)
 }

@@ -47,8 +47,12 @@ func DefaultHashedConfig() HashedConfig {
 type Hashed struct {
 	cfg  HashedConfig
 	docs uint32   // documents the IDF was fitted on
-	df   []uint32 // document frequency per feature bucket
-	id   string
+	df   []uint32 // document frequency per feature bucket; nil while held sparse
+	// sparse holds the table as loaded (UnmarshalHashed): its non-zero buckets in
+	// increasing order. Embedding a query reads a few hundred buckets, so a query
+	// process never expands the 2^20-bucket table (4 MiB of fresh memory); Fit does.
+	sparse struct{ pos, val []uint32 }
+	id     string
 }
 
 // NewHashed returns an unfitted embedder (every feature gets the same IDF until Fit).
@@ -88,22 +92,59 @@ func newHashed(cfg HashedConfig) *Hashed {
 	return &Hashed{cfg: cfg, df: make([]uint32, cfg.IDFBuckets)}
 }
 
-func (h *Hashed) updateID() {
-	// The table and the document count, little-endian, hashed 64 KiB at a time (a
-	// write per entry cost 30 ms per load of a 2^20-bucket table; one buffer for the
-	// whole table, 4 MiB of fresh pages).
-	const block = 1 << 16
-	buf := make([]byte, 0, block)
-	d := sha256.New()
-	for _, v := range h.df {
-		if len(buf) == block {
-			d.Write(buf)
-			buf = buf[:0]
-		}
-		buf = binary.LittleEndian.AppendUint32(buf, v)
+// dfAt returns the document frequency of bucket b.
+func (h *Hashed) dfAt(b uint64) uint32 {
+	if h.df != nil {
+		return h.df[b]
 	}
-	buf = binary.LittleEndian.AppendUint32(buf, h.docs)
-	d.Write(buf)
+	if i, ok := slices.BinarySearch(h.sparse.pos, uint32(b)); ok {
+		return h.sparse.val[i]
+	}
+	return 0
+}
+
+// eachNonZero calls f for every bucket with a non-zero count, in increasing order.
+func (h *Hashed) eachNonZero(f func(b int, v uint32)) {
+	if h.df == nil {
+		for i, p := range h.sparse.pos {
+			f(int(p), h.sparse.val[i])
+		}
+		return
+	}
+	for b, v := range h.df {
+		if v != 0 {
+			f(b, v)
+		}
+	}
+}
+
+func (h *Hashed) updateID() {
+	// The table (every bucket, zeros too) and the document count, little-endian,
+	// hashed a window of 16K buckets at a time: the windows are written from one
+	// zeroed buffer holding their non-zero buckets, so a sparse table is hashed without
+	// being expanded.
+	const window = 1 << 14
+	buf := make([]byte, 4*window)
+	d := sha256.New()
+	base, dirty := 0, false // buckets before base are hashed; buf holds [base, base+window)
+	hashBelow := func(b int) {
+		for base+window <= b {
+			d.Write(buf)
+			if dirty {
+				clear(buf)
+				dirty = false
+			}
+			base += window
+		}
+	}
+	h.eachNonZero(func(b int, v uint32) {
+		hashBelow(b)
+		binary.LittleEndian.PutUint32(buf[4*(b-base):], v)
+		dirty = true
+	})
+	hashBelow(h.cfg.IDFBuckets)
+	d.Write(buf[:4*(h.cfg.IDFBuckets-base)])
+	d.Write(binary.LittleEndian.AppendUint32(nil, h.docs))
 	var sum [sha256.Size]byte
 	d.Sum(sum[:0])
 	h.id = fmt.Sprintf("%s:v4:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
@@ -243,9 +284,11 @@ func (h *Hashed) features(text string, sc *scratch) []featureCount {
 // Fit sets the document frequencies from a corpus (typically the chunks), counting
 // on every core (integer counts: the table does not depend on the split).
 func (h *Hashed) Fit(texts []string) {
-	for i := range h.df {
-		h.df[i] = 0
+	if h.df == nil {
+		h.df = make([]uint32, h.cfg.IDFBuckets)
+		h.sparse.pos, h.sparse.val = nil, nil
 	}
+	clear(h.df)
 	h.docs = uint32(len(texts))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/64))
 	dfs := make([][]uint32, workers)
@@ -276,7 +319,7 @@ func (h *Hashed) Fit(texts []string) {
 }
 
 func (h *Hashed) idf(f feature) float64 {
-	df := float64(h.df[f.h%uint64(len(h.df))])
+	df := float64(h.dfAt(f.h % uint64(h.cfg.IDFBuckets)))
 	return math.Log((1+float64(h.docs))/(1+df)) + 1
 }
 
@@ -376,13 +419,11 @@ func (h *Hashed) MarshalBinary() ([]byte, error) {
 		b = binary.AppendUvarint(b, v)
 	}
 	prev := 0
-	for i, v := range h.df {
-		if v != 0 {
-			b = binary.AppendUvarint(b, uint64(i-prev))
-			b = binary.AppendUvarint(b, uint64(v))
-			prev = i
-		}
-	}
+	h.eachNonZero(func(i int, v uint32) {
+		b = binary.AppendUvarint(b, uint64(i-prev))
+		b = binary.AppendUvarint(b, uint64(v))
+		prev = i
+	})
 	return b, nil
 }
 
@@ -409,8 +450,15 @@ func UnmarshalHashed(b []byte) (*Hashed, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := newHashed(cfg) // its identity once, after the table is read
-	h.docs = uint32(vals[5])
+	h := &Hashed{cfg: cfg, docs: uint32(vals[5])} // its identity once, after the table is read
+	// Entries are two uvarints each: count them to allocate the table once.
+	n := 0
+	for _, c := range b {
+		if c < 0x80 {
+			n++
+		}
+	}
+	h.sparse.pos, h.sparse.val = make([]uint32, 0, n/2), make([]uint32, 0, n/2)
 	pos := 0
 	for len(b) > 0 {
 		d, n := binary.Uvarint(b)
@@ -424,11 +472,26 @@ func UnmarshalHashed(b []byte) (*Hashed, error) {
 		}
 		b = b[n:]
 		pos += int(d)
-		if pos >= len(h.df) || d > uint64(len(h.df)) {
-			return nil, fmt.Errorf("corrupt hashed embedder state: bucket %d of %d", pos, len(h.df))
+		if pos >= cfg.IDFBuckets || d > uint64(cfg.IDFBuckets) || v > math.MaxUint32 {
+			return nil, fmt.Errorf("corrupt hashed embedder state: bucket %d of %d", pos, cfg.IDFBuckets)
 		}
-		h.df[pos] = uint32(v)
+		sp := &h.sparse
+		switch n := len(sp.pos); {
+		case n > 0 && d == 0: // the same bucket again: the last count stands, as it did in a table
+			sp.val[n-1] = uint32(v)
+		default:
+			sp.pos, sp.val = append(sp.pos, uint32(pos)), append(sp.val, uint32(v))
+		}
 	}
+	// Zero counts (never written, but readable) are dropped: the table is the same.
+	keep := 0
+	for i, v := range h.sparse.val {
+		if v != 0 {
+			h.sparse.pos[keep], h.sparse.val[keep] = h.sparse.pos[i], v
+			keep++
+		}
+	}
+	h.sparse.pos, h.sparse.val = h.sparse.pos[:keep], h.sparse.val[:keep]
 	h.updateID()
 	return h, nil
 }

@@ -400,3 +400,20 @@ func TestEntityChunks(t *testing.T) {
 	_ = append(got[0], 99)
 	assert.Equal(t, next, got[1])
 }
+
+// TestDecodedListsDoNotShareCapacity: the reader decodes each list column (a fact's
+// chunks, an entity's surface forms) into one array; appending
+// to one record's list must leave the next record's as it was.
+func TestDecodedListsDoNotShareCapacity(t *testing.T) {
+	ix := sampleIndex(t)
+	ix.Entities[0].Surface = []string{"Alice", "ALICE"}
+	ix.Entities[1].Surface = []string{"Bob"}
+	got, err := Read(bytes.NewReader(encode(t, ix)))
+	require.NoError(t, err)
+	require.Equal(t, ix, got)
+	require.GreaterOrEqual(t, len(got.Facts), 2)
+	_ = append(got.Facts[0].Chunks, 99)
+	_ = append(got.Entities[0].Surface, "x")
+	assert.Equal(t, ix.Facts[1].Chunks, got.Facts[1].Chunks)
+	assert.Equal(t, ix.Entities[1].Surface, got.Entities[1].Surface)
+}

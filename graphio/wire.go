@@ -124,6 +124,19 @@ func (d *dec) f32() float32 {
 }
 
 func (d *dec) strs(n int, set func(i int, s string)) {
+	all, lens := d.column(n)
+	at := 0
+	for i, l := range lens {
+		set(i, all[at:at+l])
+		at += l
+	}
+}
+
+// column reads a string column of n strings: their bytes, one after the other, and
+// their lengths (nil after an error). The bytes alias the payload: one column is one
+// run of bytes, and copying it string by string cost a cold query more than everything
+// else in decoding.
+func (d *dec) column(n int) (string, []int) {
 	lens := make([]int, n)
 	total := 0
 	for i := range lens {
@@ -132,29 +145,26 @@ func (d *dec) strs(n int, set func(i int, s string)) {
 			d.fail("string length %d exceeds the %d bytes left", l, len(d.b))
 		}
 		if d.err != nil {
-			return
+			return "", nil
 		}
 		lens[i] = int(l)
 		total += int(l)
 		if total > len(d.b) {
 			d.fail("strings need %d bytes, %d left", total, len(d.b))
-			return
+			return "", nil
 		}
 	}
-	// The strings alias the payload: one column is one run of bytes, and copying it
-	// string by string cost a cold query more than everything else in decoding.
 	all := ""
 	if total > 0 {
 		all = unsafe.String(unsafe.SliceData(d.b), total)
 	}
 	d.b = d.b[total:]
-	at := 0
-	for i, l := range lens {
-		set(i, all[at:at+l])
-		at += l
-	}
+	return all, lens
 }
 
+// lists reads an int32-list column. The lists share one array (a cold query decodes
+// tens of thousands of them); each has its own capacity, so appending to one never
+// writes into the next.
 func (d *dec) lists(n int, set func(i int, v []int32)) {
 	lens := make([]int, n)
 	total := 0
@@ -168,11 +178,14 @@ func (d *dec) lists(n int, set func(i int, v []int32)) {
 			return
 		}
 	}
+	flat := make([]int32, total)
 	for i, l := range lens {
-		var v []int32
-		if l > 0 {
-			v = make([]int32, l)
+		if l == 0 {
+			set(i, nil)
+			continue
 		}
+		v := flat[:l:l]
+		flat = flat[l:]
 		prev := int64(0)
 		for j := range v {
 			prev += d.varint()

@@ -28,7 +28,7 @@ func newStatsCmd() *cobra.Command {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
-			ix, err := graphio.ReadFile(path)
+			ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Map: true}) // read once, then exit
 			if err != nil {
 				return err
 			}
