@@ -2,6 +2,7 @@ package graphio
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 )
 
@@ -24,9 +25,20 @@ func FuzzRead(f *testing.F) {
 	f.Add(encode(f, sparse))
 	f.Add(encodeV2(f, sparse))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The mapped reader (sections in place, checksummed by the workers) accepts
+		// exactly what the streaming one does.
+		mapped := alignedBytes(len(data), len(data), 0)
+		copy(mapped, data)
+		mix, merr := ReadWith(&mappedReader{b: mapped}, ReadOptions{})
 		ix, err := Read(bytes.NewReader(data))
+		if (err == nil) != (merr == nil) {
+			t.Fatalf("streamed: %v; mapped: %v", err, merr)
+		}
 		if err != nil {
 			return
+		}
+		if !reflect.DeepEqual(ix, mix) {
+			t.Fatalf("the mapped read differs from the streamed one")
 		}
 		// Whatever decodes must be usable and re-encode.
 		if _, _, err := ix.Adjacency(HippoGraph|HyperGraph, nil); err != nil {

@@ -34,3 +34,32 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeBM25 feeds arbitrary postings to the stored-BM25 reader, past its digest:
+// a blob is refused or its every term decodes, in document range, and scores.
+func FuzzDecodeBM25(f *testing.F) {
+	idx := newLexIndex([]string{"harbour keeper", "keeper of the lamp", "salt rope harbour harbour"}, Analyzer{Stem: true}, 1.2, 0.75)
+	var digest [32]byte
+	good, _ := encodeBM25(idx, digest)
+	header := len(bm25BlobMagic) + 32
+	f.Add(good[header:])
+	f.Add(good[header : len(good)-1])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		blob := append(append([]byte{}, good[:header]...), body...)
+		got, err := decodeBM25(blob, digest, 3, Analyzer{Stem: true}, 1.2, 0.75)
+		if err != nil {
+			return
+		}
+		for term, ps := range got.materialized() {
+			if len(ps) == 0 {
+				t.Fatalf("term %q without postings", term)
+			}
+			for _, p := range ps {
+				if p.doc < 0 || p.doc >= 3 || p.tf <= 0 {
+					t.Fatalf("term %q: posting %+v", term, p)
+				}
+			}
+		}
+		_ = got.scores("harbour keeper lamp")
+	})
+}
