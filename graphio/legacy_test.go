@@ -7,7 +7,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"math"
 	"slices"
-	"sort"
 	"testing"
 )
 
@@ -21,21 +20,16 @@ func encodeV2(t testing.TB, ix *Index) []byte { return encodeV2Frames(t, ix, 8<<
 func encodeV2Frames(t testing.TB, ix *Index, block int) []byte {
 	t.Helper()
 	all := append([]section{}, sections...)
-	kinds := make([]int, 0, len(ix.Embeddings))
-	for k := range ix.Embeddings {
-		kinds = append(kinds, int(k))
-	}
-	sort.Ints(kinds)
-	for _, k := range kinds {
-		m := ix.Embeddings[NodeKind(k)]
+	for _, k := range embeddingKinds(ix) {
+		m := ix.Embeddings[k]
 		if m.Sparse != nil {
-			all = append(all, section{name: sparsePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+			all = append(all, section{name: sparsePrefix + k.String(), encode: func(_ *Index, e *enc) error {
 				encodeSparse(m, e)
 				return nil
 			}})
 			continue
 		}
-		all = append(all, section{name: densePrefix + NodeKind(k).String(), encode: func(_ *Index, e *enc) error {
+		all = append(all, section{name: densePrefix + k.String(), encode: func(_ *Index, e *enc) error {
 			e.uvarint(uint64(m.Dim))
 			e.b = appendShuffle4(e.b, m.Data)
 			return nil

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -277,17 +279,19 @@ func decSynonyms(ix *Index, d *dec) error {
 	return d.done("synonyms")
 }
 
+// embeddingKinds returns the kinds ix has a matrix for, in increasing order.
+func embeddingKinds(ix *Index) []NodeKind {
+	kinds := slices.Collect(maps.Keys(ix.Embeddings))
+	slices.Sort(kinds)
+	return kinds
+}
+
 // optional sections: embeddings and blobs, in a deterministic order.
 func optionalSections(ix *Index) []section {
 	var out []section
-	kinds := make([]int, 0, len(ix.Embeddings))
-	for k := range ix.Embeddings {
-		kinds = append(kinds, int(k))
-	}
-	sort.Ints(kinds)
-	for _, k := range kinds {
-		m := ix.Embeddings[NodeKind(k)]
-		out = append(out, section{name: rawPrefix + NodeKind(k).String(), raw: true, encode: func(_ *Index, e *enc) error {
+	for _, k := range embeddingKinds(ix) {
+		m := ix.Embeddings[k]
+		out = append(out, section{name: rawPrefix + k.String(), raw: true, encode: func(_ *Index, e *enc) error {
 			encodeRaw(m, e, e.off)
 			return nil
 		}})
@@ -375,25 +379,19 @@ func decodeSparse(d *dec) *Embedding {
 // matrix, or returns nil for any other section (and for an unknown kind, which is
 // skipped).
 func parseEmbedding(name string, payload []byte) *parsedEmbedding {
-	if strings.HasPrefix(name, rawPrefix) {
-		k, err := ParseNodeKind(strings.TrimPrefix(name, rawPrefix))
+	for _, form := range []struct {
+		prefix string
+		parse  func(d *dec) *Embedding
+	}{{rawPrefix, parseRaw}, {sparsePrefix, decodeSparse}} {
+		if !strings.HasPrefix(name, form.prefix) {
+			continue
+		}
+		k, err := ParseNodeKind(strings.TrimPrefix(name, form.prefix))
 		if err != nil {
 			return nil
 		}
 		d := &dec{b: payload}
-		m := parseRaw(d)
-		if err := d.done(name); err != nil {
-			return &parsedEmbedding{kind: k, err: err}
-		}
-		return &parsedEmbedding{kind: k, emb: m}
-	}
-	if strings.HasPrefix(name, sparsePrefix) {
-		k, err := ParseNodeKind(strings.TrimPrefix(name, sparsePrefix))
-		if err != nil {
-			return nil
-		}
-		d := &dec{b: payload}
-		m := decodeSparse(d)
+		m := form.parse(d)
 		if err := d.done(name); err != nil {
 			return &parsedEmbedding{kind: k, err: err}
 		}
