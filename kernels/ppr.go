@@ -302,16 +302,20 @@ func (s *PPRSolver) chunkRows(c int) (lo, hi int) {
 	return int(s.lay.chunk[c]) * pprSellRows, int(s.lay.chunk[c+1]) * pprSellRows
 }
 
+// workers returns the configured number of goroutines (GOMAXPROCS by default).
+func (s *PPRSolver) workers() int {
+	if s.cfg.Workers > 0 {
+		return s.cfg.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // forChunks calls fn for every chunk on the configured number of goroutines; chunks
 // are handed out dynamically, so a slow core (shared machine) does not stall the rest.
-func (s *PPRSolver) forChunks(fn func(c int)) { s.forChunkRange(0, s.numChunks(), fn) }
+func (s *PPRSolver) forChunks(fn func(c int)) { s.forChunkRange(s.workers(), 0, s.numChunks(), fn) }
 
-// forChunkRange is forChunks over the chunks [c0, c1).
-func (s *PPRSolver) forChunkRange(c0, c1 int, fn func(c int)) {
-	workers := s.cfg.Workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+// forChunkRange calls fn for the chunks [c0, c1) on up to workers goroutines.
+func (s *PPRSolver) forChunkRange(workers, c0, c1 int, fn func(c int)) {
 	workers = min(workers, c1-c0)
 	if workers <= 1 {
 		for c := c0; c < c1; c++ {
@@ -338,16 +342,18 @@ func (s *PPRSolver) forChunkRange(c0, c1 int, fn func(c int)) {
 	wg.Wait()
 }
 
-// sweep runs one pass over the matrix with pass(c) on every chunk: all chunks at once
-// (Jacobi, Chebyshev), or colour after colour (SOR, whose passes update in place).
-func (s *PPRSolver) sweep(pass func(c int)) {
+// sweep runs one pass over the matrix with pass(c) on every chunk, on up to workers
+// goroutines: all chunks at once (Jacobi, Chebyshev), or colour after colour (SOR,
+// whose passes update in place). The result does not depend on workers: a chunk's
+// pass reads only what other chunks of its colour do not write.
+func (s *PPRSolver) sweep(workers int, pass func(c int)) {
 	if s.cfg.Method != PPRSOR {
-		s.forChunks(pass)
+		s.forChunkRange(workers, 0, s.numChunks(), pass)
 		return
 	}
 	cc := s.lay.colourChunk
 	for k := 0; k+1 < len(cc); k++ {
-		s.forChunkRange(int(cc[k]), int(cc[k+1]), pass)
+		s.forChunkRange(workers, int(cc[k]), int(cc[k+1]), pass)
 	}
 }
 
@@ -445,24 +451,61 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 	}
 	out := make([][]float64, len(resets))
 	stats := make([]PPRStats, len(resets))
-	var tile *pprTile
+	var tiles [][2]int // [lo, hi) of each tile of two or more queries
 	for lo := 0; lo < len(resets); lo += pprLanes {
 		hi := min(lo+pprLanes, len(resets))
 		if hi-lo == 1 {
 			out[lo], stats[lo] = s.solve1(resets[lo], scales[lo], nodes)
 			continue
 		}
-		if tile == nil {
-			if tile, _ = s.tiles.Get().(*pprTile); tile == nil {
-				tile = newPPRTile(s.lay.np)
-			}
-		}
-		s.solveTile(tile, resets[lo:hi], scales[lo:hi], out[lo:hi], stats[lo:hi], nodes)
+		tiles = append(tiles, [2]int{lo, hi})
 	}
-	if tile != nil {
-		s.tiles.Put(tile)
+	solve := func(t *pprTile, k, workers int) {
+		lo, hi := tiles[k][0], tiles[k][1]
+		s.solveTile(t, workers, resets[lo:hi], scales[lo:hi], out[lo:hi], stats[lo:hi], nodes)
+	}
+	// Whole rounds of tiles run one per goroutine, each tile's passes on its own core:
+	// no barrier between colours or passes, and the same bits as a tile whose chunks
+	// are shared out (see sweep). The remaining tiles share out their chunks.
+	w := s.workers()
+	par := 0
+	if w > 1 && len(tiles) >= w {
+		par = len(tiles) - len(tiles)%w
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range w {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := s.getTile()
+				defer s.tiles.Put(t)
+				for {
+					k := int(next.Add(1)) - 1
+					if k >= par {
+						return
+					}
+					solve(t, k, 1)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if par < len(tiles) {
+		t := s.getTile()
+		for k := par; k < len(tiles); k++ {
+			solve(t, k, w)
+		}
+		s.tiles.Put(t)
 	}
 	return out, stats, nil
+}
+
+// getTile returns a recycled or new batch tile.
+func (s *PPRSolver) getTile() *pprTile {
+	if t, _ := s.tiles.Get().(*pprTile); t != nil {
+		return t
+	}
+	return newPPRTile(s.lay.np)
 }
 
 // checkNodes rejects a node outside the graph.
@@ -487,8 +530,12 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	cur := w.cur // y_k
 	nxt := w.nxt // y_{k-1} in, y_{k+1} out (Chebyshev); y_{k+1} out (power)
 	nc := s.numChunks()
-	res := make([]float64, nc)
-	zsum := make([]float64, nc)
+	// Residual sums of even and odd passes: a member of the team reads pass k's sums
+	// after its barrier while the others may already write pass k+1's.
+	var res, zsum [2][]float64
+	for p := range res {
+		res[p], zsum[p] = make([]float64, nc), make([]float64, nc)
+	}
 	// y_0 = s/strength, in internal order.
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
@@ -499,7 +546,6 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			}
 		}
 	})
-	var st PPRStats
 	d := s.cfg.Damping
 	sor := s.cfg.Method == PPRSOR
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
@@ -507,20 +553,30 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 		nxt = cur // one vector: every pass writes what it reads
 	}
 	scaleRes := s.residualScale()
-	for st.Iterations < s.cfg.MaxIter {
-		omega := s.omega[st.Iterations]
-		s.sweep(func(c int) {
-			res[c], zsum[c] = pprPass1SIMD(s.simd, lay, sv, d, omega, relax, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
-		})
-		st.Iterations++
-		cur, nxt = nxt, cur
-		st.Residual = scaleRes * pprRatio(res, zsum)
-		if st.Residual < s.cfg.Tol {
-			st.Converged = true
-			break
+	var st PPRStats
+	var final []float64
+	runPPRTeam(min(s.workers(), nc), func(t *pprTeam, id int) {
+		cur, nxt := cur, nxt
+		var ms PPRStats
+		for ms.Iterations < s.cfg.MaxIter {
+			omega := s.omega[ms.Iterations]
+			r, z := res[ms.Iterations%2], zsum[ms.Iterations%2]
+			s.teamSweep(t, func(c int) {
+				r[c], z[c] = pprPass1SIMD(s.simd, lay, sv, d, omega, relax, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
+			})
+			ms.Iterations++
+			cur, nxt = nxt, cur
+			ms.Residual = scaleRes * pprRatio(r, z)
+			if ms.Residual < s.cfg.Tol {
+				ms.Converged = true
+				break
+			}
 		}
-	}
-	return s.extract(cur, 1, []int{0}, nodes)[0], st
+		if id == 0 {
+			st, final = ms, cur
+		}
+	})
+	return s.extract(final, 1, []int{0}, nodes)[0], st
 }
 
 // extract turns lanes of an iterate y, stored with stride entries per internal node

@@ -10,6 +10,11 @@ import (
 // pprSellRows is the number of rows iterated in lockstep (SELL-C-σ with C = 8).
 const pprSellRows = 8
 
+// pprPrefetchGroups is how many groups ahead the AVX-512 tile kernel prefetches the
+// neighbour rows (the offset 256 = 8 groups × 32 bytes of columns in
+// ppr_gather_amd64.s).
+const pprPrefetchGroups = 8
+
 // pprSellSigma is the window of nodes within which rows are sorted by length.
 const pprSellSigma = 256
 
@@ -139,6 +144,9 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 			l.colourChunk = append(l.colourChunk, int32(len(l.chunk)-1))
 		}
 	}
+	// The tile kernel prefetches the neighbours of the group pprPrefetchGroups ahead:
+	// past the last group it reads these columns (node 0), which len(col) leaves out.
+	l.col = append(l.col, make([]int32, pprPrefetchGroups*pprSellRows)...)[:len(l.col)]
 	return l
 }
 

@@ -108,7 +108,9 @@ func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb 
 func pprGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[pprSellRows]float64)
 
 // pprTileGatherAVX512 sets acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]][0:8], k < groups, for
-// the 8 rows of one slice and a tile stored [node][8] (ppr_gather_amd64.s).
+// the 8 rows of one slice and a tile stored [node][8] (ppr_gather_amd64.s). It reads
+// the columns of pprPrefetchGroups groups past the last (prefetch only): the layout's
+// col holds them.
 //
 //go:noescape
 func pprTileGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[pprSellRows][pprLanes]float64)

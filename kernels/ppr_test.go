@@ -291,10 +291,17 @@ func TestPPRWorkersDeterministic(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const n = 20000
 	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 100))
-	resets := [][]float64{pprRandomReset(rng, n, "seeds"), pprRandomReset(rng, n, "dense"), pprRandomReset(rng, n, "one")}
+	// 25 queries: three tiles and a lone query. With 2 workers two tiles run one per
+	// goroutine and the third shares out its chunks; with 3 all three run side by
+	// side; with 5 every tile shares out its chunks.
+	kinds := []string{"seeds", "dense", "one"}
+	resets := make([][]float64, 25)
+	for i := range resets {
+		resets[i] = pprRandomReset(rng, n, kinds[i%len(kinds)])
+	}
 	var x1 []float64
 	var b1 [][]float64
-	for _, workers := range []int{1, 2, 5} {
+	for _, workers := range []int{1, 2, 3, 5} {
 		s, err := NewPPRSolver(csr, PPRConfig{Workers: workers})
 		require.NoError(t, err)
 		require.Greater(t, s.numChunks(), 5)

@@ -32,12 +32,12 @@ type pprLaneSums [pprLanes]float64
 // solveTile iterates up to pprLanes queries together. out and stats receive one entry
 // per reset.
 // With nodes not nil, out receives only those nodes' scores (see SolveBatchNodes).
-func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats, nodes []int32) {
+func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats, nodes []int32) {
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
 	// Interleave the normalised resets, y_0 = s/strength, clear y_{-1}.
-	s.forChunks(func(c int) {
+	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
@@ -73,7 +73,7 @@ func (s *PPRSolver) solveTile(t *pprTile, resets [][]float64, scales []float64, 
 		if sor {
 			nxt = cur
 		}
-		s.sweep(func(c int) {
+		s.sweep(workers, func(c int) {
 			s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
 			if s.simd {
 				pprTilePassSIMD(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &res[c], &zsum[c])
