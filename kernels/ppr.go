@@ -342,21 +342,6 @@ func (s *PPRSolver) forChunkRange(workers, c0, c1 int, fn func(c int)) {
 	wg.Wait()
 }
 
-// sweep runs one pass over the matrix with pass(c) on every chunk, on up to workers
-// goroutines: all chunks at once (Jacobi, Chebyshev), or colour after colour (SOR,
-// whose passes update in place). The result does not depend on workers: a chunk's
-// pass reads only what other chunks of its colour do not write.
-func (s *PPRSolver) sweep(workers int, pass func(c int)) {
-	if s.cfg.Method != PPRSOR {
-		s.forChunkRange(workers, 0, s.numChunks(), pass)
-		return
-	}
-	cc := s.lay.colourChunk
-	for k := 0; k+1 < len(cc); k++ {
-		s.forChunkRange(workers, int(cc[k]), int(cc[k+1]), pass)
-	}
-}
-
 // residualScale turns the residual a pass measures into a bound on the residual of
 // its result: 1, or |1−ω| + d·ω for SOR (see PPRConfig.Tol).
 func (s *PPRSolver) residualScale() float64 {

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -52,10 +53,12 @@ func BenchmarkPPRBatch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(map[int]string{1: "w1", 2: "w2"}[workers], func(b *testing.B) {
-			for b.Loop() {
-				s.SolveBatch(resets)
-			}
-		})
+		for _, q := range []int{8, 32} { // one tile; four tiles
+			b.Run(fmt.Sprintf("w%d-q%d", workers, q), func(b *testing.B) {
+				for b.Loop() {
+					s.SolveBatch(resets[:q])
+				}
+			})
+		}
 	}
 }

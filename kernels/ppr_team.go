@@ -27,9 +27,10 @@ type pprTeam struct {
 const pprTeamSpins = 1 << 12
 
 // runPPRTeam runs body on size members, the caller as member 0 and size−1 goroutines,
-// and returns when all have returned.
+// and returns when all have returned. The team is never larger than GOMAXPROCS: a
+// member without a core would keep the others spinning at every barrier.
 func runPPRTeam(size int, body func(t *pprTeam, id int)) {
-	t := &pprTeam{size: max(size, 1)}
+	t := &pprTeam{size: max(min(size, runtime.GOMAXPROCS(0)), 1)}
 	var wg sync.WaitGroup
 	for id := 1; id < t.size; id++ {
 		wg.Add(1)
@@ -76,8 +77,10 @@ func (t *pprTeam) barrier() {
 	}
 }
 
-// teamSweep is sweep on a team: one pass over the matrix with pass(c) on every chunk,
-// colour after colour for SOR.
+// teamSweep runs one pass over the matrix with pass(c) on every chunk, shared out
+// among the team: all chunks at once (Jacobi, Chebyshev), or colour after colour (SOR,
+// whose passes update in place). The result does not depend on the team's size: a
+// chunk's pass reads only what other chunks of its colour do not write.
 func (s *PPRSolver) teamSweep(t *pprTeam, pass func(c int)) {
 	if s.cfg.Method != PPRSOR {
 		t.forRange(0, s.numChunks(), pass)

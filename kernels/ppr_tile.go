@@ -55,75 +55,81 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			}
 		}
 	})
-	res := make([]pprLaneSums, nc)
-	zsum := make([]pprLaneSums, nc)
-	active := make([]bool, nq)
-	for b := range active {
-		active[b] = true
+	// Residual sums of even and odd passes (see solve1).
+	var res, zsum [2][]pprLaneSums
+	for p := range res {
+		res[p], zsum[p] = make([]pprLaneSums, nc), make([]pprLaneSums, nc)
 	}
-	left := nq
 	d := s.cfg.Damping
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
 	sor := s.cfg.Method == PPRSOR
 	scaleRes := s.residualScale()
-	iter := 0
-	for iter < s.cfg.MaxIter && left > 0 {
-		omega := s.omega[iter]
+	runPPRTeam(min(workers, nc), func(tm *pprTeam, id int) {
 		cur, nxt := t.cur, t.nxt
 		if sor {
 			nxt = cur
 		}
-		s.sweep(workers, func(c int) {
-			s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
-			if s.simd {
-				pprTilePassSIMD(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &res[c], &zsum[c])
-			} else {
-				pprTilePass(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &res[c], &zsum[c])
-			}
-		})
-		iter++
-		if !sor {
-			t.cur, t.nxt = t.nxt, t.cur
+		active := make([]bool, nq) // every member keeps the same copy
+		for b := range active {
+			active[b] = true
 		}
+		left := nq
 		var done []int
-		for b := 0; b < nq; b++ {
-			if !active[b] {
+		for iter := 0; iter < s.cfg.MaxIter && left > 0; {
+			omega := s.omega[iter]
+			r, z := res[iter%2], zsum[iter%2]
+			s.teamSweep(tm, func(c int) {
+				s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
+				if s.simd {
+					pprTilePassSIMD(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
+				} else {
+					pprTilePass(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
+				}
+			})
+			iter++
+			if !sor {
+				cur, nxt = nxt, cur
+			}
+			done = done[:0]
+			for b := 0; b < nq; b++ {
+				if !active[b] {
+					continue
+				}
+				var rb, zb float64
+				for c := range r {
+					rb += r[c][b]
+					zb += z[c][b]
+				}
+				rb *= scaleRes
+				st := PPRStats{Iterations: iter, Residual: rb / zb, Converged: rb/zb < s.cfg.Tol}
+				if st.Converged || iter == s.cfg.MaxIter {
+					done = append(done, b)
+					if id == 0 {
+						stats[b] = st
+					}
+				}
+			}
+			if len(done) == 0 {
 				continue
 			}
-			var r, z float64
-			for c := range res {
-				r += res[c][b]
-				z += zsum[c][b]
+			// The next pass overwrites every lane: the others wait while member 0
+			// copies the finished lanes out.
+			if id == 0 {
+				s.extractLanes(cur, done, out, nodes)
 			}
-			r *= scaleRes
-			stats[b] = PPRStats{Iterations: iter, Residual: r / z, Converged: r/z < s.cfg.Tol}
-			if stats[b].Converged {
-				done = append(done, b)
-			}
-		}
-		if len(done) > 0 {
-			s.extractLanes(t, done, out, nodes)
+			tm.barrier()
 			for _, b := range done {
 				active[b] = false
 			}
 			left -= len(done)
 		}
-	}
-	if left > 0 {
-		var rest []int
-		for b, a := range active {
-			if a {
-				rest = append(rest, b)
-			}
-		}
-		s.extractLanes(t, rest, out, nodes)
-	}
+	})
 }
 
-// extractLanes copies the current iterate of the given lanes out as normalised scores
+// extractLanes copies the given lanes of a tile's iterate cur out as normalised scores
 // (see extract).
-func (s *PPRSolver) extractLanes(t *pprTile, lanes []int, out [][]float64, nodes []int32) {
-	for i, x := range s.extract(t.cur, pprLanes, lanes, nodes) {
+func (s *PPRSolver) extractLanes(cur []float64, lanes []int, out [][]float64, nodes []int32) {
+	for i, x := range s.extract(cur, pprLanes, lanes, nodes) {
 		out[lanes[i]] = x
 	}
 }
