@@ -6,16 +6,20 @@ import (
 	"slices"
 )
 
-// SparseDensity is the largest share of non-zero entries at which a matrix is scored
-// from its compressed rows (and Compact compresses a dense one): the built-in hashed
-// embedder gives a name or a fact a few dozen non-zeros out of 768 coordinates
-// (4–11 %), a sentence or a passage a few hundred (25–50 %).
-const SparseDensity = 0.25
-
 // SparseStorageDensity is the largest share of non-zero entries at which a matrix is
 // smaller in compressed rows (6 bytes a non-zero) than dense (4 bytes an entry), with
 // a margin: 0.5 rather than 2/3.
 const SparseStorageDensity = 0.5
+
+// SparseDensity is the largest share of non-zero entries at which a matrix is scored
+// from its compressed rows — a row at a time, or through a query's non-zero
+// coordinates once held by columns — and Compact compresses a dense one. It equals
+// SparseStorageDensity, so every matrix the writer keeps in compressed rows is scored
+// from them: the built-in hashed embedder gives a name or a fact a few dozen
+// non-zeros out of 768 coordinates (4–11 %), a sentence or a passage a few hundred
+// (25–50 %), and a question about 200 (25 %), so a pass through the question's
+// coordinates reads a quarter of the non-zeros, a fraction of a dense pass.
+const SparseDensity = SparseStorageDensity
 
 // Embedding is a float32 matrix with one row per node of a kind, held either dense
 // (Data, row-major) or in compressed rows (Sparse) — never both. Dense is the natural

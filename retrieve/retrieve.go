@@ -182,9 +182,8 @@ type Searcher struct {
 	sparseOnce [graphio.NumKinds]sync.Once
 	sparse     [graphio.NumKinds]*graphio.SparseRows // rows scored sparse
 	// What expand makes after expandAfter queries (see scores): the dense copy of a
-	// matrix stored in compressed rows but too dense to score from them (at least
-	// denseCopyDensity non-zeros), and a sparse matrix by columns; both guarded by
-	// expandMu.
+	// matrix stored in compressed rows but too dense to score from them, and a sparse
+	// matrix by columns; both guarded by expandMu.
 	dense      [graphio.NumKinds][]float32
 	cols       [graphio.NumKinds]*sparseCols
 	expandOnce [graphio.NumKinds]sync.Once

@@ -13,9 +13,7 @@ import (
 // graphio.SparseDensity of its entries are non-zero: its own when it is held in them,
 // a compressed copy of a dense matrix (an index written before format v2). It returns
 // nil for a denser matrix, which is scored with the SIMD dense kernel whatever its
-// storage, so that scores do not depend on how a matrix is stored. The built-in
-// hashed embedder gives names and facts a few dozen non-zeros out of 768, so their
-// dot products cost a tenth of a dense pass.
+// storage, so that scores do not depend on how a matrix is stored.
 func sparseOf(m *graphio.Embedding) *graphio.SparseRows {
 	switch {
 	case m == nil:
@@ -28,38 +26,33 @@ func sparseOf(m *graphio.Embedding) *graphio.SparseRows {
 	return m.Sparse
 }
 
-// sparseDots writes dot(q, row) for every row of s into out.
+// sparseDots writes dot(q, row) for every row of s into out, in row ranges on all
+// cores for a large matrix (each row's sum in the same order).
 func sparseDots(s *graphio.SparseRows, q, out []float32) {
-	for i := range out {
-		var acc float32
-		for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
-			acc += s.Val[k] * q[s.Idx[k]]
+	inRanges(len(out), scoreWorkers(int64(len(s.Idx))), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			var acc float32
+			for k := s.Ptr[i]; k < s.Ptr[i+1]; k++ {
+				acc += s.Val[k] * q[s.Idx[k]]
+			}
+			out[i] = acc
 		}
-		out[i] = acc
-	}
+	})
 }
 
 // expandAfter is how many queries a searcher answers before it gives a matrix the
 // form that is fastest over many queries (expand): a sparse matrix is then also held
-// by columns, and one stored in compressed rows but too dense to score from them (the
-// hashed embedder's passages), scored a row at a time until then, gets a dense copy.
-// A one-off query never pays for the copy — allocating and filling it costs a cold
-// process more than a hundred row-at-a-time passes (2Wiki: 19 MB, ≈ 0.2 s of page
-// faults on a small VM), and it is the largest piece of a query process's memory at
-// scale (120K passages: 368 MB) — while a server or an evaluation amortises it at
-// once. Every form gives the same sums, bit for bit. Only a matrix of at least
-// denseCopyDensity non-zeros gets the copy.
+// by columns, and one stored in compressed rows but too dense to score from them
+// (more than graphio.SparseDensity non-zeros: no writer of this version stores one),
+// scored a row at a time until then, gets a dense copy. A one-off query never pays
+// for either — building the columns reads every non-zero and allocates 8 bytes for
+// each, more than a hundred row-at-a-time passes cost a cold process — while a server
+// or an evaluation amortises them at once. Every form gives the same sums, bit for
+// bit. At 120K passages (hashed embedder) the columns of the passages (46 % non-zero)
+// take 340 MB and score a question in 7–11 ms against 21 ms from a dense copy
+// (368 MB), and those of the hyperedges (26 %) 590 MB, halving hyperppr's p50
+// (280 → 149 ms) against expanding every row in turn.
 const expandAfter = 16
-
-// denseCopyDensity is the least share of non-zeros for which a matrix stored in
-// compressed rows (6 bytes a non-zero) gets a dense copy (4 bytes an entry) to be
-// scored from: from a third on, its rows are at least half the copy's bytes and
-// scattering them into a buffer costs more than streaming the copy. Below, rows are
-// expanded one at a time, with the same bits. Measured at 120K passages (hashed
-// embedder): passages (46 % non-zero) score in 9.8 ms from the copy against 37–47 ms
-// a row at a time; hyperedges (26 %) make hyperppr's p50 292–363 ms a row at a time
-// against 552–597 ms from a 1.2 GB copy, and the process peaks 2.4–3.1 GB lower.
-const denseCopyDensity = 1.0 / 3
 
 // sparseCols is a sparse matrix by columns, rows ascending within each, to score it
 // through a query's non-zero coordinates only.
@@ -220,7 +213,7 @@ func rowDots(m *graphio.Embedding, q, out []float32, workers int) {
 
 // expand makes the representation that scores the matrix of kind k fastest over many
 // queries: its columns when it is scored sparse, else the dense copy of a matrix
-// stored in compressed rows with at least denseCopyDensity non-zeros.
+// stored in compressed rows.
 func (s *Searcher) expand(k graphio.NodeKind) {
 	s.expandOnce[k].Do(func() {
 		m := s.ix.Embeddings[k]
@@ -228,7 +221,7 @@ func (s *Searcher) expand(k graphio.NodeKind) {
 		var d []float32
 		if sp := s.sparse[k]; sp != nil {
 			cols = columnsOf(sp, m.Dim)
-		} else if m.Density() >= denseCopyDensity {
+		} else if m.Sparse != nil {
 			d = m.Dense()
 		}
 		s.expandMu.Lock()

@@ -65,24 +65,46 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	dense := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 1)}
 	assert.Nil(t, sparseOf(dense), "a dense matrix keeps the SIMD path")
 
-	// A matrix of 40% non-zeros held in compressed rows (as the hashed embedder stores
-	// passages) is scored with the SIMD kernel like its dense form: the same bits.
+	// A matrix of 40% non-zeros (the hashed embedder's passages) is scored from
+	// compressed rows whether it is held in them or dense, and by columns after
+	// expandAfter queries: the same bits throughout.
 	mid := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.4)}
-	require.Greater(t, mid.Density(), denseCopyDensity)
+	require.Less(t, mid.Density(), graphio.SparseDensity)
 	held = graphio.NewSparseEmbedding(dim)
 	for i := range rows {
 		held.AppendDense(mid.Row(i))
 	}
-	assert.Nil(t, sparseOf(held))
+	require.NotNil(t, sparseOf(held))
+	want := make([]float32, rows)
+	sparseDots(sparseOf(mid), qs, want)
 	for _, kind := range []*graphio.Embedding{mid, held} {
+		s := &Searcher{ix: &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}}
+		for n := 1; n <= expandAfter+2; n++ {
+			require.Equal(t, want, s.scores(graphio.KindChunk, qs), "query %d", n)
+			assert.Equal(t, n > expandAfter, s.columns(graphio.KindChunk) != nil, "query %d", n)
+			if kind == held {
+				assert.Nil(t, s.denseRows(graphio.KindChunk), "query %d: no dense copy of a matrix scored sparse", n)
+			}
+		}
+	}
+
+	// Denser than SparseDensity but held in compressed rows (an older writer, or rows
+	// appended by augmentation): scored with the SIMD kernel like its dense form, a row
+	// at a time for the first expandAfter queries, then from the dense copy.
+	thick := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.7)}
+	require.Greater(t, thick.Density(), graphio.SparseDensity)
+	held = graphio.NewSparseEmbedding(dim)
+	for i := range rows {
+		held.AppendDense(thick.Row(i))
+	}
+	assert.Nil(t, sparseOf(held))
+	for _, kind := range []*graphio.Embedding{thick, held} {
 		ix := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}
 		s := &Searcher{ix: ix}
-		// Row at a time for the first expandAfter queries, then from the dense copy:
-		// the same bits throughout.
 		for n := 1; n <= expandAfter+2; n++ {
 			got := s.scores(graphio.KindChunk, q)
 			for i := range got {
-				require.Equal(t, kernels.Dot(mid.Row(i), q), got[i], "query %d, row %d", n, i)
+				require.Equal(t, kernels.Dot(thick.Row(i), q), got[i], "query %d, row %d", n, i)
 			}
 			expanded := s.denseRows(graphio.KindChunk) != nil
 			if kind == held {
@@ -91,29 +113,6 @@ func TestSparseScoresEqualDense(t *testing.T) {
 				assert.True(t, expanded, "a dense matrix is scored in place")
 			}
 		}
-	}
-
-	// Between SparseDensity and denseCopyDensity (the hashed embedder's hyperedges):
-	// too dense to score by columns, too sparse for a copy to pay; every row expanded
-	// in turn, the same bits, before and after expandAfter queries and expand.
-	thin := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.29)}
-	require.Greater(t, thin.Density(), graphio.SparseDensity)
-	require.Less(t, thin.Density(), denseCopyDensity)
-	held = graphio.NewSparseEmbedding(dim)
-	for i := range rows {
-		held.AppendDense(thin.Row(i))
-	}
-	require.Nil(t, sparseOf(held))
-	s := &Searcher{ix: &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindHyperedge: held}}}
-	for n := 1; n <= expandAfter+2; n++ {
-		if n == expandAfter+2 {
-			s.expand(graphio.KindHyperedge) // as Warm does
-		}
-		got := s.scores(graphio.KindHyperedge, q)
-		for i := range got {
-			require.Equal(t, kernels.Dot(thin.Row(i), q), got[i], "query %d, row %d", n, i)
-		}
-		assert.Nil(t, s.denseRows(graphio.KindHyperedge), "query %d: no dense copy below %.2f non-zeros", n, denseCopyDensity)
 	}
 }
 
