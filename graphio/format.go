@@ -73,16 +73,27 @@ func writeSections(w io.Writer, ix *Index, version uint32, all []section, compre
 	// twice the index while it was written.
 	var raw []byte
 	for _, s := range all {
-		e := enc{b: raw[:0], off: off + sectionHeader(s.name)}
-		if err := s.encode(ix, &e); err != nil {
-			return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
+		payloadOff := off + sectionHeader(s.name)
+		var codec byte = codecRaw
+		var payload [][]byte
+		var rawLen uint64
+		if s.pieces != nil { // a matrix: streamed from its own arrays
+			payload = s.pieces(ix, payloadOff)
+			for _, p := range payload {
+				rawLen += uint64(len(p))
+			}
+		} else {
+			e := enc{b: raw[:0], off: payloadOff}
+			if err := s.encode(ix, &e); err != nil {
+				return fmt.Errorf("graphio: encode section %q: %w", s.name, err)
+			}
+			raw = e.b
+			payload, rawLen = [][]byte{raw}, uint64(len(raw))
+			if compress != nil && !s.raw {
+				codec, payload = compress(raw)
+			}
 		}
-		raw = e.b
-		codec, payload := byte(codecRaw), [][]byte{raw}
-		if compress != nil && !s.raw {
-			codec, payload = compress(raw)
-		}
-		n, err := writeSection(w, s.name, codec, payload, uint64(len(raw)))
+		n, err := writeSection(w, s.name, codec, payload, rawLen)
 		if err != nil {
 			return err
 		}

@@ -46,30 +46,48 @@ func rawPad(off int64) int {
 
 // encodeRaw appends m's raw section payload to e; off is the payload's file offset.
 func encodeRaw(m *Embedding, e *enc, off int64) {
-	p := rawPad(off)
-	size := 1 + p + rawHeader
-	if m.Sparse != nil {
-		size += 8*len(m.Sparse.Ptr) + 6*len(m.Sparse.Idx)
-	} else {
-		size += 4 * len(m.Data)
+	pieces := rawPieces(m, off)
+	size := 0
+	for _, p := range pieces {
+		size += len(p)
 	}
 	e.b = slices.Grow(e.b, size)
-	e.b = append(e.b, byte(p))
-	e.b = append(e.b, make([]byte, p)...)
+	for _, p := range pieces {
+		e.b = append(e.b, p...)
+	}
+}
+
+// rawPieces returns m's raw section payload (off is its file offset) as consecutive
+// pieces: the pad and header, then the matrix's arrays — on a little-endian host the
+// arrays' own memory, so that the writer streams a matrix of hundreds of megabytes
+// without copying it (a copy held the largest matrix twice while a 120K-passage index
+// was written: its peak memory).
+func rawPieces(m *Embedding, off int64) [][]byte {
+	p := rawPad(off)
+	head := make([]byte, 0, 1+p+rawHeader)
+	head = append(head, byte(p))
+	head = append(head, make([]byte, p)...)
 	form, nnz := uint64(rawDense), uint64(0)
 	if m.Sparse != nil {
 		form, nnz = rawSparse, uint64(len(m.Sparse.Idx))
 	}
 	for _, v := range []uint64{form, uint64(m.Dim), uint64(m.Rows()), nnz} {
-		e.b = binary.LittleEndian.AppendUint64(e.b, v)
+		head = binary.LittleEndian.AppendUint64(head, v)
 	}
 	if m.Sparse == nil {
-		e.b = appendLE(e.b, m.Data)
-		return
+		return [][]byte{head, leBytes(m.Data)}
 	}
-	e.b = appendLE(e.b, m.Sparse.Ptr)
-	e.b = appendLE(e.b, m.Sparse.Val)
-	e.b = appendLE(e.b, m.Sparse.Idx)
+	return [][]byte{head, leBytes(m.Sparse.Ptr), leBytes(m.Sparse.Val), leBytes(m.Sparse.Idx)}
+}
+
+// leBytes returns v as little-endian bytes: v's own memory on a little-endian host, a
+// copy otherwise.
+func leBytes[T word](v []T) []byte {
+	if littleEndian {
+		var zero T
+		return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), int(unsafe.Sizeof(zero))*len(v))
+	}
+	return appendLE(nil, v)
 }
 
 // parseRaw decodes a raw section payload. The matrix's arrays alias payload when the

@@ -217,3 +217,28 @@ func TestReadMappedIndex(t *testing.T) {
 	_, err = ReadFileWith(path, keep)
 	assert.ErrorIs(t, err, ErrTruncated)
 }
+
+// The writer streams a matrix from its own arrays (rawPieces): the same bytes as
+// encoding every section into one buffer, and the matrix's memory is not copied.
+func TestWriterStreamsMatrices(t *testing.T) {
+	ix := mixedIndex(t)
+	streamed := encode(t, ix)
+	all := append(append([]section{}, sections...), optionalSections(ix)...)
+	joined := 0
+	for i := range all {
+		if all[i].pieces != nil {
+			all[i].pieces = nil
+			joined++
+		}
+	}
+	require.Positive(t, joined)
+	var buf bytes.Buffer
+	require.NoError(t, writeSections(&buf, ix, FormatVersion, all, nil))
+	assert.Equal(t, buf.Bytes(), streamed)
+
+	m := ix.Embeddings[KindEntity]
+	pieces := rawPieces(m, 3)
+	if littleEndian {
+		assert.Same(t, &m.Sparse.Val[0], (*float32)(unsafe.Pointer(&pieces[2][0])), "values streamed in place")
+	}
+}

@@ -18,6 +18,9 @@ type section struct {
 	// raw marks a matrix in its in-memory layout (see rawPrefix): stored as it is
 	// even by a writer that compresses the others (the tests' format-v2 writer).
 	raw bool
+	// pieces, when set, gives the payload encode would give, as consecutive pieces
+	// the writer streams without joining them; off is the payload's file offset.
+	pieces func(ix *Index, off int64) [][]byte
 }
 
 // sections lists the required sections in file order. Embedding matrices ("embr.<kind>";
@@ -291,10 +294,12 @@ func optionalSections(ix *Index) []section {
 	var out []section
 	for _, k := range embeddingKinds(ix) {
 		m := ix.Embeddings[k]
-		out = append(out, section{name: rawPrefix + k.String(), raw: true, encode: func(_ *Index, e *enc) error {
-			encodeRaw(m, e, e.off)
-			return nil
-		}})
+		out = append(out, section{name: rawPrefix + k.String(), raw: true,
+			encode: func(_ *Index, e *enc) error {
+				encodeRaw(m, e, e.off)
+				return nil
+			},
+			pieces: func(_ *Index, off int64) [][]byte { return rawPieces(m, off) }})
 	}
 	names := make([]string, 0, len(ix.Blobs))
 	for n := range ix.Blobs {
