@@ -3,6 +3,7 @@ package retrieve
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
@@ -163,15 +164,32 @@ func (s *Searcher) final(bm25, ppr []float64) []float64 {
 }
 
 // rrf is weighted reciprocal-rank fusion of two score vectors:
-// (1−μ)/(k+rank_a) + μ/(k+rank_b), ranks from 1, ties broken by position.
+// (1−μ)/(k+rank_a) + μ/(k+rank_b), ranks from 1, ties broken by position. Over many
+// passages the two rankings are sorted at once, on two cores (120K passages: 15 ms of
+// one core per question).
 func rrf(a, b []float64, mu float64) []float64 {
-	ra, rb := ranks(a), ranks(b)
+	var ra, rb []int
+	if len(a) >= parallelRanks && runtime.GOMAXPROCS(0) > 1 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ra = ranks(a)
+		}()
+		rb = ranks(b)
+		<-done
+	} else {
+		ra, rb = ranks(a), ranks(b)
+	}
 	out := make([]float64, len(a))
 	for i := range out {
 		out[i] = (1-mu)/(rrfK+float64(ra[i])) + mu/(rrfK+float64(rb[i]))
 	}
 	return out
 }
+
+// parallelRanks is the least vector length for which rrf sorts its two rankings on
+// two goroutines.
+const parallelRanks = 1 << 14
 
 // ranks returns each score's rank from 1, highest first, ties (and +0 against −0)
 // broken by position; a NaN ranks after every number. It is a stable LSD radix sort

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -448,6 +449,21 @@ func TestRRF(t *testing.T) {
 	assert.InDeltaSlice(t, want, got, 1e-15)
 	assert.Equal(t, []int{1, 3, 2}, ranks(a))
 	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
+
+	// Long enough for the two rankings to be sorted on two goroutines: the same
+	// fusion, bit for bit.
+	rng := rand.New(rand.NewPCG(9, 10))
+	long, other := make([]float64, 3*parallelRanks), make([]float64, 3*parallelRanks)
+	for i := range long {
+		long[i], other[i] = rng.Float64(), float64(rng.IntN(50)) // ties in the second
+	}
+	ra, rb := ranks(long), ranks(other)
+	got = rrf(long, other, 0.3)
+	for i := range got {
+		if want := 0.7/(rrfK+float64(ra[i])) + 0.3/(rrfK+float64(rb[i])); got[i] != want {
+			t.Fatalf("entry %d: %v, want %v", i, got[i], want)
+		}
+	}
 }
 
 // exampleIndex is the example corpus indexed offline with the defaults.
