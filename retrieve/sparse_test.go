@@ -27,6 +27,17 @@ func randomVector(rng *rand.Rand, n int, density float64) []float32 {
 	return v
 }
 
+// inCompressedRows returns the rows of m held in compressed rows, whatever their
+// density.
+func inCompressedRows(m *graphio.Embedding) *graphio.Embedding {
+	held := graphio.NewSparseEmbedding(m.Dim)
+	row := make([]float32, m.Dim)
+	for i := range m.Rows() {
+		held.AppendDense(m.RowInto(i, row))
+	}
+	return held
+}
+
 func TestSparseScoresEqualDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const rows, dim = 300, 96
@@ -70,10 +81,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	// expandAfter queries: the same bits throughout.
 	mid := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.4)}
 	require.Less(t, mid.Density(), graphio.SparseDensity)
-	held = graphio.NewSparseEmbedding(dim)
-	for i := range rows {
-		held.AppendDense(mid.Row(i))
-	}
+	held = inCompressedRows(mid)
 	require.NotNil(t, sparseOf(held))
 	want := make([]float32, rows)
 	sparseDots(sparseOf(mid), qs, want)
@@ -93,10 +101,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	// at a time for the first expandAfter queries, then from the dense copy.
 	thick := &graphio.Embedding{Dim: dim, Data: randomVector(rng, rows*dim, 0.7)}
 	require.Greater(t, thick.Density(), graphio.SparseDensity)
-	held = graphio.NewSparseEmbedding(dim)
-	for i := range rows {
-		held.AppendDense(thick.Row(i))
-	}
+	held = inCompressedRows(thick)
 	assert.Nil(t, sparseOf(held))
 	for _, kind := range []*graphio.Embedding{thick, held} {
 		ix := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}
@@ -190,12 +195,7 @@ func TestWarmExpandsDenseCopies(t *testing.T) {
 	ix := exampleIndex(t)
 	// The passages held in compressed rows whatever their density, as the hashed
 	// embedder stores them on larger corpora.
-	m := ix.Embeddings[graphio.KindChunk]
-	held := graphio.NewSparseEmbedding(m.Dim)
-	row := make([]float32, m.Dim)
-	for i := range m.Rows() {
-		held.AppendDense(m.RowInto(i, row))
-	}
+	held := inCompressedRows(ix.Embeddings[graphio.KindChunk])
 	ix.Embeddings[graphio.KindChunk] = held
 	require.Nil(t, sparseOf(held), "scored with the dense kernel")
 	q := "Who bought the Meridian in 1801?"
