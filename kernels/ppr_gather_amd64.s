@@ -2,6 +2,13 @@
 
 #include "textflag.h"
 
+// PREFETCH4(off) prefetches the neighbour rows ([node][8] float64, 64 bytes) of the
+// four columns at off(SI), with y at R8 (clobbers AX, BX, DX, R10).
+#define PREFETCH4(off) \
+	MOVL off(SI), AX; MOVL off+4(SI), BX; MOVL off+8(SI), DX; MOVL off+12(SI), R10; \
+	SHLQ $6, AX; SHLQ $6, BX; SHLQ $6, DX; SHLQ $6, R10; \
+	PREFETCHT0 (R8)(AX*1); PREFETCHT0 (R8)(BX*1); PREFETCHT0 (R8)(DX*1); PREFETCHT0 (R8)(R10*1)
+
 // func pprGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8]float64)
 //
 // acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]] for k < groups: the 8 rows of one SELL-8 slice
@@ -70,30 +77,8 @@ TEXT ·pprTileGatherAVX512(SB), NOSPLIT, $64-40
 	JZ      pdone
 
 ploop:
-	MOVL      256(SI), AX
-	MOVL      260(SI), BX
-	MOVL      264(SI), DX
-	MOVL      268(SI), R10
-	SHLQ      $6, AX
-	SHLQ      $6, BX
-	SHLQ      $6, DX
-	SHLQ      $6, R10
-	PREFETCHT0 (R8)(AX*1)
-	PREFETCHT0 (R8)(BX*1)
-	PREFETCHT0 (R8)(DX*1)
-	PREFETCHT0 (R8)(R10*1)
-	MOVL      272(SI), AX
-	MOVL      276(SI), BX
-	MOVL      280(SI), DX
-	MOVL      284(SI), R10
-	SHLQ      $6, AX
-	SHLQ      $6, BX
-	SHLQ      $6, DX
-	SHLQ      $6, R10
-	PREFETCHT0 (R8)(AX*1)
-	PREFETCHT0 (R8)(BX*1)
-	PREFETCHT0 (R8)(DX*1)
-	PREFETCHT0 (R8)(R10*1)
+	PREFETCH4(256)
+	PREFETCH4(272)
 	VCVTPS2PD (DI), Z8
 	VMOVUPD   Z8, w-64(SP)
 	MOVL      0(SI), AX
