@@ -451,7 +451,8 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 	}
 	// Whole rounds of tiles run one per goroutine, each tile's passes on its own core:
 	// no barrier between colours or passes, and the same bits as a tile whose chunks
-	// are shared out (see sweep). The remaining tiles share out their chunks.
+	// are shared out by a team (see teamSweep). The remaining tiles share out their
+	// chunks.
 	w := s.workers()
 	par := 0
 	if w > 1 && len(tiles) >= w {
