@@ -101,8 +101,11 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		return nil, fmt.Errorf("augment: no completer")
 	}
 	rep := &Report{Run: run, Plan: opts.Plan, Selector: "gnn", Threshold: cfg.Threshold, Rejections: map[string]int{}, Seconds: map[string]any{}}
-	if cfg.RandomSelector {
+	switch {
+	case cfg.RandomSelector:
 		rep.Selector = "random"
+	case cfg.FactsSelector:
+		rep.Selector = "facts"
 	}
 	if opts.Completer != nil {
 		rep.Completer = opts.Completer.Name()
@@ -130,7 +133,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 
 	// Scorer: load a matching checkpoint or train.
 	var sc Scorer
-	if !cfg.RandomSelector {
+	if !cfg.RandomSelector && !cfg.FactsSelector {
 		t0 = time.Now()
 		sc, rep.Training, err = obtainScorer(ctx, ix, g, feat, cands, opts)
 		if err != nil {

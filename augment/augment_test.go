@@ -360,6 +360,30 @@ func TestRandomSelectorSkipsTraining(t *testing.T) {
 	assert.Equal(t, 3, len(rep.Selected))
 }
 
+// The facts selector trains nothing and takes the subgraphs with the most facts
+// first; it excludes the random selector.
+func TestFactsSelector(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(&Extractive{Rule: extract.NewRule(extract.DefaultRuleConfig())})
+	opts.Config.FactsSelector = true
+	opts.Config.MaxJaccard = 1 // keep every subgraph: the order alone decides
+	opts.NewScorer = func(int, Config) (Scorer, error) { return nil, fmt.Errorf("must not train") }
+	rep, err := Run(context.Background(), ix, "facts", opts)
+	require.NoError(t, err)
+	assert.Equal(t, "facts", rep.Selector)
+	require.NotEmpty(t, rep.Selected)
+	most := 0
+	for _, c := range rep.scored {
+		most = max(most, c.sg.factEdges())
+	}
+	assert.Equal(t, most, rep.Selected[0].sg.factEdges(), "the largest subgraph first")
+	for i := 1; i < len(rep.Selected); i++ {
+		assert.GreaterOrEqual(t, rep.Selected[i-1].sg.factEdges(), rep.Selected[i].sg.factEdges())
+	}
+	opts.Config.RandomSelector = true
+	assert.Error(t, opts.Config.Validate())
+}
+
 func TestCrossChunkFacts(t *testing.T) {
 	r := extract.NewRule(extract.DefaultRuleConfig())
 	res, err := r.ExtractDocs([]string{

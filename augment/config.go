@@ -117,6 +117,12 @@ type Config struct {
 	// RandomSelector selects subgraphs at random instead of by score (the paper's
 	// "w/o GNN" ablation), under the same budget and overlap rule.
 	RandomSelector bool
+	// FactsSelector selects the subgraphs holding the most facts first, under the
+	// same budget and overlap rule: a shortcut baseline beside the GNN, not in the
+	// paper. Facts missing uniformly at random fall on well-connected entities, which
+	// large subgraphs hold, so a learned selector has to beat this one as well as
+	// random selection.
+	FactsSelector bool
 
 	// MaxEvidenceChunks, MaxKnownTriples, MaxPromptEntities and MaxChunkChars cap the
 	// prompt; paper: 15, 120, 120 and 4,500.
@@ -160,6 +166,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("augment: threshold and Jaccard bound must lie in [0,1]")
 	case !(c.Budget > 0) || math.IsInf(c.Budget, 0):
 		return fmt.Errorf("augment: budget %v must be positive", c.Budget)
+	case c.RandomSelector && c.FactsSelector:
+		return fmt.Errorf("augment: the random and facts selectors exclude each other")
 	}
 	return checkNodeFeatures(c.NodeFeatures)
 }

@@ -73,6 +73,10 @@ type PlantedRow struct {
 	RootEndDegreeAUC       float64 `json:"root_end_degree_roc_auc,omitempty"`
 }
 
+// PlantedSelectors are the selectors the benchmark compares, the GNN first: the
+// others run at the number of subgraphs it selected.
+var PlantedSelectors = [...]string{"gnn", "random", "facts"}
+
 // PlantedBudgetFractions are the shares of the selected subgraphs at which
 // PlantedRow.RegionsByBudget counts regions.
 var PlantedBudgetFractions = [4]float64{0.125, 0.25, 0.5, 1}
@@ -85,10 +89,11 @@ type plantedFact struct {
 
 // Planted runs the benchmark for each seed: it deletes n random cross-chunk facts and
 // n random within-chunk facts (both sets at once; entities stay, with their other
-// facts and mentions), then augments the damaged index once with the GNN selector and
-// once with the random selector, the latter with a budget equal to the number of
-// subgraphs the GNN selected, and counts per class the deleted facts recovered and
-// the deleted-fact regions selected. opts.Plan must be false; opts.Config.Seed is
+// facts and mentions), then augments the damaged index once with each of
+// PlantedSelectors — the GNN, the random selector (the paper's ablation) and the
+// facts selector (most facts first: the shortcut a learned selector must also beat) —
+// the latter two with a budget equal to the number of subgraphs the GNN selected, and
+// counts per class the deleted facts recovered and the deleted-fact regions selected. opts.Plan must be false; opts.Config.Seed is
 // replaced by each seed, and opts.Checkpoint is ignored (every damaged index trains its
 // own scorer). ix is not changed.
 //
@@ -150,7 +155,7 @@ func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts 
 			return nil, fmt.Errorf("augment: planted: %w", err)
 		}
 		budget := 0
-		for _, selector := range []string{"gnn", "random"} {
+		for _, selector := range PlantedSelectors {
 			work, err := clone(dbuf.Bytes())
 			if err != nil {
 				return nil, err
@@ -159,7 +164,8 @@ func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts 
 			o.Checkpoint = ""
 			o.Config.Seed = seed
 			o.Config.RandomSelector = selector == "random"
-			if selector == "random" {
+			o.Config.FactsSelector = selector == "facts"
+			if selector != "gnn" {
 				o.Config.Budget = float64(max(1, budget))
 			}
 			rep, err := Run(ctx, work, fmt.Sprintf("planted-%s-%d", selector, seed), o)

@@ -27,23 +27,32 @@ type Selected struct {
 
 // selectSubgraphs keeps subgraphs by descending score with score ≥ Threshold, skips
 // any whose node-Jaccard with an already selected one exceeds MaxJaccard or that has
-// no evidence chunk, and stops at the budget (anchors §D.6). With RandomSelector, the
-// order is random and the threshold is not applied.
+// no evidence chunk, and stops at the budget (anchors §D.6). With RandomSelector the
+// order is random, with FactsSelector by descending number of facts (ties in
+// sampling order), and the threshold is not applied.
 func selectSubgraphs(ix *graphio.Index, cands []candidate, budget int, cfg Config) []Selected {
 	order := slices.Clone(cands)
-	if cfg.RandomSelector {
+	switch {
+	case cfg.RandomSelector:
 		rng := rand.New(rand.NewSource(cfg.Seed + 7))
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	} else {
+	case cfg.FactsSelector:
+		facts := make(map[*subgraph]int, len(order))
+		for _, c := range order {
+			facts[c.sg] = c.sg.factEdges()
+		}
+		sort.SliceStable(order, func(i, j int) bool { return facts[order[i].sg] > facts[order[j].sg] })
+	default:
 		sort.SliceStable(order, func(i, j int) bool { return order[i].score > order[j].score })
 	}
+	byScore := !cfg.RandomSelector && !cfg.FactsSelector
 	ev := newEvidenceIndex(ix)
 	var out []Selected
 	for _, c := range order {
 		if len(out) >= budget {
 			break
 		}
-		if !cfg.RandomSelector && c.score < cfg.Threshold {
+		if byScore && c.score < cfg.Threshold {
 			break
 		}
 		overlap := false

@@ -85,8 +85,10 @@ rerun does not repeat paid calls.`,
 			case "gnn":
 			case "random":
 				cfg.RandomSelector = true
+			case "facts":
+				cfg.FactsSelector = true
 			default:
-				return usageError{fmt.Errorf("augment: --selector %q: want gnn or random", selector)}
+				return usageError{fmt.Errorf("augment: --selector %q: want gnn, random or facts", selector)}
 			}
 			stages, endStages := stageBars(cmd, lf.live)
 			defer endStages()
@@ -180,14 +182,14 @@ rerun does not repeat paid calls.`,
 	f.StringVar(&path, "index", "", "index file")
 	f.StringVar(&out, "out", "", "where to write the augmented index (default: in place)")
 	f.StringVar(&completer, "completer", "", "llm (default when an LLM is configured) or extractive (offline)")
-	f.StringVar(&selector, "selector", "gnn", "gnn (the missingness scorer) or random (the paper's w/o GNN ablation)")
+	f.StringVar(&selector, "selector", "gnn", "gnn (the missingness scorer), random (the paper's w/o GNN ablation) or facts (most facts first: a shortcut baseline)")
 	f.BoolVar(&plan, "plan", false, "stop before completion: print the selected subgraphs, calls and prompt tokens")
 	f.StringVar(&rollback, "rollback", "", "remove the records of this run id and exit")
 	f.StringVar(&gold, "gold-facts", "", "facts.json of cross-chunk facts: count how many the run recovered")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	f.BoolVar(&allowPartial, "allow-partial", false, "record the run even if some completion calls got no answer")
-	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn and random selectors (3 seeds) and count what each recovers; the index is not changed")
+	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn, random and facts selectors (3 seeds) and count what each recovers; the index is not changed")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: 0.1 × entities)")
