@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Planted missingness (issue 11): delete known cross-chunk and within-chunk facts, run
-# augment with the GNN selector and with the random selector at the same number of
-# completion calls (extractive completer), 3 seeds; count deleted facts recovered and
-# deleted-fact regions selected. Example corpus and, with ../shared, the 2Wiki corpus.
+# augment with the GNN selector, the random selector and the facts shortcut (most facts
+# first) at the same number of completion calls (extractive completer), 3 seeds; count
+# deleted facts recovered and deleted-fact regions selected. Example corpus and, with
+# ../shared, the 2Wiki corpus.
 #   bench/planted.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1

@@ -11,7 +11,7 @@
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
 #   4. CrossAug: sampling + training + scoring time against the whole augment run;
 #      the scorer's test-split ROC-AUC next to shortcut baselines
-#   5. CrossAug planted missingness: GNN vs random selector, deleted facts recovered
+#   5. CrossAug planted missingness: GNN vs random and facts selectors, deleted facts recovered
 #   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 #   7. serve: loopback load test of the HTTP API
 #   8. CAGE: reranking latency of 20 candidates on one core
@@ -47,7 +47,7 @@ run "$root/bench/rgcn.sh" --out "$out/rgcn"
 section "4. CrossAug stage times (issue 7)"
 run "$root/bench/augment.sh" "$bin" "$corpora" "$out/augment"
 
-section "5. CrossAug planted missingness, GNN vs random selector (issue 11)"
+section "5. CrossAug planted missingness, GNN vs random and facts selectors (issue 11)"
 run "$root/bench/planted.sh" "$bin" "$corpora" "$out/planted"
 
 section "6. interop: LightRAG import of the 2Wiki index (issue 15)"
