@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -98,8 +99,8 @@ func printTable(w io.Writer, dir string) error {
 		float64(rep.WorkingSetTile)/1e6, float64(rep.WorkingSetTile)/8e6)
 	p("  gathers: each of the nnz entries reads its neighbour's y_k: 8 B per entry per query (a 64-byte line per entry per\n")
 	p("    tile) = %.2f MB/query; random, so they come from L2/L3/DRAM, not from the stream.\n", float64(8*rep.NNZ)/1e6)
-	p("  The compulsory working sets fit this machine's 32 MB L3 (shared with other tenants), so the first floor uses the\n")
-	p("  bandwidth measured on an array of the same size; the second adds the gathers at DRAM bandwidth.\n\n")
+	p("  The first floor uses the bandwidth measured on an array of the working set's size (%s); the second adds\n", lastLevelCache())
+	p("  the gathers at DRAM bandwidth.\n\n")
 	p("| kernel | passes | compulsory MB/pass | floor @ in-cache BW (ms) | + gathers @ DRAM BW (ms) | measured (ms) | measured / floor | measured / floor incl. gathers |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range rep.Timings {
@@ -147,4 +148,21 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// lastLevelCache describes this machine's last-level cache from sysfs (Linux), e.g.
+// "last-level cache 480 MiB, shared with other tenants on a VM", or says it is unknown.
+func lastLevelCache() string {
+	for i := 9; i >= 0; i-- {
+		b, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu0/cache/index%d/size", i))
+		if err != nil {
+			continue
+		}
+		size := strings.TrimSpace(string(b))
+		if kb, err := strconv.Atoi(strings.TrimSuffix(size, "K")); err == nil && strings.HasSuffix(size, "K") {
+			size = fmt.Sprintf("%d MiB", kb>>10)
+		}
+		return "last-level cache " + size + ", shared with other tenants on a VM"
+	}
+	return "last-level cache size unknown"
 }
