@@ -89,7 +89,7 @@ func writeSections(w io.Writer, ix *Index, version uint32, all []section, compre
 			}
 			raw = e.b
 			payload, rawLen = [][]byte{raw}, uint64(len(raw))
-			if compress != nil && !s.raw {
+			if compress != nil {
 				codec, payload = compress(raw)
 			}
 		}

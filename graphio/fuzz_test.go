@@ -63,6 +63,9 @@ func FuzzSections(f *testing.F) {
 		f.Add(e.b)
 	}
 	for _, s := range optionalSections(mixedIndex(f)) {
+		if s.pieces != nil {
+			s = joinedSection(s, ix)
+		}
 		e := enc{off: 7}
 		if err := s.encode(ix, &e); err != nil {
 			f.Fatal(err)

@@ -36,7 +36,7 @@ func encodeV2Frames(t testing.TB, ix *Index, block int) []byte {
 		}})
 	}
 	for _, s := range optionalSections(ix) {
-		if !s.raw {
+		if s.pieces == nil {
 			all = append(all, s) // blobs
 		}
 	}

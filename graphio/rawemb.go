@@ -3,7 +3,6 @@ package graphio
 import (
 	"encoding/binary"
 	"math"
-	"slices"
 	"unsafe"
 )
 
@@ -42,19 +41,6 @@ const rawHeader = 32
 // file offset off+1 (after the pad byte).
 func rawPad(off int64) int {
 	return int((rawAlign - (off+1)%rawAlign) % rawAlign)
-}
-
-// encodeRaw appends m's raw section payload to e; off is the payload's file offset.
-func encodeRaw(m *Embedding, e *enc, off int64) {
-	pieces := rawPieces(m, off)
-	size := 0
-	for _, p := range pieces {
-		size += len(p)
-	}
-	e.b = slices.Grow(e.b, size)
-	for _, p := range pieces {
-		e.b = append(e.b, p...)
-	}
 }
 
 // rawPieces returns m's raw section payload (off is its file offset) as consecutive

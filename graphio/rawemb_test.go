@@ -43,8 +43,7 @@ func TestRawEmbeddingLayout(t *testing.T) {
 	sparse := dense.Compact()
 	require.NotNil(t, sparse.Sparse)
 	for off := range int64(rawAlign) {
-		e := enc{}
-		encodeRaw(sparse, &e, off)
+		e := enc{b: rawPayload(sparse, off)}
 		p := int(e.b[0])
 		assert.Zero(t, (off+1+int64(p))%rawAlign, "offset %d: the header is aligned in the file", off)
 		le := binary.LittleEndian
@@ -58,8 +57,7 @@ func TestRawEmbeddingLayout(t *testing.T) {
 	}
 
 	for _, m := range []*Embedding{dense, sparse, {Dim: 4, Data: []float32{}}, NewSparseEmbedding(5)} {
-		e := enc{}
-		encodeRaw(m, &e, 5)
+		e := enc{b: rawPayload(m, 5)}
 		// Where the file's alignment holds, the matrix is the payload itself.
 		at := alignedBytes(len(e.b), len(e.b), 5)
 		copy(at, e.b)
@@ -92,8 +90,7 @@ func TestRawEmbeddingLayout(t *testing.T) {
 
 func TestRawSectionErrors(t *testing.T) {
 	m := (&Embedding{Dim: 8, Data: []float32{0, 1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0}}).Compact()
-	e := enc{}
-	encodeRaw(m, &e, 7) // no padding: the header follows the pad byte
+	e := enc{b: rawPayload(m, 7)} // no padding: the header follows the pad byte
 	require.Zero(t, e.b[0])
 	good := e.b
 	put := func(b []byte, at int, v uint64) []byte { binary.LittleEndian.PutUint64(b[1+at:], v); return b }
@@ -227,7 +224,7 @@ func TestWriterStreamsMatrices(t *testing.T) {
 	joined := 0
 	for i := range all {
 		if all[i].pieces != nil {
-			all[i].pieces = nil
+			all[i] = joinedSection(all[i], ix)
 			joined++
 		}
 	}
@@ -241,4 +238,20 @@ func TestWriterStreamsMatrices(t *testing.T) {
 	if littleEndian {
 		assert.Same(t, &m.Sparse.Val[0], (*float32)(unsafe.Pointer(&pieces[2][0])), "values streamed in place")
 	}
+}
+
+// rawPayload is m's raw section payload at file offset off, in one buffer.
+func rawPayload(m *Embedding, off int64) []byte {
+	return bytes.Join(rawPieces(m, off), nil)
+}
+
+// joinedSection is s with its pieces encoded into one buffer instead.
+func joinedSection(s section, ix *Index) section {
+	pieces := s.pieces
+	s.pieces = nil
+	s.encode = func(_ *Index, e *enc) error {
+		e.b = append(e.b, bytes.Join(pieces(ix, e.off), nil)...)
+		return nil
+	}
+	return s
 }

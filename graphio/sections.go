@@ -15,11 +15,10 @@ type section struct {
 	name   string
 	encode func(ix *Index, e *enc) error
 	decode func(ix *Index, d *dec) error
-	// raw marks a matrix in its in-memory layout (see rawPrefix): stored as it is
-	// even by a writer that compresses the others (the tests' format-v2 writer).
-	raw bool
-	// pieces, when set, gives the payload encode would give, as consecutive pieces
-	// the writer streams without joining them; off is the payload's file offset.
+	// pieces, set instead of encode for a matrix in its in-memory layout (see
+	// rawPrefix), gives the payload as consecutive pieces that the writer streams
+	// without joining them, and stores as they are even when it compresses the other
+	// sections (the tests' format-v2 writer); off is the payload's file offset.
 	pieces func(ix *Index, off int64) [][]byte
 }
 
@@ -294,11 +293,7 @@ func optionalSections(ix *Index) []section {
 	var out []section
 	for _, k := range embeddingKinds(ix) {
 		m := ix.Embeddings[k]
-		out = append(out, section{name: rawPrefix + k.String(), raw: true,
-			encode: func(_ *Index, e *enc) error {
-				encodeRaw(m, e, e.off)
-				return nil
-			},
+		out = append(out, section{name: rawPrefix + k.String(),
 			pieces: func(_ *Index, off int64) [][]byte { return rawPieces(m, off) }})
 	}
 	names := make([]string, 0, len(ix.Blobs))
