@@ -287,7 +287,15 @@ func newPPRSolver(csr *CSR, cfg PPRConfig, chunkCost int) (*PPRSolver, error) {
 	if err := csr.CheckSymmetric(1e-6); err != nil {
 		return nil, fmt.Errorf("kernels: ppr: the graph must be undirected (build it with NewSymmetricCSR): %w", err)
 	}
-	return &PPRSolver{n: csr.N, cfg: cfg, omega: cfg.omegas(), lay: newPPRLayout(csr, pprSellSigma, chunkCost, cfg.Method == PPRSOR),
+	// Leaves are eliminated for SOR only: its convergence needs only a symmetric
+	// positive definite system, which the Schur complement stays, while the Chebyshev
+	// weights assume the whole graph's spectral bound d.
+	sor := cfg.Method == PPRSOR
+	var elim float64
+	if sor {
+		elim = cfg.Damping
+	}
+	return &PPRSolver{n: csr.N, cfg: cfg, omega: cfg.omegas(), lay: newPPRLayout(csr, pprSellSigma, chunkCost, sor, elim),
 		simd: pprSIMDAvailable()}, nil
 }
 
@@ -522,17 +530,25 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	for p := range res {
 		res[p], zsum[p] = make([]float64, nc), make([]float64, nc)
 	}
-	// y_0 = s/strength, in internal order.
+	// y_0 = s'/strength, in internal order (s' = s with the leaves' resets folded into
+	// their parents', pprLeaves); leafSum[c] = Σ s over the leaves of chunk c.
+	d := s.cfg.Damping
+	leafSum := make([]float64, nc)
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			if v := lay.perm[i]; v >= 0 {
 				sv[i] = reset[v] * scale
+			}
+		}
+		leafSum[c] = s.foldLeaves(c, sv, 1, 0, reset, scale)
+		for i := lo; i < hi; i++ {
+			if lay.perm[i] >= 0 {
 				cur[i] = sv[i] * lay.inv[i]
 			}
 		}
 	})
-	d := s.cfg.Damping
+	leafMass := sumInOrder(leafSum)
 	sor := s.cfg.Method == PPRSOR
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
 	if sor {
@@ -552,7 +568,7 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			})
 			ms.Iterations++
 			cur, nxt = nxt, cur
-			ms.Residual = scaleRes * pprRatio(r, z)
+			ms.Residual = scaleRes * pprRatio(r, z, leafMass)
 			if ms.Residual < s.cfg.Tol {
 				ms.Converged = true
 				break
@@ -562,14 +578,41 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			st, final = ms, cur
 		}
 	})
-	return s.extract(final, 1, []int{0}, nodes)[0], st
+	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, []float64{leafMass})[0], st
+}
+
+// foldLeaves adds d·s_v of every leaf v of chunk c to its parent's entry of lane b of
+// the normalised reset sv (stride entries per internal node) and returns Σ s_v, in
+// leaf order (see pprLeaves).
+func (s *PPRSolver) foldLeaves(c int, sv []float64, stride, b int, reset []float64, scale float64) float64 {
+	lv := &s.lay.leaves
+	d := s.cfg.Damping
+	var sum float64
+	for k := lv.chunk[c]; k < lv.chunk[c+1]; k++ {
+		sk := reset[lv.node[k]] * scale
+		sv[int(lv.parent[k])*stride+b] += d * sk
+		sum += sk
+	}
+	return sum
+}
+
+// leafScore returns the unnormalised score z_v = s_v + d·w·y_u of leaf k from lane b of
+// the iterate y.
+func (s *PPRSolver) leafScore(k int32, y []float64, stride, b int, reset []float64, scale float64) float64 {
+	lv := &s.lay.leaves
+	return reset[lv.node[k]]*scale + s.cfg.Damping*lv.w[k]*y[int(lv.parent[k])*stride+b]
 }
 
 // extract turns lanes of an iterate y, stored with stride entries per internal node
 // (1 for a single solve, pprLanes for a tile), into normalised scores: every node's
 // in original order, or with nodes not nil only those nodes', with the same bits.
-func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32) [][]float64 {
+// resets and scales are each lane's reset and 1/Σreset, and leafMass its Σ s over the
+// leaves (the leaves' scores need them). The total the scores are normalised by is
+// Σ y·(full + d·W) over the rows plus leafMass: the leaves' Σ(s_v + d·w·y_u) folded
+// into their parents' rows, so that only a full result touches each leaf.
+func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, leafMass []float64) [][]float64 {
 	lay := s.lay
+	lv := &lay.leaves
 	xs := make([][]float64, len(lanes))
 	sums := make([][]float64, len(lanes))
 	for i := range lanes {
@@ -585,26 +628,35 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32)
 			var sum float64
 			for v := lo; v < hi; v++ {
 				if p := lay.perm[v]; p >= 0 {
-					z := y[v*stride+b] * lay.str[v]
+					yv := y[v*stride+b]
 					if x != nil {
-						x[p] = z
+						x[p] = yv * lay.full[v]
 					}
-					sum += z
+					sum += yv * lay.mass[v]
+				}
+			}
+			if x != nil {
+				for k := lv.chunk[c]; k < lv.chunk[c+1]; k++ {
+					x[lv.node[k]] = s.leafScore(k, y, stride, b, resets[i], scales[i])
 				}
 			}
 			sums[i][c] = sum
 		}
 	})
+	total := func(i int) float64 { return sumInOrder(sums[i]) + leafMass[i] }
 	if nodes == nil {
-		pprNormalize(s, xs, sums)
+		pprNormalize(s, xs, total)
 		return xs
 	}
 	for i, b := range lanes {
-		inv := 1 / sumInOrder(sums[i])
+		inv := 1 / total(i)
 		o := make([]float64, len(nodes))
 		for j, v := range nodes {
-			p := lay.pos[v]
-			o[j] = y[int(p)*stride+b] * lay.str[p] * inv
+			if p := lay.pos[v]; p >= 0 {
+				o[j] = y[int(p)*stride+b] * lay.full[p] * inv
+			} else {
+				o[j] = s.leafScore(-1-p, y, stride, b, resets[i], scales[i]) * inv
+			}
 		}
 		xs[i] = o
 	}
@@ -620,29 +672,33 @@ func sumInOrder(v []float64) float64 {
 	return t
 }
 
-// pprRatio returns Σres/Σzsum, summed in chunk order (deterministic).
-func pprRatio(res, zsum []float64) float64 {
+// pprRatio returns Σres/(Σzsum + extra), summed in chunk order (deterministic).
+func pprRatio(res, zsum []float64, extra float64) float64 {
 	var r, z float64
 	for c := range res {
 		r += res[c]
 		z += zsum[c]
 	}
-	return r / z
+	return r / (z + extra)
 }
 
-// pprNormalize scales each xs[i] by 1/Σ sums[i] (sums are per chunk).
-func pprNormalize(s *PPRSolver, xs [][]float64, sums [][]float64) {
+// pprNormalize scales each xs[i] by 1/total(i).
+func pprNormalize(s *PPRSolver, xs [][]float64, total func(i int) float64) {
 	inv := make([]float64, len(xs))
-	for i, cs := range sums {
-		inv[i] = 1 / sumInOrder(cs)
+	for i := range xs {
+		inv[i] = 1 / total(i)
 	}
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
+		lv := &s.lay.leaves
 		for i, x := range xs {
 			for _, v := range s.lay.perm[lo:hi] {
 				if v >= 0 {
 					x[v] *= inv[i]
 				}
+			}
+			for _, v := range lv.node[lv.chunk[c]:lv.chunk[c+1]] {
+				x[v] *= inv[i]
 			}
 		}
 	})

@@ -44,35 +44,90 @@ const pprSellSigma = 1024
 // in which no two neighbours share a colour (pprColouring): each colour is a run of
 // internal rows, padded to whole slices and cut into its own chunks (colourChunk), so
 // that one colour's rows can be updated in place, in parallel, from the others'.
+//
+// With elimination (the SOR solver) leaves are not rows: see pprLeaves.
 type pprLayout struct {
-	n, np    int       // nodes; internal rows (whole slices, padding included)
-	perm     []int32   // internal → original node, len np; −1 for padding rows
-	pos      []int32   // original → internal node, len n
-	str, inv []float64 // per internal node strength and 1/strength; 1 and 1 if isolated or padding
-	slicePtr []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
-	col      []int32   // internal column of each entry, pprSellRows per group
-	val      []float32 // weight of each entry, pprSellRows per group
-	chunk    []int32   // chunk c is slices [chunk[c], chunk[c+1]); chunks balance work
+	n, np int     // nodes; internal rows (whole slices, padding included)
+	perm  []int32 // internal → original node, len np; −1 for padding rows
+	// pos maps an original node to its internal row, or an eliminated leaf k to −1−k.
+	pos []int32
+	// str and inv are the strength a pass weighs a row's iterate with and its inverse:
+	// the node's strength, less d²·(its eliminated leaves' weight) with elimination; 1
+	// and 1 for an isolated or padding row. full is the node's strength in the whole
+	// graph (the same slice as str without leaves), which turns the iterate into scores,
+	// and mass is full + d·W, which turns it into the row's and its leaves' Σz, less
+	// their Σs (the same slice as full without leaves).
+	str, inv, full, mass []float64
+	slicePtr             []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
+	col                  []int32   // internal column of each entry, pprSellRows per group
+	val                  []float32 // weight of each entry, pprSellRows per group
+	chunk                []int32   // chunk c is slices [chunk[c], chunk[c+1]); chunks balance work
 	// colourChunk[k] .. colourChunk[k+1] are the chunks of colour k; one colour holding
 	// every chunk without colouring.
 	colourChunk []int32
+	leaves      pprLeaves
+}
+
+// pprLeaves are the nodes eliminated from the iteration, Schur-complement style: a
+// leaf v has one neighbour u (no self-loop) and that neighbour has others. With the
+// iterate stored as y = z/strength, the leaf's equation z_v = s_v + d·w·y_u (w = A_uv,
+// the leaf's whole strength) is exact given y_u, and substituting it into u's row,
+//
+//	z_u = s_u + d·Σ_{v leaf of u} s_v + d²·W_u·y_u + d·Σ_{j not a leaf} A_uj·y_j,
+//
+// (W_u the weight of u's leaves) leaves a system over the other nodes whose row u
+// reads y_u = (s'_u + d·Σ_j A_uj·y_j) / (str_u − d²·W_u): the pass kernels run it
+// unchanged with the reset s' = s_u + d·Σ s_v and str_u − d²·W_u as the row's strength
+// (pprLayout.str), and the leaves' scores are recovered from their neighbours' at the
+// end. Against that strength the residual a pass measures at u is exactly the whole
+// graph's residual at u once the leaves are recovered (a leaf's is 0), and the SOR
+// bound of PPRConfig.Tol still holds: a later update of y_j moves the residual of j's
+// remaining neighbours by d·ω·|δ_j|·(str_j − W_j) ≤ d·ω·(str_j − d²·W_j)·|δ_j|, j's
+// measured residual. The passes count Σz over the rows plus Σs over the leaves, a lower
+// bound on the whole graph's Σz: the stopping test can only be stricter.
+//
+// On the 120K-passage HippoRAG graph 270K of 843K nodes are leaves (entities of one
+// passage and no fact) and 540K of 4.43M entries go with them.
+type pprLeaves struct {
+	node   []int32   // original node of leaf k, ordered by parent row, then node
+	parent []int32   // internal row of its neighbour
+	w      []float64 // the weight of its one edge
+	// chunk[c] .. chunk[c+1] are the leaves whose parents are rows of chunk c.
+	chunk []int32
 }
 
 // newPPRLayout relabels and lays out csr, grouped by colour when colour is set, and
 // cuts the slices into chunks of at least chunkCost work (entries + 4 per row) that
-// never span two colours.
-func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
+// never span two colours. With elim > 0 (the damping d) the leaves are eliminated
+// (pprLeaves).
+func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pprLayout {
 	n := csr.N
-	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
+	strength := csr.Strength()
+	var leafOf []int32 // leaf → parent (original), or −1; nil without elimination
+	var kept *CSR
+	if elim > 0 {
+		leafOf, kept = pprFindLeaves(csr)
+	}
+	if kept == nil {
+		leafOf, kept = nil, csr
+	}
+	rowLen := func(v int32) int32 { return kept.RowPtr[v+1] - kept.RowPtr[v] }
+	isLeaf := func(v int32) bool { return leafOf != nil && leafOf[v] >= 0 }
 	var groups [][]int32
 	if colour {
-		groups = pprColouring(csr)
+		groups = pprColouring(kept)
 	} else {
 		all := make([]int32, n)
 		for i := range all {
 			all[i] = int32(i)
 		}
 		groups = [][]int32{all}
+	}
+	if leafOf != nil {
+		for k, g := range groups {
+			groups[k] = slices.DeleteFunc(g, isLeaf)
+		}
+		groups = slices.DeleteFunc(groups, func(g []int32) bool { return len(g) == 0 })
 	}
 	l := &pprLayout{n: n}
 	var groupEnd []int // slice index after each group
@@ -97,7 +152,6 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 		}
 	}
 	l.pos = inv
-	strength := csr.Strength()
 	for i, v := range l.perm {
 		l.str[i], l.inv[i] = 1, 1
 		if v >= 0 {
@@ -106,6 +160,11 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 			}
 		}
 	}
+	l.full, l.mass = l.str, l.str
+	if leafOf != nil {
+		l.eliminate(leafOf, csr, elim)
+	}
+	csr = kept // the rows that are laid out
 	ns := np / pprSellRows
 	l.slicePtr = make([]int32, 1, ns+1)
 	l.col = make([]int32, 0, csr.NNZ()+csr.NNZ()/16)
@@ -148,10 +207,89 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool) *pprLayout {
 			l.colourChunk = append(l.colourChunk, int32(len(l.chunk)-1))
 		}
 	}
+	l.leaves.chunk = make([]int32, len(l.chunk))
+	for c := range l.chunk[1:] {
+		end := l.chunk[c+1] * pprSellRows
+		k := l.leaves.chunk[c]
+		for int(k) < len(l.leaves.parent) && l.leaves.parent[k] < end {
+			k++
+		}
+		l.leaves.chunk[c+1] = k
+	}
 	// The tile kernel prefetches the neighbours of the group pprPrefetchGroups ahead:
 	// past the last group it reads these columns (node 0), which len(col) leaves out.
 	l.col = append(l.col, make([]int32, pprPrefetchGroups*pprSellRows)...)[:len(l.col)]
 	return l
+}
+
+// pprFindLeaves returns, for every node, the neighbour it is eliminated into (or −1),
+// and the graph without the leaves' entries; nil, nil when there is no leaf. A leaf has
+// one entry, to another node, which has more than one; the CSR holds no weightless
+// entries, so the leaf's strength is positive.
+func pprFindLeaves(csr *CSR) ([]int32, *CSR) {
+	n := csr.N
+	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
+	leafOf := make([]int32, n)
+	leaves := 0
+	for v := range int32(n) {
+		leafOf[v] = -1
+		if rowLen(v) != 1 {
+			continue
+		}
+		p := csr.RowPtr[v]
+		if u := csr.Col[p]; u != v && rowLen(u) > 1 && csr.Val[p] > 0 {
+			leafOf[v] = u
+			leaves++
+		}
+	}
+	if leaves == 0 {
+		return nil, nil
+	}
+	kept := &CSR{N: n, RowPtr: make([]int32, n+1)}
+	kept.Col = make([]int32, 0, csr.NNZ()-2*leaves)
+	kept.Val = make([]float32, 0, csr.NNZ()-2*leaves)
+	for v := range int32(n) {
+		if leafOf[v] < 0 {
+			for p := csr.RowPtr[v]; p < csr.RowPtr[v+1]; p++ {
+				if leafOf[csr.Col[p]] < 0 {
+					kept.Col = append(kept.Col, csr.Col[p])
+					kept.Val = append(kept.Val, csr.Val[p])
+				}
+			}
+		}
+		kept.RowPtr[v+1] = int32(len(kept.Col))
+	}
+	return leafOf, kept
+}
+
+// eliminate records the leaves (leafOf from pprFindLeaves) and lowers their parents'
+// pass strength by d²·W (see pprLeaves); full keeps the whole graph's strengths.
+func (l *pprLayout) eliminate(leafOf []int32, csr *CSR, d float64) {
+	lv := &l.leaves
+	for v, u := range leafOf {
+		if u >= 0 {
+			lv.node = append(lv.node, int32(v))
+		}
+	}
+	slices.SortStableFunc(lv.node, func(a, b int32) int { return cmp.Compare(l.pos[leafOf[a]], l.pos[leafOf[b]]) })
+	lv.parent = make([]int32, len(lv.node))
+	lv.w = make([]float64, len(lv.node))
+	l.full = slices.Clone(l.str)
+	l.mass = slices.Clone(l.str)
+	for k, v := range lv.node {
+		p := l.pos[leafOf[v]]
+		w := float64(csr.Val[csr.RowPtr[v]])
+		lv.parent[k], lv.w[k] = p, w
+		l.pos[v] = int32(-1 - k)
+		l.str[p] -= d * d * w // from the full strength, leaf by leaf in node order
+		l.mass[p] += d * w
+	}
+	for k := range lv.node {
+		if k == 0 || lv.parent[k] != lv.parent[k-1] {
+			p := lv.parent[k]
+			l.inv[p] = 1 / l.str[p]
+		}
+	}
 }
 
 // pprColouring colours the nodes of csr greedily in node order, each with the

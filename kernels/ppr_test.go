@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -647,7 +648,7 @@ func TestPPRColouringLayout(t *testing.T) {
 					assert.NotEqual(t, colour[e.U], colour[e.V], "edge %d–%d", e.U, e.V)
 				}
 			}
-			l := newPPRLayout(csr, pprSellSigma, 64, true)
+			l := newPPRLayout(csr, pprSellSigma, 64, true, 0)
 			require.Len(t, l.colourChunk, len(colours)+1)
 			require.Equal(t, len(l.chunk)-1, int(l.colourChunk[len(colours)]))
 			laid := make([]int, tc.n)
@@ -667,5 +668,136 @@ func TestPPRColouringLayout(t *testing.T) {
 				assert.Equal(t, 1, c, "node %d", v)
 			}
 		})
+	}
+}
+
+// pprLeafyGraph is a HippoRAG-shaped graph: chunks joined to their entities, most
+// entities in one chunk only (leaves), a few facts between entities, and the corner
+// cases of elimination: a pair component (two leaves of each other), a star whose
+// centre has only leaves, a leaf hanging off a node with a self-loop, isolated nodes.
+// It returns the edges and the nodes pprFindLeaves must eliminate.
+func pprLeafyGraph(rng *rand.Rand, chunks, entities int) (n int, edges []Edge, leaves []int32) {
+	// Nodes: entities [0, entities), chunks after them, then the corner cases.
+	mentions := make([]int, entities)
+	for c := range chunks {
+		for range 3 + rng.IntN(4) {
+			e := rng.IntN(entities)
+			mentions[e]++
+			edges = append(edges, Edge{U: int32(e), V: int32(entities + c), Weight: float32(1+rng.IntN(4)) / 4})
+		}
+	}
+	for range entities / 10 {
+		u, v := rng.IntN(entities), rng.IntN(entities)
+		if mentions[u] > 1 && mentions[v] > 1 && u != v {
+			mentions[u] += 2 // not a leaf any more
+			mentions[v] += 2
+			edges = append(edges, Edge{U: int32(u), V: int32(v), Weight: 2})
+		}
+	}
+	n = entities + chunks
+	pair := [2]int32{int32(n), int32(n + 1)}
+	centre := int32(n + 2)
+	edges = append(edges, Edge{U: pair[0], V: pair[1], Weight: 1})
+	for k := range int32(4) {
+		edges = append(edges, Edge{U: centre, V: centre + 1 + k, Weight: float32(k+1) / 2})
+	}
+	loop := centre + 5
+	edges = append(edges, Edge{U: loop, V: loop, Weight: 1}, Edge{U: loop, V: 0, Weight: 1}, Edge{U: loop + 1, V: loop, Weight: 0.5})
+	n = int(loop) + 2 + 3 // and three isolated nodes
+	// A leaf: one distinct neighbour, not itself, which has another (an entity that a
+	// chunk mentions twice has one merged entry: a leaf too).
+	nbrs := make([]map[int32]bool, n)
+	for _, e := range edges {
+		for _, p := range [][2]int32{{e.U, e.V}, {e.V, e.U}} {
+			if nbrs[p[0]] == nil {
+				nbrs[p[0]] = map[int32]bool{}
+			}
+			nbrs[p[0]][p[1]] = true
+		}
+	}
+	for v := range int32(n) {
+		if len(nbrs[v]) == 1 && !nbrs[v][v] {
+			for u := range nbrs[v] {
+				if len(nbrs[u]) > 1 {
+					leaves = append(leaves, v)
+				}
+			}
+		}
+	}
+	return n, edges, leaves
+}
+
+// The SOR solver eliminates a graph's leaves exactly: its scores equal the dense
+// reference's to a tight tolerance (every leaf and every other node), Solve,
+// SolveNodes and SolveBatch agree on them, and the solver without elimination
+// (Chebyshev) finds the same scores.
+func TestPPRLeafElimination(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	n, edges, leaves := pprLeafyGraph(rng, 60, 150)
+	csr := pprCSR(t, n, edges)
+	s, err := newPPRSolver(csr, PPRConfig{Tol: 1e-14, Workers: 3}, 64)
+	require.NoError(t, err)
+	require.Greater(t, s.numChunks(), 1)
+	got := slices.Clone(s.lay.leaves.node)
+	slices.Sort(got)
+	require.Equal(t, leaves, got, "eliminated leaves")
+	require.Greater(t, len(leaves), 40)
+	cheb, err := NewPPRSolver(csr, PPRConfig{Tol: 1e-14, Method: PPRChebyshev})
+	require.NoError(t, err)
+	require.Empty(t, cheb.lay.leaves.node)
+	nodes := make([]int32, n)
+	for v := range nodes {
+		nodes[v] = int32(n - 1 - v)
+	}
+	var resets [][]float64
+	for _, kind := range []string{"seeds", "dense", "one"} {
+		resets = append(resets, pprRandomReset(rng, n, kind))
+	}
+	onLeaf := make([]float64, n) // all reset mass on leaves
+	onLeaf[leaves[0]], onLeaf[leaves[len(leaves)-1]] = 1, 3
+	resets = append(resets, onLeaf)
+	batch, bstats, err := s.SolveBatch(resets)
+	require.NoError(t, err)
+	for i, reset := range resets {
+		want := pprDenseRef(t, n, edges, reset, DefaultPPRDamping)
+		x, st, err := s.Solve(reset)
+		require.NoError(t, err)
+		assert.True(t, st.Converged)
+		assert.Less(t, pprMaxAbs(x, want), 1e-13, "reset %d against the dense reference", i)
+		xc, _, err := cheb.Solve(reset)
+		require.NoError(t, err)
+		assert.Less(t, pprMaxAbs(x, xc), 1e-13, "reset %d against Chebyshev", i)
+		sub, _, err := s.SolveNodes(reset, nodes)
+		require.NoError(t, err)
+		for j, v := range nodes {
+			require.Equal(t, x[v], sub[j], "reset %d node %d", i, v)
+		}
+		assert.Equal(t, st.Iterations, bstats[i].Iterations)
+		assert.Less(t, pprMaxAbs(x, batch[i]), 1e-15, "reset %d batch", i)
+		assert.InDelta(t, 1, sumInOrder(x), 1e-13)
+	}
+}
+
+// Eliminating the leaves takes fewer passes over fewer rows, and the stopping test
+// stays valid: at the default tolerance the scores are as close to the reference as
+// the bound of PPRConfig.Tol promises.
+func TestPPRLeafEliminationTolerance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	n, edges, _ := pprLeafyGraph(rng, 400, 1200)
+	csr := pprCSR(t, n, edges)
+	s, err := NewPPRSolver(csr, PPRConfig{})
+	require.NoError(t, err)
+	assert.Less(t, s.lay.np, n*8/10, "rows after elimination")
+	for _, kind := range []string{"seeds", "dense", "one"} {
+		reset := pprRandomReset(rng, n, kind)
+		want := pprDenseRef(t, n, edges, reset, DefaultPPRDamping)
+		x, st, err := s.Solve(reset)
+		require.NoError(t, err)
+		require.True(t, st.Converged)
+		var l1 float64
+		for v := range x {
+			l1 += math.Abs(x[v] - want[v])
+		}
+		assert.Less(t, l1, 2*DefaultPPRTol/(1-DefaultPPRDamping), kind)
 	}
 }

@@ -36,25 +36,41 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
-	// Interleave the normalised resets, y_0 = s/strength, clear y_{-1}.
+	// Interleave the normalised resets (with the leaves' folded in: pprLeaves),
+	// y_0 = s'/strength, clear y_{-1}; leafSum[c][b] = Σ s over chunk c's leaves.
+	leafSum := make([]pprLaneSums, nc)
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
-			cur := (*[pprLanes]float64)(t.cur[i*pprLanes:])
 			nxt := (*[pprLanes]float64)(t.nxt[i*pprLanes:])
-			inv := lay.inv[i]
 			for b := range row {
 				var sv float64
 				if v := lay.perm[i]; b < nq && v >= 0 {
 					sv = resets[b][v] * scales[b]
 				}
 				row[b] = sv
-				cur[b] = sv * inv
 				nxt[b] = 0
 			}
 		}
+		for b := range nq {
+			leafSum[c][b] = s.foldLeaves(c, t.s, pprLanes, b, resets[b], scales[b])
+		}
+		for i := lo; i < hi; i++ {
+			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
+			cur := (*[pprLanes]float64)(t.cur[i*pprLanes:])
+			inv := lay.inv[i]
+			for b := range row {
+				cur[b] = row[b] * inv
+			}
+		}
 	})
+	var leafMass pprLaneSums
+	for c := range leafSum {
+		for b := range leafMass {
+			leafMass[b] += leafSum[c][b]
+		}
+	}
 	// Residual sums of even and odd passes (see solve1).
 	var res, zsum [2][]pprLaneSums
 	for p := range res {
@@ -101,6 +117,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 					zb += z[c][b]
 				}
 				rb *= scaleRes
+				zb += leafMass[b]
 				st := PPRStats{Iterations: iter, Residual: rb / zb, Converged: rb/zb < s.cfg.Tol}
 				if st.Converged || iter == s.cfg.MaxIter {
 					done = append(done, b)
@@ -115,7 +132,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			// The next pass overwrites every lane: the others wait while member 0
 			// copies the finished lanes out.
 			if id == 0 {
-				s.extractLanes(cur, done, out, nodes)
+				s.extractLanes(cur, done, out, nodes, resets, scales, &leafMass)
 			}
 			tm.barrier()
 			for _, b := range done {
@@ -128,8 +145,12 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 
 // extractLanes copies the given lanes of a tile's iterate cur out as normalised scores
 // (see extract).
-func (s *PPRSolver) extractLanes(cur []float64, lanes []int, out [][]float64, nodes []int32) {
-	for i, x := range s.extract(cur, pprLanes, lanes, nodes) {
+func (s *PPRSolver) extractLanes(cur []float64, lanes []int, out [][]float64, nodes []int32, resets [][]float64, scales []float64, leafMass *pprLaneSums) {
+	rs, sc, lm := make([][]float64, len(lanes)), make([]float64, len(lanes)), make([]float64, len(lanes))
+	for i, b := range lanes {
+		rs[i], sc[i], lm[i] = resets[b], scales[b], leafMass[b]
+	}
+	for i, x := range s.extract(cur, pprLanes, lanes, nodes, rs, sc, lm) {
 		out[lanes[i]] = x
 	}
 }
