@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
@@ -160,25 +161,28 @@ func (s *Searcher) final(bm25, ppr []float64) []float64 {
 	if s.cfg.FinalFusion == FusionLinear {
 		return fuse(ppr, bm25, mu)
 	}
-	return rrf(ppr, bm25, mu)
+	return s.rankBufs.rrf(ppr, bm25, mu)
 }
 
 // rrf is weighted reciprocal-rank fusion of two score vectors:
 // (1−μ)/(k+rank_a) + μ/(k+rank_b), ranks from 1, ties broken by position. Over many
 // passages the two rankings are sorted at once, on two cores (120K passages: 15 ms of
-// one core per question).
-func rrf(a, b []float64, mu float64) []float64 {
-	var ra, rb []int
+// one core per question before the buffers were recycled and the digits widened).
+func (p *rankBuffers) rrf(a, b []float64, mu float64) []float64 {
+	sa, sb := p.get(), p.get()
+	defer p.put(sa)
+	defer p.put(sb)
+	var ra, rb []int32
 	if len(a) >= parallelRanks && runtime.GOMAXPROCS(0) > 1 {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			ra = ranks(a)
+			ra = sa.ranks(a)
 		}()
-		rb = ranks(b)
+		rb = sb.ranks(b)
 		<-done
 	} else {
-		ra, rb = ranks(a), ranks(b)
+		ra, rb = sa.ranks(a), sb.ranks(b)
 	}
 	out := make([]float64, len(a))
 	for i := range out {
@@ -191,15 +195,50 @@ func rrf(a, b []float64, mu float64) []float64 {
 // two goroutines.
 const parallelRanks = 1 << 14
 
+// rankBuffers recycles the scratch of rankings (rankScratch): a fused query over 120K
+// passages sorts two rankings, and fresh buffers are 3 MB each that the process must
+// zero and, on a VM, fault in.
+type rankBuffers struct{ pool sync.Pool }
+
+func (p *rankBuffers) get() *rankScratch {
+	if sc, ok := p.pool.Get().(*rankScratch); ok {
+		return sc
+	}
+	return &rankScratch{}
+}
+
+func (p *rankBuffers) put(sc *rankScratch) { p.pool.Put(sc) }
+
+// rankScratch holds the buffers of one ranking; ranks returns a slice of it, valid
+// until the scratch is used again.
+type rankScratch struct {
+	keys, tk  []uint64
+	idx, ti   []int32
+	rank      []int32
+	histogram [rankDigits][1 << rankDigitBits]int32
+}
+
+// The radix sort of ranks: 11-bit digits, six passes at most over 64-bit keys.
+const (
+	rankDigitBits = 11
+	rankDigits    = (64 + rankDigitBits - 1) / rankDigitBits
+)
+
 // ranks returns each score's rank from 1, highest first, ties (and +0 against −0)
 // broken by position; a NaN ranks after every number. It is a stable LSD radix sort
-// on the scores' order-preserving bit patterns, byte positions all keys share skipped:
-// the two full sorts of every fused query were 9 % of a ppr query with a comparison
-// sort.
-func ranks(v []float64) []int {
+// on the scores' order-preserving bit patterns with 11-bit digits, the histograms of
+// every digit counted in one pass and a digit that all keys share skipped: the two
+// full sorts of every fused query were 9 % of a ppr query with a comparison sort.
+func (sc *rankScratch) ranks(v []float64) []int32 {
 	n := len(v)
-	keys, idx := make([]uint64, n), make([]int32, n)
-	var or, and uint64 = 0, ^uint64(0)
+	if cap(sc.keys) < n {
+		sc.keys, sc.tk = make([]uint64, n), make([]uint64, n)
+		sc.idx, sc.ti, sc.rank = make([]int32, n), make([]int32, n), make([]int32, n)
+	}
+	keys, idx, tk, ti := sc.keys[:n], sc.idx[:n], sc.tk[:n], sc.ti[:n]
+	hist := &sc.histogram
+	*hist = [rankDigits][1 << rankDigitBits]int32{}
+	const mask = 1<<rankDigitBits - 1
 	for i, x := range v {
 		var k uint64
 		switch {
@@ -218,33 +257,32 @@ func ranks(v []float64) []int {
 			k = ^b // highest score first (all ones only for a NaN's bits: never here)
 		}
 		keys[i], idx[i] = k, int32(i)
-		or |= k
-		and &= k
+		for d := range rankDigits {
+			hist[d][k>>(d*rankDigitBits)&mask]++
+		}
 	}
-	tk, ti := make([]uint64, n), make([]int32, n)
-	var count [257]int
-	for shift := uint(0); shift < 64; shift += 8 {
-		if (or^and)>>shift&0xff == 0 {
-			continue // every key has this byte: the pass would keep the order
+	for d := range rankDigits {
+		shift := uint(d * rankDigitBits)
+		count := &hist[d]
+		if n == 0 || int(count[keys[0]>>shift&mask]) == n {
+			continue // every key has this digit: the pass would keep the order
 		}
-		clear(count[:])
-		for _, k := range keys {
-			count[k>>shift&0xff+1]++
-		}
-		for b := 1; b < len(count); b++ {
-			count[b] += count[b-1]
+		var sum int32
+		for b, c := range count {
+			count[b] = sum
+			sum += c
 		}
 		for j, k := range keys {
-			d := k >> shift & 0xff
-			tk[count[d]], ti[count[d]] = k, idx[j]
-			count[d]++
+			b := k >> shift & mask
+			tk[count[b]], ti[count[b]] = k, idx[j]
+			count[b]++
 		}
 		keys, tk = tk, keys
 		idx, ti = ti, idx
 	}
-	r := make([]int, n)
+	r := sc.rank[:n]
 	for pos, i := range idx {
-		r[i] = pos + 1
+		r[i] = int32(pos + 1)
 	}
 	return r
 }

@@ -190,6 +190,8 @@ type Searcher struct {
 	expandMu   sync.RWMutex
 	queries    [graphio.NumKinds]atomic.Int64 // scores calls per kind
 
+	rankBufs rankBuffers // scratch of the final rankings (rrf)
+
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
 

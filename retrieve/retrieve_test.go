@@ -444,11 +444,12 @@ func TestBatchRetrievalEqualsOneByOne(t *testing.T) {
 func TestRRF(t *testing.T) {
 	a := []float64{0.9, 0.1, 0.5} // ranks 1, 3, 2
 	b := []float64{0, 7, 7}       // ranks 3, 1, 2 (ties by position)
-	got := rrf(a, b, 0.5)
+	var bufs rankBuffers
+	got := bufs.rrf(a, b, 0.5)
 	want := []float64{0.5/61 + 0.5/63, 0.5/63 + 0.5/61, 0.5/62 + 0.5/62}
 	assert.InDeltaSlice(t, want, got, 1e-15)
-	assert.Equal(t, []int{1, 3, 2}, ranks(a))
-	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
+	assert.Equal(t, []int32{1, 3, 2}, new(rankScratch).ranks(a))
+	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, bufs.rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
 
 	// Long enough for the two rankings to be sorted on two goroutines: the same
 	// fusion, bit for bit.
@@ -457,8 +458,8 @@ func TestRRF(t *testing.T) {
 	for i := range long {
 		long[i], other[i] = rng.Float64(), float64(rng.IntN(50)) // ties in the second
 	}
-	ra, rb := ranks(long), ranks(other)
-	got = rrf(long, other, 0.3)
+	ra, rb := slices.Clone(new(rankScratch).ranks(long)), slices.Clone(new(rankScratch).ranks(other))
+	got = bufs.rrf(long, other, 0.3)
 	for i := range got {
 		if want := 0.7/(rrfK+float64(ra[i])) + 0.3/(rrfK+float64(rb[i])); got[i] != want {
 			t.Fatalf("entry %d: %v, want %v", i, got[i], want)

@@ -241,8 +241,9 @@ func TestPassagesTopKOrder(t *testing.T) {
 			assert.Equal(t, int32(want[j]), p.Chunk, "k=%d rank %d", k, j)
 		}
 	}
-	assert.Equal(t, []int{1, 3, 2, 4}, ranks([]float64{5, 1, 3, 1}), "ties by position")
-	assert.Equal(t, []int{5, 1, 2, 3, 4}, ranks([]float64{math.NaN(), 0, math.Copysign(0, -1), -1e-300, math.Inf(-1)}),
+	sc := new(rankScratch)
+	assert.Equal(t, []int32{1, 3, 2, 4}, sc.ranks([]float64{5, 1, 3, 1}), "ties by position")
+	assert.Equal(t, []int32{5, 1, 2, 3, 4}, sc.ranks([]float64{math.NaN(), 0, math.Copysign(0, -1), -1e-300, math.Inf(-1)}),
 		"NaN last, −0 ties +0")
 
 	// The radix sort ranks as a stable comparison sort does, on scores with many ties,
@@ -266,10 +267,10 @@ func TestPassagesTopKOrder(t *testing.T) {
 			order[i] = i
 		}
 		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(v[y], v[x]) })
-		want := make([]int, len(v))
+		want := make([]int32, len(v))
 		for k, i := range order {
-			want[i] = k + 1
+			want[i] = int32(k + 1)
 		}
-		require.Equal(t, want, ranks(v), "trial %d", trial)
+		require.Equal(t, want, sc.ranks(v), "trial %d", trial) // a reused scratch
 	}
 }
