@@ -15,13 +15,13 @@ package retrieve
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/llm"
 )
 
@@ -407,41 +407,8 @@ func unitScale(x, lo, hi float64) float64 {
 }
 
 // bounds returns the least and the greatest entry of a non-empty v, as folding it
-// with the min and max built-ins would (NaN if any entry is NaN, −0 below +0), with
-// plain comparisons: the built-ins' NaN and signed-zero handling cost more than the
-// rest of a min-max normalisation over every fact of a large index. (A second pass runs
-// only when a bound is zero or an entry NaN.)
-func bounds(v []float64) (lo, hi float64) {
-	lo, hi = v[0], v[0]
-	nan := false
-	for _, x := range v {
-		if x < lo {
-			lo = x
-		}
-		if x > hi {
-			hi = x
-		}
-		nan = nan || x != x
-	}
-	if nan { // fold with the built-ins: the NaN bits they return depend on every NaN
-		lo, hi = v[0], v[0]
-		for _, x := range v {
-			lo, hi = min(lo, x), max(hi, x)
-		}
-		return lo, hi
-	}
-	if lo == 0 || hi == 0 { // the sign of a zero bound: −0 is the least, +0 the greatest
-		for _, x := range v {
-			if x == 0 && math.Signbit(x) && lo == 0 {
-				lo = math.Copysign(0, -1)
-			}
-			if x == 0 && !math.Signbit(x) && hi == 0 {
-				hi = 0
-			}
-		}
-	}
-	return lo, hi
-}
+// with the min and max built-ins would (kernels.Bounds).
+func bounds(v []float64) (lo, hi float64) { return kernels.Bounds(v) }
 
 func toF64(v []float32) []float64 {
 	out := make([]float64, len(v))

@@ -1,0 +1,6 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+// boundsSIMD has no vector path in this build.
+func boundsSIMD([]float64) (lo, hi float64, ok bool) { return 0, 0, false }

@@ -1,0 +1,72 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Bounds equals folding with the min and max built-ins, bit for bit, on long vectors
+// (the vector path) and short ones, with NaNs, infinities, signed zeros and tails.
+func TestBoundsMatchesBuiltins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	negZero := math.Copysign(0, -1)
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, negZero, math.MaxFloat64, -math.SmallestNonzeroFloat64}
+	for trial := range 400 {
+		v := make([]float64, 1+rng.IntN(300))
+		for i := range v {
+			v[i] = rng.NormFloat64()
+			if trial%4 == 1 {
+				v[i] = math.Abs(v[i]) // all positive: no zero bound
+			}
+		}
+		switch trial % 4 {
+		case 2: // a few specials anywhere
+			for range 1 + rng.IntN(3) {
+				v[rng.IntN(len(v))] = specials[rng.IntN(len(specials))]
+			}
+		case 3: // zeros of both signs as bounds
+			for i := range v {
+				v[i] = math.Abs(v[i])
+			}
+			v[rng.IntN(len(v))] = []float64{0, negZero}[rng.IntN(2)]
+			v[rng.IntN(len(v))] = []float64{0, negZero}[rng.IntN(2)]
+		}
+		lo, hi := v[0], v[0]
+		for _, x := range v {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		glo, ghi := Bounds(v)
+		assert.Equal(t, math.Float64bits(lo), math.Float64bits(glo), "trial %d least (len %d)", trial, len(v))
+		assert.Equal(t, math.Float64bits(hi), math.Float64bits(ghi), "trial %d greatest (len %d)", trial, len(v))
+	}
+}
+
+func BenchmarkBounds(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	v := make([]float64, 466_000) // the facts of the 120K-passage index
+	for i := range v {
+		v[i] = rng.Float64()
+	}
+	b.Run("kernel", func(b *testing.B) {
+		for b.Loop() {
+			Bounds(v)
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			lo, hi := v[0], v[0]
+			for _, x := range v {
+				if x < lo {
+					lo = x
+				}
+				if x > hi {
+					hi = x
+				}
+			}
+			_, _ = lo, hi
+		}
+	})
+}
