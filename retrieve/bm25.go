@@ -170,9 +170,12 @@ func (idx *lexIndex) lookup(t string) []posting {
 // scores returns the Okapi BM25 score of every text for the query, with the
 // Lucene-style IDF log(1 + (N − df + 0.5)/(df + 0.5)), which is never negative. A
 // query term counts once however often the query repeats it.
-func (idx *lexIndex) scores(q string) []float64 {
+func (idx *lexIndex) scores(q string) []float64 { return idx.scoresInto(nil, q) }
+
+// scoresInto is scores in a vector from sc.
+func (idx *lexIndex) scoresInto(sc *scratch, q string) []float64 {
 	n := float64(len(idx.docLen))
-	scores := make([]float64, len(idx.docLen))
+	scores := sc.f64z(len(idx.docLen))
 	seen := map[string]bool{}
 	for _, t := range idx.an.Terms(q) {
 		if seen[t] {
@@ -207,12 +210,14 @@ func (s *Searcher) bm25Index() *lexIndex {
 }
 
 // bm25Scores returns the BM25 score of every chunk for the query.
-func (s *Searcher) bm25Scores(q string) []float64 { return s.bm25Index().scores(q) }
+func (s *Searcher) bm25Scores(sc *scratch, q string) []float64 {
+	return s.bm25Index().scoresInto(sc, q)
+}
 
 type bm25Retriever struct{ s *Searcher }
 
 func (r bm25Retriever) Name() string { return "bm25" }
 
 func (r bm25Retriever) Retrieve(_ context.Context, q string, k int) (Result, error) {
-	return Result{Passages: r.s.passages(r.s.bm25Scores(q), k)}, nil
+	return Result{Passages: r.s.passages(r.s.bm25Scores(nil, q), k)}, nil
 }

@@ -17,7 +17,9 @@ func (r denseRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Passages: r.s.passages(toF64(r.s.scores(graphio.KindChunk, qv)), k)}, nil
+	sc := r.s.scratch()
+	defer sc.done()
+	return Result{Passages: r.s.passages(toF64(sc, r.s.scores(sc, graphio.KindChunk, qv)), k)}, nil
 }
 
 // tripleRetriever returns the top-k facts by cosine to the question and, as passages,
@@ -36,7 +38,9 @@ func (r tripleRetriever) Retrieve(ctx context.Context, q string, k int) (Result,
 	}
 	var res Result
 	seen := map[int32]bool{}
-	for _, nb := range kernels.TopK(r.s.scores(graphio.KindFact, qv), k) {
+	sc := r.s.scratch()
+	defer sc.done()
+	for _, nb := range kernels.TopK(r.s.scores(sc, graphio.KindFact, qv), k) {
 		res.Facts = append(res.Facts, r.s.factTriple(nb.Index))
 		for _, c := range r.s.ix.Facts[nb.Index].Chunks {
 			if !seen[c] && len(res.Passages) < k {

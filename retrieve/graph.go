@@ -132,6 +132,26 @@ func (g *graphView) solve(reset []float64) (chunkScores []float64, ok bool, err 
 	return x, true, nil
 }
 
+// preparer seeds a question into a PPR query (hippoRetriever.prepare,
+// hyperRetriever.prepare), its vectors from sc.
+type preparer func(ctx context.Context, sc *scratch, g *graphView, q string) (*pprQuery, error)
+
+// solveOne prepares one question, solves its PPR and finishes it.
+func solveOne(ctx context.Context, s *Searcher, g *graphView, q string, k int, prepare preparer) (Result, error) {
+	sc := s.scratch()
+	defer sc.done()
+	p, err := prepare(ctx, sc, g, q)
+	if err != nil || p.reset == nil {
+		return p.fallback(s, k), err
+	}
+	x, ok, err := g.solve(p.reset)
+	p.reset = nil
+	if err != nil {
+		return Result{}, err
+	}
+	return p.finish(s, sc, x, ok, k), nil
+}
+
 // BatchRetriever is a Retriever that can retrieve many questions at once faster than
 // one by one (the PPR retrievers solve 8 questions per pass over the graph).
 type BatchRetriever interface {
@@ -145,10 +165,16 @@ type BatchRetriever interface {
 // tiles that one call over all of them would make (batchResets is a multiple of
 // kernels.PPRTileQueries), so the results do not depend on the block size; what they bound is memory, a node-sized
 // reset vector per question in flight (120K passages: 6.7 MB each).
-func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare func(context.Context, *graphView, string) (*pprQuery, error)) ([]Result, error) {
+func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare preparer) ([]Result, error) {
 	out := make([]Result, len(qs))
 	var pending []*pprQuery
-	var at []int // question of each pending query
+	var scs []*scratch // the scratch of each pending query
+	var at []int       // question of each pending query
+	defer func() {
+		for _, sc := range scs {
+			sc.done()
+		}
+	}()
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -162,18 +188,21 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 			g.release(p.reset)
 			p.reset = nil
 			if err == nil {
-				out[at[j]] = p.finish(s, xs[j], true, k)
+				out[at[j]] = p.finish(s, scs[j], xs[j], true, k)
 			}
+			scs[j].done()
 		}
-		pending, at = pending[:0], at[:0]
+		pending, scs, at = pending[:0], scs[:0], at[:0]
 		if err != nil {
 			return fmt.Errorf("retrieve: ppr: %w", err)
 		}
 		return nil
 	}
 	for i, q := range qs {
-		p, err := prepare(ctx, g, q)
+		sc := s.scratch()
+		p, err := prepare(ctx, sc, g, q)
 		if err != nil {
+			sc.done()
 			return nil, err
 		}
 		if p.reset == nil || !kernels.SanitizePPRResetInPlace(p.reset) {
@@ -182,9 +211,10 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 				p.reset = nil
 			}
 			out[i] = p.fallback(s, k)
+			sc.done()
 			continue
 		}
-		pending, at = append(pending, p), append(at, i)
+		pending, scs, at = append(pending, p), append(scs, sc), append(at, i)
 		if len(pending) == batchResets {
 			if err := flush(); err != nil {
 				return nil, err

@@ -18,16 +18,7 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := r.prepare(ctx, g, q)
-	if err != nil || p.reset == nil {
-		return p.fallback(r.s, k), err
-	}
-	x, ok, err := g.solve(p.reset)
-	p.reset = nil
-	if err != nil {
-		return Result{}, err
-	}
-	return p.finish(r.s, x, ok, k), nil
+	return solveOne(ctx, r.s, g, q, k, r.prepare)
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together, 8 per pass
@@ -55,23 +46,29 @@ func (p *pprQuery) fallback(s *Searcher, k int) Result {
 	return Result{Passages: s.passages(p.dense, k), Facts: p.facts}
 }
 
-// finish ranks the passages from their PPR scores (ok false: the reset was empty).
-func (p *pprQuery) finish(s *Searcher, chunkScores []float64, ok bool, k int) Result {
+// finish ranks the passages from their PPR scores (ok false: the reset was empty);
+// sc is the scratch that prepared the query.
+func (p *pprQuery) finish(s *Searcher, sc *scratch, chunkScores []float64, ok bool, k int) Result {
 	if !ok {
 		return p.fallback(s, k)
 	}
-	return Result{Passages: s.passages(s.final(p.bm25, chunkScores), k), Facts: p.facts}
+	return Result{Passages: s.passages(s.final(sc, p.bm25, chunkScores), k), Facts: p.facts}
 }
 
-// prepare links the question's facts and entities and builds its PPR reset vector.
-func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*pprQuery, error) {
+// prepare links the question's facts and entities and builds its PPR reset vector;
+// the query's vectors come from sc.
+func (r hippoRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, q string) (*pprQuery, error) {
 	s := r.s
 	qp, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
 	if err != nil {
 		return &pprQuery{}, err
 	}
-	bm25 := s.lexicalBM25(q)
-	p := &pprQuery{bm25: bm25, dense: s.passageScores(bm25, toF64(s.scores(graphio.KindChunk, qp)))}
+	bm25 := s.lexicalBM25(sc, q)
+	chunk := s.scores(sc, graphio.KindChunk, qp)
+	chunk64 := toF64(sc, chunk)
+	p := &pprQuery{bm25: bm25, dense: s.passageScores(sc, bm25, chunk64)}
+	sc.release32(chunk)
+	sc.release64(chunk64)
 	if len(s.ix.Facts) == 0 {
 		return p, nil
 	}
@@ -83,11 +80,18 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 		}
 	}
 	// 1. Fact scores, min-max normalised; the top LinkingTopK facts are candidates.
-	factScores, factLex := s.factScores(q, toF64(s.scores(graphio.KindFact, qf)))
+	fact := s.scores(sc, graphio.KindFact, qf)
+	fact64 := toF64(sc, fact)
+	factScores, factLex := s.factScores(sc, q, fact64)
+	sc.release32(fact)
+	sc.release64(fact64)
+	defer sc.release64(factScores, factLex) // not kept by the query
+	fused := toF32(sc, factScores)
 	var top []int32
-	for _, nb := range kernels.TopK(toF32(factScores), s.cfg.LinkingTopK) {
+	for _, nb := range kernels.TopK(fused, s.cfg.LinkingTopK) {
 		top = append(top, nb.Index)
 	}
+	sc.release32(fused)
 	// 2. Recognition memory, when an LLM is available.
 	if s.llm != nil && s.cfg.RecognitionMemory {
 		kept, err := s.recognize(ctx, q, top)
@@ -165,8 +169,8 @@ func (r hippoRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	return p, nil
 }
 
-func toF32(v []float64) []float32 {
-	out := make([]float32, len(v))
+func toF32(sc *scratch, v []float64) []float32 {
+	out := sc.f32(len(v))
 	for i, x := range v {
 		out[i] = float32(x)
 	}

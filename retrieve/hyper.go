@@ -20,16 +20,7 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := r.prepare(ctx, g, q)
-	if err != nil || p.reset == nil {
-		return p.fallback(r.s, k), err
-	}
-	x, ok, err := g.solve(p.reset)
-	p.reset = nil
-	if err != nil {
-		return Result{}, err
-	}
-	return p.finish(r.s, x, ok, k), nil
+	return solveOne(ctx, r.s, g, q, k, r.prepare)
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together; result i is
@@ -43,7 +34,7 @@ func (r hyperRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) (
 }
 
 // prepare seeds the question's entities, hyperedges and chunks into a reset vector.
-func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*pprQuery, error) {
+func (r hyperRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, q string) (*pprQuery, error) {
 	s := r.s
 	qv, err := s.embedQuery(ctx, s.cfg.QueryToPassage, q)
 	if err != nil {
@@ -52,7 +43,7 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	entChunks := s.entityChunks()
 	// Local path: the top entities by similarity, divided by their chunk counts.
 	entSim := map[int32]float64{}
-	for _, nb := range kernels.TopK(toF32(s.kindScores(graphio.KindEntity, q, toF64(s.scores(graphio.KindEntity, qv)))), s.cfg.HyperEntityTopK) {
+	for _, nb := range s.topOfKind(sc, graphio.KindEntity, q, qv, s.cfg.HyperEntityTopK) {
 		if n := len(entChunks[nb.Index]); n > 0 {
 			entSim[nb.Index] = max(entSim[nb.Index], float64(nb.Score)/float64(n))
 		}
@@ -61,7 +52,7 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 	// a noisy-OR: s = 1 − (1 − mean w)^(1 + ln count), w = sim ÷ entity chunk count.
 	edgeSim := map[int32]float64{}
 	sum, count := map[int32]float64{}, map[int32]float64{}
-	for _, nb := range kernels.TopK(toF32(s.kindScores(graphio.KindHyperedge, q, toF64(s.scores(graphio.KindHyperedge, qv)))), s.cfg.HyperEdgeTopK) {
+	for _, nb := range s.topOfKind(sc, graphio.KindHyperedge, q, qv, s.cfg.HyperEdgeTopK) {
 		edgeSim[nb.Index] = float64(nb.Score)
 		for _, e := range s.ix.Hyperedges[nb.Index].Entities {
 			n := len(entChunks[e])
@@ -92,23 +83,30 @@ func (r hyperRetriever) prepare(ctx context.Context, g *graphView, q string) (*p
 		for i, id := range ids {
 			vals[i] = sims[id]
 		}
-		norm := minMax(vals)
-		for _, nb := range kernels.TopK(toF32(norm), top) {
+		norm := minMax(nil, vals)
+		for _, nb := range kernels.TopK(toF32(nil, norm), top) {
 			reset[node(ids[nb.Index])] += norm[nb.Index]
 		}
 	}
 	seed(entSim, s.cfg.HyperSeedEntities, g.ns.Entity)
 	seed(edgeSim, s.cfg.HyperSeedEdges, g.ns.Hyperedge)
 	// Chunk seeds: the dense top HyperChunkTopK, min-max normalised, × w_chunk.
-	bm25 := s.lexicalBM25(q)
-	dense := toF32(s.passageScores(bm25, toF64(s.scores(graphio.KindChunk, qv))))
+	bm25 := s.lexicalBM25(sc, q)
+	chunk := s.scores(sc, graphio.KindChunk, qv)
+	chunk64 := toF64(sc, chunk)
+	passage := s.passageScores(sc, bm25, chunk64)
+	dense := toF32(sc, passage)
+	sc.release32(chunk)
+	sc.release64(chunk64, passage)
 	top := kernels.TopK(dense, s.cfg.HyperChunkTopK)
 	vals := make([]float64, len(top))
 	for i, nb := range top {
 		vals[i] = float64(nb.Score)
 	}
-	for i, v := range minMax(vals) {
+	for i, v := range minMax(nil, vals) {
 		reset[g.ns.Chunk(top[i].Index)] += v * s.cfg.HyperChunkWeight
 	}
-	return &pprQuery{bm25: bm25, dense: toF64(dense), reset: reset}, nil
+	p := &pprQuery{bm25: bm25, dense: toF64(sc, dense), reset: reset}
+	sc.release32(dense)
+	return p, nil
 }

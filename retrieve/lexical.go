@@ -8,6 +8,7 @@ import (
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
 )
 
 // Lexical modes for [Config.Lexical].
@@ -61,13 +62,13 @@ func validFusion(m string) error {
 // fuse returns λ·minmax(lex) + (1−λ)·minmax(dense). A lexical vector with no match
 // (all zeros) leaves the dense scores alone, so a question sharing no term with any
 // text is ranked by the embedder as in the papers.
-func fuse(dense, lex []float64, lambda float64) []float64 {
+func fuse(sc *scratch, dense, lex []float64, lambda float64) []float64 {
 	if allZero(lex) || len(dense) == 0 {
-		return minMax(dense)
+		return minMax(sc, dense)
 	}
 	dlo, dhi := bounds(dense)
 	llo, lhi := bounds(lex)
-	out := make([]float64, len(dense))
+	out := sc.f64(len(dense))
 	for i, d := range dense {
 		out[i] = lambda*unitScale(lex[i], llo, lhi) + (1-lambda)*unitScale(d, dlo, dhi)
 	}
@@ -86,21 +87,21 @@ func allZero(v []float64) bool {
 // lexicalBM25 returns the chunks' BM25 scores for q when lexical scoring is on, nil
 // otherwise; a graph retriever computes them once and uses them for its passage seeds
 // and its final ranking.
-func (s *Searcher) lexicalBM25(q string) []float64 {
+func (s *Searcher) lexicalBM25(sc *scratch, q string) []float64 {
 	if !s.lexicalOn() {
 		return nil
 	}
-	return s.bm25Scores(q)
+	return s.bm25Scores(sc, q)
 }
 
 // passageScores are the scores that seed passages (and rank them when the graph
 // cannot): min-max dense scores, fused with the BM25 scores bm25 when lexical
 // scoring is on (bm25 not nil).
-func (s *Searcher) passageScores(bm25, dense []float64) []float64 {
+func (s *Searcher) passageScores(sc *scratch, bm25, dense []float64) []float64 {
 	if bm25 == nil {
-		return minMax(dense)
+		return minMax(sc, dense)
 	}
-	return fuse(dense, bm25, s.cfg.LexicalWeight)
+	return fuse(sc, dense, bm25, s.cfg.LexicalWeight)
 }
 
 // factScores are the scores that link facts: min-max dense scores of the
@@ -108,19 +109,32 @@ func (s *Searcher) passageScores(bm25, dense []float64) []float64 {
 // the facts' subject and object names (the lexical scores are returned too, nil when
 // off). Predicates are left out of the lexical text: a question's generic words
 // ("first", "director", "letter") match them and would link facts about anything.
-func (s *Searcher) factScores(q string, dense []float64) (fused, lex []float64) {
+func (s *Searcher) factScores(sc *scratch, q string, dense []float64) (fused, lex []float64) {
 	if !s.lexicalOn() {
-		return minMax(dense), nil
+		return minMax(sc, dense), nil
 	}
 	s.factLexOnce.Do(func() { s.factLex = factCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
-	lex = s.factLex.scores(q)
-	return fuse(dense, lex, s.cfg.LexicalWeight), lex
+	lex = s.factLex.scoresInto(sc, q)
+	return fuse(sc, dense, lex, s.cfg.LexicalWeight), lex
+}
+
+// topOfKind returns the top n rows of kind k for the question q (embedded qv) by
+// kindScores, their scores rounded to float32; its vectors go back to sc.
+func (s *Searcher) topOfKind(sc *scratch, k graphio.NodeKind, q string, qv []float32, n int) []kernels.Neighbor {
+	dense := s.scores(sc, k, qv)
+	dense64 := toF64(sc, dense)
+	fused := s.kindScores(sc, k, q, dense64)
+	fused32 := toF32(sc, fused)
+	top := kernels.TopK(fused32, n)
+	sc.release32(dense, fused32)
+	sc.release64(dense64, fused)
+	return top
 }
 
 // kindScores fuses dense similarities with BM25 over the texts of entities or
 // hyperedges (hyperppr's vector searches), when lexical scoring is on; dense scores
 // are returned unchanged otherwise.
-func (s *Searcher) kindScores(k graphio.NodeKind, q string, dense []float64) []float64 {
+func (s *Searcher) kindScores(sc *scratch, k graphio.NodeKind, q string, dense []float64) []float64 {
 	if !s.lexicalOn() {
 		return dense
 	}
@@ -135,7 +149,9 @@ func (s *Searcher) kindScores(k graphio.NodeKind, q string, dense []float64) []f
 	default:
 		return dense
 	}
-	return fuse(dense, idx.scores(q), s.cfg.LexicalWeight)
+	lex := idx.scoresInto(sc, q)
+	defer sc.release64(lex)
+	return fuse(sc, dense, lex, s.cfg.LexicalWeight)
 }
 
 // Final fusions for [Config.FinalFusion].
@@ -153,22 +169,22 @@ const rrfK = 60
 // final is the passage ranking of a graph retriever: the PPR mass of each passage,
 // fused with the BM25 scores bm25 when FinalBM25Weight > 0 and lexical scoring is on
 // (bm25 not nil).
-func (s *Searcher) final(bm25, ppr []float64) []float64 {
+func (s *Searcher) final(sc *scratch, bm25, ppr []float64) []float64 {
 	mu := s.cfg.FinalBM25Weight
 	if mu <= 0 || bm25 == nil {
 		return ppr
 	}
 	if s.cfg.FinalFusion == FusionLinear {
-		return fuse(ppr, bm25, mu)
+		return fuse(sc, ppr, bm25, mu)
 	}
-	return s.rankBufs.rrf(ppr, bm25, mu)
+	return s.rankBufs.rrf(sc, ppr, bm25, mu)
 }
 
 // rrf is weighted reciprocal-rank fusion of two score vectors:
 // (1−μ)/(k+rank_a) + μ/(k+rank_b), ranks from 1, ties broken by position. Over many
 // passages the two rankings are sorted at once, on two cores (120K passages: 15 ms of
 // one core per question before the buffers were recycled and the digits widened).
-func (p *rankBuffers) rrf(a, b []float64, mu float64) []float64 {
+func (p *rankBuffers) rrf(sc *scratch, a, b []float64, mu float64) []float64 {
 	sa, sb := p.get(), p.get()
 	defer p.put(sa)
 	defer p.put(sb)
@@ -184,7 +200,7 @@ func (p *rankBuffers) rrf(a, b []float64, mu float64) []float64 {
 	} else {
 		ra, rb = sa.ranks(a), sb.ranks(b)
 	}
-	out := make([]float64, len(a))
+	out := sc.f64(len(a))
 	for i := range out {
 		out[i] = (1-mu)/(rrfK+float64(ra[i])) + mu/(rrfK+float64(rb[i]))
 	}

@@ -56,7 +56,7 @@ func (s *Searcher) pcstCandidates(entScores []float64) pcstGraph {
 		return true
 	}
 	var frontier []int32
-	for _, nb := range kernels.TopK(toF32(entScores), s.cfg.PCSTSeeds) {
+	for _, nb := range kernels.TopK(toF32(nil, entScores), s.cfg.PCSTSeeds) {
 		if add(nb.Index) {
 			frontier = append(frontier, nb.Index)
 		}
@@ -108,7 +108,7 @@ func (s *Searcher) factAdjacency() [][]int32 {
 // cost is then min(costE, max edge prize × 0.995).
 func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nodePrize, edgePrize []float64, cost float64) {
 	nodePrize = make([]float64, len(nodeSim))
-	for i, nb := range kernels.TopK(toF32(nodeSim), min(topk, len(nodeSim))) {
+	for i, nb := range kernels.TopK(toF32(nil, nodeSim), min(topk, len(nodeSim))) {
 		nodePrize[nb.Index] = float64(topk - i)
 	}
 	edgePrize = make([]float64, len(edgeSim))
@@ -162,8 +162,9 @@ func (s *Searcher) PCST(ctx context.Context, q string) (PCSTSubgraph, error) {
 	if err != nil {
 		return PCSTSubgraph{}, err
 	}
-	entScores := s.kindScores(graphio.KindEntity, q, toF64(s.scores(graphio.KindEntity, qv)))
-	factScores, _ := s.factScores(q, toF64(s.scores(graphio.KindFact, qv)))
+	// The subgraph keeps the fact scores: fresh vectors (a nil scratch).
+	entScores := s.kindScores(nil, graphio.KindEntity, q, toF64(nil, s.scores(nil, graphio.KindEntity, qv)))
+	factScores, _ := s.factScores(nil, q, toF64(nil, s.scores(nil, graphio.KindFact, qv)))
 	g := s.pcstCandidates(entScores)
 	nodeSim := make([]float64, len(g.ents))
 	for i, e := range g.ents {

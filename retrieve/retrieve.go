@@ -191,6 +191,7 @@ type Searcher struct {
 	queries    [graphio.NumKinds]atomic.Int64 // scores calls per kind
 
 	rankBufs rankBuffers // scratch of the final rankings (rrf)
+	bufs     bufPools    // vectors lent to queries (scratch)
 
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
@@ -386,11 +387,11 @@ func (s *Searcher) factTriple(f int32) []string {
 
 // minMax normalises v to [0,1]; a constant vector becomes all ones (HippoRAG's
 // min_max_normalize).
-func minMax(v []float64) []float64 {
+func minMax(sc *scratch, v []float64) []float64 {
 	if len(v) == 0 {
 		return v
 	}
-	out := make([]float64, len(v))
+	out := sc.f64(len(v))
 	lo, hi := bounds(v)
 	for i, x := range v {
 		out[i] = unitScale(x, lo, hi)
@@ -410,8 +411,8 @@ func unitScale(x, lo, hi float64) float64 {
 // with the min and max built-ins would (kernels.Bounds).
 func bounds(v []float64) (lo, hi float64) { return kernels.Bounds(v) }
 
-func toF64(v []float32) []float64 {
-	out := make([]float64, len(v))
+func toF64(sc *scratch, v []float32) []float64 {
+	out := sc.f64(len(v))
 	for i, x := range v {
 		out[i] = float64(x)
 	}

@@ -70,7 +70,7 @@ func TestBM25MatchesFormula(t *testing.T) {
 	ix, emb := tinyIndex(t)
 	s, err := NewSearcher(ix, emb, DefaultConfig(), nil)
 	require.NoError(t, err)
-	got := s.bm25Scores("delta")
+	got := s.bm25Scores(nil, "delta")
 	// "delta" occurs only in chunk 2 ("T2 gamma delta delta delta": 5 terms; avg length 4).
 	n, df, tf, dl, avg := 3.0, 1.0, 3.0, 5.0, 4.0
 	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
@@ -298,9 +298,9 @@ func TestQueryEntityLinking(t *testing.T) {
 func TestFuse(t *testing.T) {
 	dense := []float64{0.2, 0.4, 0.6}
 	lex := []float64{3, 0, 1}
-	got := fuse(dense, lex, 0.5)
+	got := fuse(nil, dense, lex, 0.5)
 	assert.InDeltaSlice(t, []float64{0.5, 0.25, 0.6666666666666666}, got, 1e-12)
-	assert.Equal(t, minMax(dense), fuse(dense, []float64{0, 0, 0}, 0.5), "no lexical match leaves the dense ranking")
+	assert.Equal(t, minMax(nil, dense), fuse(nil, dense, []float64{0, 0, 0}, 0.5), "no lexical match leaves the dense ranking")
 }
 
 func TestLexicalModeFollowsEmbedder(t *testing.T) {
@@ -445,11 +445,11 @@ func TestRRF(t *testing.T) {
 	a := []float64{0.9, 0.1, 0.5} // ranks 1, 3, 2
 	b := []float64{0, 7, 7}       // ranks 3, 1, 2 (ties by position)
 	var bufs rankBuffers
-	got := bufs.rrf(a, b, 0.5)
+	got := bufs.rrf(nil, a, b, 0.5)
 	want := []float64{0.5/61 + 0.5/63, 0.5/63 + 0.5/61, 0.5/62 + 0.5/62}
 	assert.InDeltaSlice(t, want, got, 1e-15)
 	assert.Equal(t, []int32{1, 3, 2}, new(rankScratch).ranks(a))
-	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, bufs.rrf(a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
+	assert.InDeltaSlice(t, []float64{1.0 / 61, 1.0 / 63, 1.0 / 62}, bufs.rrf(nil, a, b, 0), 1e-15, "μ=0 keeps the PPR ranking")
 
 	// Long enough for the two rankings to be sorted on two goroutines: the same
 	// fusion, bit for bit.
@@ -459,7 +459,7 @@ func TestRRF(t *testing.T) {
 		long[i], other[i] = rng.Float64(), float64(rng.IntN(50)) // ties in the second
 	}
 	ra, rb := slices.Clone(new(rankScratch).ranks(long)), slices.Clone(new(rankScratch).ranks(other))
-	got = bufs.rrf(long, other, 0.3)
+	got = bufs.rrf(nil, long, other, 0.3)
 	for i := range got {
 		if want := 0.7/(rrfK+float64(ra[i])) + 0.3/(rrfK+float64(rb[i])); got[i] != want {
 			t.Fatalf("entry %d: %v, want %v", i, got[i], want)

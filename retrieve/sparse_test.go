@@ -69,7 +69,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	ixs := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindFact: held}}
 	ss := &Searcher{ix: ixs}
 	for n := 1; n <= expandAfter+2; n++ {
-		require.Equal(t, byRow, ss.scores(graphio.KindFact, qs), "query %d", n)
+		require.Equal(t, byRow, ss.scores(nil, graphio.KindFact, qs), "query %d", n)
 		assert.Equal(t, n > expandAfter, ss.columns(graphio.KindFact) != nil, "query %d: columns after %d queries", n, expandAfter)
 	}
 
@@ -88,7 +88,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 	for _, kind := range []*graphio.Embedding{mid, held} {
 		s := &Searcher{ix: &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}}
 		for n := 1; n <= expandAfter+2; n++ {
-			require.Equal(t, want, s.scores(graphio.KindChunk, qs), "query %d", n)
+			require.Equal(t, want, s.scores(nil, graphio.KindChunk, qs), "query %d", n)
 			assert.Equal(t, n > expandAfter, s.columns(graphio.KindChunk) != nil, "query %d", n)
 			if kind == held {
 				assert.Nil(t, s.denseRows(graphio.KindChunk), "query %d: no dense copy of a matrix scored sparse", n)
@@ -107,7 +107,7 @@ func TestSparseScoresEqualDense(t *testing.T) {
 		ix := &graphio.Index{Embeddings: map[graphio.NodeKind]*graphio.Embedding{graphio.KindChunk: kind}}
 		s := &Searcher{ix: ix}
 		for n := 1; n <= expandAfter+2; n++ {
-			got := s.scores(graphio.KindChunk, q)
+			got := s.scores(nil, graphio.KindChunk, q)
 			for i := range got {
 				require.Equal(t, kernels.Dot(thick.Row(i), q), got[i], "query %d, row %d", n, i)
 			}

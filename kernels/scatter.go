@@ -1,0 +1,21 @@
+package kernels
+
+// AddScaledAt adds w·vals[k] to out[idx[k]] for every k: one column of a sparse
+// matrix by columns added into a vector of row scores. The indices must be distinct
+// (a column's rows are; this is not checked) and index out (an index out of range
+// panics, as out[i] does). Each product is rounded to float32 before it is added, as
+// `out[idx[k]] += float32(vals[k] * w)` does, so the sums are the same bit for bit
+// whatever the kernel. With GOEXPERIMENT=simd on AVX-512 it takes 16 entries at a
+// time: one gather of out, a multiply, an add and one scatter back.
+func AddScaledAt(out []float32, idx []int32, vals []float32, w float32) {
+	vals = vals[:len(idx)]
+	n := addScaledAtSIMD(out, idx, vals, w)
+	addScaledAtGeneric(out, idx[n:], vals[n:], w)
+}
+
+func addScaledAtGeneric(out []float32, idx []int32, vals []float32, w float32) {
+	vals = vals[:len(idx)]
+	for k, i := range idx {
+		out[i] += float32(vals[k] * w)
+	}
+}

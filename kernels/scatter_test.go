@@ -1,0 +1,93 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// randomColumn returns n distinct indices below rows, ascending, and their values.
+func randomColumn(rng *rand.Rand, rows, n int) ([]int32, []float32) {
+	idx := make([]int32, 0, n)
+	for _, i := range rng.Perm(rows)[:n] {
+		idx = append(idx, int32(i))
+	}
+	slices.Sort(idx)
+	vals := make([]float32, n)
+	for k := range vals {
+		vals[k] = float32(rng.NormFloat64())
+	}
+	return idx, vals
+}
+
+func TestAddScaledAtMatchesScalarBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 100, 1000, 4099} {
+		rows := 2*n + 7
+		out := make([]float32, rows)
+		want := make([]float32, rows)
+		for i := range out {
+			out[i] = float32(rng.NormFloat64())
+			want[i] = out[i]
+		}
+		for c := range 5 {
+			idx, vals := randomColumn(rng, rows, n)
+			w := float32(rng.NormFloat64())
+			if c == 4 {
+				w = float32(math.Inf(1)) // infinities and NaNs go where the scalar loop puts them
+			}
+			AddScaledAt(out, idx, vals, w)
+			for k, i := range idx {
+				want[i] += float32(vals[k] * w)
+			}
+		}
+		for i := range out {
+			if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: out[%d] = %v, want %v", n, i, out[i], want[i])
+			}
+		}
+	}
+}
+
+func TestAddScaledAtPanicsOutOfRange(t *testing.T) {
+	for _, bad := range []int32{-1, 40, 1 << 30} {
+		for _, at := range []int{3, 20, 33} { // in the first block, the second, the tail
+			out := make([]float32, 40)
+			idx := make([]int32, 40)
+			for i := range idx {
+				idx[i] = int32(i)
+			}
+			idx[at] = bad
+			assert.Panics(t, func() { AddScaledAt(out, idx, make([]float32, 40), 1) }, "index %d at %d", bad, at)
+		}
+	}
+}
+
+func BenchmarkAddScaledAt(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rows, cols = 120_000, 130
+	idx, vals := make([][]int32, cols), make([][]float32, cols)
+	for c := range idx {
+		idx[c], vals[c] = randomColumn(rng, rows, rows*46/100)
+	}
+	out := make([]float32, rows)
+	for _, kind := range []string{"scalar", "scatter"} {
+		b.Run(kind, func(b *testing.B) {
+			for b.Loop() {
+				clear(out)
+				for c := range idx {
+					switch kind {
+					case "scalar":
+						addScaledAtGeneric(out, idx[c], vals[c], 0.5)
+					case "scatter":
+						AddScaledAt(out, idx[c], vals[c], 0.5)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*cols*len(idx[0])), "ns/entry")
+		})
+	}
+}
