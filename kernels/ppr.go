@@ -581,26 +581,33 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, []float64{leafMass})[0], st
 }
 
-// foldLeaves adds d·s_v of every leaf v of chunk c to its parent's entry of lane b of
-// the normalised reset sv (stride entries per internal node) and returns Σ s_v, in
-// leaf order (see pprLeaves).
+// foldLeaves adds d·c·s_v of every fold into a row of chunk c (a leaf's parent, c = 1,
+// or a bridge's neighbour, c = A_pv/str_v) to its entry of lane b of the normalised
+// reset sv (stride entries per internal node) and returns Σ s_v over the eliminated
+// nodes counted there, in fold order (see pprLeaves, pprFolds).
 func (s *PPRSolver) foldLeaves(c int, sv []float64, stride, b int, reset []float64, scale float64) float64 {
-	lv := &s.lay.leaves
+	f := &s.lay.leaves.fold
 	d := s.cfg.Damping
 	var sum float64
-	for k := lv.chunk[c]; k < lv.chunk[c+1]; k++ {
-		sk := reset[lv.node[k]] * scale
-		sv[int(lv.parent[k])*stride+b] += d * sk
-		sum += sk
+	for k := f.chunk[c]; k < f.chunk[c+1]; k++ {
+		sk := reset[f.node[k]] * scale
+		sv[int(f.row[k])*stride+b] += d * (f.c[k] * sk)
+		if f.count[k] {
+			sum += sk
+		}
 	}
 	return sum
 }
 
-// leafScore returns the unnormalised score z_v = s_v + d·w·y_u of leaf k from lane b of
-// the iterate y.
+// leafScore returns the unnormalised score z_v = s_v + d·w·y_u of leaf k, or
+// s_v + d·w·y_a + d·w2·y_b of a bridge, from lane b of the iterate y.
 func (s *PPRSolver) leafScore(k int32, y []float64, stride, b int, reset []float64, scale float64) float64 {
 	lv := &s.lay.leaves
-	return reset[lv.node[k]]*scale + s.cfg.Damping*lv.w[k]*y[int(lv.parent[k])*stride+b]
+	z := reset[lv.node[k]]*scale + s.cfg.Damping*lv.w[k]*y[int(lv.parent[k])*stride+b]
+	if q := lv.parent2[k]; q >= 0 {
+		z += s.cfg.Damping * lv.w2[k] * y[int(q)*stride+b]
+	}
+	return z
 }
 
 // extract turns lanes of an iterate y, stored with stride entries per internal node

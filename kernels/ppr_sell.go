@@ -45,18 +45,20 @@ const pprSellSigma = 1024
 // internal rows, padded to whole slices and cut into its own chunks (colourChunk), so
 // that one colour's rows can be updated in place, in parallel, from the others'.
 //
-// With elimination (the SOR solver) leaves are not rows: see pprLeaves.
+// With elimination (the SOR solver) leaves and bridges are not rows: see pprLeaves.
 type pprLayout struct {
 	n, np int     // nodes; internal rows (whole slices, padding included)
 	perm  []int32 // internal → original node, len np; −1 for padding rows
-	// pos maps an original node to its internal row, or an eliminated leaf k to −1−k.
+	// pos maps an original node to its internal row, or eliminated node k to −1−k.
 	pos []int32
 	// str and inv are the strength a pass weighs a row's iterate with and its inverse:
-	// the node's strength, less d²·(its eliminated leaves' weight) with elimination; 1
-	// and 1 for an isolated or padding row. full is the node's strength in the whole
-	// graph (the same slice as str without leaves), which turns the iterate into scores,
-	// and mass is full + d·W, which turns it into the row's and its leaves' Σz, less
-	// their Σs (the same slice as full without leaves).
+	// the node's strength, less d²·w per eliminated leaf and d²·A²/str_v per
+	// neighbouring bridge v with elimination; 1 and 1 for an isolated or padding row.
+	// full is the node's strength in the whole graph (the same slice as str without
+	// elimination), which turns the iterate into scores, and mass is full + d·(the
+	// weights to its leaves and bridges), which turns it into the row's and its share
+	// of the eliminated nodes' Σz, less their Σs (the same slice as full without
+	// elimination).
 	str, inv, full, mass []float64
 	slicePtr             []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
 	col                  []int32   // internal column of each entry, pprSellRows per group
@@ -86,14 +88,42 @@ type pprLayout struct {
 // measured residual. The passes count Σz over the rows plus Σs over the leaves, a lower
 // bound on the whole graph's Σz: the stopping test can only be stricter.
 //
+// A bridge v has two neighbours a ≠ b, kept rows, and no leaves (pprFindLeaves). Its
+// equation str_v·y_v = s_v + d·(A_va·y_a + A_vb·y_b) substituted into a's row moves
+// d·A_av·s_v/str_v into a's reset, d²·A_av²/str_v out of its strength and adds a fill
+// entry d·A_av·A_vb/str_v to b (symmetrically in b's row): the same system on fewer
+// rows, the fill stored as two float32 whose sum is exact to about 2⁻⁴⁸. Its score
+// z_v = s_v + d·(A_va·y_a + A_vb·y_b) is recovered at the end, and Σz over the rows
+// folds it in as for a leaf (mass d·A_av at a, d·A_bv at b, s_v into Σs). The SOR
+// bound holds as for leaves: row a's remaining weights, fills included, sum to no more
+// than its pass strength, since d·(A_vb + d·A_va) ≤ str_v = A_va + A_vb for d < 1.
+// No two bridges are neighbours, so every fill joins rows.
+//
 // On the 120K-passage HippoRAG graph 270K of 843K nodes are leaves (entities of one
-// passage and no fact) and 540K of 4.43M entries go with them.
+// passage and no fact) and 540K of 4.43M entries go with them; 221K more are bridges
+// (mostly entities of two passages), leaving 352K rows of 573K and one pass fewer
+// (11), their 884K entries replaced by fills to 178K pairs of rows.
 type pprLeaves struct {
-	node   []int32   // original node of leaf k, ordered by parent row, then node
-	parent []int32   // internal row of its neighbour
-	w      []float64 // the weight of its one edge
-	// chunk[c] .. chunk[c+1] are the leaves whose parents are rows of chunk c.
+	node   []int32   // original node of eliminated node k, ordered by parent row, then node
+	parent []int32   // internal row of its (first) neighbour
+	w      []float64 // the weight of that edge
+	// A bridge's second neighbour's row and edge weight; parent2 is −1 for a leaf.
+	parent2 []int32
+	w2      []float64
+	// chunk[c] .. chunk[c+1] are the nodes whose (first) parents are rows of chunk c.
 	chunk []int32
+	fold  pprFolds
+}
+
+// pprFolds are the resets folded into rows: s'_p += d·c·s_v for each entry, ordered
+// by row, c = 1 for a leaf and A_pv/str_v for each of a bridge's two rows; count marks
+// the one entry of each eliminated node that adds s_v to Σs. chunk[c] .. chunk[c+1]
+// are the entries into rows of chunk c.
+type pprFolds struct {
+	row, node []int32
+	c         []float64
+	count     []bool
+	chunk     []int32
 }
 
 // newPPRLayout relabels and lays out csr, grouped by colour when colour is set, and
@@ -103,16 +133,16 @@ type pprLeaves struct {
 func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pprLayout {
 	n := csr.N
 	strength := csr.Strength()
-	var leafOf []int32 // leaf → parent (original), or −1; nil without elimination
+	var leafOf []int32 // leaf → parent (original), pprBridge or pprKept; nil without elimination
 	var kept *CSR
 	if elim > 0 {
-		leafOf, kept = pprFindLeaves(csr)
+		leafOf, kept = pprFindLeaves(csr, strength, elim)
 	}
 	if kept == nil {
 		leafOf, kept = nil, csr
 	}
 	rowLen := func(v int32) int32 { return kept.RowPtr[v+1] - kept.RowPtr[v] }
-	isLeaf := func(v int32) bool { return leafOf != nil && leafOf[v] >= 0 }
+	isLeaf := func(v int32) bool { return leafOf != nil && leafOf[v] != pprKept }
 	var groups [][]int32
 	if colour {
 		groups = pprColouring(kept)
@@ -162,7 +192,7 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	}
 	l.full, l.mass = l.str, l.str
 	if leafOf != nil {
-		l.eliminate(leafOf, csr, elim)
+		l.eliminate(leafOf, csr, strength, elim)
 	}
 	csr = kept // the rows that are laid out
 	ns := np / pprSellRows
@@ -208,6 +238,7 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 		}
 	}
 	l.leaves.chunk = make([]int32, len(l.chunk))
+	l.leaves.fold.chunk = make([]int32, len(l.chunk))
 	for c := range l.chunk[1:] {
 		end := l.chunk[c+1] * pprSellRows
 		k := l.leaves.chunk[c]
@@ -215,6 +246,12 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 			k++
 		}
 		l.leaves.chunk[c+1] = k
+		f := &l.leaves.fold
+		k = f.chunk[c]
+		for int(k) < len(f.row) && f.row[k] < end {
+			k++
+		}
+		f.chunk[c+1] = k
 	}
 	// The tile kernel prefetches the neighbours of the group pprPrefetchGroups ahead:
 	// past the last group it reads these columns (node 0), which len(col) leaves out.
@@ -222,38 +259,97 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	return l
 }
 
-// pprFindLeaves returns, for every node, the neighbour it is eliminated into (or −1),
-// and the graph without the leaves' entries; nil, nil when there is no leaf. A leaf has
-// one entry, to another node, which has more than one; the CSR holds no weightless
-// entries, so the leaf's strength is positive.
-func pprFindLeaves(csr *CSR) ([]int32, *CSR) {
+// Node kinds in pprFindLeaves's answer, besides a leaf's neighbour (≥ 0).
+const (
+	pprKept   = -1 // a row of the iteration
+	pprBridge = -2 // eliminated between its two neighbours (pprLeaves)
+)
+
+// pprFindLeaves returns, for every node, the neighbour a leaf is eliminated into, or
+// pprBridge, or pprKept; and the graph the iteration runs on: without the leaves' and
+// the bridges' entries, each bridge's two neighbours joined by its fill entries (see
+// pprLeaves). It returns nil, nil when nothing is eliminated. A leaf has one entry, to
+// another node, which has more than one; the CSR holds no weightless entries, so the
+// leaf's strength is positive. A bridge has two entries, to two distinct nodes that are
+// neither leaves nor bridges (it has no leaves itself), and shares no neighbour with an
+// earlier bridge — chosen greedily in node order, so that no row is next to two
+// eliminated nodes of a chain. strength is the graph's, d the damping.
+func pprFindLeaves(csr *CSR, strength []float64, d float64) ([]int32, *CSR) {
 	n := csr.N
 	rowLen := func(v int32) int32 { return csr.RowPtr[v+1] - csr.RowPtr[v] }
 	leafOf := make([]int32, n)
-	leaves := 0
+	eliminated := 0
 	for v := range int32(n) {
-		leafOf[v] = -1
+		leafOf[v] = pprKept
 		if rowLen(v) != 1 {
 			continue
 		}
 		p := csr.RowPtr[v]
 		if u := csr.Col[p]; u != v && rowLen(u) > 1 && csr.Val[p] > 0 {
 			leafOf[v] = u
-			leaves++
+			eliminated++
 		}
 	}
-	if leaves == 0 {
+	blocked := make([]bool, n) // next to a bridge
+	for v := range int32(n) {
+		if leafOf[v] != pprKept || rowLen(v) != 2 || blocked[v] {
+			continue
+		}
+		p := csr.RowPtr[v]
+		a, b := csr.Col[p], csr.Col[p+1]
+		if a == v || b == v || a == b || leafOf[a] != pprKept || leafOf[b] != pprKept {
+			continue
+		}
+		if !(pprFill(csr, strength, d, v) >= 0x1p-100) {
+			continue // a fill near float32's subnormals would lose its low part's bits
+		}
+		leafOf[v] = pprBridge
+		blocked[a], blocked[b] = true, true
+		eliminated++
+	}
+	if eliminated == 0 {
 		return nil, nil
 	}
 	kept := &CSR{N: n, RowPtr: make([]int32, n+1)}
-	kept.Col = make([]int32, 0, csr.NNZ()-2*leaves)
-	kept.Val = make([]float32, 0, csr.NNZ()-2*leaves)
+	kept.Col = make([]int32, 0, csr.NNZ())
+	kept.Val = make([]float32, 0, csr.NNZ())
+	type fill struct {
+		col int32
+		w   float64
+	}
+	var fills []fill
 	for v := range int32(n) {
-		if leafOf[v] < 0 {
+		if leafOf[v] == pprKept {
+			fills = fills[:0]
 			for p := csr.RowPtr[v]; p < csr.RowPtr[v+1]; p++ {
-				if leafOf[csr.Col[p]] < 0 {
-					kept.Col = append(kept.Col, csr.Col[p])
+				switch u := csr.Col[p]; leafOf[u] {
+				case pprKept:
+					kept.Col = append(kept.Col, u)
 					kept.Val = append(kept.Val, csr.Val[p])
+				case pprBridge: // a fill to the bridge's other neighbour, summed per neighbour
+					q := csr.RowPtr[u]
+					other := csr.Col[q]
+					if other == v {
+						other = csr.Col[q+1]
+					}
+					f := pprFill(csr, strength, d, u)
+					if i := slices.IndexFunc(fills, func(x fill) bool { return x.col == other }); i >= 0 {
+						fills[i].w += f
+					} else {
+						fills = append(fills, fill{other, f})
+					}
+				}
+			}
+			// Each fill as two float32 whose sum is it to about 2⁻⁴⁸ (the passes add
+			// both products in float64): one rounded entry would change the system
+			// by 2⁻²⁴, far above any tolerance.
+			for _, x := range fills {
+				hi := float32(x.w)
+				kept.Col = append(kept.Col, x.col)
+				kept.Val = append(kept.Val, hi)
+				if lo := float32(x.w - float64(hi)); lo != 0 {
+					kept.Col = append(kept.Col, x.col)
+					kept.Val = append(kept.Val, lo)
 				}
 			}
 		}
@@ -262,33 +358,72 @@ func pprFindLeaves(csr *CSR) ([]int32, *CSR) {
 	return leafOf, kept
 }
 
-// eliminate records the leaves (leafOf from pprFindLeaves) and lowers their parents'
-// pass strength by d²·W (see pprLeaves); full keeps the whole graph's strengths.
-func (l *pprLayout) eliminate(leafOf []int32, csr *CSR, d float64) {
+// pprFill returns the weight d·A_va·A_vb/str_v that eliminating bridge v gives the
+// edge between its neighbours a and b.
+func pprFill(csr *CSR, strength []float64, d float64, v int32) float64 {
+	p := csr.RowPtr[v]
+	return d * float64(csr.Val[p]) * float64(csr.Val[p+1]) / strength[v]
+}
+
+// eliminate records the leaves and bridges (leafOf from pprFindLeaves): the parents'
+// pass strength drops by d²·w per leaf and by d²·A_av²/str_v per bridge, their mass
+// grows by d·w and d·A_av (see pprLeaves); full keeps the whole graph's strengths.
+func (l *pprLayout) eliminate(leafOf []int32, csr *CSR, strength []float64, d float64) {
 	lv := &l.leaves
+	first := func(v int32) int32 { // the row a node is recovered in order of
+		if u := leafOf[v]; u >= 0 {
+			return l.pos[u]
+		}
+		return l.pos[csr.Col[csr.RowPtr[v]]]
+	}
 	for v, u := range leafOf {
-		if u >= 0 {
+		if u != pprKept {
 			lv.node = append(lv.node, int32(v))
 		}
 	}
-	slices.SortStableFunc(lv.node, func(a, b int32) int { return cmp.Compare(l.pos[leafOf[a]], l.pos[leafOf[b]]) })
-	lv.parent = make([]int32, len(lv.node))
-	lv.w = make([]float64, len(lv.node))
+	slices.SortStableFunc(lv.node, func(a, b int32) int { return cmp.Compare(first(a), first(b)) })
+	k := len(lv.node)
+	lv.parent, lv.w = make([]int32, k), make([]float64, k)
+	lv.parent2, lv.w2 = make([]int32, k), make([]float64, k)
 	l.full = slices.Clone(l.str)
 	l.mass = slices.Clone(l.str)
-	for k, v := range lv.node {
-		p := l.pos[leafOf[v]]
-		w := float64(csr.Val[csr.RowPtr[v]])
-		lv.parent[k], lv.w[k] = p, w
-		l.pos[v] = int32(-1 - k)
-		l.str[p] -= d * d * w // from the full strength, leaf by leaf in node order
-		l.mass[p] += d * w
+	type fold struct {
+		row, node int32
+		c         float64
+		count     bool
 	}
-	for k := range lv.node {
-		if k == 0 || lv.parent[k] != lv.parent[k-1] {
-			p := lv.parent[k]
-			l.inv[p] = 1 / l.str[p]
+	var folds []fold
+	touched := map[int32]bool{}
+	for k, v := range lv.node {
+		p0 := csr.RowPtr[v]
+		w := float64(csr.Val[p0])
+		p := first(v)
+		lv.parent[k], lv.w[k], lv.parent2[k] = p, w, -1
+		l.pos[v] = int32(-1 - k)
+		touched[p] = true
+		if leafOf[v] >= 0 {
+			l.str[p] -= d * d * w // from the full strength, leaf by leaf in node order
+			l.mass[p] += d * w
+			folds = append(folds, fold{row: p, node: v, c: 1, count: true})
+			continue
 		}
+		q, w2 := l.pos[csr.Col[p0+1]], float64(csr.Val[p0+1])
+		lv.parent2[k], lv.w2[k] = q, w2
+		touched[q] = true
+		sv := strength[v]
+		l.str[p] -= d * d * (w * w / sv)
+		l.str[q] -= d * d * (w2 * w2 / sv)
+		l.mass[p] += d * w
+		l.mass[q] += d * w2
+		folds = append(folds, fold{row: p, node: v, c: w / sv, count: true}, fold{row: q, node: v, c: w2 / sv})
+	}
+	for p := range touched {
+		l.inv[p] = 1 / l.str[p]
+	}
+	slices.SortStableFunc(folds, func(a, b fold) int { return cmp.Compare(a.row, b.row) })
+	f := &lv.fold
+	for _, x := range folds {
+		f.row, f.node, f.c, f.count = append(f.row, x.row), append(f.node, x.node), append(f.c, x.c), append(f.count, x.count)
 	}
 }
 

@@ -738,10 +738,26 @@ func TestPPRLeafElimination(t *testing.T) {
 	s, err := newPPRSolver(csr, PPRConfig{Tol: 1e-14, Workers: 3}, 64)
 	require.NoError(t, err)
 	require.Greater(t, s.numChunks(), 1)
-	got := slices.Clone(s.lay.leaves.node)
+	var got, bridges []int32
+	for k, v := range s.lay.leaves.node {
+		if s.lay.leaves.parent2[k] < 0 {
+			got = append(got, v)
+		} else {
+			bridges = append(bridges, v)
+		}
+	}
 	slices.Sort(got)
 	require.Equal(t, leaves, got, "eliminated leaves")
 	require.Greater(t, len(leaves), 40)
+	require.Greater(t, len(bridges), 10, "entities of two chunks")
+	for _, v := range bridges { // two distinct neighbours, kept, not next to another bridge
+		nb := csr.Col[csr.RowPtr[v]:csr.RowPtr[v+1]]
+		require.Len(t, nb, 2)
+		require.NotEqual(t, nb[0], nb[1])
+		for _, u := range nb {
+			require.GreaterOrEqual(t, s.lay.pos[u], int32(0), "bridge %d: neighbour %d is a row", v, u)
+		}
+	}
 	cheb, err := NewPPRSolver(csr, PPRConfig{Tol: 1e-14, Method: PPRChebyshev})
 	require.NoError(t, err)
 	require.Empty(t, cheb.lay.leaves.node)
@@ -775,6 +791,53 @@ func TestPPRLeafElimination(t *testing.T) {
 		assert.Equal(t, st.Iterations, bstats[i].Iterations)
 		assert.Less(t, pprMaxAbs(x, batch[i]), 1e-15, "reset %d batch", i)
 		assert.InDelta(t, 1, sumInOrder(x), 1e-13)
+	}
+}
+
+// Bridges in the shapes that test their conditions: a path (its ends are leaves, and
+// nodes next to a leaf stay), cycles (every node has degree 2: alternate ones go, and
+// in a 4-cycle two bridges join the same pair, whose fills are summed; in a triangle
+// the fill joins an existing edge), weighted. Scores match the dense reference.
+func TestPPRBridgeShapes(t *testing.T) {
+	ring := func(n int) []Edge {
+		var e []Edge
+		for i := range n {
+			e = append(e, Edge{U: int32(i), V: int32((i + 1) % n), Weight: float32(1+i%3) / 2})
+		}
+		return e
+	}
+	path := ring(8)[:7]
+	for _, tc := range []struct {
+		name    string
+		n       int
+		edges   []Edge
+		bridges []int32
+	}{
+		{"path", 8, path, []int32{2, 4}},
+		{"triangle", 3, ring(3), []int32{0}},
+		{"4-cycle", 4, ring(4), []int32{0, 2}},
+		{"6-cycle", 6, ring(6), []int32{0, 2, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			csr := pprCSR(t, tc.n, tc.edges)
+			s, err := NewPPRSolver(csr, PPRConfig{Tol: 1e-15})
+			require.NoError(t, err)
+			var bridges []int32
+			for k, v := range s.lay.leaves.node {
+				if s.lay.leaves.parent2[k] >= 0 {
+					bridges = append(bridges, v)
+				}
+			}
+			slices.Sort(bridges)
+			assert.Equal(t, tc.bridges, bridges)
+			rng := rand.New(rand.NewPCG(35, 36))
+			for _, kind := range []string{"dense", "one"} {
+				reset := pprRandomReset(rng, tc.n, kind)
+				x, _, err := s.Solve(reset)
+				require.NoError(t, err)
+				assert.Less(t, pprMaxAbs(x, pprDenseRef(t, tc.n, tc.edges, reset, DefaultPPRDamping)), 1e-13, kind)
+			}
+		})
 	}
 }
 
