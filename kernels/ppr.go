@@ -530,10 +530,9 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	for p := range res {
 		res[p], zsum[p] = make([]float64, nc), make([]float64, nc)
 	}
-	// y_0 = s'/strength, in internal order (s' = s with the leaves' resets folded into
-	// their parents', pprLeaves); leafSum[c] = Σ s over the leaves of chunk c.
+	// y_0 = s'/strength, in internal order (s' = s with the eliminated nodes' resets
+	// folded into their neighbours', pprLeaves); leafMass = Σ s over them.
 	d := s.cfg.Damping
-	leafSum := make([]float64, nc)
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
@@ -541,14 +540,16 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 				sv[i] = reset[v] * scale
 			}
 		}
-		leafSum[c] = s.foldLeaves(c, sv, 1, 0, reset, scale)
+	})
+	leafMass := s.foldLeaves(sv, 1, 0, reset, scale)
+	s.forChunks(func(c int) {
+		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			if lay.perm[i] >= 0 {
 				cur[i] = sv[i] * lay.inv[i]
 			}
 		}
 	})
-	leafMass := sumInOrder(leafSum)
 	sor := s.cfg.Method == PPRSOR
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
 	if sor {
@@ -581,16 +582,19 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, []float64{leafMass})[0], st
 }
 
-// foldLeaves adds d·c·s_v of every fold into a row of chunk c (a leaf's parent, c = 1,
-// or a bridge's neighbour, c = A_pv/str_v) to its entry of lane b of the normalised
-// reset sv (stride entries per internal node) and returns Σ s_v over the eliminated
-// nodes counted there, in fold order (see pprLeaves, pprFolds).
-func (s *PPRSolver) foldLeaves(c int, sv []float64, stride, b int, reset []float64, scale float64) float64 {
+// foldLeaves adds d·c·s_v of every fold (into a leaf's parent, c = 1, or a bridge's
+// neighbour, c = A_pv/str_v) to its row's entry of lane b of the normalised reset sv
+// (stride entries per internal node) and returns Σ s_v over the eliminated nodes, in
+// node order (see pprLeaves, pprFolds). A node without reset adds nothing.
+func (s *PPRSolver) foldLeaves(sv []float64, stride, b int, reset []float64, scale float64) float64 {
 	f := &s.lay.leaves.fold
 	d := s.cfg.Damping
 	var sum float64
-	for k := f.chunk[c]; k < f.chunk[c+1]; k++ {
-		sk := reset[f.node[k]] * scale
+	for k, v := range f.node {
+		sk := reset[v] * scale
+		if sk == 0 {
+			continue
+		}
 		sv[int(f.row[k])*stride+b] += d * (f.c[k] * sk)
 		if f.count[k] {
 			sum += sk

@@ -36,9 +36,8 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
-	// Interleave the normalised resets (with the leaves' folded in: pprLeaves),
-	// y_0 = s'/strength, clear y_{-1}; leafSum[c][b] = Σ s over chunk c's leaves.
-	leafSum := make([]pprLaneSums, nc)
+	// Interleave the normalised resets (with the eliminated nodes' folded in:
+	// pprLeaves), y_0 = s'/strength, clear y_{-1}; leafMass[b] = Σ s over them.
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
@@ -53,9 +52,13 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 				nxt[b] = 0
 			}
 		}
-		for b := range nq {
-			leafSum[c][b] = s.foldLeaves(c, t.s, pprLanes, b, resets[b], scales[b])
-		}
+	})
+	var leafMass pprLaneSums
+	for b := range nq {
+		leafMass[b] = s.foldLeaves(t.s, pprLanes, b, resets[b], scales[b])
+	}
+	s.forChunkRange(workers, 0, nc, func(c int) {
+		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
 			cur := (*[pprLanes]float64)(t.cur[i*pprLanes:])
@@ -65,12 +68,6 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			}
 		}
 	})
-	var leafMass pprLaneSums
-	for c := range leafSum {
-		for b := range leafMass {
-			leafMass[b] += leafSum[c][b]
-		}
-	}
 	// Residual sums of even and odd passes (see solve1).
 	var res, zsum [2][]pprLaneSums
 	for p := range res {
