@@ -59,16 +59,10 @@ func (s *Searcher) scratch() *scratch {
 
 // f64 returns a vector of n float64 whose contents are undefined; f64z one of zeros.
 func (sc *scratch) f64(n int) []float64 {
-	if sc == nil || n == 0 {
+	if sc == nil {
 		return make([]float64, n)
 	}
-	p, _ := sc.pools.pool(false, n).Get().(*[]float64)
-	if p == nil {
-		v := make([]float64, n)
-		p = &v
-	}
-	sc.f64s = append(sc.f64s, p)
-	return *p
+	return lend(sc.pools, false, &sc.f64s, n)
 }
 
 func (sc *scratch) f64z(n int) []float64 {
@@ -81,15 +75,24 @@ func (sc *scratch) f64z(n int) []float64 {
 
 // f32 returns a vector of n float32 whose contents are undefined.
 func (sc *scratch) f32(n int) []float32 {
-	if sc == nil || n == 0 {
+	if sc == nil {
 		return make([]float32, n)
 	}
-	p, _ := sc.pools.pool(true, n).Get().(*[]float32)
+	return lend(sc.pools, true, &sc.f32s, n)
+}
+
+// lend takes a vector of n from the pools (a fresh one when they have none) and
+// records it in lent.
+func lend[T float32 | float64](pools *bufPools, f32 bool, lent *[]*[]T, n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	p, _ := pools.pool(f32, n).Get().(*[]T)
 	if p == nil {
-		v := make([]float32, n)
+		v := make([]T, n)
 		p = &v
 	}
-	sc.f32s = append(sc.f32s, p)
+	*lent = append(*lent, p)
 	return *p
 }
 
