@@ -65,10 +65,8 @@ func (r hippoRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 	}
 	bm25 := s.lexicalBM25(sc, q)
 	chunk := s.scores(sc, graphio.KindChunk, qp)
-	chunk64 := toF64(sc, chunk)
-	p := &pprQuery{bm25: bm25, dense: s.passageScores(sc, bm25, chunk64)}
+	p := &pprQuery{bm25: bm25, dense: s.passageFusion(bm25, chunk).all(sc)}
 	sc.release32(chunk)
-	sc.release64(chunk64)
 	if len(s.ix.Facts) == 0 {
 		return p, nil
 	}
@@ -81,12 +79,10 @@ func (r hippoRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 	}
 	// 1. Fact scores, min-max normalised; the top LinkingTopK facts are candidates.
 	fact := s.scores(sc, graphio.KindFact, qf)
-	fact64 := toF64(sc, fact)
-	factScores, factLex := s.factScores(sc, q, fact64)
-	sc.release32(fact)
-	sc.release64(fact64)
-	defer sc.release64(factScores, factLex) // not kept by the query
-	fused := toF32(sc, factScores)
+	factScores, factLex := s.factFusion(sc, q, fact)
+	defer sc.release32(fact)
+	defer sc.release64(factLex) // not kept by the query
+	fused := factScores.all32(sc)
 	var top []int32
 	for _, nb := range kernels.TopK(fused, s.cfg.LinkingTopK) {
 		top = append(top, nb.Index)
@@ -129,7 +125,7 @@ func (r hippoRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 		fact := &s.ix.Facts[f]
 		for _, e := range []int32{fact.Subject, fact.Object} {
 			if n := len(entChunks[e]); n > 0 {
-				weight[e] += factScores[f] / float64(n)
+				weight[e] += factScores.at(int(f)) / float64(n)
 			}
 			occurs[e]++
 		}

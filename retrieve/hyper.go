@@ -93,11 +93,8 @@ func (r hyperRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 	// Chunk seeds: the dense top HyperChunkTopK, min-max normalised, × w_chunk.
 	bm25 := s.lexicalBM25(sc, q)
 	chunk := s.scores(sc, graphio.KindChunk, qv)
-	chunk64 := toF64(sc, chunk)
-	passage := s.passageScores(sc, bm25, chunk64)
-	dense := toF32(sc, passage)
+	dense := s.passageFusion(bm25, chunk).all32(sc)
 	sc.release32(chunk)
-	sc.release64(chunk64, passage)
 	top := kernels.TopK(dense, s.cfg.HyperChunkTopK)
 	vals := make([]float64, len(top))
 	for i, nb := range top {

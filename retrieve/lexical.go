@@ -70,7 +70,70 @@ func fuse(sc *scratch, dense, lex []float64, lambda float64) []float64 {
 	llo, lhi := bounds(lex)
 	out := sc.f64(len(dense))
 	for i, d := range dense {
-		out[i] = lambda*unitScale(lex[i], llo, lhi) + (1-lambda)*unitScale(d, dlo, dhi)
+		out[i] = mix(lambda, unitScale(lex[i], llo, lhi), unitScale(d, dlo, dhi))
+	}
+	return out
+}
+
+// mix is fuse's λ·l + (1−λ)·d of two min-max normalised scores.
+func mix(lambda, l, d float64) float64 { return lambda*l + (1-lambda)*d }
+
+// fusion is fuse over float32 dense scores evaluated an entry at a time (at), or into
+// a vector (all, all32): the values fuse gives over the widened scores, bit for bit (a
+// float32 widens exactly, and its bounds are Bounds32's), without the node-sized
+// float64 copies in between. A linking step needs the float32 roundings of every
+// fact's score for its top k and the exact scores of those k alone: over 465K facts
+// (120K passages) fuse's path wrote and read four vectors of them a question.
+type fusion struct {
+	dense                      []float32
+	lex                        []float64 // nil: the dense scores' min-max alone
+	lambda, dlo, dhi, llo, lhi float64
+	raw                        bool // the dense scores as they are (rawFusion)
+}
+
+// rawFusion leaves the dense scores as they are.
+func rawFusion(dense []float32) *fusion { return &fusion{dense: dense, raw: true} }
+
+// newFusion fuses the dense scores with lex (nil: lexical scoring is off) at weight
+// lambda; a lexical vector of zeros leaves the dense scores alone, as fuse does.
+func newFusion(dense []float32, lex []float64, lambda float64) *fusion {
+	f := &fusion{dense: dense, lambda: lambda}
+	if len(dense) == 0 {
+		return f
+	}
+	f.dlo, f.dhi = kernels.Bounds32(dense)
+	if lex != nil && !allZero(lex) {
+		f.lex = lex
+		f.llo, f.lhi = bounds(lex)
+	}
+	return f
+}
+
+// at is entry i's fused score.
+func (f *fusion) at(i int) float64 {
+	if f.raw {
+		return float64(f.dense[i])
+	}
+	d := unitScale(float64(f.dense[i]), f.dlo, f.dhi)
+	if f.lex == nil {
+		return d
+	}
+	return mix(f.lambda, unitScale(f.lex[i], f.llo, f.lhi), d)
+}
+
+// all returns every entry's fused score, all32 their float32 roundings.
+func (f *fusion) all(sc *scratch) []float64 {
+	out := sc.f64(len(f.dense))
+	for i := range out {
+		out[i] = f.at(i)
+	}
+	return out
+}
+
+func (f *fusion) all32(sc *scratch) []float32 {
+	out := sc.f32(len(f.dense))
+	for i := range out {
+		out[i] = float32(f.at(i))
 	}
 	return out
 }
@@ -94,64 +157,60 @@ func (s *Searcher) lexicalBM25(sc *scratch, q string) []float64 {
 	return s.bm25Scores(sc, q)
 }
 
-// passageScores are the scores that seed passages (and rank them when the graph
-// cannot): min-max dense scores, fused with the BM25 scores bm25 when lexical
-// scoring is on (bm25 not nil).
-func (s *Searcher) passageScores(sc *scratch, bm25, dense []float64) []float64 {
-	if bm25 == nil {
-		return minMax(sc, dense)
-	}
-	return fuse(sc, dense, bm25, s.cfg.LexicalWeight)
+// passageFusion fuses the scores that seed passages (and rank them when the graph
+// cannot): min-max dense scores, fused with the BM25 scores bm25 when lexical scoring
+// is on (bm25 not nil).
+func (s *Searcher) passageFusion(bm25 []float64, dense []float32) *fusion {
+	return newFusion(dense, bm25, s.cfg.LexicalWeight)
 }
 
-// factScores are the scores that link facts: min-max dense scores of the
+// factFusion fuses the scores that link facts: min-max dense scores of the
 // "subject predicate object" texts, fused, when lexical scoring is on, with BM25 over
-// the facts' subject and object names (the lexical scores are returned too, nil when
-// off). Predicates are left out of the lexical text: a question's generic words
-// ("first", "director", "letter") match them and would link facts about anything.
-func (s *Searcher) factScores(sc *scratch, q string, dense []float64) (fused, lex []float64) {
+// the facts' subject and object names, which it returns too (nil when off; the
+// caller gives them back to sc). Predicates are left out of the lexical text: a
+// question's generic words ("first", "director", "letter") match them and would link
+// facts about anything.
+func (s *Searcher) factFusion(sc *scratch, q string, dense []float32) (f *fusion, lex []float64) {
 	if !s.lexicalOn() {
-		return minMax(sc, dense), nil
+		return newFusion(dense, nil, 0), nil
 	}
 	s.factLexOnce.Do(func() { s.factLex = factCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 	lex = s.factLex.scoresInto(sc, q)
-	return fuse(sc, dense, lex, s.cfg.LexicalWeight), lex
+	return newFusion(dense, lex, s.cfg.LexicalWeight), lex
 }
 
 // topOfKind returns the top n rows of kind k for the question q (embedded qv) by
-// kindScores, their scores rounded to float32; its vectors go back to sc.
+// kindFusion, their scores rounded to float32; its vectors go back to sc.
 func (s *Searcher) topOfKind(sc *scratch, k graphio.NodeKind, q string, qv []float32, n int) []kernels.Neighbor {
 	dense := s.scores(sc, k, qv)
-	dense64 := toF64(sc, dense)
-	fused := s.kindScores(sc, k, q, dense64)
-	fused32 := toF32(sc, fused)
-	top := kernels.TopK(fused32, n)
-	sc.release32(dense, fused32)
-	sc.release64(dense64, fused)
+	f, lex := s.kindFusion(sc, k, q, dense)
+	fused := f.all32(sc)
+	top := kernels.TopK(fused, n)
+	sc.release32(dense, fused)
+	sc.release64(lex)
 	return top
 }
 
-// kindScores fuses dense similarities with BM25 over the texts of entities or
-// hyperedges (hyperppr's vector searches), when lexical scoring is on; dense scores
-// are returned unchanged otherwise.
-func (s *Searcher) kindScores(sc *scratch, k graphio.NodeKind, q string, dense []float64) []float64 {
-	if !s.lexicalOn() {
-		return dense
-	}
+// kindFusion fuses dense similarities with BM25 over the texts of entities or
+// hyperedges (hyperppr's and pcst's vector searches) when lexical scoring is on,
+// returning the lexical scores too (nil when off; the caller gives them back to sc);
+// the dense scores are left as they are otherwise, and for other kinds.
+func (s *Searcher) kindFusion(sc *scratch, k graphio.NodeKind, q string, dense []float32) (f *fusion, lex []float64) {
 	var idx *lexIndex
-	switch k {
-	case graphio.KindEntity:
+	switch {
+	case !s.lexicalOn():
+	case k == graphio.KindEntity:
 		s.entLexOnce.Do(func() { s.entLex = entityCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 		idx = s.entLex
-	case graphio.KindHyperedge:
+	case k == graphio.KindHyperedge:
 		s.hypLexOnce.Do(func() { s.hypLex = hyperedgeCorpus(s.ix).index(s.ix, s.analyzer(), s.cfg.BM25K1, s.cfg.BM25B) })
 		idx = s.hypLex
-	default:
-		return dense
 	}
-	lex := idx.scoresInto(sc, q)
-	defer sc.release64(lex)
-	return fuse(sc, dense, lex, s.cfg.LexicalWeight)
+	if idx == nil {
+		return rawFusion(dense), nil
+	}
+	lex = idx.scoresInto(sc, q)
+	return newFusion(dense, lex, s.cfg.LexicalWeight), lex
 }
 
 // Final fusions for [Config.FinalFusion].
@@ -202,9 +261,14 @@ func (p *rankBuffers) rrf(sc *scratch, a, b []float64, mu float64) []float64 {
 	}
 	out := sc.f64(len(a))
 	for i := range out {
-		out[i] = (1-mu)/(rrfK+float64(ra[i])) + mu/(rrfK+float64(rb[i]))
+		out[i] = rrfScore(mu, ra[i], rb[i])
 	}
 	return out
+}
+
+// rrfScore is the fused score of ranks ra and rb.
+func rrfScore(mu float64, ra, rb int32) float64 {
+	return (1-mu)/(rrfK+float64(ra)) + mu/(rrfK+float64(rb))
 }
 
 // parallelRanks is the least vector length for which rrf sorts its two rankings on
@@ -240,6 +304,24 @@ const (
 	rankDigits    = (64 + rankDigitBits - 1) / rankDigitBits
 )
 
+// rankKey maps a score to a key that sorts ascending from the highest score: +0 and
+// −0 share one, and a NaN's is the greatest of all.
+func rankKey(x float64) uint64 {
+	if x != x { // NaN: last
+		return ^uint64(0)
+	}
+	if x == 0 {
+		x = 0 // −0 ties +0
+	}
+	b := math.Float64bits(x)
+	if b>>63 == 1 { // ascending order of the bits for negatives …
+		b = ^b
+	} else { // … and positives
+		b |= 1 << 63
+	}
+	return ^b // highest score first (all ones only for a NaN's bits: never here)
+}
+
 // ranks returns each score's rank from 1, highest first, ties (and +0 against −0)
 // broken by position; a NaN ranks after every number. It is a stable LSD radix sort
 // on the scores' order-preserving bit patterns with 11-bit digits, the histograms of
@@ -256,22 +338,7 @@ func (sc *rankScratch) ranks(v []float64) []int32 {
 	*hist = [rankDigits][1 << rankDigitBits]int32{}
 	const mask = 1<<rankDigitBits - 1
 	for i, x := range v {
-		var k uint64
-		switch {
-		case x != x: // NaN: last
-			k = ^uint64(0)
-		default:
-			if x == 0 {
-				x = 0 // −0 ties +0
-			}
-			b := math.Float64bits(x)
-			if b>>63 == 1 { // ascending order of the bits for negatives …
-				b = ^b
-			} else { // … and positives
-				b |= 1 << 63
-			}
-			k = ^b // highest score first (all ones only for a NaN's bits: never here)
-		}
+		k := rankKey(x)
 		keys[i], idx[i] = k, int32(i)
 		for d := range rankDigits {
 			hist[d][k>>(d*rankDigitBits)&mask]++

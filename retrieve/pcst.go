@@ -163,8 +163,10 @@ func (s *Searcher) PCST(ctx context.Context, q string) (PCSTSubgraph, error) {
 		return PCSTSubgraph{}, err
 	}
 	// The subgraph keeps the fact scores: fresh vectors (a nil scratch).
-	entScores := s.kindScores(nil, graphio.KindEntity, q, toF64(nil, s.scores(nil, graphio.KindEntity, qv)))
-	factScores, _ := s.factScores(nil, q, toF64(nil, s.scores(nil, graphio.KindFact, qv)))
+	entFusion, _ := s.kindFusion(nil, graphio.KindEntity, q, s.scores(nil, graphio.KindEntity, qv))
+	entScores := entFusion.all(nil)
+	factFusion, _ := s.factFusion(nil, q, s.scores(nil, graphio.KindFact, qv))
+	factScores := factFusion.all(nil)
 	g := s.pcstCandidates(entScores)
 	nodeSim := make([]float64, len(g.ents))
 	for i, e := range g.ents {
