@@ -56,3 +56,8 @@ func dot8(a, b []float32) float32 {
 	}
 	return s
 }
+
+// Vectorized reports whether the AVX-512 kernels run: the build has them
+// (GOEXPERIMENT=simd on amd64) and the CPU has AVX-512. Benchmarks print it, since
+// the portable kernels they otherwise time are several times slower.
+func Vectorized() bool { return hasAVX512 }

@@ -8,9 +8,10 @@
 // growth exponent of each cost (least-squares slope of log cost on log N), and writes a
 // log–log PNG.
 //
-// Usage:
+// Usage (GOEXPERIMENT=simd, as make sets it: the query latencies are timed in this
+// process, with its own build of the kernels):
 //
-//	go run ./bench/scale -corpus ../shared/data/corpora/2wikimultihopqa_corpus.json \
+//	GOEXPERIMENT=simd go run ./bench/scale -corpus ../shared/data/corpora/2wikimultihopqa_corpus.json \
 //	    -bin bin/graphloom -sizes 6000,30000,120000 -out out/bench/scale
 package main
 
@@ -40,6 +41,7 @@ import (
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -101,7 +103,14 @@ func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora boo
 		return err
 	}
 	retrievers := []string{"bm25", "dense", "ppr", "hyperppr"}
-	fmt.Printf("base corpus %s: %d passages; sizes %v\n\n", filepath.Base(corpusPath), len(base), ns)
+	fmt.Printf("base corpus %s: %d passages; sizes %v\n", filepath.Base(corpusPath), len(base), ns)
+	// The query latencies are timed in this process: its kernels, not the binary's.
+	if kernels.Vectorized() {
+		fmt.Print("query kernels: AVX-512\n\n")
+	} else {
+		fmt.Print("query kernels: portable Go (no AVX-512, or this program built without GOEXPERIMENT=simd: " +
+			"its query latencies are not the binary's)\n\n")
+	}
 	var rows []row
 	for _, n := range ns {
 		r := row{N: n, P50: map[string]float64{}, P99: map[string]float64{}}
