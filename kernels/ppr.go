@@ -208,8 +208,8 @@ func SanitizePPRResetInPlace(reset []float64) (positive bool) {
 	for i, v := range reset {
 		if v > 0 {
 			positive = true
-		} else {
-			reset[i] = 0
+		} else if math.Float64bits(v) != 0 {
+			reset[i] = 0 // an entry already +0 is not stored again
 		}
 	}
 	return positive
@@ -365,9 +365,15 @@ func (s *PPRSolver) resetScale(reset []float64) (float64, error) {
 	if len(reset) != s.n {
 		return 0, fmt.Errorf("kernels: ppr: reset vector has %d entries for %d nodes", len(reset), s.n)
 	}
+	// Zeros are skipped: adding one leaves the sum's bits as they are, and a query's
+	// reset is mostly zeros (HippoRAG seeds a few entities and the passages), so the
+	// serial add chain runs over the non-zero entries only.
 	var sum float64
 	for i, v := range reset {
-		if !(v >= 0) || math.IsInf(v, 0) {
+		if v == 0 {
+			continue
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
 			return 0, fmt.Errorf("kernels: ppr: reset[%d] = %v; entries must be finite and non-negative (see SanitizePPRReset)", i, v)
 		}
 		sum += v

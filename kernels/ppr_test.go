@@ -419,6 +419,8 @@ func TestPPRErrors(t *testing.T) {
 		{"negative reset", good, []float64{1, -1, 0}, PPRConfig{}, "reset[1] = -1"},
 		{"NaN reset", good, []float64{1, math.NaN(), 0}, PPRConfig{}, "reset[1] = NaN"},
 		{"Inf reset", good, []float64{math.Inf(1), 0, 0}, PPRConfig{}, "reset[0] = +Inf"},
+		{"-Inf reset", good, []float64{1, 0, math.Inf(-1)}, PPRConfig{}, "reset[2] = -Inf"},
+		{"all negative zeros", good, []float64{math.Copysign(0, -1), 0, math.Copysign(0, -1)}, PPRConfig{}, "sums to 0"},
 		{"wrong length", good, []float64{1, 0}, PPRConfig{}, "2 entries for 3 nodes"},
 		{"nil matrix", func(*testing.T) *CSR { return nil }, []float64{1}, PPRConfig{}, "nil matrix"},
 		{"NaN weight", func(*testing.T) *CSR {
@@ -469,6 +471,31 @@ func TestSanitizePPRReset(t *testing.T) {
 	assert.True(t, SanitizePPRResetInPlace(r))
 	assert.Equal(t, []float64{1, 0, 0, 0, 0.5, math.Inf(1)}, r, "in place, as SanitizePPRReset")
 	assert.False(t, SanitizePPRResetInPlace([]float64{-1, math.NaN(), 0}), "nothing positive left")
+	z := []float64{math.Copysign(0, -1), 2}
+	assert.True(t, SanitizePPRResetInPlace(z))
+	assert.Equal(t, uint64(0), math.Float64bits(z[0]), "-0 becomes +0")
+}
+
+// TestPPRResetScaleSkipsZeros holds resetScale, which skips zero entries, to the plain
+// left-to-right sum of every entry, bit for bit.
+func TestPPRResetScaleSkipsZeros(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 400
+	s, err := NewPPRSolver(pprCSR(t, n, pprRandomEdges(rng, n, 1200, 8)), PPRConfig{})
+	require.NoError(t, err)
+	for _, kind := range []string{"seeds", "last", "one", "dense"} {
+		reset := pprRandomReset(rng, n, kind)
+		if i := slices.Index(reset, 0); i >= 0 {
+			reset[i] = math.Copysign(0, -1)
+		}
+		var sum float64
+		for _, v := range reset {
+			sum += v
+		}
+		got, err := s.resetScale(reset)
+		require.NoError(t, err, kind)
+		assert.Equal(t, math.Float64bits(1/sum), math.Float64bits(got), kind)
+	}
 }
 
 func TestPPRGoMLXMatchesCPU(t *testing.T) {
