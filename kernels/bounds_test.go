@@ -15,15 +15,15 @@ func TestBoundsMatchesBuiltins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	negZero := math.Copysign(0, -1)
 	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, negZero, math.MaxFloat64, -math.SmallestNonzeroFloat64}
-	for trial := range 400 {
-		v := make([]float64, 1+rng.IntN(300))
+	for trial := range 600 {
+		v := make([]float64, 1+rng.IntN(600))
 		for i := range v {
 			v[i] = rng.NormFloat64()
 			if trial%4 == 1 {
 				v[i] = math.Abs(v[i]) // all positive: no zero bound
 			}
 		}
-		switch trial % 4 {
+		switch trial % 6 {
 		case 2: // a few specials anywhere
 			for range 1 + rng.IntN(3) {
 				v[rng.IntN(len(v))] = specials[rng.IntN(len(specials))]
@@ -34,6 +34,24 @@ func TestBoundsMatchesBuiltins(t *testing.T) {
 			}
 			v[rng.IntN(len(v))] = []float64{0, negZero}[rng.IntN(2)]
 			v[rng.IntN(len(v))] = []float64{0, negZero}[rng.IntN(2)]
+		case 4: // mostly zeros of one sign (a BM25 vector), one of the other anywhere
+			zero, other, sign := 0.0, negZero, 1.0
+			if trial%12 == 4 { // zeros as the greatest bound: −0 below, one +0
+				zero, other, sign = negZero, 0, -1
+			}
+			for i := range v {
+				v[i] = sign * math.Abs(v[i])
+				if rng.IntN(8) != 0 {
+					v[i] = zero
+				}
+			}
+			if rng.IntN(4) != 0 {
+				v[rng.IntN(len(v))] = other
+			}
+		case 5: // zeros only
+			for i := range v {
+				v[i] = []float64{0, negZero}[rng.IntN(2)]
+			}
 		}
 		lo, hi := v[0], v[0]
 		for _, x := range v {
@@ -64,6 +82,26 @@ func BenchmarkBounds(b *testing.B) {
 	b.Run("kernel", func(b *testing.B) {
 		for b.Loop() {
 			Bounds(v)
+		}
+	})
+	lex := make([]float64, len(v)) // a BM25 vector: mostly zeros, least bound 0
+	for i := range lex {
+		if rng.IntN(50) == 0 {
+			lex[i] = v[i]
+		}
+	}
+	b.Run("kernel-zero-bound", func(b *testing.B) {
+		for b.Loop() {
+			Bounds(lex)
+		}
+	})
+	v32 := make([]float32, len(v))
+	for i, x := range v {
+		v32[i] = float32(x)
+	}
+	b.Run("kernel-float32", func(b *testing.B) {
+		for b.Loop() {
+			Bounds32(v32)
 		}
 	})
 	b.Run("plain", func(b *testing.B) {
