@@ -439,13 +439,38 @@ func similarIVF(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbo
 }
 
 // TopK returns the indices of the k largest scores, best first (ties by index).
+// Once k are kept, only a score above the worst kept one can enter (a later tie loses
+// to the earlier index), so the rest of the scan looks for the next such score,
+// sixteen at a time with AVX-512 (465K fact scores of a 120K-passage index: a heap
+// offer per entry cost 0.7 ms of a ppr query).
 func TopK(scores []float32, k int) []Neighbor {
 	t := topK{k: k}
 	if k <= 0 {
 		return nil
 	}
-	for i, s := range scores {
-		t.offer(Neighbor{int32(i), s})
+	i := 0
+	for ; i < len(scores) && len(t.hs) < k; i++ {
+		t.offer(Neighbor{int32(i), scores[i]})
+	}
+	for i < len(scores) {
+		i = nextAbove(scores, i, t.hs[0].Score)
+		if i == len(scores) {
+			break
+		}
+		t.offer(Neighbor{int32(i), scores[i]})
+		i++
 	}
 	return t.sorted()
+}
+
+// nextAbove returns the least j ≥ i with v[j] > x (false for a NaN on either side),
+// or len(v).
+func nextAbove(v []float32, i int, x float32) int {
+	i += nextAboveSIMD(v[i:], x)
+	for ; i < len(v); i++ {
+		if v[i] > x {
+			return i
+		}
+	}
+	return i
 }

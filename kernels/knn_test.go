@@ -234,3 +234,39 @@ func TestSimilarSparseSkewedExact(t *testing.T) {
 		assert.Greater(t, found, n/3, "min %g: the data has similar pairs", min)
 	}
 }
+
+// TopK equals offering every score to the heap, on vectors with ties, signed zeros,
+// NaNs and infinities, of lengths around the vector path's blocks and k from 1 past
+// the length.
+func TestTopKMatchesHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
+	for trial := range 500 {
+		v := make([]float32, rng.IntN(200))
+		for i := range v {
+			switch trial % 3 {
+			case 0:
+				v[i] = float32(rng.NormFloat64())
+			case 1: // many ties
+				v[i] = float32(rng.IntN(5))
+			default: // ascending: the worst kept changes often
+				v[i] = float32(i) + float32(rng.IntN(3))
+			}
+			if rng.IntN(20) == 0 {
+				v[i] = specials[rng.IntN(len(specials))]
+			}
+		}
+		k := 1 + rng.IntN(len(v)+2)
+		want := topK{k: k}
+		for i, s := range v {
+			want.offer(Neighbor{int32(i), s})
+		}
+		got := TopK(v, k)
+		require.Equal(t, len(want.hs), len(got), "trial %d", trial)
+		for j, nb := range want.sorted() {
+			assert.Equal(t, nb.Index, got[j].Index, "trial %d rank %d", trial, j)
+			assert.Equal(t, math.Float32bits(nb.Score), math.Float32bits(got[j].Score), "trial %d rank %d", trial, j)
+		}
+	}
+	assert.Nil(t, TopK([]float32{1, 2}, 0))
+}

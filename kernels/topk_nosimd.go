@@ -1,0 +1,6 @@
+//go:build !(goexperiment.simd && amd64)
+
+package kernels
+
+// nextAboveSIMD has no vector path in this build: nextAbove scans every entry.
+func nextAboveSIMD([]float32, float32) int { return 0 }
