@@ -52,7 +52,7 @@ func (p *pprQuery) finish(s *Searcher, sc *scratch, chunkScores []float64, ok bo
 	if !ok {
 		return p.fallback(s, k)
 	}
-	return Result{Passages: s.passages(s.final(sc, p.bm25, chunkScores), k), Facts: p.facts}
+	return Result{Passages: s.rankedPassages(sc, p.bm25, chunkScores, k), Facts: p.facts}
 }
 
 // prepare links the question's facts and entities and builds its PPR reset vector;
