@@ -316,7 +316,7 @@ type rankScratch struct {
 	histogram [rankDigits][1 << rankDigitBits]int32
 	// topRRF's: the rank keys of every position and the head of the ranking
 	posKeys []uint64
-	head  []int32
+	head    []int32
 }
 
 // The radix sort of ranks: 11-bit digits, six passes at most over 64-bit keys.
