@@ -75,8 +75,8 @@ func fuse(sc *scratch, dense, lex []float64, lambda float64) []float64 {
 	return out
 }
 
-// mix is fuse's λ·l + (1−λ)·d of two min-max normalised scores.
-func mix(lambda, l, d float64) float64 { return lambda*l + (1-lambda)*d }
+// mix is fuse's λ·l + (1−λ)·d of two min-max normalised scores (kernels.Mix).
+func mix(lambda, l, d float64) float64 { return kernels.Mix(lambda, l, d) }
 
 // fusion is fuse over float32 dense scores evaluated an entry at a time (at), or into
 // a vector (all, all32): the values fuse gives over the widened scores, bit for bit (a
@@ -85,10 +85,10 @@ func mix(lambda, l, d float64) float64 { return lambda*l + (1-lambda)*d }
 // fact's score for its top k and the exact scores of those k alone: over 465K facts
 // (120K passages) fuse's path wrote and read four vectors of them a question.
 type fusion struct {
-	dense                      []float32
-	lex                        []float64 // nil: the dense scores' min-max alone
-	lambda, dlo, dhi, llo, lhi float64
-	raw                        bool // the dense scores as they are (rawFusion)
+	dense []float32
+	lex   []float64 // nil: the dense scores' min-max alone
+	mix   kernels.UnitMix
+	raw   bool // the dense scores as they are (rawFusion)
 }
 
 // rawFusion leaves the dense scores as they are.
@@ -97,44 +97,51 @@ func rawFusion(dense []float32) *fusion { return &fusion{dense: dense, raw: true
 // newFusion fuses the dense scores with lex (nil: lexical scoring is off) at weight
 // lambda; a lexical vector of zeros leaves the dense scores alone, as fuse does.
 func newFusion(dense []float32, lex []float64, lambda float64) *fusion {
-	f := &fusion{dense: dense, lambda: lambda}
+	f := &fusion{dense: dense, mix: kernels.UnitMix{Lambda: lambda}}
 	if len(dense) == 0 {
 		return f
 	}
-	f.dlo, f.dhi = kernels.Bounds32(dense)
+	f.mix.ALo, f.mix.AHi = kernels.Bounds32(dense)
 	if lex != nil && !allZero(lex) {
 		f.lex = lex
-		f.llo, f.lhi = bounds(lex)
+		f.mix.BLo, f.mix.BHi = bounds(lex)
 	}
 	return f
 }
 
 // at is entry i's fused score.
 func (f *fusion) at(i int) float64 {
-	if f.raw {
+	switch {
+	case f.raw:
 		return float64(f.dense[i])
+	case f.lex == nil:
+		return f.mix.At(f.dense[i], 0, false)
 	}
-	d := unitScale(float64(f.dense[i]), f.dlo, f.dhi)
-	if f.lex == nil {
-		return d
-	}
-	return mix(f.lambda, unitScale(f.lex[i], f.llo, f.lhi), d)
+	return f.mix.At(f.dense[i], f.lex[i], true)
 }
 
-// all returns every entry's fused score, all32 their float32 roundings.
+// all returns every entry's fused score, all32 their float32 roundings (the bits of
+// at, eight entries at a time with AVX-512: over the 465K facts of a 120K-passage
+// index, an entry at a time cost 1.3 ms of a ppr query).
 func (f *fusion) all(sc *scratch) []float64 {
 	out := sc.f64(len(f.dense))
-	for i := range out {
-		out[i] = f.at(i)
+	if f.raw {
+		for i, x := range f.dense {
+			out[i] = float64(x)
+		}
+		return out
 	}
+	f.mix.Into64(out, f.dense, f.lex)
 	return out
 }
 
 func (f *fusion) all32(sc *scratch) []float32 {
 	out := sc.f32(len(f.dense))
-	for i := range out {
-		out[i] = float32(f.at(i))
+	if f.raw {
+		copy(out, f.dense)
+		return out
 	}
+	f.mix.Into32(out, f.dense, f.lex)
 	return out
 }
 

@@ -400,12 +400,7 @@ func minMax(sc *scratch, v []float64) []float64 {
 }
 
 // unitScale is x min-max normalised between lo and hi: 1 when they are equal.
-func unitScale(x, lo, hi float64) float64 {
-	if hi == lo {
-		return 1
-	}
-	return (x - lo) / (hi - lo)
-}
+func unitScale(x, lo, hi float64) float64 { return kernels.Unit(x, lo, hi) }
 
 // bounds returns the least and the greatest entry of a non-empty v, as folding it
 // with the min and max built-ins would (kernels.Bounds).
