@@ -70,19 +70,18 @@ func settleZeroSigns(lo, hi float64, hasNeg, hasPos bool) (float64, float64) {
 	return lo, hi
 }
 
-// zeroSigns settles the sign of a zero bound lo or hi of v: −0 is the least, +0 the
-// greatest.
+// zeroSigns settles the sign of a zero bound lo or hi of v (settleZeroSigns) with a
+// pass over v for the zeros it holds.
 func zeroSigns[T float32 | float64](v []T, lo, hi float64) (float64, float64) {
-	if lo == 0 || hi == 0 {
-		for _, x := range v {
+	if lo != 0 && hi != 0 {
+		return lo, hi
+	}
+	var hasNeg, hasPos bool
+	for _, x := range v {
+		if x == 0 {
 			neg := math.Signbit(float64(x))
-			if x == 0 && neg && lo == 0 {
-				lo = math.Copysign(0, -1)
-			}
-			if x == 0 && !neg && hi == 0 {
-				hi = 0
-			}
+			hasNeg, hasPos = hasNeg || neg, hasPos || !neg
 		}
 	}
-	return lo, hi
+	return settleZeroSigns(lo, hi, hasNeg, hasPos)
 }
