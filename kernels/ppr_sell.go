@@ -142,6 +142,10 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	if kept == nil {
 		leafOf, kept = nil, csr
 	}
+	var loops []float64 // A_vv per node: the self-loops a pass solves for (see pprDropLoops)
+	if elim > 0 {
+		kept, loops = pprDropLoops(kept)
+	}
 	rowLen := func(v int32) int32 { return kept.RowPtr[v+1] - kept.RowPtr[v] }
 	isLeaf := func(v int32) bool { return leafOf != nil && leafOf[v] != pprKept }
 	var groups [][]int32
@@ -194,6 +198,9 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	l.full, l.mass = l.str, l.str
 	if leafOf != nil {
 		l.eliminate(leafOf, csr, strength, elim)
+	}
+	if loops != nil {
+		l.solveLoops(loops, elim)
 	}
 	csr = kept // the rows that are laid out
 	ns := np / pprSellRows
@@ -350,6 +357,62 @@ func pprFindLeaves(csr *CSR, strength []float64, d float64) ([]int32, *CSR) {
 		kept.RowPtr[v+1] = int32(len(kept.Col))
 	}
 	return leafOf, kept
+}
+
+// pprDropLoops returns csr without its self-loop entries and each node's self-loop
+// weight A_vv (the sum of its self entries), or csr and nil when it has none.
+//
+// With the iterate y = z/strength, node v's equation z_v = s_v + d·A_vv·y_v +
+// d·Σ_{u≠v} A_vu·y_u solved for y_v reads y_v = (s_v + d·Σ_{u≠v} A_vu·y_u) /
+// (str_v − d·A_vv): the SOR passes run it with str_v − d·A_vv as the row's pass
+// strength (pprLayout.solveLoops) and the loop out of the row, as Gauss–Seidel takes
+// the diagonal of the splitting. A pass then measures J_v(z) − z_v exactly, and v's
+// residual after its own update is (1−ω)·r_v whatever its loop. Left in the row, a
+// loop is a neighbour the pass reads before updating it, and a node whose strength is
+// mostly a loop converges like |1 − ω + ω·d·A_vv/str_v| per pass, about d: on the
+// bench/ppr graph (1 % of the edges self-loops) 15 passes became 13 in a model of the
+// iteration. The SOR bound of PPRConfig.Tol still holds: a later update of y_u moves its
+// neighbours' residuals by d·(str_u − A_vv)·|δy_u| ≤ d·ω·r_u.
+func pprDropLoops(csr *CSR) (*CSR, []float64) {
+	var loops []float64
+	for v := range int32(csr.N) {
+		for p := csr.RowPtr[v]; p < csr.RowPtr[v+1]; p++ {
+			if csr.Col[p] == v {
+				if loops == nil {
+					loops = make([]float64, csr.N)
+				}
+				loops[v] += float64(csr.Val[p])
+			}
+		}
+	}
+	if loops == nil {
+		return csr, nil
+	}
+	out := &CSR{N: csr.N, RowPtr: make([]int32, csr.N+1), Col: make([]int32, 0, csr.NNZ()), Val: make([]float32, 0, csr.NNZ())}
+	for v := range int32(csr.N) {
+		for p := csr.RowPtr[v]; p < csr.RowPtr[v+1]; p++ {
+			if csr.Col[p] != v {
+				out.Col, out.Val = append(out.Col, csr.Col[p]), append(out.Val, csr.Val[p])
+			}
+		}
+		out.RowPtr[v+1] = int32(len(out.Col))
+	}
+	return out, loops
+}
+
+// solveLoops takes each kept row's self-loop weight A_vv (pprDropLoops) out of its pass
+// strength, d·A_vv, after the eliminated nodes' shares; full and mass keep the whole
+// graph's strength, since a loop moves no mass.
+func (l *pprLayout) solveLoops(loops []float64, d float64) {
+	if len(l.leaves.node) == 0 {
+		l.full, l.mass = slices.Clone(l.str), slices.Clone(l.str)
+	}
+	for i, v := range l.perm {
+		if v >= 0 && loops[v] > 0 {
+			l.str[i] -= d * loops[v]
+			l.inv[i] = 1 / l.str[i]
+		}
+	}
 }
 
 // pprFill returns the weight d·A_va·A_vb/str_v that eliminating bridge v gives the
