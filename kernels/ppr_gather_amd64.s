@@ -9,48 +9,6 @@
 	SHLQ $6, AX; SHLQ $6, BX; SHLQ $6, DX; SHLQ $6, R10; \
 	PREFETCHT0 (R8)(AX*1); PREFETCHT0 (R8)(BX*1); PREFETCHT0 (R8)(DX*1); PREFETCHT0 (R8)(R10*1)
 
-// func pprGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8]float64)
-//
-// acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]] for k < groups: the 8 rows of one SELL-8 slice
-// reduced in the 8 lanes of one register, one VGATHERDPD per group of 8 entries.
-TEXT ·pprGatherAVX512(SB), NOSPLIT, $0-40
-	MOVQ    cols+0(FP), SI
-	MOVQ    vals+8(FP), DI
-	MOVQ    groups+16(FP), CX
-	MOVQ    y+24(FP), R8
-	MOVQ    acc+32(FP), R9
-	VXORPD  Z0, Z0, Z0
-	VXORPD  Z4, Z4, Z4
-	TESTQ   CX, CX
-	JZ      done
-
-loop:
-	VMOVDQU32   (SI), Y1
-	KXNORW      K1, K1, K1
-	VGATHERDPD  (R8)(Y1*8), K1, Z2
-	VCVTPS2PD   (DI), Z3
-	VFMADD231PD Z3, Z2, Z0
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	DECQ        CX
-	JZ          done
-	// second group into the other accumulator: two independent FMA chains
-	VMOVDQU32   (SI), Y5
-	KXNORW      K2, K2, K2
-	VGATHERDPD  (R8)(Y5*8), K2, Z6
-	VCVTPS2PD   (DI), Z7
-	VFMADD231PD Z7, Z6, Z4
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	DECQ        CX
-	JNZ         loop
-
-done:
-	VADDPD  Z4, Z0, Z0
-	VMOVUPD Z0, (R9)
-	VZEROUPPER
-	RET
-
 // func pprTileGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8][8]float64)
 //
 // acc[r][b] = Σ_k vals[8k+r]·y[8·cols[8k+r]+b] for k < groups: the 8 rows of one SELL-8
@@ -130,3 +88,97 @@ pdone:
 	VZEROUPPER
 	RET
 
+
+// func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
+//
+// One pass of pprPass1SIMD over nslices consecutive SELL-8 slices, the first holding
+// internal nodes i0…i0+7: per slice, acc = Σ_k vals·y[cols] in two FMA chains (Z0 even
+// groups, Z4 odd groups, summed), then for its 8 rows
+//	j = d·acc + sv, z = y·str, rs += max(j−z, z−j), zs += z, jy = j·inv,
+//	nxt = relax ? ω·(jy − nxt) + nxt : jy,
+// the same operations in the same order as the Go epilogue. cols and vals point at
+// the first slice's first group; the slices' groups are contiguous, so the cursors
+// run on. slicePtr points at the first slice's entry. sums receives rs and zs.
+TEXT ·pprPassAVX512(SB), NOSPLIT, $0-112
+	MOVQ         slicePtr+0(FP), R13
+	MOVQ         nslices+8(FP), DX
+	MOVQ         cols+16(FP), SI
+	MOVQ         vals+24(FP), DI
+	MOVQ         y+32(FP), R8
+	MOVQ         sv+40(FP), R9
+	MOVQ         str+48(FP), R10
+	MOVQ         inv+56(FP), R11
+	MOVQ         nxt+64(FP), R12
+	MOVQ         i0+72(FP), BX
+	SHLQ         $3, BX
+	VBROADCASTSD d+80(FP), Z20
+	VBROADCASTSD omega+88(FP), Z21
+	MOVBLZX      relax+96(FP), AX
+	VXORPD       Z22, Z22, Z22
+	VXORPD       Z23, Z23, Z23
+	TESTQ        DX, DX
+	JZ           fin
+
+slice:
+	MOVL    4(R13), CX
+	SUBL    0(R13), CX
+	ADDQ    $4, R13
+	VXORPD  Z0, Z0, Z0
+	VXORPD  Z4, Z4, Z4
+	TESTQ   CX, CX
+	JZ      rows
+
+gloop:
+	VMOVDQU32   (SI), Y1
+	KXNORW      K1, K1, K1
+	VGATHERDPD  (R8)(Y1*8), K1, Z2
+	VCVTPS2PD   (DI), Z3
+	VFMADD231PD Z3, Z2, Z0
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JZ          rows
+	VMOVDQU32   (SI), Y5
+	KXNORW      K2, K2, K2
+	VGATHERDPD  (R8)(Y5*8), K2, Z6
+	VCVTPS2PD   (DI), Z7
+	VFMADD231PD Z7, Z6, Z4
+	ADDQ        $32, SI
+	ADDQ        $32, DI
+	DECQ        CX
+	JNZ         gloop
+
+rows:
+	VADDPD      Z4, Z0, Z0
+	VMOVUPD     (R9)(BX*1), Z1
+	VFMADD231PD Z0, Z20, Z1          // j = d·acc + sv
+	VMOVUPD     (R8)(BX*1), Z2
+	VMULPD      (R10)(BX*1), Z2, Z2  // z = y·str
+	VSUBPD      Z2, Z1, Z3           // j − z
+	VSUBPD      Z1, Z2, Z5           // z − j
+	VMAXPD      Z5, Z3, Z3
+	VADDPD      Z3, Z22, Z22
+	VADDPD      Z2, Z23, Z23
+	VMULPD      (R11)(BX*1), Z1, Z1  // jy = j·inv
+	TESTQ       AX, AX
+	JZ          store
+	VMOVUPD     (R12)(BX*1), Z6      // yp
+	VSUBPD      Z6, Z1, Z1           // jy − yp
+	VFMADD231PD Z21, Z1, Z6          // ω·(jy − yp) + yp
+	VMOVUPD     Z6, (R12)(BX*1)
+	JMP         next
+
+store:
+	VMOVUPD Z1, (R12)(BX*1)
+
+next:
+	ADDQ $64, BX
+	DECQ DX
+	JNZ  slice
+
+fin:
+	MOVQ    sums+104(FP), R9
+	VMOVUPD Z22, 0(R9)
+	VMOVUPD Z23, 64(R9)
+	VZEROUPPER
+	RET

@@ -61,51 +61,46 @@ func (e *pprTileEpilogue) row(i int, acc archsimd.Float64x8) {
 	jy.Store(out)
 }
 
-// pprPass1SIMD is pprPass1 with AVX-512: the 8 rows of a slice are reduced in the 8
-// lanes of one register with one VGATHERDPD per group of entries (pprGatherAVX512,
-// assembly: package archsimd has no gather), and the node update is vectorised over
-// the slice's 8 rows, which are 8 consecutive internal nodes. simd = false runs
-// pprPass1.
+// pprPass1SIMD is pprPass1 with AVX-512, the whole pass over slices [s0, s1) in one
+// assembly loop (pprPassAVX512): the 8 rows of a slice are reduced in the 8 lanes of
+// one register with one VGATHERDPD per group of entries (package archsimd has no
+// gather), and the node update is vectorised over the slice's 8 rows, which are 8
+// consecutive internal nodes. simd = false runs pprPass1.
 func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
 	if !simd {
 		return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
 	}
-	y := unsafe.SliceData(cur[:l.np])
-	dv := archsimd.BroadcastFloat64x8(d)
-	om := archsimd.BroadcastFloat64x8(omega)
-	var rs, zs archsimd.Float64x8
-	var acc [pprSellRows]float64
-	for sl := s0; sl < s1; sl++ {
-		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
-		pprGatherAVX512(unsafe.SliceData(l.col[g0:g1]), unsafe.SliceData(l.val[g0:g1]), (g1-g0)/pprSellRows, y, &acc)
-		i0 := sl * pprSellRows
-		j := dv.MulAdd(archsimd.LoadFloat64x8(&acc), archsimd.LoadFloat64x8((*[pprSellRows]float64)(sv[i0:])))
-		z := archsimd.LoadFloat64x8((*[pprSellRows]float64)(cur[i0:])).Mul(archsimd.LoadFloat64x8((*[pprSellRows]float64)(l.str[i0:])))
-		rs = rs.Add(j.Sub(z).Max(z.Sub(j)))
-		zs = zs.Add(z)
-		jy := j.Mul(archsimd.LoadFloat64x8((*[pprSellRows]float64)(l.inv[i0:])))
-		out := (*[pprSellRows]float64)(nxt[i0:])
-		if cheb {
-			yp := archsimd.LoadFloat64x8(out)
-			jy = om.MulAdd(jy.Sub(yp), yp)
-		}
-		jy.Store(out)
+	if s1 <= s0 {
+		return 0, 0
 	}
-	var r8, z8 [pprSellRows]float64
-	rs.Store(&r8)
-	zs.Store(&z8)
-	for r := range r8 {
-		res += r8[r]
-		zsum += z8[r]
+	// Every slice's rows are internal nodes < np, every column indexes cur[:np], and
+	// the five node arrays hold np entries (newPPRLayout); the checks below make an
+	// out-of-range slice range panic here instead of reading past an array.
+	n := l.np
+	_, _, _, _, _ = cur[n-1], sv[n-1], l.str[n-1], l.inv[n-1], nxt[n-1]
+	if s1*pprSellRows > n {
+		panic("kernels: PPR pass past the internal nodes")
+	}
+	g0 := int(l.slicePtr[s0]) * pprSellRows
+	_ = l.slicePtr[s1]
+	var sums [2][pprSellRows]float64
+	pprPassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+		unsafe.SliceData(cur), unsafe.SliceData(sv), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
+		s0*pprSellRows, d, omega, cheb, &sums)
+	for r := range sums[0] {
+		res += sums[0][r]
+		zsum += sums[1][r]
 	}
 	return res, zsum
 }
 
-// pprGatherAVX512 sets acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]], k < groups (the 8 rows
-// of one slice), in ppr_gather_amd64.s. Every cols entry must index y.
+// pprPassAVX512 runs one pass of pprPass1SIMD over nslices slices from slicePtr's, the
+// first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and vals point at the
+// first slice's first group; y, sv, str, inv and nxt at node 0. sums receives the 8
+// lanes of the residual and of Σz.
 //
 //go:noescape
-func pprGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[pprSellRows]float64)
+func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
 
 // pprTileGatherAVX512 sets acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]][0:8], k < groups, for
 // the 8 rows of one slice and a tile stored [node][8] (ppr_gather_amd64.s). It reads
