@@ -627,60 +627,72 @@ func (s *PPRSolver) leafScore(k int32, y []float64, stride, b int, reset []float
 // leaves (the leaves' scores need them). The total the scores are normalised by is
 // Σ y·(full + d·W) over the rows plus leafMass: the leaves' Σ(s_v + d·w·y_u) folded
 // into their parents' rows, so that only a full result touches each leaf.
+//
+// Two walks: the totals over the rows in internal order, then the scores in output
+// order, each node's row read once for every lane (a tile row's lanes share one
+// cache line) and the scores written in order, score = (y·full)·(1/total).
 func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, leafMass []float64) [][]float64 {
 	lay := s.lay
-	lv := &lay.leaves
-	xs := make([][]float64, len(lanes))
-	sums := make([][]float64, len(lanes))
-	for i := range lanes {
-		if nodes == nil {
-			xs[i] = make([]float64, s.n)
-		}
-		sums[i] = make([]float64, s.numChunks())
+	if len(lanes) > pprLanes {
+		panic("kernels: PPR extract of more lanes than a tile has")
 	}
+	nc := s.numChunks()
+	sums := make([][pprLanes]float64, nc)
+	// Each lane's sum runs over the rows in order, each product rounded before it is
+	// added (no fused multiply-add, whatever GOAMD64 allows).
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		for i, b := range lanes {
-			x := xs[i]
-			var sum float64
-			for v := lo; v < hi; v++ {
-				if p := lay.perm[v]; p >= 0 {
-					yv := y[v*stride+b]
-					if x != nil {
-						x[p] = yv * lay.full[v]
-					}
-					sum += yv * lay.mass[v]
-				}
+		var sum [pprLanes]float64
+		for v := lo; v < hi; v++ {
+			if lay.perm[v] < 0 {
+				continue
 			}
-			if x != nil {
-				for k := lv.chunk[c]; k < lv.chunk[c+1]; k++ {
-					x[lv.node[k]] = s.leafScore(k, y, stride, b, resets[i], scales[i])
-				}
+			row, mass := y[v*stride:], lay.mass[v]
+			for i, b := range lanes {
+				sum[i] += float64(row[b] * mass)
 			}
-			sums[i][c] = sum
+		}
+		sums[c] = sum
+	})
+	var inv [pprLanes]float64
+	for i := range lanes {
+		var t float64
+		for c := range sums {
+			t += sums[c][i]
+		}
+		inv[i] = 1 / (t + leafMass[i])
+	}
+	m := s.n
+	if nodes != nil {
+		m = len(nodes)
+	}
+	xs := make([][]float64, len(lanes))
+	for i := range xs {
+		xs[i] = make([]float64, m)
+	}
+	s.forChunks(func(c int) {
+		for j := c * m / nc; j < (c+1)*m/nc; j++ {
+			v := int32(j)
+			if nodes != nil {
+				v = nodes[j]
+			}
+			p := lay.pos[v]
+			if p < 0 {
+				for i, b := range lanes {
+					xs[i][j] = s.leafScore(-1-p, y, stride, b, resets[i], scales[i]) * inv[i]
+				}
+				continue
+			}
+			row, full := y[int(p)*stride:], lay.full[p]
+			for i, b := range lanes {
+				xs[i][j] = row[b] * full * inv[i]
+			}
 		}
 	})
-	total := func(i int) float64 { return sumInOrder(sums[i]) + leafMass[i] }
-	if nodes == nil {
-		pprNormalize(s, xs, total)
-		return xs
-	}
-	for i, b := range lanes {
-		inv := 1 / total(i)
-		o := make([]float64, len(nodes))
-		for j, v := range nodes {
-			if p := lay.pos[v]; p >= 0 {
-				o[j] = y[int(p)*stride+b] * lay.full[p] * inv
-			} else {
-				o[j] = s.leafScore(-1-p, y, stride, b, resets[i], scales[i]) * inv
-			}
-		}
-		xs[i] = o
-	}
 	return xs
 }
 
-// sumInOrder returns Σv summed left to right, as pprNormalize sums the chunks.
+// sumInOrder returns Σv summed left to right.
 func sumInOrder(v []float64) float64 {
 	var t float64
 	for _, x := range v {
@@ -697,28 +709,6 @@ func pprRatio(res, zsum []float64, extra float64) float64 {
 		z += zsum[c]
 	}
 	return r / (z + extra)
-}
-
-// pprNormalize scales each xs[i] by 1/total(i).
-func pprNormalize(s *PPRSolver, xs [][]float64, total func(i int) float64) {
-	inv := make([]float64, len(xs))
-	for i := range xs {
-		inv[i] = 1 / total(i)
-	}
-	s.forChunks(func(c int) {
-		lo, hi := s.chunkRows(c)
-		lv := &s.lay.leaves
-		for i, x := range xs {
-			for _, v := range s.lay.perm[lo:hi] {
-				if v >= 0 {
-					x[v] *= inv[i]
-				}
-			}
-			for _, v := range lv.node[lv.chunk[c]:lv.chunk[c+1]] {
-				x[v] *= inv[i]
-			}
-		}
-	})
 }
 
 // Vectorized reports whether the solver runs its AVX-512 kernels on this CPU (they need

@@ -2,93 +2,6 @@
 
 #include "textflag.h"
 
-// PREFETCH4(off) prefetches the neighbour rows ([node][8] float64, 64 bytes) of the
-// four columns at off(SI), with y at R8 (clobbers AX, BX, DX, R10).
-#define PREFETCH4(off) \
-	MOVL off(SI), AX; MOVL off+4(SI), BX; MOVL off+8(SI), DX; MOVL off+12(SI), R10; \
-	SHLQ $6, AX; SHLQ $6, BX; SHLQ $6, DX; SHLQ $6, R10; \
-	PREFETCHT0 (R8)(AX*1); PREFETCHT0 (R8)(BX*1); PREFETCHT0 (R8)(DX*1); PREFETCHT0 (R8)(R10*1)
-
-// func pprTileGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[8][8]float64)
-//
-// acc[r][b] = Σ_k vals[8k+r]·y[8·cols[8k+r]+b] for k < groups: the 8 rows of one SELL-8
-// slice for a tile of 8 queries stored [node][8], one 64-byte load and one fused
-// multiply-add per entry, 8 accumulators Z0–Z7. The tile (64 bytes a node) outgrows
-// the core's L2 from ~30K nodes, so each group first prefetches the neighbour rows of
-// the group 8 ahead (pprPrefetchGroups; 256 bytes of cols, which the layout pads
-// past its last group): the loads then overlap instead of waiting on L3 one by one.
-TEXT ·pprTileGatherAVX512(SB), NOSPLIT, $64-40
-	MOVQ    cols+0(FP), SI
-	MOVQ    vals+8(FP), DI
-	MOVQ    groups+16(FP), CX
-	MOVQ    y+24(FP), R8
-	MOVQ    acc+32(FP), R9
-	VXORPD  Z0, Z0, Z0
-	VXORPD  Z1, Z1, Z1
-	VXORPD  Z2, Z2, Z2
-	VXORPD  Z3, Z3, Z3
-	VXORPD  Z4, Z4, Z4
-	VXORPD  Z5, Z5, Z5
-	VXORPD  Z6, Z6, Z6
-	VXORPD  Z7, Z7, Z7
-	TESTQ   CX, CX
-	JZ      pdone
-
-ploop:
-	PREFETCH4(256)
-	PREFETCH4(272)
-	VCVTPS2PD (DI), Z8
-	VMOVUPD   Z8, w-64(SP)
-	MOVL      0(SI), AX
-	MOVL      4(SI), BX
-	MOVL      8(SI), DX
-	MOVL      12(SI), R10
-	SHLQ      $6, AX
-	SHLQ      $6, BX
-	SHLQ      $6, DX
-	SHLQ      $6, R10
-	VMOVUPD   (R8)(AX*1), Z9
-	VMOVUPD   (R8)(BX*1), Z10
-	VMOVUPD   (R8)(DX*1), Z11
-	VMOVUPD   (R8)(R10*1), Z12
-	VFMADD231PD.BCST w-64(SP), Z9, Z0
-	VFMADD231PD.BCST w-56(SP), Z10, Z1
-	VFMADD231PD.BCST w-48(SP), Z11, Z2
-	VFMADD231PD.BCST w-40(SP), Z12, Z3
-	MOVL      16(SI), AX
-	MOVL      20(SI), BX
-	MOVL      24(SI), DX
-	MOVL      28(SI), R10
-	SHLQ      $6, AX
-	SHLQ      $6, BX
-	SHLQ      $6, DX
-	SHLQ      $6, R10
-	VMOVUPD   (R8)(AX*1), Z13
-	VMOVUPD   (R8)(BX*1), Z14
-	VMOVUPD   (R8)(DX*1), Z15
-	VMOVUPD   (R8)(R10*1), Z16
-	VFMADD231PD.BCST w-32(SP), Z13, Z4
-	VFMADD231PD.BCST w-24(SP), Z14, Z5
-	VFMADD231PD.BCST w-16(SP), Z15, Z6
-	VFMADD231PD.BCST w-8(SP), Z16, Z7
-	ADDQ      $32, SI
-	ADDQ      $32, DI
-	DECQ      CX
-	JNZ       ploop
-
-pdone:
-	VMOVUPD Z0, 0(R9)
-	VMOVUPD Z1, 64(R9)
-	VMOVUPD Z2, 128(R9)
-	VMOVUPD Z3, 192(R9)
-	VMOVUPD Z4, 256(R9)
-	VMOVUPD Z5, 320(R9)
-	VMOVUPD Z6, 384(R9)
-	VMOVUPD Z7, 448(R9)
-	VZEROUPPER
-	RET
-
-
 // func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
 //
 // One pass of pprPass1SIMD over nslices consecutive SELL-8 slices, the first holding
@@ -182,3 +95,144 @@ fin:
 	VMOVUPD Z23, 64(R9)
 	VZEROUPPER
 	RET
+
+// PREFETCH4(off) prefetches the neighbour rows ([node][8] float64, 64 bytes) of the
+// four columns at off(SI), with y at R8 (clobbers AX, DX, R14, R15).
+#define PREFETCH4(off) \
+	MOVL off(SI), AX; MOVL off+4(SI), DX; MOVL off+8(SI), R14; MOVL off+12(SI), R15; \
+	SHLQ $6, AX; SHLQ $6, DX; SHLQ $6, R14; SHLQ $6, R15; \
+	PREFETCHT0 (R8)(AX*1); PREFETCHT0 (R8)(DX*1); PREFETCHT0 (R8)(R14*1); PREFETCHT0 (R8)(R15*1)
+
+// LOAD4(off, Za, Zb, Zc, Zd) loads the neighbour rows of the four columns at off(SI).
+#define LOAD4(off, Za, Zb, Zc, Zd) \
+	MOVL off(SI), AX; MOVL off+4(SI), DX; MOVL off+8(SI), R14; MOVL off+12(SI), R15; \
+	SHLQ $6, AX; SHLQ $6, DX; SHLQ $6, R14; SHLQ $6, R15; \
+	VMOVUPD (R8)(AX*1), Za; VMOVUPD (R8)(DX*1), Zb; VMOVUPD (R8)(R14*1), Zc; VMOVUPD (R8)(R15*1), Zd
+
+// TROW(o8, o64, ZA) finishes row r of the slice (o8 = 8r, o64 = 64r) from its
+// accumulator ZA: j = d·acc + sv, z = y·str, rs += max(j−z, z−j), zs += z, jy = j·inv
+// into Z8; TSTORE and TRELAX then write it.
+#define TROW(o8, o64, ZA) \
+	VMOVUPD          o64(R9)(BX*8), Z8; \
+	VFMADD231PD      ZA, Z20, Z8; \
+	VMOVUPD          o64(R8)(BX*8), Z9; \
+	VMULPD.BCST      o8(R10)(BX*1), Z9, Z9; \
+	VSUBPD           Z9, Z8, Z10; \
+	VSUBPD           Z8, Z9, Z11; \
+	VMAXPD           Z11, Z10, Z10; \
+	VADDPD           Z10, Z22, Z22; \
+	VADDPD           Z9, Z23, Z23; \
+	VMULPD.BCST      o8(R11)(BX*1), Z8, Z8
+
+#define TSTORE(o8, o64, ZA) TROW(o8, o64, ZA); VMOVUPD Z8, o64(R12)(BX*8)
+
+#define TRELAX(o8, o64, ZA) TROW(o8, o64, ZA); \
+	VMOVUPD     o64(R12)(BX*8), Z12; \
+	VSUBPD      Z12, Z8, Z8; \
+	VFMADD231PD Z21, Z8, Z12; \
+	VMOVUPD     Z12, o64(R12)(BX*8)
+
+// func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sT, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
+//
+// One pass of pprTilePassSIMD over nslices consecutive SELL-8 slices for a tile of 8
+// queries stored [node][8], the first slice holding internal nodes i0…i0+7. Per slice,
+// acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]][0:8] in Z0–Z7, one 64-byte load and one fused
+// multiply-add per entry; then each of its 8 rows, in order, as TROW says, and
+// nxt = relax ? ω·(jy − nxt) + nxt : jy: the operations and their order of
+// pprTileEpilogue.row. The tile (64 bytes a node) outgrows the core's L2 from ~30K
+// nodes, so each group first prefetches the neighbour rows of the group 8 ahead
+// (pprPrefetchGroups; 256 bytes of cols, which the layout pads past its last group):
+// the loads then overlap instead of waiting on L3 one by one. cols and vals point at
+// the first slice's first group (the slices' groups are contiguous), slicePtr at the
+// first slice's entry, y, sT and nxt at node 0's row, str and inv at node 0. sums
+// receives the residual and Σz of each lane.
+TEXT ·pprTilePassAVX512(SB), NOSPLIT, $72-112
+	MOVQ         slicePtr+0(FP), R13
+	MOVQ         nslices+8(FP), AX
+	MOVQ         AX, left-72(SP)
+	MOVQ         cols+16(FP), SI
+	MOVQ         vals+24(FP), DI
+	MOVQ         y+32(FP), R8
+	MOVQ         sT+40(FP), R9
+	MOVQ         str+48(FP), R10
+	MOVQ         inv+56(FP), R11
+	MOVQ         nxt+64(FP), R12
+	MOVQ         i0+72(FP), BX
+	SHLQ         $3, BX
+	VBROADCASTSD d+80(FP), Z20
+	VBROADCASTSD omega+88(FP), Z21
+	VXORPD       Z22, Z22, Z22
+	VXORPD       Z23, Z23, Z23
+	TESTQ        AX, AX
+	JZ           tfin
+
+tslice:
+	MOVL    4(R13), CX
+	SUBL    0(R13), CX
+	ADDQ    $4, R13
+	VXORPD  Z0, Z0, Z0
+	VXORPD  Z1, Z1, Z1
+	VXORPD  Z2, Z2, Z2
+	VXORPD  Z3, Z3, Z3
+	VXORPD  Z4, Z4, Z4
+	VXORPD  Z5, Z5, Z5
+	VXORPD  Z6, Z6, Z6
+	VXORPD  Z7, Z7, Z7
+	TESTQ   CX, CX
+	JZ      trows
+
+tgloop:
+	PREFETCH4(256)
+	PREFETCH4(272)
+	VCVTPS2PD (DI), Z8
+	VMOVUPD   Z8, w-64(SP)
+	LOAD4(0, Z9, Z10, Z11, Z12)
+	VFMADD231PD.BCST w-64(SP), Z9, Z0
+	VFMADD231PD.BCST w-56(SP), Z10, Z1
+	VFMADD231PD.BCST w-48(SP), Z11, Z2
+	VFMADD231PD.BCST w-40(SP), Z12, Z3
+	LOAD4(16, Z13, Z14, Z15, Z16)
+	VFMADD231PD.BCST w-32(SP), Z13, Z4
+	VFMADD231PD.BCST w-24(SP), Z14, Z5
+	VFMADD231PD.BCST w-16(SP), Z15, Z6
+	VFMADD231PD.BCST w-8(SP), Z16, Z7
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       tgloop
+
+trows:
+	CMPB relax+96(FP), $0
+	JNE  trelax
+	TSTORE(0, 0, Z0)
+	TSTORE(8, 64, Z1)
+	TSTORE(16, 128, Z2)
+	TSTORE(24, 192, Z3)
+	TSTORE(32, 256, Z4)
+	TSTORE(40, 320, Z5)
+	TSTORE(48, 384, Z6)
+	TSTORE(56, 448, Z7)
+	JMP  tnext
+
+trelax:
+	TRELAX(0, 0, Z0)
+	TRELAX(8, 64, Z1)
+	TRELAX(16, 128, Z2)
+	TRELAX(24, 192, Z3)
+	TRELAX(32, 256, Z4)
+	TRELAX(40, 320, Z5)
+	TRELAX(48, 384, Z6)
+	TRELAX(56, 448, Z7)
+
+tnext:
+	ADDQ $64, BX
+	DECQ left-72(SP)
+	JNZ  tslice
+
+tfin:
+	MOVQ    sums+104(FP), AX
+	VMOVUPD Z22, 0(AX)
+	VMOVUPD Z23, 64(AX)
+	VZEROUPPER
+	RET
+

@@ -10,55 +10,40 @@ import (
 // pprSIMDAvailable reports whether the AVX-512 tile kernel can run on this CPU.
 func pprSIMDAvailable() bool { return archsimd.X86.AVX512() }
 
-// pprTilePassSIMD is pprTilePass with AVX-512: the 8 rows of a slice accumulate in 8
-// registers (pprTileGatherAVX512, assembly: the Go compiler spills 8 vector
-// accumulators), each entry costing one 64-byte load of the neighbour's 8 lanes and one
-// fused multiply-add; the node update is one register per node.
-//
-// The neighbour loads skip bounds checks: every column is an internal node < np (built
-// by newPPRLayout) and cur has np·pprLanes entries.
+// pprTilePassSIMD is pprTilePass with AVX-512, the whole pass over slices [s0, s1) in
+// one assembly loop (pprTilePassAVX512): the 8 rows of a slice accumulate in 8
+// registers, each entry costing one 64-byte load of the neighbour's 8 lanes and one
+// fused multiply-add, and the node update is one register per node.
 func pprTilePassSIMD(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
-	e := pprTileEpilogue{str: l.str, inv: l.inv, sT: sT, cur: cur, nxt: nxt,
-		dv: archsimd.BroadcastFloat64x8(d), om: archsimd.BroadcastFloat64x8(omega), cheb: cheb}
-	y := unsafe.SliceData(cur[:l.np*pprLanes])
-	var acc [pprSellRows][pprLanes]float64
-	for sl := s0; sl < s1; sl++ {
-		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
-		pprTileGatherAVX512(unsafe.SliceData(l.col[g0:g1]), unsafe.SliceData(l.val[g0:g1]), (g1-g0)/pprSellRows, y, &acc)
-		i := sl * pprSellRows
-		for r := range acc {
-			e.row(i+r, archsimd.LoadFloat64x8(&acc[r]))
+	if s1 <= s0 {
+		*res, *zsum = pprLaneSums{}, pprLaneSums{}
+		return
+	}
+	g0 := pprCheckPass(l, s0, s1, pprLanes, cur, sT, nxt)
+	var sums [2][pprLanes]float64
+	pprTilePassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
+		s0*pprSellRows, d, omega, cheb, &sums)
+	*res, *zsum = sums[0], sums[1]
+}
+
+// pprCheckPass checks what the assembly passes read and write without bounds checks
+// and returns the first group's entry: every slice's rows are internal nodes < np,
+// every column indexes an internal node (newPPRLayout), str and inv hold np entries
+// and the node arrays np·stride, so a wrong slice range or array panics here instead
+// of touching memory past an array.
+func pprCheckPass(l *pprLayout, s0, s1, stride int, node ...[]float64) int {
+	n := l.np
+	if s0 < 0 || s1*pprSellRows > n || len(l.str) < n || len(l.inv) < n {
+		panic("kernels: PPR pass past the internal nodes")
+	}
+	for _, a := range node {
+		if len(a) < n*stride {
+			panic("kernels: PPR pass over a short node array")
 		}
 	}
-	e.r.Store((*[pprLanes]float64)(res))
-	e.zs.Store((*[pprLanes]float64)(zsum))
-}
-
-// pprTileEpilogue finishes the nodes of a tile pass (see pprPass1) and accumulates
-// the residual and Σz of each lane.
-type pprTileEpilogue struct {
-	str, inv, sT  []float64
-	cur, nxt      []float64
-	dv, om, r, zs archsimd.Float64x8
-	cheb          bool
-}
-
-// row updates internal node i from its accumulated Σ w·y.
-func (e *pprTileEpilogue) row(i int, acc archsimd.Float64x8) {
-	off := i * pprLanes
-	sv := archsimd.LoadFloat64x8((*[pprLanes]float64)(e.sT[off:]))
-	yc := archsimd.LoadFloat64x8((*[pprLanes]float64)(e.cur[off:]))
-	j := e.dv.MulAdd(acc, sv)
-	z := yc.Mul(archsimd.BroadcastFloat64x8(e.str[i]))
-	e.r = e.r.Add(j.Sub(z).Max(z.Sub(j)))
-	e.zs = e.zs.Add(z)
-	jy := j.Mul(archsimd.BroadcastFloat64x8(e.inv[i]))
-	out := (*[pprLanes]float64)(e.nxt[off:])
-	if e.cheb {
-		yp := archsimd.LoadFloat64x8(out)
-		jy = e.om.MulAdd(jy.Sub(yp), yp)
-	}
-	jy.Store(out)
+	_ = l.slicePtr[s1]
+	return int(l.slicePtr[s0]) * pprSellRows
 }
 
 // pprPass1SIMD is pprPass1 with AVX-512, the whole pass over slices [s0, s1) in one
@@ -73,16 +58,7 @@ func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb 
 	if s1 <= s0 {
 		return 0, 0
 	}
-	// Every slice's rows are internal nodes < np, every column indexes cur[:np], and
-	// the five node arrays hold np entries (newPPRLayout); the checks below make an
-	// out-of-range slice range panic here instead of reading past an array.
-	n := l.np
-	_, _, _, _, _ = cur[n-1], sv[n-1], l.str[n-1], l.inv[n-1], nxt[n-1]
-	if s1*pprSellRows > n {
-		panic("kernels: PPR pass past the internal nodes")
-	}
-	g0 := int(l.slicePtr[s0]) * pprSellRows
-	_ = l.slicePtr[s1]
+	g0 := pprCheckPass(l, s0, s1, 1, cur, sv, nxt)
 	var sums [2][pprSellRows]float64
 	pprPassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sv), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
@@ -102,10 +78,12 @@ func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb 
 //go:noescape
 func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
 
-// pprTileGatherAVX512 sets acc[r] = Σ_k vals[8k+r]·y[cols[8k+r]][0:8], k < groups, for
-// the 8 rows of one slice and a tile stored [node][8] (ppr_gather_amd64.s). It reads
-// the columns of pprPrefetchGroups groups past the last (prefetch only): the layout's
-// col holds them.
+// pprTilePassAVX512 runs one pass of pprTilePassSIMD over nslices slices from
+// slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and
+// vals point at the first slice's first group; y, sT and nxt at node 0's row of 8
+// lanes, str and inv at node 0. It reads the columns of pprPrefetchGroups groups past
+// the last (prefetch only): the layout's col holds them. sums receives each lane's
+// residual and Σz.
 //
 //go:noescape
-func pprTileGatherAVX512(cols *int32, vals *float32, groups int, y *float64, acc *[pprSellRows][pprLanes]float64)
+func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sT, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64)

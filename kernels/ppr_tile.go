@@ -36,20 +36,23 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
+	sor := s.cfg.Method == PPRSOR
 	// Interleave the normalised resets (with the eliminated nodes' folded in:
-	// pprLeaves), y_0 = s'/strength, clear y_{-1}; leafMass[b] = Σ s over them.
+	// pprLeaves), y_0 = s'/strength, clear y_{-1} (SOR updates in place and has
+	// none); leafMass[b] = Σ s over them.
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
 			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
-			nxt := (*[pprLanes]float64)(t.nxt[i*pprLanes:])
 			for b := range row {
 				var sv float64
 				if v := lay.perm[i]; b < nq && v >= 0 {
 					sv = resets[b][v] * scales[b]
 				}
 				row[b] = sv
-				nxt[b] = 0
+			}
+			if !sor {
+				clear(t.nxt[i*pprLanes : (i+1)*pprLanes])
 			}
 		}
 	})
@@ -75,7 +78,6 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	}
 	d := s.cfg.Damping
 	relax := s.cfg.Method != PPRPower // Chebyshev, or SOR in place (previous iterate = current)
-	sor := s.cfg.Method == PPRSOR
 	scaleRes := s.residualScale()
 	runPPRTeam(min(workers, nc), func(tm *pprTeam, id int) {
 		cur, nxt := t.cur, t.nxt
