@@ -609,17 +609,6 @@ func (s *PPRSolver) foldLeaves(sv []float64, stride, b int, reset []float64, sca
 	return sum
 }
 
-// leafScore returns the unnormalised score z_v = s_v + d·w·y_u of leaf k, or
-// s_v + d·w·y_a + d·w2·y_b of a bridge, from lane b of the iterate y.
-func (s *PPRSolver) leafScore(k int32, y []float64, stride, b int, reset []float64, scale float64) float64 {
-	lv := &s.lay.leaves
-	z := reset[lv.node[k]]*scale + s.cfg.Damping*lv.w[k]*y[int(lv.parent[k])*stride+b]
-	if q := lv.parent2[k]; q >= 0 {
-		z += s.cfg.Damping * lv.w2[k] * y[int(q)*stride+b]
-	}
-	return z
-}
-
 // extract turns lanes of an iterate y, stored with stride entries per internal node
 // (1 for a single solve, pprLanes for a tile), into normalised scores: every node's
 // in original order, or with nodes not nil only those nodes', with the same bits.
@@ -670,6 +659,7 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 	for i := range xs {
 		xs[i] = make([]float64, m)
 	}
+	lv, d := &lay.leaves, s.cfg.Damping
 	s.forChunks(func(c int) {
 		for j := c * m / nc; j < (c+1)*m/nc; j++ {
 			v := int32(j)
@@ -678,8 +668,16 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 			}
 			p := lay.pos[v]
 			if p < 0 {
+				// Leaf k's score z_v = s_v + d·w·y_u, or s_v + d·w·y_a + d·w2·y_b for a
+				// bridge, for every lane, the leaf's entries read once.
+				k := -1 - p
+				dw, par, q := d*lv.w[k], int(lv.parent[k])*stride, lv.parent2[k]
 				for i, b := range lanes {
-					xs[i][j] = s.leafScore(-1-p, y, stride, b, resets[i], scales[i]) * inv[i]
+					z := resets[i][v]*scales[i] + dw*y[par+b]
+					if q >= 0 {
+						z += d * lv.w2[k] * y[int(q)*stride+b]
+					}
+					xs[i][j] = z * inv[i]
 				}
 				continue
 			}
