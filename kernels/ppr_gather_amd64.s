@@ -2,6 +2,16 @@
 
 #include "textflag.h"
 
+// PASSARGS loads the arguments both passes share: cols SI, vals DI, y R8, the reset
+// R9, str R10, inv R11, nxt R12, the first node's offset i0·8 BX, d and ω broadcast
+// in Z20 and Z21, and clears the residual and Σz sums Z22 and Z23.
+#define PASSARGS \
+	MOVQ cols+16(FP), SI; MOVQ vals+24(FP), DI; MOVQ y+32(FP), R8; MOVQ sv+40(FP), R9; \
+	MOVQ str+48(FP), R10; MOVQ inv+56(FP), R11; MOVQ nxt+64(FP), R12; \
+	MOVQ i0+72(FP), BX; SHLQ $3, BX; \
+	VBROADCASTSD d+80(FP), Z20; VBROADCASTSD omega+88(FP), Z21; \
+	VXORPD Z22, Z22, Z22; VXORPD Z23, Z23, Z23
+
 // func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
 //
 // One pass of pprPass1SIMD over nslices consecutive SELL-8 slices, the first holding
@@ -15,20 +25,8 @@
 TEXT ·pprPassAVX512(SB), NOSPLIT, $0-112
 	MOVQ         slicePtr+0(FP), R13
 	MOVQ         nslices+8(FP), DX
-	MOVQ         cols+16(FP), SI
-	MOVQ         vals+24(FP), DI
-	MOVQ         y+32(FP), R8
-	MOVQ         sv+40(FP), R9
-	MOVQ         str+48(FP), R10
-	MOVQ         inv+56(FP), R11
-	MOVQ         nxt+64(FP), R12
-	MOVQ         i0+72(FP), BX
-	SHLQ         $3, BX
-	VBROADCASTSD d+80(FP), Z20
-	VBROADCASTSD omega+88(FP), Z21
+	PASSARGS
 	MOVBLZX      relax+96(FP), AX
-	VXORPD       Z22, Z22, Z22
-	VXORPD       Z23, Z23, Z23
 	TESTQ        DX, DX
 	JZ           fin
 
@@ -132,7 +130,7 @@ fin:
 	VFMADD231PD Z21, Z8, Z12; \
 	VMOVUPD     Z12, o64(R12)(BX*8)
 
-// func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sT, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
+// func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
 //
 // One pass of pprTilePassSIMD over nslices consecutive SELL-8 slices for a tile of 8
 // queries stored [node][8], the first slice holding internal nodes i0…i0+7. Per slice,
@@ -147,25 +145,13 @@ fin:
 // rows in flight crowd out the lines the pass streams; on an AMD EPYC (Zen 4) batch of
 // 32 queries T1 took ~20 % less time than T0, at 4 to 16 groups ahead alike. cols and
 // vals point at the first slice's first group (the slices' groups are contiguous),
-// slicePtr at the first slice's entry, y, sT and nxt at node 0's row, str and inv at
-// node 0. sums receives the residual and Σz of each lane.
+// slicePtr at the first slice's entry, y, sv (the reset tile) and nxt at node 0's row,
+// str and inv at node 0. sums receives the residual and Σz of each lane.
 TEXT ·pprTilePassAVX512(SB), NOSPLIT, $72-112
 	MOVQ         slicePtr+0(FP), R13
 	MOVQ         nslices+8(FP), AX
 	MOVQ         AX, left-72(SP)
-	MOVQ         cols+16(FP), SI
-	MOVQ         vals+24(FP), DI
-	MOVQ         y+32(FP), R8
-	MOVQ         sT+40(FP), R9
-	MOVQ         str+48(FP), R10
-	MOVQ         inv+56(FP), R11
-	MOVQ         nxt+64(FP), R12
-	MOVQ         i0+72(FP), BX
-	SHLQ         $3, BX
-	VBROADCASTSD d+80(FP), Z20
-	VBROADCASTSD omega+88(FP), Z21
-	VXORPD       Z22, Z22, Z22
-	VXORPD       Z23, Z23, Z23
+	PASSARGS
 	TESTQ        AX, AX
 	JZ           tfin
 

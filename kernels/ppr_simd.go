@@ -80,10 +80,10 @@ func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, 
 
 // pprTilePassAVX512 runs one pass of pprTilePassSIMD over nslices slices from
 // slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and
-// vals point at the first slice's first group; y, sT and nxt at node 0's row of 8
+// vals point at the first slice's first group; y, sv (the reset tile) and nxt at node 0's row of 8
 // lanes, str and inv at node 0. It reads the columns of pprPrefetchGroups groups past
 // the last (prefetch only): the layout's col holds them. sums receives each lane's
 // residual and Σz.
 //
 //go:noescape
-func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sT, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64)
+func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64)
