@@ -661,12 +661,18 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 	}
 	lv, d := &lay.leaves, s.cfg.Damping
 	s.forChunks(func(c int) {
-		for j := c * m / nc; j < (c+1)*m/nc; j++ {
+		j0, j1 := c*m/nc, (c+1)*m/nc
+		// A tile's full result: the rows' scores in one vector pass, the leaves below.
+		rows := nodes == nil && stride == pprLanes && pprExtractSIMD(s.simd, lay.pos, j0, j1, y, lay.full, lanes, &inv, xs)
+		for j := j0; j < j1; j++ {
 			v := int32(j)
 			if nodes != nil {
 				v = nodes[j]
 			}
 			p := lay.pos[v]
+			if p >= 0 && rows {
+				continue
+			}
 			if p < 0 {
 				// Leaf k's score z_v = s_v + d·w·y_u, or s_v + d·w·y_a + d·w2·y_b for a
 				// bridge, for every lane, the leaf's entries read once.

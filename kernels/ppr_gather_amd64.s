@@ -225,3 +225,102 @@ tfin:
 	VZEROUPPER
 	RET
 
+
+// func pprInterleaveAVX512(perm *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, mask uint64, s *float64)
+//
+// Writes n rows of a reset tile: row i's lane b is lanes[b][perm[i]]·scales[b] for the
+// lanes in mask (one VGATHERQPD of the 8 resets' entries), 0 for the others and for a
+// padding row (perm −1). perm points at the first row's entry, s at its 8 lanes.
+TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-48
+	MOVQ      perm+0(FP), SI
+	MOVQ      n+8(FP), CX
+	MOVQ      lanes+16(FP), AX
+	VMOVDQU64 (AX), Z20
+	MOVQ      scales+24(FP), AX
+	VMOVUPD   (AX), Z21
+	MOVQ      mask+32(FP), AX
+	KMOVW     AX, K3
+	MOVQ      s+40(FP), DI
+	XORQ      DX, DX
+	TESTQ     CX, CX
+	JZ        ifin
+
+iloop:
+	MOVLQSX      (SI), BX
+	VXORPD       Z0, Z0, Z0
+	TESTQ        BX, BX
+	JS           istore
+	SHLQ         $3, BX
+	VPBROADCASTQ BX, Z1
+	VPADDQ       Z20, Z1, Z1
+	KMOVW        K3, K1
+	VGATHERQPD   (DX)(Z1*1), K1, Z0
+	VMULPD       Z21, Z0, Z0
+
+istore:
+	VMOVUPD Z0, (DI)
+	ADDQ    $4, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     iloop
+
+ifin:
+	VZEROUPPER
+	RET
+
+// func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[8]unsafe.Pointer, inv *[8]float64, mask uint64)
+//
+// For the n outputs j = j0… whose pos[j] = p is a row (p ≥ 0), writes lane b of
+// (y[p]·full[p])·inv, for the lanes in mask, to outs[b][j] (one VSCATTERQPD); outputs
+// of eliminated nodes (p < 0) are left alone. pos points at pos[j0], y at row 0's lanes.
+TEXT ·pprExtractAVX512(SB), NOSPLIT, $0-64
+	MOVQ      pos+0(FP), SI
+	MOVQ      n+8(FP), CX
+	MOVQ      j0+16(FP), BX
+	SHLQ      $3, BX
+	MOVQ      y+24(FP), R8
+	MOVQ      full+32(FP), R9
+	MOVQ      outs+40(FP), AX
+	VMOVDQU64 (AX), Z20
+	MOVQ      inv+48(FP), AX
+	VMOVUPD   (AX), Z21
+	MOVQ      mask+56(FP), AX
+	KMOVW     AX, K3
+	XORQ      DX, DX
+	TESTQ     CX, CX
+	JZ        xfin
+
+xloop:
+	CMPQ         CX, $17
+	JLT          xload
+	MOVLQSX      64(SI), R11
+	TESTQ        R11, R11
+	JS           xload
+	PREFETCHT0   (R9)(R11*8)
+	SHLQ         $6, R11
+	PREFETCHT0   (R8)(R11*1)
+
+xload:
+	MOVLQSX      (SI), AX
+	TESTQ        AX, AX
+	JS           xnext
+	MOVQ         AX, R10
+	SHLQ         $6, R10
+	VMOVUPD      (R8)(R10*1), Z0
+	VBROADCASTSD (R9)(AX*8), Z1
+	VMULPD       Z1, Z0, Z0
+	VMULPD       Z21, Z0, Z0
+	VPBROADCASTQ BX, Z2
+	VPADDQ       Z20, Z2, Z2
+	KMOVW        K3, K1
+	VSCATTERQPD  Z0, K1, (DX)(Z2*1)
+
+xnext:
+	ADDQ $4, SI
+	ADDQ $8, BX
+	DECQ CX
+	JNZ  xloop
+
+xfin:
+	VZEROUPPER
+	RET

@@ -15,3 +15,11 @@ func pprTilePassSIMD(l *pprLayout, sT []float64, d, omega float64, cheb bool, cu
 func pprPass1SIMD(_ bool, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
 	return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
 }
+
+// pprInterleaveSIMD reports that no vector kernel runs.
+func pprInterleaveSIMD(bool, []int32, [][]float64, []float64, []float64) bool { return false }
+
+// pprExtractSIMD reports that no vector kernel runs.
+func pprExtractSIMD(bool, []int32, int, int, []float64, []float64, []int, *[pprLanes]float64, [][]float64) bool {
+	return false
+}

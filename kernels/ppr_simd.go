@@ -87,3 +87,66 @@ func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, 
 //
 //go:noescape
 func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64)
+
+// pprInterleaveSIMD writes the rows of the reset tile sT (8 lanes a row) for the
+// internal nodes perm: lane b is resets[b][v]·scales[b] for v = perm[i] ≥ 0 and
+// b < len(resets), 0 otherwise, the entries of a row gathered in one instruction
+// (the Go loop reads eight resets at random one entry at a time). Every perm entry
+// must be −1 or index each reset (newPPRLayout, resetScale). It reports false, writing
+// nothing, when the AVX-512 kernel does not run.
+func pprInterleaveSIMD(simd bool, perm []int32, resets [][]float64, scales []float64, sT []float64) bool {
+	if !simd || len(resets) > pprLanes {
+		return false
+	}
+	if len(sT) < len(perm)*pprLanes {
+		panic("kernels: PPR reset tile shorter than its rows")
+	}
+	if len(perm) == 0 {
+		return true
+	}
+	var lanes [pprLanes]unsafe.Pointer
+	var sc [pprLanes]float64
+	var mask uint64
+	for b, r := range resets {
+		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
+	}
+	pprInterleaveAVX512(&perm[0], len(perm), &lanes, &sc, mask, &sT[0])
+	return true
+}
+
+// pprExtractSIMD writes, for every j in [j0, j1) whose node is a row (p = pos[j] ≥ 0),
+// xs[i][j] = (y[p·8 + lanes[i]]·full[p])·inv[i], with Go's rounding, the lanes of a row
+// scattered in one instruction; outputs of eliminated nodes are left to the caller.
+// Every row must be < len(full) and its lanes within y (newPPRLayout). It reports false,
+// writing nothing, when the AVX-512 kernel does not run.
+func pprExtractSIMD(simd bool, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
+	if !simd {
+		return false
+	}
+	if j0 < 0 || j1 > len(pos) || len(y) < len(full)*pprLanes {
+		panic("kernels: PPR extract past its arrays")
+	}
+	if j1 <= j0 {
+		return true
+	}
+	var outs [pprLanes]unsafe.Pointer
+	var iv [pprLanes]float64
+	var mask uint64
+	for i, b := range lanes {
+		if len(xs[i]) < j1 {
+			panic("kernels: PPR extract into a short output")
+		}
+		outs[b], iv[b], mask = unsafe.Pointer(unsafe.SliceData(xs[i])), inv[i], mask|1<<b
+	}
+	pprExtractAVX512(&pos[j0], j1-j0, j0, unsafe.SliceData(y), unsafe.SliceData(full), &outs, &iv, mask)
+	return true
+}
+
+// pprInterleaveAVX512 and pprExtractAVX512: see pprInterleaveSIMD and pprExtractSIMD
+// (ppr_gather_amd64.s).
+//
+//go:noescape
+func pprInterleaveAVX512(perm *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, mask uint64, s *float64)
+
+//go:noescape
+func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)

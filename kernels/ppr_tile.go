@@ -42,6 +42,12 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	// none); leafMass[b] = Σ s over them.
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
+		if !sor {
+			clear(t.nxt[lo*pprLanes : hi*pprLanes])
+		}
+		if pprInterleaveSIMD(s.simd, lay.perm[lo:hi], resets, scales, t.s[lo*pprLanes:hi*pprLanes]) {
+			return
+		}
 		for i := lo; i < hi; i++ {
 			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
 			for b := range row {
@@ -50,9 +56,6 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 					sv = resets[b][v] * scales[b]
 				}
 				row[b] = sv
-			}
-			if !sor {
-				clear(t.nxt[i*pprLanes : (i+1)*pprLanes])
 			}
 		}
 	})
