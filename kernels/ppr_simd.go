@@ -92,9 +92,9 @@ func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32,
 // internal nodes perm: lane b is resets[b][v]·scales[b] for v = perm[i] ≥ 0 and
 // b < len(resets), 0 otherwise, the entries of a row gathered in one instruction
 // (the Go loop reads eight resets at random one entry at a time). Every perm entry
-// must be −1 or index each reset (newPPRLayout, resetScale). It reports false, writing
-// nothing, when the AVX-512 kernel does not run.
-func pprInterleaveSIMD(simd bool, perm []int32, resets [][]float64, scales []float64, sT []float64) bool {
+// must be −1 or a node < n (newPPRLayout); a reset shorter than n panics. It reports
+// false, writing nothing, when the AVX-512 kernel does not run.
+func pprInterleaveSIMD(simd bool, perm []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
 	if !simd || len(resets) > pprLanes {
 		return false
 	}
@@ -108,6 +108,9 @@ func pprInterleaveSIMD(simd bool, perm []int32, resets [][]float64, scales []flo
 	var sc [pprLanes]float64
 	var mask uint64
 	for b, r := range resets {
+		if len(r) < n {
+			panic("kernels: PPR reset shorter than the graph")
+		}
 		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
 	}
 	pprInterleaveAVX512(&perm[0], len(perm), &lanes, &sc, mask, &sT[0])
