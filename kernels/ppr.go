@@ -440,13 +440,14 @@ func (s *PPRSolver) SolveBatchNodes(resets [][]float64, nodes []int32) ([][]floa
 
 // solveBatch is SolveBatch, or SolveBatchNodes when nodes is not nil.
 func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, []PPRStats, error) {
-	scales := make([]float64, len(resets))
-	for i, r := range resets {
-		sc, err := s.resetScale(r)
+	// Each reset is validated and summed on its own (a serial pass over the batch's
+	// resets was ~7 % of a 32-query batch's wall time with one core idle).
+	scales, errs := make([]float64, len(resets)), make([]error, len(resets))
+	s.forChunkRange(s.workers(), 0, len(resets), func(i int) { scales[i], errs[i] = s.resetScale(resets[i]) })
+	for i, err := range errs {
 		if err != nil {
 			return nil, nil, fmt.Errorf("kernels: ppr: query %d: %w", i, err)
 		}
-		scales[i] = sc
 	}
 	out := make([][]float64, len(resets))
 	stats := make([]PPRStats, len(resets))

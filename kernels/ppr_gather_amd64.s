@@ -107,11 +107,15 @@ fin:
 	SHLQ $6, AX; SHLQ $6, DX; SHLQ $6, R14; SHLQ $6, R15; \
 	VMOVUPD (R8)(AX*1), Za; VMOVUPD (R8)(DX*1), Zb; VMOVUPD (R8)(R14*1), Zc; VMOVUPD (R8)(R15*1), Zd
 
-// TROW(o8, o64, ZA) finishes row r of the slice (o8 = 8r, o64 = 64r) from its
-// accumulator ZA: j = d·acc + sv, z = y·str, rs += max(j−z, z−j), zs += z, jy = j·inv
-// into Z8; TSTORE and TRELAX then write it.
-#define TROW(o8, o64, ZA) \
-	VMOVUPD          o64(R9)(BX*8), Z8; \
+// TROW(o4, o8, o64, ZA) finishes row r of the slice (o4 = 4r, o8 = 8r, o64 = 64r)
+// from its accumulator ZA: j = d·acc + sv, z = y·str, rs += max(j−z, z−j), zs += z,
+// jy = j·inv into Z8; TSTORE and TRELAX then write it. The row's reset is row
+// sidx[r] of the compacted reset tile at R9, R14 pointing at the slice's 8 indices
+// (clobbers AX).
+#define TROW(o4, o8, o64, ZA) \
+	MOVL             o4(R14), AX; \
+	SHLQ             $6, AX; \
+	VMOVUPD          (R9)(AX*1), Z8; \
 	VFMADD231PD      ZA, Z20, Z8; \
 	VMOVUPD          o64(R8)(BX*8), Z9; \
 	VMULPD.BCST      o8(R10)(BX*1), Z9, Z9; \
@@ -122,15 +126,15 @@ fin:
 	VADDPD           Z9, Z23, Z23; \
 	VMULPD.BCST      o8(R11)(BX*1), Z8, Z8
 
-#define TSTORE(o8, o64, ZA) TROW(o8, o64, ZA); VMOVUPD Z8, o64(R12)(BX*8)
+#define TSTORE(o4, o8, o64, ZA) TROW(o4, o8, o64, ZA); VMOVUPD Z8, o64(R12)(BX*8)
 
-#define TRELAX(o8, o64, ZA) TROW(o8, o64, ZA); \
+#define TRELAX(o4, o8, o64, ZA) TROW(o4, o8, o64, ZA); \
 	VMOVUPD     o64(R12)(BX*8), Z12; \
 	VSUBPD      Z12, Z8, Z8; \
 	VFMADD231PD Z21, Z8, Z12; \
 	VMOVUPD     Z12, o64(R12)(BX*8)
 
-// func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64)
+// func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][8]float64, sidx *uint32)
 //
 // One pass of pprTilePassSIMD over nslices consecutive SELL-8 slices for a tile of 8
 // queries stored [node][8], the first slice holding internal nodes i0…i0+7. Per slice,
@@ -145,12 +149,16 @@ fin:
 // rows in flight crowd out the lines the pass streams; on an AMD EPYC (Zen 4) batch of
 // 32 queries T1 took ~20 % less time than T0, at 4 to 16 groups ahead alike. cols and
 // vals point at the first slice's first group (the slices' groups are contiguous),
-// slicePtr at the first slice's entry, y, sv (the reset tile) and nxt at node 0's row,
-// str and inv at node 0. sums receives the residual and Σz of each lane.
-TEXT ·pprTilePassAVX512(SB), NOSPLIT, $72-112
+// slicePtr at the first slice's entry, y, sv (the compacted reset tile, pprTile) and
+// nxt at node 0's row, str and inv at node 0, sidx at the first slice's first row's
+// reset row index (the cursor lives in ix-80(SP)). sums receives the residual and Σz
+// of each lane.
+TEXT ·pprTilePassAVX512(SB), NOSPLIT, $80-120
 	MOVQ         slicePtr+0(FP), R13
 	MOVQ         nslices+8(FP), AX
 	MOVQ         AX, left-72(SP)
+	MOVQ         sidx+112(FP), AX
+	MOVQ         AX, ix-80(SP)
 	PASSARGS
 	TESTQ        AX, AX
 	JZ           tfin
@@ -191,27 +199,29 @@ tgloop:
 	JNZ       tgloop
 
 trows:
+	MOVQ ix-80(SP), R14
+	ADDQ $32, ix-80(SP)
 	CMPB relax+96(FP), $0
 	JNE  trelax
-	TSTORE(0, 0, Z0)
-	TSTORE(8, 64, Z1)
-	TSTORE(16, 128, Z2)
-	TSTORE(24, 192, Z3)
-	TSTORE(32, 256, Z4)
-	TSTORE(40, 320, Z5)
-	TSTORE(48, 384, Z6)
-	TSTORE(56, 448, Z7)
+	TSTORE(0, 0, 0, Z0)
+	TSTORE(4, 8, 64, Z1)
+	TSTORE(8, 16, 128, Z2)
+	TSTORE(12, 24, 192, Z3)
+	TSTORE(16, 32, 256, Z4)
+	TSTORE(20, 40, 320, Z5)
+	TSTORE(24, 48, 384, Z6)
+	TSTORE(28, 56, 448, Z7)
 	JMP  tnext
 
 trelax:
-	TRELAX(0, 0, Z0)
-	TRELAX(8, 64, Z1)
-	TRELAX(16, 128, Z2)
-	TRELAX(24, 192, Z3)
-	TRELAX(32, 256, Z4)
-	TRELAX(40, 320, Z5)
-	TRELAX(48, 384, Z6)
-	TRELAX(56, 448, Z7)
+	TRELAX(0, 0, 0, Z0)
+	TRELAX(4, 8, 64, Z1)
+	TRELAX(8, 16, 128, Z2)
+	TRELAX(12, 24, 192, Z3)
+	TRELAX(16, 32, 256, Z4)
+	TRELAX(20, 40, 320, Z5)
+	TRELAX(24, 48, 384, Z6)
+	TRELAX(28, 56, 448, Z7)
 
 tnext:
 	ADDQ $64, BX

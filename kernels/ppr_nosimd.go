@@ -7,8 +7,8 @@ package kernels
 func pprSIMDAvailable() bool { return false }
 
 // pprTilePassSIMD falls back to the portable kernel.
-func pprTilePassSIMD(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
-	pprTilePass(l, sT, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
+func pprTilePassSIMD(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+	pprTilePass(l, sT, sidx, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
 }
 
 // pprPass1SIMD runs the portable pprPass1.
@@ -22,4 +22,9 @@ func pprInterleaveSIMD(bool, []int32, int, [][]float64, []float64, []float64) bo
 // pprExtractSIMD reports that no vector kernel runs.
 func pprExtractSIMD(bool, []int32, int, int, []float64, []float64, []int, *[pprLanes]float64, [][]float64) bool {
 	return false
+}
+
+// pprCompactResetsSIMD runs the portable pprCompactResets.
+func pprCompactResetsSIMD(_ bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	pprCompactResets(s, cur, sidx, inv, np, lo, hi)
 }

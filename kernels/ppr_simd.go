@@ -13,17 +13,22 @@ func pprSIMDAvailable() bool { return archsimd.X86.AVX512() }
 // pprTilePassSIMD is pprTilePass with AVX-512, the whole pass over slices [s0, s1) in
 // one assembly loop (pprTilePassAVX512): the 8 rows of a slice accumulate in 8
 // registers, each entry costing one 64-byte load of the neighbour's 8 lanes and one
-// fused multiply-add, and the node update is one register per node.
-func pprTilePassSIMD(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+// fused multiply-add, and the node update is one register per node. Row i's reset is
+// row sidx[i] of the compacted reset tile sT, which holds np+1 rows
+// (pprCompactResets writes only indices ≤ np).
+func pprTilePassSIMD(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
 	if s1 <= s0 {
 		*res, *zsum = pprLaneSums{}, pprLaneSums{}
 		return
 	}
-	g0 := pprCheckPass(l, s0, s1, pprLanes, cur, sT, nxt)
+	g0 := pprCheckPass(l, s0, s1, pprLanes, cur, nxt)
+	if len(sT) < (l.np+1)*pprLanes || len(sidx) < s1*pprSellRows {
+		panic("kernels: PPR tile pass over a short reset tile")
+	}
 	var sums [2][pprLanes]float64
 	pprTilePassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
-		s0*pprSellRows, d, omega, cheb, &sums)
+		s0*pprSellRows, d, omega, cheb, &sums, &sidx[s0*pprSellRows])
 	*res, *zsum = sums[0], sums[1]
 }
 
@@ -80,13 +85,13 @@ func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, 
 
 // pprTilePassAVX512 runs one pass of pprTilePassSIMD over nslices slices from
 // slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and
-// vals point at the first slice's first group; y, sv (the reset tile) and nxt at node 0's row of 8
-// lanes, str and inv at node 0. It reads the columns of pprPrefetchGroups groups past
-// the last (prefetch only): the layout's col holds them. sums receives each lane's
-// residual and Σz.
+// vals point at the first slice's first group; y, sv (the compacted reset tile) and
+// nxt at node 0's row of 8 lanes, str and inv at node 0, sidx at node i0's reset row
+// index. It reads the columns of pprPrefetchGroups groups past the last (prefetch
+// only): the layout's col holds them. sums receives each lane's residual and Σz.
 //
 //go:noescape
-func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64)
+func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64, sidx *uint32)
 
 // pprInterleaveSIMD writes the rows of the reset tile sT (8 lanes a row) for the
 // internal nodes perm: lane b is resets[b][v]·scales[b] for v = perm[i] ≥ 0 and
@@ -153,3 +158,29 @@ func pprInterleaveAVX512(perm *int32, n int, lanes *[pprLanes]unsafe.Pointer, sc
 
 //go:noescape
 func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)
+
+// pprCompactResetsSIMD is pprCompactResets with AVX-512: a row's 8 lanes are scaled
+// (one multiply, rounded as the scalar one) and tested for zero bits in two
+// instructions. simd = false runs pprCompactResets.
+func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	if !simd {
+		pprCompactResets(s, cur, sidx, inv, np, lo, hi)
+		return
+	}
+	s, cur, sidx, inv = s[:hi*pprLanes], cur[:hi*pprLanes], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint64x8(0)
+	k := lo
+	for i := lo; i < hi; i++ {
+		row := archsimd.LoadFloat64x8((*[pprLanes]float64)(s[i*pprLanes:]))
+		row.Mul(archsimd.BroadcastFloat64x8(inv[i])).Store((*[pprLanes]float64)(cur[i*pprLanes:]))
+		if row.AsUint64x8().NotEqual(zero).ToBits() == 0 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			row.Store((*[pprLanes]float64)(s[k*pprLanes:]))
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}

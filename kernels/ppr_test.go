@@ -893,3 +893,55 @@ func TestPPRLeafEliminationTolerance(t *testing.T) {
 		assert.Less(t, l1, 2*DefaultPPRTol/(1-DefaultPPRDamping), kind)
 	}
 }
+
+// TestPPRCompactResets checks the reset tile's packing on a chunk of rows: every row
+// reads back its own bits through sidx, zero rows (and only rows whose every bit is
+// zero: a −0 lane is kept) point at the zero row np, the kept rows sit in order from
+// the chunk's first row, rows outside the chunk are untouched, and y_0 = s·inv is
+// exact, for the portable and the vector versions alike.
+func TestPPRCompactResets(t *testing.T) {
+	const np, lo, hi = 12, 2, 11
+	negZero := math.Copysign(0, -1)
+	rows := map[int][pprLanes]float64{
+		3:  {1, 0, 0, 0, 0, 0, 0, 0},
+		4:  {0, 0, 0, 0, 0, 0, 0, 2.5e-310}, // subnormal in the last lane
+		6:  {0, 0, 0, negZero, 0, 0, 0, 0},
+		7:  {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8},
+		10: {0, 3, 0, 0, 0, 0, 0, 0},
+		11: {9, 9, 9, 9, 9, 9, 9, 9}, // outside [lo, hi)
+		0:  {7, 0, 0, 0, 0, 0, 0, 0}, // outside [lo, hi)
+	}
+	for _, simd := range []bool{false, true} {
+		if simd && !pprSIMDAvailable() {
+			continue
+		}
+		s := make([]float64, (np+1)*pprLanes)
+		for i, r := range rows {
+			copy(s[i*pprLanes:], r[:])
+		}
+		orig := append([]float64(nil), s...)
+		inv := make([]float64, np)
+		for i := range inv {
+			inv[i] = 1 / float64(i+3)
+		}
+		cur := make([]float64, np*pprLanes)
+		sidx := make([]uint32, np)
+		pprCompactResetsSIMD(simd, s, cur, sidx, inv, np, lo, hi)
+		kept := []uint32{}
+		for i := lo; i < hi; i++ {
+			for b := range pprLanes {
+				want := orig[i*pprLanes+b]
+				assert.Equal(t, math.Float64bits(want), math.Float64bits(s[int(sidx[i])*pprLanes+b]), "simd %v row %d lane %d", simd, i, b)
+				assert.Equal(t, math.Float64bits(want*inv[i]), math.Float64bits(cur[i*pprLanes+b]), "simd %v y0 row %d lane %d", simd, i, b)
+			}
+			if _, ok := rows[i]; ok {
+				kept = append(kept, sidx[i])
+			} else {
+				assert.Equal(t, uint32(np), sidx[i], "simd %v zero row %d", simd, i)
+			}
+		}
+		assert.Equal(t, []uint32{lo, lo + 1, lo + 2, lo + 3, lo + 4}, kept, "simd %v: rows 3, 4, 6, 7, 10 packed in order", simd)
+		assert.Equal(t, orig[:lo*pprLanes], s[:lo*pprLanes], "rows before the chunk")
+		assert.Equal(t, orig[hi*pprLanes:], s[hi*pprLanes:], "rows after the chunk and the zero row")
+	}
+}

@@ -14,15 +14,55 @@ const PPRTileQueries = pprLanes
 
 // pprTile holds the interleaved [node][pprLanes] buffers of one tile of queries, in
 // internal node order.
+//
+// The reset tile s is compacted before the passes (pprCompactResets): a personalised
+// reset is zero on most nodes (HippoRAG 2 seeds a few entities and weights the
+// passages), and a row that is zero in every lane is not stored. Row i's reset is
+// row sidx[i] of s; the rows that are not zero are packed, in order, at the start of
+// their chunk's rows, and every zero row points at row np, which stays zero. The
+// passes then stream only the packed rows (and 4 bytes of index a node) instead of a
+// 64-byte row a node, which leaves the last-level cache to the iterate the gathers
+// read.
 type pprTile struct {
 	s, cur, nxt []float64
+	sidx        []uint32
 }
 
 func newPPRTile(np int) *pprTile {
 	return &pprTile{
-		s:   make([]float64, np*pprLanes),
-		cur: make([]float64, np*pprLanes),
-		nxt: make([]float64, np*pprLanes),
+		s:    make([]float64, (np+1)*pprLanes), // row np: the zero row
+		cur:  make([]float64, np*pprLanes),
+		nxt:  make([]float64, np*pprLanes),
+		sidx: make([]uint32, np),
+	}
+}
+
+// pprCompactResets computes y_0 = s/strength for the rows [lo, hi) of a tile into cur
+// and packs the rows of s that are not zero in every lane at lo, lo+1, …, in order,
+// setting sidx[i] to row i's new place and to np, the zero row, for a zero row
+// (see pprTile). A row is zero when all its bits are, so every lane of every row reads
+// the same value as before. Rows are only moved down (lo ≤ new place ≤ i), so the
+// rows not yet read are intact.
+func pprCompactResets(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	k := lo
+	for i := lo; i < hi; i++ {
+		row := (*[pprLanes]float64)(s[i*pprLanes:])
+		c := (*[pprLanes]float64)(cur[i*pprLanes:])
+		iv := inv[i]
+		var bits uint64
+		for b := range row {
+			c[b] = row[b] * iv
+			bits |= math.Float64bits(row[b])
+		}
+		if bits == 0 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			*(*[pprLanes]float64)(s[k*pprLanes:]) = *row
+		}
+		sidx[i] = uint32(k)
+		k++
 	}
 }
 
@@ -65,14 +105,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	}
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
-		for i := lo; i < hi; i++ {
-			row := (*[pprLanes]float64)(t.s[i*pprLanes:])
-			cur := (*[pprLanes]float64)(t.cur[i*pprLanes:])
-			inv := lay.inv[i]
-			for b := range row {
-				cur[b] = row[b] * inv
-			}
-		}
+		pprCompactResetsSIMD(s.simd, t.s, t.cur, t.sidx, lay.inv, lay.np, lo, hi)
 	})
 	// Residual sums of even and odd passes (see solve1).
 	var res, zsum [2][]pprLaneSums
@@ -99,9 +132,9 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			s.teamSweep(tm, func(c int) {
 				s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
 				if s.simd {
-					pprTilePassSIMD(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
+					pprTilePassSIMD(lay, t.s, t.sidx, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
 				} else {
-					pprTilePass(lay, t.s, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
+					pprTilePass(lay, t.s, t.sidx, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
 				}
 			})
 			iter++
@@ -159,7 +192,8 @@ func (s *PPRSolver) extractLanes(cur []float64, lanes []int, out [][]float64, no
 
 // pprTilePass is the portable tile step over the slices [s0,s1); see pprPass1. It
 // walks the slice one row at a time (8 lanes × 8 rows would not fit in registers).
-func pprTilePass(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+// Row i's reset is row sidx[i] of the compacted reset tile sT (pprCompactResets).
+func pprTilePass(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
 	var r, zs pprLaneSums
 	for sl := s0; sl < s1; sl++ {
 		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
@@ -183,7 +217,7 @@ func pprTilePass(l *pprLayout, sT []float64, d, omega float64, cheb bool, cur, n
 			i := sl*pprSellRows + row
 			str, inv := l.str[i], l.inv[i]
 			off := i * pprLanes
-			sv := (*[pprLanes]float64)(sT[off:])
+			sv := (*[pprLanes]float64)(sT[int(sidx[i])*pprLanes:])
 			yc := (*[pprLanes]float64)(cur[off:])
 			yn := (*[pprLanes]float64)(nxt[off:])
 			for b := range acc {
