@@ -632,6 +632,15 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 	// added (no fused multiply-add, whatever GOAMD64 allows).
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
+		if stride == pprLanes {
+			all := pprTileTotalsSIMD(s.simd, y, lay.mass, lay.perm, lo, hi)
+			var sum [pprLanes]float64
+			for i, b := range lanes {
+				sum[i] = all[b]
+			}
+			sums[c] = sum
+			return
+		}
 		var sum [pprLanes]float64
 		for v := lo; v < hi; v++ {
 			if lay.perm[v] < 0 {

@@ -28,3 +28,8 @@ func pprExtractSIMD(bool, []int32, int, int, []float64, []float64, []int, *[pprL
 func pprCompactResetsSIMD(_ bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
 	pprCompactResets(s, cur, sidx, inv, np, lo, hi)
 }
+
+// pprTileTotalsSIMD runs the portable pprTileTotals.
+func pprTileTotalsSIMD(_ bool, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	return pprTileTotals(y, mass, perm, lo, hi)
+}

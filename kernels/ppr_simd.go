@@ -184,3 +184,24 @@ func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []floa
 		k++
 	}
 }
+
+// pprTileTotalsSIMD is pprTileTotals with the 8 lanes of a row in one register: one
+// multiply and one add a row, each lane's operations in pprTileTotals's order.
+// simd = false runs pprTileTotals.
+func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	if !simd {
+		return pprTileTotals(y, mass, perm, lo, hi)
+	}
+	y, mass, perm = y[:hi*pprLanes], mass[:hi], perm[:hi]
+	var acc archsimd.Float64x8
+	for v := lo; v < hi; v++ {
+		if perm[v] < 0 {
+			continue
+		}
+		row := archsimd.LoadFloat64x8((*[pprLanes]float64)(y[v*pprLanes:]))
+		acc = acc.Add(row.Mul(archsimd.BroadcastFloat64x8(mass[v])))
+	}
+	var sum [pprLanes]float64
+	acc.Store(&sum)
+	return sum
+}

@@ -945,3 +945,37 @@ func TestPPRCompactResets(t *testing.T) {
 		assert.Equal(t, orig[hi*pprLanes:], s[hi*pprLanes:], "rows after the chunk and the zero row")
 	}
 }
+
+// TestPPRTileTotals holds the vector totals of a tile's lanes to the portable ones bit
+// for bit (a fused multiply-add would change the last bits), padding rows skipped.
+func TestPPRTileTotals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const np = 203
+	y, mass, perm := make([]float64, np*pprLanes), make([]float64, np), make([]int32, np)
+	for i := range y {
+		y[i] = rng.Float64() / 3
+	}
+	for i := range mass {
+		mass[i], perm[i] = 0.1+rng.Float64()*7, int32(i)
+		if i%17 == 5 {
+			perm[i], mass[i] = -1, math.NaN() // a padding row's entries are never read
+		}
+	}
+	want := pprTileTotals(y, mass, perm, 3, 197)
+	var ref [pprLanes]float64
+	for v := 3; v < 197; v++ {
+		if perm[v] >= 0 {
+			for b := range ref {
+				p := y[v*pprLanes+b] * mass[v]
+				ref[b] = ref[b] + float64(p)
+			}
+		}
+	}
+	assert.Equal(t, ref, want)
+	if pprSIMDAvailable() {
+		got := pprTileTotalsSIMD(true, y, mass, perm, 3, 197)
+		for b := range got {
+			assert.Equal(t, math.Float64bits(want[b]), math.Float64bits(got[b]), "lane %d", b)
+		}
+	}
+}

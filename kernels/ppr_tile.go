@@ -66,6 +66,23 @@ func pprCompactResets(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi
 	}
 }
 
+// pprTileTotals returns, for every lane of a tile's iterate y, Σ y·mass over the
+// rows [lo, hi) that are nodes (padding rows skipped), in row order, each product
+// rounded before it is added: extract's totals.
+func pprTileTotals(y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	var sum [pprLanes]float64
+	for v := lo; v < hi; v++ {
+		if perm[v] < 0 {
+			continue
+		}
+		row, m := (*[pprLanes]float64)(y[v*pprLanes:]), mass[v]
+		for b := range row {
+			sum[b] += float64(row[b] * m)
+		}
+	}
+	return sum
+}
+
 // pprLaneSums holds per-chunk, per-lane partial sums.
 type pprLaneSums [pprLanes]float64
 
