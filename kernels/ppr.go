@@ -586,7 +586,7 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			st, final = ms, cur
 		}
 	})
-	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, []float64{leafMass})[0], st
+	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, nil, []float64{leafMass})[0], st
 }
 
 // foldLeaves adds d·c·s_v of every fold (into a leaf's parent, c = 1, or a bridge's
@@ -613,15 +613,17 @@ func (s *PPRSolver) foldLeaves(sv []float64, stride, b int, reset []float64, sca
 // extract turns lanes of an iterate y, stored with stride entries per internal node
 // (1 for a single solve, pprLanes for a tile), into normalised scores: every node's
 // in original order, or with nodes not nil only those nodes', with the same bits.
-// resets and scales are each lane's reset and 1/Σreset, and leafMass its Σ s over the
-// leaves (the leaves' scores need them). The total the scores are normalised by is
+// resets and scales are each lane's reset and 1/Σreset — or, for a tile, fold holds
+// every fold's normalised reset in the tile's lanes (foldTile), which the leaves' scores
+// read in node order instead — and leafMass each lane's Σ s over the leaves (the
+// leaves' scores need them). The total the scores are normalised by is
 // Σ y·(full + d·W) over the rows plus leafMass: the leaves' Σ(s_v + d·w·y_u) folded
 // into their parents' rows, so that only a full result touches each leaf.
 //
 // Two walks: the totals over the rows in internal order, then the scores in output
 // order, each node's row read once for every lane (a tile row's lanes share one
 // cache line) and the scores written in order, score = (y·full)·(1/total).
-func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, leafMass []float64) [][]float64 {
+func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, fold, leafMass []float64) [][]float64 {
 	lay := s.lay
 	if len(lanes) > pprLanes {
 		panic("kernels: PPR extract of more lanes than a tile has")
@@ -688,8 +690,18 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 				// bridge, for every lane, the leaf's entries read once.
 				k := -1 - p
 				dw, par, q := d*lv.w[k], int(lv.parent[k])*stride, lv.parent2[k]
+				var sk []float64
+				if fold != nil {
+					sk = fold[int(lv.foldOf[k])*pprLanes:][:pprLanes]
+				}
 				for i, b := range lanes {
-					z := resets[i][v]*scales[i] + dw*y[par+b]
+					var sv float64
+					if sk != nil {
+						sv = sk[b] // resets[b][v]·scales[b], or 0 where that is 0
+					} else {
+						sv = resets[i][v] * scales[i]
+					}
+					z := sv + dw*y[par+b]
 					if q >= 0 {
 						z += d * lv.w2[k] * y[int(q)*stride+b]
 					}

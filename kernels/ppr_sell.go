@@ -113,6 +113,9 @@ type pprLeaves struct {
 	// chunk[c] .. chunk[c+1] are the nodes whose (first) parents are rows of chunk c.
 	chunk []int32
 	fold  pprFolds
+	// foldOf[k] is the fold that counts eliminated node k's reset (count set): a
+	// tile keeps each fold's resets, so a leaf's score reads them there.
+	foldOf []int32
 }
 
 // pprFolds are the resets folded into rows: s'_p += d·c·s_v for each entry, c = 1 for
@@ -480,8 +483,12 @@ func (l *pprLayout) eliminate(leafOf []int32, csr *CSR, strength []float64, d fl
 	}
 	slices.SortStableFunc(folds, func(a, b fold) int { return cmp.Compare(a.node, b.node) })
 	f := &lv.fold
-	for _, x := range folds {
+	lv.foldOf = make([]int32, len(lv.node))
+	for i, x := range folds {
 		f.row, f.node, f.c, f.count = append(f.row, x.row), append(f.node, x.node), append(f.c, x.c), append(f.count, x.count)
+		if x.count {
+			lv.foldOf[-1-l.pos[x.node]] = int32(i)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ const PPRTileQueries = pprLanes
 type pprTile struct {
 	s, cur, nxt []float64
 	sidx        []uint32
+	fold        []float64 // each fold's normalised reset in the tile's lanes (foldTile)
 }
 
 func newPPRTile(np int) *pprTile {
@@ -64,6 +65,38 @@ func pprCompactResets(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi
 		sidx[i] = uint32(k)
 		k++
 	}
+}
+
+// foldTile is foldLeaves for every lane of a tile in one walk over the folds: each
+// fold reads its eliminated node's normalised reset in every lane once, keeps it in
+// t.fold for the leaves' scores (extract), and adds d·c·s_v to the lanes of its row
+// where s_v ≠ 0. Each lane's adds and Σ s run in fold order, as foldLeaves's do.
+func (s *PPRSolver) foldTile(t *pprTile, resets [][]float64, scales []float64) pprLaneSums {
+	f := &s.lay.leaves.fold
+	if n := len(f.node) * pprLanes; cap(t.fold) < n {
+		t.fold = make([]float64, n)
+	}
+	t.fold = t.fold[:len(f.node)*pprLanes]
+	d := s.cfg.Damping
+	var mass pprLaneSums
+	for k, v := range f.node {
+		sk := (*[pprLanes]float64)(t.fold[k*pprLanes:])
+		*sk = [pprLanes]float64{}
+		row := (*[pprLanes]float64)(t.s[int(f.row[k])*pprLanes:])
+		c, count := f.c[k], f.count[k]
+		for b, r := range resets {
+			x := r[v] * scales[b]
+			if x == 0 {
+				continue
+			}
+			sk[b] = x
+			row[b] += d * (c * x)
+			if count {
+				mass[b] += x
+			}
+		}
+	}
+	return mass
 }
 
 // pprTileTotals returns, for every lane of a tile's iterate y, Σ y·mass over the
@@ -116,10 +149,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			}
 		}
 	})
-	var leafMass pprLaneSums
-	for b := range nq {
-		leafMass[b] = s.foldLeaves(t.s, pprLanes, b, resets[b], scales[b])
-	}
+	leafMass := s.foldTile(t, resets, scales)
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		pprCompactResetsSIMD(s.simd, t.s, t.cur, t.sidx, lay.inv, lay.np, lo, hi)
@@ -184,7 +214,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 			// The next pass overwrites every lane: the others wait while member 0
 			// copies the finished lanes out.
 			if id == 0 {
-				s.extractLanes(cur, done, out, nodes, resets, scales, &leafMass)
+				s.extractLanes(t, cur, done, out, nodes, &leafMass)
 			}
 			tm.barrier()
 			for _, b := range done {
@@ -196,13 +226,13 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 }
 
 // extractLanes copies the given lanes of a tile's iterate cur out as normalised scores
-// (see extract).
-func (s *PPRSolver) extractLanes(cur []float64, lanes []int, out [][]float64, nodes []int32, resets [][]float64, scales []float64, leafMass *pprLaneSums) {
-	rs, sc, lm := make([][]float64, len(lanes)), make([]float64, len(lanes)), make([]float64, len(lanes))
+// (see extract), the leaves' resets read from the tile's folds (foldTile).
+func (s *PPRSolver) extractLanes(t *pprTile, cur []float64, lanes []int, out [][]float64, nodes []int32, leafMass *pprLaneSums) {
+	lm := make([]float64, len(lanes))
 	for i, b := range lanes {
-		rs[i], sc[i], lm[i] = resets[b], scales[b], leafMass[b]
+		lm[i] = leafMass[b]
 	}
-	for i, x := range s.extract(cur, pprLanes, lanes, nodes, rs, sc, lm) {
+	for i, x := range s.extract(cur, pprLanes, lanes, nodes, nil, nil, t.fold, lm) {
 		out[lanes[i]] = x
 	}
 }
