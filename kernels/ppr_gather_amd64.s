@@ -236,27 +236,30 @@ tfin:
 	RET
 
 
-// func pprInterleaveAVX512(perm *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, mask uint64, s *float64)
+// func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, mask uint64, s *float64)
 //
-// Writes n rows of a reset tile: row i's lane b is lanes[b][perm[i]]·scales[b] for the
-// lanes in mask (one VGATHERQPD of the 8 resets' entries), 0 for the others and for a
-// padding row (perm −1). perm points at the first row's entry, s at its 8 lanes.
-TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-48
-	MOVQ      perm+0(FP), SI
-	MOVQ      n+8(FP), CX
-	MOVQ      lanes+16(FP), AX
+// Writes n rows of a reset tile: row rows[j]'s lane b is lanes[b][nodes[j]]·scales[b]
+// for the lanes in mask (one VGATHERQPD of the 8 resets' entries), 0 for the others
+// and for a padding row (node −1). s points at the row rows are counted from.
+TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-56
+	MOVQ      nodes+0(FP), SI
+	MOVQ      rows+8(FP), R8
+	MOVQ      n+16(FP), CX
+	MOVQ      lanes+24(FP), AX
 	VMOVDQU64 (AX), Z20
-	MOVQ      scales+24(FP), AX
+	MOVQ      scales+32(FP), AX
 	VMOVUPD   (AX), Z21
-	MOVQ      mask+32(FP), AX
+	MOVQ      mask+40(FP), AX
 	KMOVW     AX, K3
-	MOVQ      s+40(FP), DI
+	MOVQ      s+48(FP), DI
 	XORQ      DX, DX
 	TESTQ     CX, CX
 	JZ        ifin
 
 iloop:
 	MOVLQSX      (SI), BX
+	MOVLQSX      (R8), R9
+	SHLQ         $6, R9
 	VXORPD       Z0, Z0, Z0
 	TESTQ        BX, BX
 	JS           istore
@@ -268,9 +271,9 @@ iloop:
 	VMULPD       Z21, Z0, Z0
 
 istore:
-	VMOVUPD Z0, (DI)
+	VMOVUPD Z0, (DI)(R9*1)
 	ADDQ    $4, SI
-	ADDQ    $64, DI
+	ADDQ    $4, R8
 	DECQ    CX
 	JNZ     iloop
 

@@ -17,7 +17,9 @@ func pprPass1SIMD(_ bool, l *pprLayout, sv []float64, d, omega float64, cheb boo
 }
 
 // pprInterleaveSIMD reports that no vector kernel runs.
-func pprInterleaveSIMD(bool, []int32, int, [][]float64, []float64, []float64) bool { return false }
+func pprInterleaveSIMD(bool, []int32, []int32, int, [][]float64, []float64, []float64) bool {
+	return false
+}
 
 // pprExtractSIMD reports that no vector kernel runs.
 func pprExtractSIMD(bool, []int32, int, int, []float64, []float64, []int, *[pprLanes]float64, [][]float64) bool {

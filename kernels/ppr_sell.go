@@ -68,6 +68,11 @@ type pprLayout struct {
 	// every chunk without colouring.
 	colourChunk []int32
 	leaves      pprLeaves
+	// ilvNode and ilvRow list each chunk's rows by node (ilvRow: the row less the
+	// chunk's first row, ilvNode: its node), padding rows last: a tile's resets are
+	// gathered in node order, reading each reset forward, and the rows written at
+	// random within the chunk, which stays in cache.
+	ilvNode, ilvRow []int32
 }
 
 // pprLeaves are the nodes eliminated from the iteration, Schur-complement style: a
@@ -260,6 +265,24 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	// The tile kernel prefetches the neighbours of the group pprPrefetchGroups ahead:
 	// past the last group it reads these columns (node 0), which len(col) leaves out.
 	l.col = append(l.col, make([]int32, pprPrefetchGroups*pprSellRows)...)[:len(l.col)]
+	l.ilvNode, l.ilvRow = make([]int32, np), make([]int32, np)
+	for c := range len(l.chunk) - 1 {
+		lo, hi := int(l.chunk[c])*pprSellRows, int(l.chunk[c+1])*pprSellRows
+		rows := l.ilvRow[lo:hi]
+		for i := range rows {
+			rows[i] = int32(lo + i)
+		}
+		key := func(r int32) int64 {
+			if v := l.perm[r]; v >= 0 {
+				return int64(v)
+			}
+			return math.MaxInt64
+		}
+		slices.SortStableFunc(rows, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
+		for i, r := range rows {
+			l.ilvNode[lo+i], rows[i] = l.perm[r], r-int32(lo)
+		}
+	}
 	return l
 }
 

@@ -93,20 +93,26 @@ func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, 
 //go:noescape
 func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64, sidx *uint32)
 
-// pprInterleaveSIMD writes the rows of the reset tile sT (8 lanes a row) for the
-// internal nodes perm: lane b is resets[b][v]·scales[b] for v = perm[i] ≥ 0 and
+// pprInterleaveSIMD writes rows of the reset tile sT (8 lanes a row): row rows[j] of
+// sT, for node v = nodes[j], gets lane b = resets[b][v]·scales[b] for v ≥ 0 and
 // b < len(resets), 0 otherwise, the entries of a row gathered in one instruction
-// (the Go loop reads eight resets at random one entry at a time). Every perm entry
-// must be −1 or a node < n (newPPRLayout); a reset shorter than n panics. It reports
-// false, writing nothing, when the AVX-512 kernel does not run.
-func pprInterleaveSIMD(simd bool, perm []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
+// (the Go loop reads eight resets at random one entry at a time). In newPPRLayout's
+// order (ilvNode, ilvRow) the resets are read forward. Every node must be −1 or < n
+// (newPPRLayout); a row outside sT or a reset shorter than n panics. It reports false,
+// writing nothing, when the AVX-512 kernel does not run.
+func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
 	if !simd || len(resets) > pprLanes {
 		return false
 	}
-	if len(sT) < len(perm)*pprLanes {
-		panic("kernels: PPR reset tile shorter than its rows")
+	if len(rows) < len(nodes) {
+		panic("kernels: PPR reset tile with fewer rows than nodes")
 	}
-	if len(perm) == 0 {
+	for _, r := range rows[:len(nodes)] {
+		if r < 0 || int(r) >= len(sT)/pprLanes {
+			panic("kernels: PPR reset row outside its tile")
+		}
+	}
+	if len(nodes) == 0 {
 		return true
 	}
 	var lanes [pprLanes]unsafe.Pointer
@@ -118,7 +124,7 @@ func pprInterleaveSIMD(simd bool, perm []int32, n int, resets [][]float64, scale
 		}
 		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
 	}
-	pprInterleaveAVX512(&perm[0], len(perm), &lanes, &sc, mask, &sT[0])
+	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, &sT[0])
 	return true
 }
 
@@ -154,7 +160,7 @@ func pprExtractSIMD(simd bool, pos []int32, j0, j1 int, y, full []float64, lanes
 // (ppr_gather_amd64.s).
 //
 //go:noescape
-func pprInterleaveAVX512(perm *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, mask uint64, s *float64)
+func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, mask uint64, s *float64)
 
 //go:noescape
 func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)

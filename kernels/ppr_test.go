@@ -979,3 +979,32 @@ func TestPPRTileTotals(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRInterleaveOrder checks the layout's per-chunk reset order: each chunk's rows
+// once each, by node, padding rows last, with the node of each row.
+func TestPPRInterleaveOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	const n = 4000
+	s, err := NewPPRSolver(pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 20)), PPRConfig{})
+	require.NoError(t, err)
+	lay := s.lay
+	require.Greater(t, len(lay.chunk), 3, "several chunks")
+	for c := range len(lay.chunk) - 1 {
+		lo, hi := int(lay.chunk[c])*pprSellRows, int(lay.chunk[c+1])*pprSellRows
+		seen := make([]bool, hi-lo)
+		prev := int32(-1)
+		for j := lo; j < hi; j++ {
+			r := lay.ilvRow[j]
+			require.True(t, r >= 0 && int(r) < hi-lo && !seen[r], "chunk %d: row %d once", c, r)
+			seen[r] = true
+			v := lay.ilvNode[j]
+			assert.Equal(t, lay.perm[lo+int(r)], v, "chunk %d entry %d", c, j)
+			if v >= 0 {
+				assert.Greater(t, v, prev, "chunk %d: nodes ascending, padding last", c)
+				prev = v
+			} else {
+				prev = math.MaxInt32
+			}
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 		if !sor {
 			clear(t.nxt[lo*pprLanes : hi*pprLanes])
 		}
-		if pprInterleaveSIMD(s.simd, lay.perm[lo:hi], lay.n, resets, scales, t.s[lo*pprLanes:hi*pprLanes]) {
+		if pprInterleaveSIMD(s.simd, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, resets, scales, t.s[lo*pprLanes:hi*pprLanes]) {
 			return
 		}
 		for i := lo; i < hi; i++ {
