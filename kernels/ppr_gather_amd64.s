@@ -281,11 +281,33 @@ ifin:
 	VZEROUPPER
 	RET
 
+// XPF(off) prefetches the row and strength of the output node at pos off(SI) (row 0
+// for an eliminated node) into L1 (clobbers AX, R10).
+#define XPF(off) \
+	MOVLQSX off(SI), AX; XORL R10, R10; TESTQ AX, AX; CMOVQLT R10, AX; \
+	PREFETCHT0 (R9)(AX*8); SHLQ $6, AX; PREFETCHT0 (R8)(AX*1)
+
+// XROWB(off, ZR) loads the row of the output node at pos off(SI) into ZR as
+// (y·full)·inv, row 0 standing in for an eliminated node (clobbers AX, R10, R11).
+#define XROWB(off, ZR) \
+	MOVLQSX off(SI), AX; XORL R10, R10; TESTQ AX, AX; CMOVQLT R10, AX; \
+	MOVQ AX, R11; SHLQ $6, R11; \
+	VMOVUPD (R8)(R11*1), ZR; VMULPD.BCST (R9)(AX*8), ZR, ZR; VMULPD Z21, ZR, ZR
+
+// XSTORE(b, ZR) stores the 8 outputs ZR of lane b at outs[b][j…j+7] (BX = 8j) when
+// lane b is in the mask R13 (clobbers AX).
+#define XSTORE(b, ZR) \
+	BTQ $b, R13; JCC 3(PC); MOVQ (b*8)(R12), AX; VMOVUPD ZR, (AX)(BX*1)
+
 // func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[8]unsafe.Pointer, inv *[8]float64, mask uint64)
 //
 // For the n outputs j = j0… whose pos[j] = p is a row (p ≥ 0), writes lane b of
-// (y[p]·full[p])·inv, for the lanes in mask, to outs[b][j] (one VSCATTERQPD); outputs
-// of eliminated nodes (p < 0) are left alone. pos points at pos[j0], y at row 0's lanes.
+// (y[p]·full[p])·inv, for the lanes in mask, to outs[b][j]. Whole blocks of 8 outputs
+// load their 8 rows, transpose them in registers (8×8 doubles: unpacks, then two rounds
+// of 128-bit shuffles) and store one 64-byte vector per lane; the remaining outputs
+// are scattered one node at a time (VSCATTERQPD). An eliminated node's outputs (p < 0)
+// get row 0's values in a block and are left alone in the tail: the caller writes
+// them afterwards. pos points at pos[j0], y at row 0's lanes.
 TEXT ·pprExtractAVX512(SB), NOSPLIT, $0-64
 	MOVQ      pos+0(FP), SI
 	MOVQ      n+8(FP), CX
@@ -293,15 +315,76 @@ TEXT ·pprExtractAVX512(SB), NOSPLIT, $0-64
 	SHLQ      $3, BX
 	MOVQ      y+24(FP), R8
 	MOVQ      full+32(FP), R9
-	MOVQ      outs+40(FP), AX
-	VMOVDQU64 (AX), Z20
+	MOVQ      outs+40(FP), R12
+	VMOVDQU64 (R12), Z20
 	MOVQ      inv+48(FP), AX
 	VMOVUPD   (AX), Z21
-	MOVQ      mask+56(FP), AX
-	KMOVW     AX, K3
+	MOVQ      mask+56(FP), R13
+	KMOVW     R13, K3
 	XORQ      DX, DX
 	TESTQ     CX, CX
 	JZ        xfin
+
+xblock:
+	CMPQ CX, $8
+	JLT  xloop
+	CMPQ CX, $24
+	JLT  xbrows
+	XPF(64)
+	XPF(68)
+	XPF(72)
+	XPF(76)
+	XPF(80)
+	XPF(84)
+	XPF(88)
+	XPF(92)
+
+xbrows:
+	XROWB(0, Z0)
+	XROWB(4, Z1)
+	XROWB(8, Z2)
+	XROWB(12, Z3)
+	XROWB(16, Z4)
+	XROWB(20, Z5)
+	XROWB(24, Z6)
+	XROWB(28, Z7)
+	VUNPCKLPD  Z1, Z0, Z8 // lanes 0 2 4 6 of rows 0, 1
+	VUNPCKHPD  Z1, Z0, Z9 // lanes 1 3 5 7 of rows 0, 1
+	VUNPCKLPD  Z3, Z2, Z10
+	VUNPCKHPD  Z3, Z2, Z11
+	VUNPCKLPD  Z5, Z4, Z12
+	VUNPCKHPD  Z5, Z4, Z13
+	VUNPCKLPD  Z7, Z6, Z14
+	VUNPCKHPD  Z7, Z6, Z15
+	VSHUFF64X2 $0x44, Z10, Z8, Z16 // lanes 0 2 of rows 0–3
+	VSHUFF64X2 $0xee, Z10, Z8, Z17 // lanes 4 6 of rows 0–3
+	VSHUFF64X2 $0x44, Z14, Z12, Z18 // lanes 0 2 of rows 4–7
+	VSHUFF64X2 $0xee, Z14, Z12, Z19 // lanes 4 6 of rows 4–7
+	VSHUFF64X2 $0x44, Z11, Z9, Z22
+	VSHUFF64X2 $0xee, Z11, Z9, Z23
+	VSHUFF64X2 $0x44, Z15, Z13, Z24
+	VSHUFF64X2 $0xee, Z15, Z13, Z25
+	VSHUFF64X2 $0x88, Z18, Z16, Z0 // lane 0 of rows 0–7
+	VSHUFF64X2 $0xdd, Z18, Z16, Z2 // lane 2
+	VSHUFF64X2 $0x88, Z19, Z17, Z4 // lane 4
+	VSHUFF64X2 $0xdd, Z19, Z17, Z6 // lane 6
+	VSHUFF64X2 $0x88, Z24, Z22, Z1 // lane 1
+	VSHUFF64X2 $0xdd, Z24, Z22, Z3 // lane 3
+	VSHUFF64X2 $0x88, Z25, Z23, Z5 // lane 5
+	VSHUFF64X2 $0xdd, Z25, Z23, Z7 // lane 7
+	XSTORE(0, Z0)
+	XSTORE(1, Z1)
+	XSTORE(2, Z2)
+	XSTORE(3, Z3)
+	XSTORE(4, Z4)
+	XSTORE(5, Z5)
+	XSTORE(6, Z6)
+	XSTORE(7, Z7)
+	ADDQ $32, SI
+	ADDQ $64, BX
+	SUBQ $8, CX
+	JNZ  xblock
+	JMP  xfin
 
 xloop:
 	CMPQ         CX, $17
