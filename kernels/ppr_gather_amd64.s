@@ -126,6 +126,11 @@ fin:
 	VADDPD           Z9, Z23, Z23; \
 	VMULPD.BCST      o8(R11)(BX*1), Z8, Z8
 
+// TROWS(M) finishes the slice's 8 rows in order with M, TSTORE or TRELAX.
+#define TROWS(M) \
+	M(0, 0, 0, Z0); M(4, 8, 64, Z1); M(8, 16, 128, Z2); M(12, 24, 192, Z3); \
+	M(16, 32, 256, Z4); M(20, 40, 320, Z5); M(24, 48, 384, Z6); M(28, 56, 448, Z7)
+
 #define TSTORE(o4, o8, o64, ZA) TROW(o4, o8, o64, ZA); VMOVUPD Z8, o64(R12)(BX*8)
 
 #define TRELAX(o4, o8, o64, ZA) TROW(o4, o8, o64, ZA); \
@@ -203,25 +208,11 @@ trows:
 	ADDQ $32, ix-80(SP)
 	CMPB relax+96(FP), $0
 	JNE  trelax
-	TSTORE(0, 0, 0, Z0)
-	TSTORE(4, 8, 64, Z1)
-	TSTORE(8, 16, 128, Z2)
-	TSTORE(12, 24, 192, Z3)
-	TSTORE(16, 32, 256, Z4)
-	TSTORE(20, 40, 320, Z5)
-	TSTORE(24, 48, 384, Z6)
-	TSTORE(28, 56, 448, Z7)
+	TROWS(TSTORE)
 	JMP  tnext
 
 trelax:
-	TRELAX(0, 0, 0, Z0)
-	TRELAX(4, 8, 64, Z1)
-	TRELAX(8, 16, 128, Z2)
-	TRELAX(12, 24, 192, Z3)
-	TRELAX(16, 32, 256, Z4)
-	TRELAX(20, 40, 320, Z5)
-	TRELAX(24, 48, 384, Z6)
-	TRELAX(28, 56, 448, Z7)
+	TROWS(TRELAX)
 
 tnext:
 	ADDQ $64, BX
