@@ -127,9 +127,10 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 	nc := s.numChunks()
 	lay := s.lay
 	sor := s.cfg.Method == PPRSOR
-	// Interleave the normalised resets (with the eliminated nodes' folded in:
-	// pprLeaves), y_0 = s'/strength, clear y_{-1} (SOR updates in place and has
-	// none); leafMass[b] = Σ s over them.
+	// Interleave the normalised resets, gathered in node order within each chunk,
+	// and clear y_{-1} (SOR updates in place and has none); fold the eliminated
+	// nodes' resets in (pprLeaves; leafMass[b] = Σ s over them); then pack the reset
+	// tile and set y_0 = s'/strength (pprCompactResets).
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		if !sor {
