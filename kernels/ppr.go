@@ -548,7 +548,7 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			}
 		}
 	})
-	leafMass := s.foldLeaves(sv, 1, 0, reset, scale)
+	leafMass := s.foldLeaves(sv, reset, scale)
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		for i := lo; i < hi; i++ {
@@ -590,10 +590,11 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 }
 
 // foldLeaves adds d·c·s_v of every fold (into a leaf's parent, c = 1, or a bridge's
-// neighbour, c = A_pv/str_v) to its row's entry of lane b of the normalised reset sv
-// (stride entries per internal node) and returns Σ s_v over the eliminated nodes, in
-// node order (see pprLeaves, pprFolds). A node without reset adds nothing.
-func (s *PPRSolver) foldLeaves(sv []float64, stride, b int, reset []float64, scale float64) float64 {
+// neighbour, c = A_pv/str_v) to its row's entry of the normalised reset sv (one entry
+// per internal node) and returns Σ s_v over the eliminated nodes, in node order (see
+// pprLeaves, pprFolds). A node without reset adds nothing. foldTile does the same for
+// a tile's lanes.
+func (s *PPRSolver) foldLeaves(sv, reset []float64, scale float64) float64 {
 	f := &s.lay.leaves.fold
 	d := s.cfg.Damping
 	var sum float64
@@ -602,7 +603,7 @@ func (s *PPRSolver) foldLeaves(sv []float64, stride, b int, reset []float64, sca
 		if sk == 0 {
 			continue
 		}
-		sv[int(f.row[k])*stride+b] += d * (f.c[k] * sk)
+		sv[f.row[k]] += d * (f.c[k] * sk)
 		if f.count[k] {
 			sum += sk
 		}

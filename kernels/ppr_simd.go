@@ -98,19 +98,15 @@ func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32,
 // b < len(resets), 0 otherwise, the entries of a row gathered in one instruction
 // (the Go loop reads eight resets at random one entry at a time). In newPPRLayout's
 // order (ilvNode, ilvRow) the resets are read forward. Every node must be −1 or < n
-// (newPPRLayout); a row outside sT or a reset shorter than n panics. It reports false,
-// writing nothing, when the AVX-512 kernel does not run.
+// and every row within sT (newPPRLayout builds them so, and TestPPRInterleaveOrder
+// holds it to that); sT shorter than the rows or a reset shorter than n panics. It
+// reports false, writing nothing, when the AVX-512 kernel does not run.
 func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
 	if !simd || len(resets) > pprLanes {
 		return false
 	}
-	if len(rows) < len(nodes) {
-		panic("kernels: PPR reset tile with fewer rows than nodes")
-	}
-	for _, r := range rows[:len(nodes)] {
-		if r < 0 || int(r) >= len(sT)/pprLanes {
-			panic("kernels: PPR reset row outside its tile")
-		}
+	if len(rows) < len(nodes) || len(sT) < len(nodes)*pprLanes {
+		panic("kernels: PPR reset tile shorter than its rows")
 	}
 	if len(nodes) == 0 {
 		return true
