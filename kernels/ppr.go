@@ -53,7 +53,9 @@ import (
 // (pprLayout) so that 8 rows are reduced in lockstep and all per-node vectors are
 // streamed sequentially; passes run on Workers goroutines over chunks of balanced
 // work. SolveBatch iterates 8 queries at once in a [node][8] layout (one AVX-512
-// register per node and row), so one pass over the matrix serves 8 queries.
+// register per node and row), so one pass over the matrix serves 8 queries; SOR
+// batches first bring 16 queries at a time to about 2e-7 in float32 ([node][16], the
+// same 64-byte line per node), then finish each 8 in float64 (ppr_mixed.go).
 
 // PPRMethod selects the fixed-point iteration of the PPR kernels.
 type PPRMethod int
@@ -111,6 +113,15 @@ type PPRConfig struct {
 	Workers int
 	// Method is the iteration; default PPRSOR.
 	Method PPRMethod
+	// Float64Batch makes SolveBatch iterate its SOR tiles in float64 from the first
+	// pass, so that its results are Solve's to rounding. By default (false) a pair of
+	// tiles, 16 queries, first runs float32 passes, 16 lanes to a cache line, until
+	// each query's residual is about 2e-7, and then float64 passes to Tol: the same
+	// stopping test and error bound as Solve's, in about a third less pass time, with
+	// results that differ from Solve's by up to about Tol (a lone query, and
+	// Chebyshev and power batches, always run in float64; so do tolerances of 1.5e-8
+	// and above, where float32 would leave too few passes to pay for itself).
+	Float64Batch bool
 }
 
 // DefaultPPRConfig returns HippoRAG 2's settings with igraph's accuracy.
@@ -168,6 +179,7 @@ func (c PPRConfig) omegas() []float64 {
 // PPRStats describes how one personalisation vector converged.
 type PPRStats struct {
 	Iterations int     // passes over the matrix
+	Float32    int     // of the passes, those in float32 (SolveBatch's start, see PPRConfig.Float64Batch)
 	Residual   float64 // ‖J(z)−z‖₁/‖z‖₁ at the last pass
 	Converged  bool    // Residual < Tol within MaxIter passes
 }
@@ -231,6 +243,7 @@ type PPRSolver struct {
 	// passages: 20 MB) per query. tiles recycles batch tiles (*pprTile, 24 floats per
 	// node: 162 MB at 120K passages), whose every entry solveTile rewrites.
 	work, tiles sync.Pool
+	tiles32     sync.Pool // *pprTile32 (solvePair)
 }
 
 // pprWork is the scratch of one single solve, in internal order: the normalised reset,
@@ -418,10 +431,16 @@ func (s *PPRSolver) SolveNodes(reset []float64, nodes []int32) ([]float64, PPRSt
 	return x, st, nil
 }
 
-// SolveBatch solves many personalisation vectors; result i is what Solve(resets[i])
-// returns (to rounding: it uses fused multiply-adds). Queries are processed in tiles of
-// 8 interleaved per node ([node][8] layout), so one pass over the matrix serves 8
+// SolveBatch solves many personalisation vectors. Queries are processed in tiles of 8
+// interleaved per node ([node][8] layout), so one pass over the matrix serves 8
 // queries with one 64-byte load per edge; each query stops at its own convergence.
+// SOR batches start each pair of tiles with float32 passes, 16 queries a 64-byte
+// line (see PPRConfig.Float64Batch): result i then meets Solve's tolerance and error
+// bound and differs from Solve(resets[i]) by up to about Tol. With Float64Batch, and
+// for Chebyshev and power, it is what Solve(resets[i]) returns, to rounding (the
+// tiles use fused multiply-adds). Either way a query's result does not depend on the
+// other queries of the batch, except that a lone query in the last tile (a batch of
+// 8k+1) is solved as Solve solves it.
 func (s *PPRSolver) SolveBatch(resets [][]float64) ([][]float64, []PPRStats, error) {
 	return s.solveBatch(resets, nil)
 }
@@ -460,45 +479,98 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 		}
 		tiles = append(tiles, [2]int{lo, hi})
 	}
-	solve := func(t *pprTile, k, workers int) {
+	job := func(k int) pprTileJob {
 		lo, hi := tiles[k][0], tiles[k][1]
-		s.solveTile(t, workers, resets[lo:hi], scales[lo:hi], out[lo:hi], stats[lo:hi], nodes)
+		return pprTileJob{resets[lo:hi], scales[lo:hi], out[lo:hi], stats[lo:hi]}
 	}
-	// Whole rounds of tiles run one per goroutine, each tile's passes on its own core:
-	// no barrier between colours or passes, and the same bits as a tile whose chunks
-	// are shared out by a team (see teamSweep). The remaining tiles share out their
+	// A unit of work is a tile or, with the float32 start, a pair of tiles.
+	units := len(tiles)
+	mixed := s.mixedBatch()
+	if mixed {
+		units = (len(tiles) + 1) / 2
+	}
+	solve := func(sc *pprScratch, k, workers int) {
+		if !mixed {
+			j := job(k)
+			s.solveTile(sc.a, workers, j.resets, j.scales, j.out, j.stats, nodes)
+			return
+		}
+		var rb pprTileJob
+		if 2*k+1 < len(tiles) {
+			rb = job(2*k + 1)
+			if sc.b == nil {
+				sc.b = s.getTile()
+			}
+		}
+		if sc.t32 == nil {
+			sc.t32 = s.getTile32()
+		}
+		s.solvePair(sc.a, sc.b, sc.t32, workers, job(2*k), rb, nodes)
+	}
+	// Whole rounds of units run one per goroutine, each unit's passes on its own core:
+	// no barrier between colours or passes, and the same bits as a unit whose chunks
+	// are shared out by a team (see teamSweep). The remaining units share out their
 	// chunks.
 	w := s.workers()
 	par := 0
-	if w > 1 && len(tiles) >= w {
-		par = len(tiles) - len(tiles)%w
+	if w > 1 && units >= w {
+		par = units - units%w
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range w {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				t := s.getTile()
-				defer s.tiles.Put(t)
+				sc := s.getScratch()
+				defer s.putScratch(sc)
 				for {
 					k := int(next.Add(1)) - 1
 					if k >= par {
 						return
 					}
-					solve(t, k, 1)
+					solve(sc, k, 1)
 				}
 			}()
 		}
 		wg.Wait()
 	}
-	if par < len(tiles) {
-		t := s.getTile()
-		for k := par; k < len(tiles); k++ {
-			solve(t, k, w)
+	if par < units {
+		sc := s.getScratch()
+		for k := par; k < units; k++ {
+			solve(sc, k, w)
 		}
-		s.tiles.Put(t)
+		s.putScratch(sc)
 	}
 	return out, stats, nil
+}
+
+// pprScratch is one goroutine's batch buffers: a tile and, for pairs (solvePair), the
+// second tile and the float32 tile, taken from the solver's pools when first needed.
+type pprScratch struct {
+	a, b *pprTile
+	t32  *pprTile32
+}
+
+func (s *PPRSolver) getScratch() *pprScratch { return &pprScratch{a: s.getTile()} }
+
+func (s *PPRSolver) putScratch(sc *pprScratch) {
+	for _, t := range []*pprTile{sc.a, sc.b} {
+		if t != nil {
+			s.tiles.Put(t)
+		}
+	}
+	if sc.t32 != nil {
+		s.tiles32.Put(sc.t32)
+	}
+}
+
+// getTile32 returns a recycled or new float32 tile; solvePair rewrites every entry
+// it reads.
+func (s *PPRSolver) getTile32() *pprTile32 {
+	if t, _ := s.tiles32.Get().(*pprTile32); t != nil {
+		return t
+	}
+	return newPPRTile32(s.lay.np)
 }
 
 // getTile returns a recycled or new batch tile.

@@ -411,3 +411,109 @@ xnext:
 xfin:
 	VZEROUPPER
 	RET
+
+// TROW32(o4, o8, o64, ZA) finishes row r of the slice (o4 = 4r, o64 = 64r; o8 unused)
+// from its accumulator ZA, in float32 with 16 lanes: j = d·acc + sv, z = y·str,
+// rs += max(j−z, z−j), zs += z, y = ω·(j·inv − y) + y stored in the lanes of K1 only.
+// The row's reset is row sidx[r] of the packed reset tile at R9, R14 pointing at the
+// slice's 8 indices; str and inv (float32) at R10 and R11 point at the slice's first
+// row (clobbers AX).
+#define TROW32(o4, o8, o64, ZA) \
+	MOVL             o4(R14), AX; \
+	SHLQ             $6, AX; \
+	VMOVUPS          (R9)(AX*1), Z8; \
+	VFMADD231PS      ZA, Z20, Z8; \
+	VMOVUPS          o64(R8)(BX*8), Z12; \
+	VMULPS.BCST      o4(R10), Z12, Z9; \
+	VSUBPS           Z9, Z8, Z10; \
+	VSUBPS           Z8, Z9, Z11; \
+	VMAXPS           Z11, Z10, Z10; \
+	VADDPS           Z10, Z22, Z22; \
+	VADDPS           Z9, Z23, Z23; \
+	VMULPS.BCST      o4(R11), Z8, Z8; \
+	VSUBPS           Z12, Z8, Z8; \
+	VFMADD231PS      Z21, Z8, Z12; \
+	VMOVUPS          Z12, K1, o64(R8)(BX*8)
+
+// func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2][16]float32, sidx *uint32)
+//
+// One float32 SOR pass of pprTilePass32SIMD over nslices consecutive SELL-8 slices for
+// a pair's tile of 16 queries stored [node][16] (64 bytes a node, as the float64
+// tile's 8), the first slice holding internal nodes i0…i0+7: pprTilePassAVX512's loop
+// (one 64-byte load and one fused multiply-add per entry, the weights broadcast from
+// vals, the neighbour rows of the group 8 ahead prefetched), then each of the slice's
+// rows as TROW32 says, in place. y is node 0's row, sv the packed reset tile's first
+// row, str and inv node 0's; cols, vals, slicePtr and sidx point at the first slice's.
+// sums receives each lane's residual and Σz.
+TEXT ·pprTilePass32AVX512(SB), NOSPLIT, $8-104
+	MOVQ         slicePtr+0(FP), R13
+	MOVQ         nslices+8(FP), AX
+	MOVQ         AX, left-8(SP)
+	MOVQ         cols+16(FP), SI
+	MOVQ         vals+24(FP), DI
+	MOVQ         y+32(FP), R8
+	MOVQ         sv+40(FP), R9
+	MOVQ         i0+64(FP), BX
+	MOVQ         str+48(FP), R10
+	LEAQ         (R10)(BX*4), R10
+	MOVQ         inv+56(FP), R11
+	LEAQ         (R11)(BX*4), R11
+	SHLQ         $3, BX
+	MOVQ         sidx+96(FP), R12
+	VBROADCASTSS d+72(FP), Z20
+	VBROADCASTSS omega+76(FP), Z21
+	KMOVW        active+80(FP), K1
+	VXORPS       Z22, Z22, Z22
+	VXORPS       Z23, Z23, Z23
+	TESTQ        AX, AX
+	JZ           sfin
+
+sslice:
+	MOVL   4(R13), CX
+	SUBL   0(R13), CX
+	ADDQ   $4, R13
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	TESTQ  CX, CX
+	JZ     srows
+
+sgloop:
+	PREFETCH4(256)
+	PREFETCH4(272)
+	LOAD4(0, Z9, Z10, Z11, Z12)
+	VFMADD231PS.BCST 0(DI), Z9, Z0
+	VFMADD231PS.BCST 4(DI), Z10, Z1
+	VFMADD231PS.BCST 8(DI), Z11, Z2
+	VFMADD231PS.BCST 12(DI), Z12, Z3
+	LOAD4(16, Z13, Z14, Z15, Z16)
+	VFMADD231PS.BCST 16(DI), Z13, Z4
+	VFMADD231PS.BCST 20(DI), Z14, Z5
+	VFMADD231PS.BCST 24(DI), Z15, Z6
+	VFMADD231PS.BCST 28(DI), Z16, Z7
+	ADDQ             $32, SI
+	ADDQ             $32, DI
+	DECQ             CX
+	JNZ              sgloop
+
+srows:
+	MOVQ R12, R14
+	TROWS(TROW32)
+	ADDQ $32, R12
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $64, BX
+	DECQ left-8(SP)
+	JNZ  sslice
+
+sfin:
+	MOVQ    sums+88(FP), AX
+	VMOVUPS Z22, 0(AX)
+	VMOVUPS Z23, 64(AX)
+	VZEROUPPER
+	RET

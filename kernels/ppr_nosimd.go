@@ -35,3 +35,18 @@ func pprCompactResetsSIMD(_ bool, s, cur []float64, sidx []uint32, inv []float64
 func pprTileTotalsSIMD(_ bool, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
 	return pprTileTotals(y, mass, perm, lo, hi)
 }
+
+// pprTilePass32SIMD runs the portable pprTilePass32.
+func pprTilePass32SIMD(_ bool, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
+	pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
+}
+
+// pprPackTile32SIMD runs the portable pprPackTile32.
+func pprPackTile32SIMD(_ bool, t *pprTile32, a, b *pprTile, np, lo, hi int) {
+	pprPackTile32(t, a, b, np, lo, hi)
+}
+
+// pprUnpackTile32SIMD runs the portable pprUnpackTile32.
+func pprUnpackTile32SIMD(_ bool, t *pprTile32, a, b *pprTile, lo, hi int) {
+	pprUnpackTile32(t, a, b, lo, hi)
+}

@@ -60,6 +60,7 @@ type pprLayout struct {
 	// of the eliminated nodes' Σz, less their Σs (the same slice as full without
 	// elimination).
 	str, inv, full, mass []float64
+	str32, inv32         []float32 // str and inv rounded, for SOR's float32 batch passes
 	slicePtr             []int32   // slice s holds groups [slicePtr[s], slicePtr[s+1])
 	col                  []int32   // internal column of each entry, pprSellRows per group
 	val                  []float32 // weight of each entry, pprSellRows per group
@@ -281,6 +282,12 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 		slices.SortStableFunc(rows, func(a, b int32) int { return cmp.Compare(key(a), key(b)) })
 		for i, r := range rows {
 			l.ilvNode[lo+i], rows[i] = l.perm[r], r-int32(lo)
+		}
+	}
+	if colour { // SOR: SolveBatch's float32 passes (solvePair)
+		l.str32, l.inv32 = make([]float32, np), make([]float32, np)
+		for i := range np {
+			l.str32[i], l.inv32[i] = float32(l.str[i]), float32(l.inv[i])
 		}
 	}
 	return l

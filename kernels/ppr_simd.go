@@ -207,3 +207,89 @@ func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [
 	acc.Store(&sum)
 	return sum
 }
+
+// pprTilePass32SIMD is pprTilePass32 with AVX-512, the whole pass over slices
+// [s0, s1) in one assembly loop (pprTilePass32AVX512): pprTilePassAVX512's loop in
+// float32 with 16 lanes a register, the lanes not in active masked out of the stores.
+// simd = false runs pprTilePass32.
+func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
+	if !simd {
+		pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
+		return
+	}
+	if s1 <= s0 {
+		*res, *zsum = pprLaneSums32{}, pprLaneSums32{}
+		return
+	}
+	g0 := pprCheckPass(l, s0, s1, pprLanes32)
+	np := l.np
+	if len(cur) < np*pprLanes32 || len(sT) < (np+1)*pprLanes32 || len(sidx) < s1*pprSellRows || len(l.str32) < np || len(l.inv32) < np {
+		panic("kernels: PPR float32 tile pass over a short array")
+	}
+	var sums [2]pprLaneSums32
+	pprTilePass32AVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
+		s0*pprSellRows, d, omega, active, &sums, &sidx[s0*pprSellRows])
+	*res, *zsum = sums[0], sums[1]
+}
+
+// pprTilePass32AVX512 runs one pass of pprTilePass32SIMD over nslices slices from
+// slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s); see
+// pprTilePassAVX512 for the pointers.
+//
+//go:noescape
+func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2]pprLaneSums32, sidx *uint32)
+
+// pprPackTile32SIMD is pprPackTile32 with each tile's 8 lanes of a row converted in
+// one instruction (rounded as float32(x) is). simd = false runs pprPackTile32.
+func pprPackTile32SIMD(simd bool, t *pprTile32, a, b *pprTile, np, lo, hi int) {
+	if !simd {
+		pprPackTile32(t, a, b, np, lo, hi)
+		return
+	}
+	zero := archsimd.BroadcastFloat32x8(0)
+	half := func(dst []float32, src []float64) { // 8 lanes of src rounded into dst
+		archsimd.LoadFloat64x8((*[pprLanes]float64)(src)).ConvertToFloat32().Store((*[pprLanes]float32)(dst))
+	}
+	k := lo
+	for i := lo; i < hi; i++ {
+		c := t.cur[i*pprLanes32 : (i+1)*pprLanes32]
+		half(c, a.cur[i*pprLanes:])
+		ra, rb := a.sidx[i], uint32(np)
+		if b != nil {
+			half(c[pprLanes:], b.cur[i*pprLanes:])
+			rb = b.sidx[i]
+		} else {
+			zero.Store((*[pprLanes]float32)(c[pprLanes:]))
+		}
+		if ra == uint32(np) && rb == uint32(np) {
+			t.sidx[i] = uint32(np)
+			continue
+		}
+		row := t.s[k*pprLanes32 : (k+1)*pprLanes32]
+		half(row, a.s[int(ra)*pprLanes:])
+		if b != nil {
+			half(row[pprLanes:], b.s[int(rb)*pprLanes:])
+		} else {
+			zero.Store((*[pprLanes]float32)(row[pprLanes:]))
+		}
+		t.sidx[i] = uint32(k)
+		k++
+	}
+}
+
+// pprUnpackTile32SIMD is pprUnpackTile32 with 8 lanes converted in one instruction.
+// simd = false runs pprUnpackTile32.
+func pprUnpackTile32SIMD(simd bool, t *pprTile32, a, b *pprTile, lo, hi int) {
+	if !simd {
+		pprUnpackTile32(t, a, b, lo, hi)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		c := t.cur[i*pprLanes32 : (i+1)*pprLanes32]
+		archsimd.LoadFloat32x8((*[pprLanes]float32)(c)).ConvertToFloat64().Store((*[pprLanes]float64)(a.cur[i*pprLanes:]))
+		if b != nil {
+			archsimd.LoadFloat32x8((*[pprLanes]float32)(c[pprLanes:])).ConvertToFloat64().Store((*[pprLanes]float64)(b.cur[i*pprLanes:]))
+		}
+	}
+}

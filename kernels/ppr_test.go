@@ -122,6 +122,15 @@ func pprRandomReset(rng *rand.Rand, n int, kind string) []float64 {
 	return r
 }
 
+// pprL1 is Σ|a−b|.
+func pprL1(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(a[i] - b[i])
+	}
+	return s
+}
+
 func pprMaxAbs(a, b []float64) float64 {
 	var m float64
 	for i := range a {
@@ -261,6 +270,8 @@ func TestPPRBatchEqualsSingle(t *testing.T) {
 	const n = 3000
 	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 30))
 	kinds := []string{"dense", "seeds", "one", "last"}
+	tight, err := NewPPRSolver(csr, PPRConfig{Tol: 1e-15, MaxIter: 200})
+	require.NoError(t, err)
 	for _, batch := range []int{2, 8, 9, 19} { // partial tiles, a lone query, 3 tiles
 		resets := make([][]float64, batch)
 		for i := range resets {
@@ -271,19 +282,38 @@ func TestPPRBatchEqualsSingle(t *testing.T) {
 				if simd && !pprSIMDAvailable() {
 					continue
 				}
-				s, err := NewPPRSolver(csr, PPRConfig{Method: method})
-				require.NoError(t, err)
-				s.simd = simd
-				xs, stats, err := s.SolveBatch(resets)
-				require.NoError(t, err)
-				require.Len(t, xs, batch)
-				for i, r := range resets {
-					x, st, err := s.Solve(r)
+				for _, f64 := range []bool{true, false} {
+					s, err := NewPPRSolver(csr, PPRConfig{Method: method, Float64Batch: f64})
 					require.NoError(t, err)
-					assert.Equal(t, st.Iterations, stats[i].Iterations, "batch %d query %d", batch, i)
-					assert.True(t, stats[i].Converged)
-					assert.Less(t, pprMaxAbs(x, xs[i]), 1e-13, "batch %d query %d simd %v", batch, i, simd)
-					assert.InDelta(t, 1, sumInOrder(xs[i]), 1e-13)
+					s.simd = simd
+					xs, stats, err := s.SolveBatch(resets)
+					require.NoError(t, err)
+					require.Len(t, xs, batch)
+					msg := fmt.Sprintf("%v batch %d simd %v float64 %v", method, batch, simd, f64)
+					for i, r := range resets {
+						x, st, err := s.Solve(r)
+						require.NoError(t, err)
+						assert.True(t, stats[i].Converged, msg)
+						assert.InDelta(t, 1, sumInOrder(xs[i]), 1e-13, msg)
+						lone := i == batch-1 && batch%pprLanes == 1
+						if f64 || method != PPRSOR || lone {
+							// Solve to rounding, pass for pass.
+							assert.Zero(t, stats[i].Float32, msg)
+							assert.Equal(t, st.Iterations, stats[i].Iterations, "%s query %d", msg, i)
+							assert.Less(t, pprMaxAbs(x, xs[i]), 1e-13, "%s query %d", msg, i)
+							continue
+						}
+						// The float32 start: most passes in float32, the same
+						// tolerance, the same error bound (2·Tol/(1−d) in L1).
+						assert.GreaterOrEqual(t, stats[i].Float32, st.Iterations/2, "%s query %d", msg, i)
+						assert.Less(t, stats[i].Iterations-stats[i].Float32, st.Iterations, "%s query %d", msg, i)
+						assert.Less(t, stats[i].Residual, DefaultPPRTol, msg)
+						ref, _, err := tight.Solve(r)
+						require.NoError(t, err)
+						bound := 2 * DefaultPPRTol / (1 - DefaultPPRDamping)
+						assert.Less(t, pprL1(xs[i], ref), bound, "%s query %d", msg, i)
+						assert.Less(t, pprL1(x, ref), bound, "%s query %d", msg, i)
+					}
 				}
 			}
 		}
@@ -803,6 +833,10 @@ func TestPPRLeafElimination(t *testing.T) {
 	resets = append(resets, onLeaf)
 	batch, bstats, err := s.SolveBatch(resets)
 	require.NoError(t, err)
+	s64, err := newPPRSolver(csr, PPRConfig{Tol: 1e-14, Workers: 3, Float64Batch: true}, 64)
+	require.NoError(t, err)
+	batch64, b64stats, err := s64.SolveBatch(resets)
+	require.NoError(t, err)
 	for i, reset := range resets {
 		want := pprDenseRef(t, n, edges, reset, DefaultPPRDamping)
 		x, st, err := s.Solve(reset)
@@ -817,8 +851,13 @@ func TestPPRLeafElimination(t *testing.T) {
 		for j, v := range nodes {
 			require.Equal(t, x[v], sub[j], "reset %d node %d", i, v)
 		}
-		assert.Equal(t, st.Iterations, bstats[i].Iterations)
-		assert.Less(t, pprMaxAbs(x, batch[i]), 1e-15, "reset %d batch", i)
+		// The float64 batch is Solve to rounding; the default one starts in float32
+		// and meets the same tolerance.
+		assert.Equal(t, st.Iterations, b64stats[i].Iterations)
+		assert.Less(t, pprMaxAbs(x, batch64[i]), 1e-15, "reset %d float64 batch", i)
+		assert.Positive(t, bstats[i].Float32, "reset %d", i)
+		assert.True(t, bstats[i].Converged, "reset %d", i)
+		assert.Less(t, pprMaxAbs(batch[i], want), 1e-13, "reset %d batch against the dense reference", i)
 		assert.InDelta(t, 1, sumInOrder(x), 1e-13)
 	}
 }

@@ -123,14 +123,20 @@ type pprLaneSums [pprLanes]float64
 // per reset.
 // With nodes not nil, out receives only those nodes' scores (see SolveBatchNodes).
 func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats, nodes []int32) {
+	leafMass := s.setupTile(t, workers, resets, scales)
+	s.iterateTile(t, workers, len(resets), out, stats, nodes, leafMass, nil)
+}
+
+// setupTile prepares a tile for its passes: it interleaves the normalised resets,
+// gathered in node order within each chunk, and clears y_{-1} (SOR updates in place
+// and has none); folds the eliminated nodes' resets in (pprLeaves); then packs the
+// reset tile and sets y_0 = s'/strength (pprCompactResets). It returns each lane's
+// Σ s over the eliminated nodes.
+func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scales []float64) pprLaneSums {
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
 	sor := s.cfg.Method == PPRSOR
-	// Interleave the normalised resets, gathered in node order within each chunk,
-	// and clear y_{-1} (SOR updates in place and has none); fold the eliminated
-	// nodes' resets in (pprLeaves; leafMass[b] = Σ s over them); then pack the reset
-	// tile and set y_0 = s'/strength (pprCompactResets).
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		if !sor {
@@ -155,6 +161,20 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 		lo, hi := s.chunkRows(c)
 		pprCompactResetsSIMD(s.simd, t.s, t.cur, t.sidx, lay.inv, lay.np, lo, hi)
 	})
+	return leafMass
+}
+
+// iterateTile runs a set-up tile's float64 passes until each of its nq lanes has
+// converged or had MaxIter passes, and extracts each lane's scores as it stops. done
+// holds each lane's passes before these (the float32 ones, solvePair), nil for none.
+func (s *PPRSolver) iterateTile(t *pprTile, workers, nq int, out [][]float64, stats []PPRStats, nodes []int32, leafMass pprLaneSums, done32 *[pprLanes]int) {
+	nc := s.numChunks()
+	lay := s.lay
+	sor := s.cfg.Method == PPRSOR
+	var before [pprLanes]int
+	if done32 != nil {
+		before = *done32
+	}
 	// Residual sums of even and odd passes (see solve1).
 	var res, zsum [2][]pprLaneSums
 	for p := range res {
@@ -201,8 +221,9 @@ func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scale
 				}
 				rb *= scaleRes
 				zb += leafMass[b]
-				st := PPRStats{Iterations: iter, Residual: rb / zb, Converged: rb/zb < s.cfg.Tol}
-				if st.Converged || iter == s.cfg.MaxIter {
+				passes := before[b] + iter
+				st := PPRStats{Iterations: passes, Float32: before[b], Residual: rb / zb, Converged: rb/zb < s.cfg.Tol}
+				if st.Converged || passes >= s.cfg.MaxIter {
 					done = append(done, b)
 					if id == 0 {
 						stats[b] = st

@@ -54,6 +54,7 @@ type timing struct {
 	MedianMS   float64 `json:"median_ms"`
 	MinMS      float64 `json:"min_ms"`
 	Iterations float64 `json:"iterations"`     // mean passes over the matrix per query
+	Float32    float64 `json:"float32_passes"` // of them, mean passes in float32 (SolveBatch's start)
 	MaxAbsDiff float64 `json:"max_abs_diff"`   // vs the CPU batch result
 	BytesPass  float64 `json:"bytes_per_pass"` // per query, compulsory traffic (0: not modelled)
 	Tol        float64 `json:"tol"`
@@ -226,18 +227,30 @@ func run(o options) error {
 		rep.Timings = append(rep.Timings, tm)
 		fmt.Fprintf(os.Stderr, "%s: %.2f ms/query, %.1f passes\n", tm.Name, tm.MedianMS, tm.Iterations)
 	}
-	for _, method := range []kernels.PPRMethod{kernels.PPRSOR, kernels.PPRChebyshev, kernels.PPRPower} {
+	for _, v := range []struct {
+		method  kernels.PPRMethod
+		float64 bool
+	}{{kernels.PPRSOR, false}, {kernels.PPRSOR, true}, {kernels.PPRChebyshev, false}, {kernels.PPRPower, false}} {
 		c := cfg
-		c.Method = method
+		c.Method, c.Float64Batch = v.method, v.float64
 		s, err := kernels.NewPPRSolver(csr, c)
 		if err != nil {
 			return err
 		}
 		tm := timeBatch(o, resets, want, func(r [][]float64) ([][]float64, []kernels.PPRStats, error) { return s.SolveBatch(r) })
-		tm.Name = fmt.Sprintf("graphloom batch-%d (%s), per query", o.batch, method)
-		tm.BytesPass = bytesPass(method, true)
+		tm.Name = fmt.Sprintf("graphloom batch-%d (%s), per query", o.batch, v.method)
+		tm.BytesPass = bytesPass(v.method, true)
+		if v.float64 {
+			tm.Name = fmt.Sprintf("graphloom batch-%d (%s, float64 only), per query", o.batch, v.method)
+		} else if tm.Float32 > 0 {
+			tm.Note = fmt.Sprintf("%.1f of the passes in float32, 16 queries a line", tm.Float32)
+			// A float32 pass streams the matrix, float32 strengths and 64-byte lines
+			// of the iterate and reset for 16 queries instead of 8.
+			b32 := float64(matrix+8*n+8*8*n*3) / 16
+			tm.BytesPass += tm.Float32 / tm.Iterations * (b32 - tm.BytesPass)
+		}
 		rep.Timings = append(rep.Timings, tm)
-		fmt.Fprintf(os.Stderr, "%s: %.2f ms/query, %.1f passes\n", tm.Name, tm.MedianMS, tm.Iterations)
+		fmt.Fprintf(os.Stderr, "%s: %.2f ms/query, %.1f passes (%.1f float32)\n", tm.Name, tm.MedianMS, tm.Iterations, tm.Float32)
 	}
 	// One-shot PPR(): includes the O(nnz) validation and strength computation.
 	oneShot := timeSingles(options{singles: min(o.singles, 4), reps: 2}, resets, want,
@@ -285,7 +298,7 @@ func timeSingles(o options, resets, want [][]float64, solve func([]float64) ([]f
 // timeBatch times the whole batch o.reps times; times are per query.
 func timeBatch(o options, resets, want [][]float64, solve func([][]float64) ([][]float64, []kernels.PPRStats, error)) timing {
 	var times []float64
-	var iters, diff float64
+	var iters, f32, diff float64
 	for rep := 0; rep < o.reps; rep++ {
 		t0 := time.Now()
 		xs, stats, err := solve(resets)
@@ -295,10 +308,11 @@ func timeBatch(o options, resets, want [][]float64, solve func([][]float64) ([][
 		}
 		for i, x := range xs {
 			iters += float64(stats[i].Iterations) / float64(len(xs)*o.reps)
+			f32 += float64(stats[i].Float32) / float64(len(xs)*o.reps)
 			diff = math.Max(diff, maxAbs(x, want[i]))
 		}
 	}
-	return timing{MedianMS: median(times), MinMS: slices.Min(times), Iterations: iters, MaxAbsDiff: diff}
+	return timing{MedianMS: median(times), MinMS: slices.Min(times), Iterations: iters, Float32: f32, MaxAbsDiff: diff}
 }
 
 // timeGoMLX times the GoMLX kernel on the pure-Go backend (float32, single and batch).

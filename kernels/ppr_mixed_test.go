@@ -1,0 +1,118 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The AVX-512 float32 pass computes the portable pass's values to float32 rounding
+// (it fuses multiply-adds), over every slice in order, and leaves the lanes outside
+// its mask untouched, bit for bit.
+func TestPPRTilePass32(t *testing.T) {
+	if !pprSIMDAvailable() {
+		t.Skip("no AVX-512 tile kernel on this CPU or build")
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	const n = 4000
+	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 40))
+	s, err := NewPPRSolver(csr, PPRConfig{})
+	require.NoError(t, err)
+	lay := s.lay
+	np := lay.np
+	sT := make([]float32, (np+1)*pprLanes32)
+	sidx := make([]uint32, np)
+	cur := make([]float32, np*pprLanes32)
+	k := 0
+	for i := range np {
+		for b := range pprLanes32 {
+			cur[i*pprLanes32+b] = float32(rng.Float64() / 1000)
+		}
+		if lay.perm[i] < 0 || rng.IntN(3) == 0 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		for b := range pprLanes32 {
+			sT[k*pprLanes32+b] = float32(rng.Float64() / n)
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+	const active = 0b1011_0111_1110_1101
+	nsl := len(lay.slicePtr) - 1
+	want, got := append([]float32(nil), cur...), append([]float32(nil), cur...)
+	var rw, zw, rg, zg pprLaneSums32
+	pprTilePass32(lay, lay.str32, lay.inv32, sT, sidx, 0.5, 1.07, active, want, 0, nsl, &rw, &zw)
+	pprTilePass32SIMD(true, lay, sT, sidx, 0.5, 1.07, active, got, 0, nsl, &rg, &zg)
+	changed := 0
+	for i := range np {
+		for b := range pprLanes32 {
+			j := i*pprLanes32 + b
+			if active&(1<<b) == 0 {
+				require.Equal(t, math.Float32bits(cur[j]), math.Float32bits(got[j]), "row %d lane %d outside the mask", i, b)
+				continue
+			}
+			if got[j] != cur[j] {
+				changed++
+			}
+			// The update ω·(jy − y) + y cancels: the rounding is the terms'.
+			tol := 1e-6 * (math.Abs(float64(want[j])) + math.Abs(float64(cur[j])))
+			require.InDelta(t, want[j], got[j], tol+1e-12, "row %d lane %d", i, b)
+		}
+	}
+	assert.Greater(t, changed, np, "the active lanes are updated")
+	for b := range pprLanes32 {
+		assert.InDelta(t, rw[b], rg[b], 1e-4*float64(rw[b]), "residual lane %d", b)
+		assert.InDelta(t, zw[b], zg[b], 1e-4*float64(zw[b]), "Σz lane %d", b)
+	}
+}
+
+// A query's result from SolveBatch's float32 start depends on the query alone: the
+// same bits whichever queries share its pair and its tile, and whether its tile has
+// a partner at all.
+func TestPPRMixedLanesIndependent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	const n = 3000
+	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 30))
+	s, err := NewPPRSolver(csr, PPRConfig{Workers: 2})
+	require.NoError(t, err)
+	require.True(t, s.mixedBatch())
+	kinds := []string{"dense", "seeds", "one", "last"}
+	random := func(k int) [][]float64 {
+		r := make([][]float64, k)
+		for i := range r {
+			r[i] = pprRandomReset(rng, n, kinds[i%len(kinds)])
+		}
+		return r
+	}
+	mine := random(3)
+	batches := [][][]float64{
+		append(append([][]float64{}, mine...), random(13)...),                      // first tile of a pair
+		append(random(8), append(append([][]float64{}, mine...), random(5)...)...), // second tile
+		append(append([][]float64{}, mine...), random(5)...),                       // a tile without a partner
+		mine, // a partial tile
+		append(random(16), append(append([][]float64{}, mine...), random(6)...)...), // a pair and a tile
+	}
+	offsets := []int{0, 8, 0, 0, 16}
+	var first [][]float64
+	for k, batch := range batches {
+		xs, stats, err := s.SolveBatch(batch)
+		require.NoError(t, err)
+		got := xs[offsets[k] : offsets[k]+len(mine)]
+		for i := range mine {
+			st := stats[offsets[k]+i]
+			require.True(t, st.Converged)
+			require.Positive(t, st.Float32)
+		}
+		if k == 0 {
+			first = got
+			continue
+		}
+		for i := range mine {
+			require.Equal(t, first[i], got[i], "batch %d query %d", k, i)
+		}
+	}
+}
