@@ -55,7 +55,8 @@ type pprLaneSums32 [pprLanes32]float32
 
 // mixedBatch reports whether SolveBatch starts its tiles with float32 passes.
 func (s *PPRSolver) mixedBatch() bool {
-	return s.cfg.Method == PPRSOR && !s.cfg.Float64Batch && s.cfg.Tol < pprFloat32Tol/16 && s.cfg.MaxIter >= 4
+	return s.cfg.Method == PPRSOR && !s.cfg.Float64Batch && s.cfg.Tol < pprFloat32Tol/16 && s.cfg.MaxIter >= 4 &&
+		s.lay.str32 != nil
 }
 
 // pprPackTile32 fills the rows [lo, hi) of a pair's float32 tile from its float64

@@ -116,3 +116,32 @@ func TestPPRMixedLanesIndependent(t *testing.T) {
 		}
 	}
 }
+
+// Strengths float32 cannot carry with room to spare (below 2⁻¹⁰⁰ here) keep the batch
+// in float64 throughout: Solve's results, pass for pass.
+func TestPPRMixedFallsBackOnExtremeWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	const n = 500
+	edges := pprRandomEdges(rng, n, 3*n, 5)
+	for k := range edges[:20] {
+		edges[k].Weight = 1e-35
+	}
+	edges = append(edges, Edge{U: 0, V: n - 1, Weight: 1e-36}, Edge{U: n - 2, V: n - 1, Weight: 1e-36})
+	csr := pprCSR(t, n, edges)
+	s, err := NewPPRSolver(csr, PPRConfig{})
+	require.NoError(t, err)
+	require.False(t, s.mixedBatch())
+	resets := make([][]float64, 9)
+	for i := range resets {
+		resets[i] = pprRandomReset(rng, n, "dense")
+	}
+	xs, stats, err := s.SolveBatch(resets)
+	require.NoError(t, err)
+	for i, r := range resets {
+		x, st, err := s.Solve(r)
+		require.NoError(t, err)
+		assert.Zero(t, stats[i].Float32)
+		assert.Equal(t, st.Iterations, stats[i].Iterations)
+		assert.Less(t, pprMaxAbs(x, xs[i]), 1e-13, "query %d", i)
+	}
+}

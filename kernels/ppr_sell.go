@@ -285,12 +285,26 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 		}
 	}
 	if colour { // SOR: SolveBatch's float32 passes (solvePair)
-		l.str32, l.inv32 = make([]float32, np), make([]float32, np)
-		for i := range np {
-			l.str32[i], l.inv32[i] = float32(l.str[i]), float32(l.inv[i])
-		}
+		l.str32, l.inv32 = pprFloat32Strengths(l.str)
 	}
 	return l
+}
+
+// pprFloat32Strengths returns the strengths and their inverses rounded to float32,
+// or nil when a strength lies outside [2⁻¹⁰⁰, 2¹⁰⁰]: there the iterate (the reset
+// over the strength) and its products could overflow or vanish in float32, and the
+// batch runs in float64 throughout.
+func pprFloat32Strengths(str []float64) (str32, inv32 []float32) {
+	for _, x := range str {
+		if !(x >= 0x1p-100 && x <= 0x1p100) {
+			return nil, nil
+		}
+	}
+	str32, inv32 = make([]float32, len(str)), make([]float32, len(str))
+	for i, x := range str {
+		str32[i], inv32[i] = float32(x), float32(1/x)
+	}
+	return str32, inv32
 }
 
 // Node kinds in pprFindLeaves's answer, besides a leaf's neighbour (≥ 0).
