@@ -22,7 +22,9 @@ func (r hippoRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together, 8 per pass
-// over the graph (kernels.PPRSolver.SolveBatchNodes); result i is Retrieve(qs[i]).
+// over the graph and 16 per float32 pass (kernels.PPRSolver.SolveBatchNodes); result i
+// is Retrieve(qs[i]) to the solver's tolerance: the PPR scores meet the same 1e-10 and
+// differ from a lone solve's by up to about that (kernels.PPRConfig.Float64Batch).
 func (r hippoRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error) {
 	g, err := r.s.hippoGraph()
 	if err != nil {

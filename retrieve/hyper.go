@@ -24,7 +24,7 @@ func (r hyperRetriever) Retrieve(ctx context.Context, q string, k int) (Result, 
 }
 
 // RetrieveBatch retrieves many questions with their PPR solved together; result i is
-// Retrieve(qs[i]).
+// Retrieve(qs[i]) to the solver's tolerance (see hippoRetriever.RetrieveBatch).
 func (r hyperRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]Result, error) {
 	g, err := r.s.hyperGraph()
 	if err != nil {
