@@ -145,3 +145,63 @@ func TestPPRMixedFallsBackOnExtremeWeights(t *testing.T) {
 		assert.Less(t, pprMaxAbs(x, xs[i]), 1e-13, "query %d", i)
 	}
 }
+
+// FuzzPPRBatch builds a small graph and a batch of resets from the input and checks
+// every query of SolveBatch (its float32 start included) and of Solve against the
+// dense reference, to the error bound the tolerance gives: odd shapes (stars, paths,
+// isolated nodes, self-loops, parallel edges, all mass on leaves) and batch sizes
+// around the tile and pair boundaries.
+func FuzzPPRBatch(f *testing.F) {
+	f.Add([]byte{12, 3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 1, 2})
+	f.Add([]byte{40, 17, 0, 1, 0, 2, 0, 3, 0, 4, 1, 5, 5, 5, 9, 9, 2, 7, 200, 3, 1, 0, 255, 128})
+	f.Add([]byte{3, 9, 0, 0, 1, 1, 2, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 4 {
+			return
+		}
+		n := 2 + int(data[0])%48
+		batch := 2 + int(data[1])%34
+		workers := 1 + int(data[2])%3
+		body := data[3:]
+		var edges []Edge
+		for k := 0; k+2 < len(body) && len(edges) < 4*n; k += 3 {
+			w := float32(1+body[k+2]%200) / 16
+			edges = append(edges, Edge{U: int32(int(body[k]) % n), V: int32(int(body[k+1]) % n), Weight: w})
+		}
+		csr, err := NewSymmetricCSR(n, edges)
+		if err != nil {
+			t.Skip(err)
+		}
+		s, err := newPPRSolver(csr, PPRConfig{Workers: workers}, 16)
+		require.NoError(t, err)
+		resets := make([][]float64, batch)
+		for i := range resets {
+			r := make([]float64, n)
+			seed := int(data[i%len(data)]) + i
+			switch i % 3 {
+			case 0: // one node
+				r[seed%n] = 1
+			case 1: // a few
+				for j := 0; j < 3; j++ {
+					r[(seed+7*j)%n] += float64(1 + j)
+				}
+			default: // every node
+				for v := range r {
+					r[v] = float64(1 + (v*seed)%5)
+				}
+			}
+			resets[i] = r
+		}
+		xs, stats, err := s.SolveBatch(resets)
+		require.NoError(t, err)
+		bound := 2*DefaultPPRTol/(1-DefaultPPRDamping) + 1e-12
+		for i, r := range resets {
+			want := pprDenseRef(t, n, edges, r, DefaultPPRDamping)
+			require.True(t, stats[i].Converged, "query %d: %+v", i, stats[i])
+			require.Less(t, pprL1(xs[i], want), bound, "query %d of %d (%+v)", i, batch, stats[i])
+			x, _, err := s.Solve(r)
+			require.NoError(t, err)
+			require.Less(t, pprL1(x, want), bound, "query %d, Solve", i)
+		}
+	})
+}
