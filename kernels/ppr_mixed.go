@@ -223,9 +223,7 @@ func (s *PPRSolver) float32Passes(t *pprTile32, workers int, active uint16, leaf
 func pprTilePass32(l *pprLayout, str, inv []float32, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
 	var r, zs pprLaneSums32
 	for sl := s0; sl < s1; sl++ {
-		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
-		cols, vals := l.col[g0:g1], l.val[g0:g1]
-		vals = vals[:len(cols)]
+		cols, vals := l.sliceEntries(sl)
 		for row := range pprSellRows {
 			var acc [pprLanes32]float32
 			for k := row; k < len(cols); k += pprSellRows {

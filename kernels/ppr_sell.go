@@ -290,6 +290,14 @@ func newPPRLayout(csr *CSR, sigma, chunkCost int, colour bool, elim float64) *pp
 	return l
 }
 
+// sliceEntries returns the columns and weights of slice sl's groups (pprSellRows
+// entries a group, row r's k-th entry at k·pprSellRows + r), of equal length.
+func (l *pprLayout) sliceEntries(sl int) ([]int32, []float32) {
+	g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
+	cols, vals := l.col[g0:g1], l.val[g0:g1]
+	return cols, vals[:len(cols)]
+}
+
 // pprFloat32Strengths returns the strengths and their inverses rounded to float32,
 // or nil when a strength lies outside [2⁻¹⁰⁰, 2¹⁰⁰]: there the iterate (the reset
 // over the strength) and its products could overflow or vanish in float32, and the
@@ -579,9 +587,7 @@ func pprPass1(l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt 
 	y := func(u int32) float64 { return *(*float64)(unsafe.Add(base, uintptr(u)*8)) }
 	var rs, zs [pprSellRows]float64
 	for sl := s0; sl < s1; sl++ {
-		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
-		cols, vals := l.col[g0:g1], l.val[g0:g1]
-		vals = vals[:len(cols)]
+		cols, vals := l.sliceEntries(sl)
 		var a0, a1, a2, a3, a4, a5, a6, a7 float64
 		for k := 0; k+pprSellRows <= len(cols); k += pprSellRows {
 			c := (*[pprSellRows]int32)(cols[k:])

@@ -265,9 +265,7 @@ func (s *PPRSolver) extractLanes(t *pprTile, cur []float64, lanes []int, out [][
 func pprTilePass(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
 	var r, zs pprLaneSums
 	for sl := s0; sl < s1; sl++ {
-		g0, g1 := int(l.slicePtr[sl])*pprSellRows, int(l.slicePtr[sl+1])*pprSellRows
-		cols, vals := l.col[g0:g1], l.val[g0:g1]
-		vals = vals[:len(cols)]
+		cols, vals := l.sliceEntries(sl)
 		for row := range pprSellRows {
 			var a0, a1, a2, a3, a4, a5, a6, a7 float64
 			for k := row; k < len(cols); k += pprSellRows {
