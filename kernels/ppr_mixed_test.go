@@ -148,7 +148,8 @@ func TestPPRMixedFallsBackOnExtremeWeights(t *testing.T) {
 
 // FuzzPPRBatch builds a small graph and a batch of resets from the input and checks
 // every query of SolveBatch (its float32 start included) and of Solve against the
-// dense reference, to the error bound the tolerance gives: odd shapes (stars, paths,
+// dense reference, to the error bound the tolerance gives, at dampings 0.5, 0.85 and
+// 0.95: odd shapes (stars, paths,
 // isolated nodes, self-loops, parallel edges, all mass on leaves) and batch sizes
 // around the tile and pair boundaries.
 func FuzzPPRBatch(f *testing.F) {
@@ -156,13 +157,14 @@ func FuzzPPRBatch(f *testing.F) {
 	f.Add([]byte{40, 17, 0, 1, 0, 2, 0, 3, 0, 4, 1, 5, 5, 5, 9, 9, 2, 7, 200, 3, 1, 0, 255, 128})
 	f.Add([]byte{3, 9, 0, 0, 1, 1, 2, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 4 {
+		if len(data) < 5 {
 			return
 		}
 		n := 2 + int(data[0])%48
 		batch := 2 + int(data[1])%34
 		workers := 1 + int(data[2])%3
-		body := data[3:]
+		damping := []float64{0.5, 0.85, 0.95}[int(data[3])%3]
+		body := data[4:]
 		var edges []Edge
 		for k := 0; k+2 < len(body) && len(edges) < 4*n; k += 3 {
 			w := float32(1+body[k+2]%200) / 16
@@ -172,7 +174,7 @@ func FuzzPPRBatch(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		s, err := newPPRSolver(csr, PPRConfig{Workers: workers}, 16)
+		s, err := newPPRSolver(csr, PPRConfig{Workers: workers, Damping: damping}, 16)
 		require.NoError(t, err)
 		resets := make([][]float64, batch)
 		for i := range resets {
@@ -194,9 +196,9 @@ func FuzzPPRBatch(f *testing.F) {
 		}
 		xs, stats, err := s.SolveBatch(resets)
 		require.NoError(t, err)
-		bound := 2*DefaultPPRTol/(1-DefaultPPRDamping) + 1e-12
+		bound := 2*DefaultPPRTol/(1-damping) + 1e-12
 		for i, r := range resets {
-			want := pprDenseRef(t, n, edges, r, DefaultPPRDamping)
+			want := pprDenseRef(t, n, edges, r, damping)
 			require.True(t, stats[i].Converged, "query %d: %+v", i, stats[i])
 			require.Less(t, pprL1(xs[i], want), bound, "query %d of %d (%+v)", i, batch, stats[i])
 			x, _, err := s.Solve(r)
