@@ -240,10 +240,11 @@ type PPRSolver struct {
 	simd  bool // use the AVX-512 kernels
 	// work recycles the internal vectors of single solves (pprWork): a solve over a
 	// large graph would otherwise allocate and zero three node-sized vectors (120K
-	// passages: 20 MB) per query. tiles recycles batch tiles (*pprTile, 24 floats per
-	// node: 162 MB at 120K passages), whose every entry solveTile rewrites.
+	// passages: 20 MB) per query. tiles recycles batch tiles (*pprTile, 16 floats a
+	// row for SOR, 24 for Chebyshev and power, and 8 float32 for a pair's second half
+	// (solvePair): 92 MB at 120K passages, 573K rows); setupTile and solvePair rewrite
+	// every entry they read.
 	work, tiles sync.Pool
-	tiles32     sync.Pool // *pprTile32 (solvePair)
 }
 
 // pprWork is the scratch of one single solve, in internal order: the normalised reset,
@@ -489,23 +490,17 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 	if mixed {
 		units = (len(tiles) + 1) / 2
 	}
-	solve := func(sc *pprScratch, k, workers int) {
+	solve := func(t *pprTile, k, workers int) {
 		if !mixed {
 			j := job(k)
-			s.solveTile(sc.a, workers, j.resets, j.scales, j.out, j.stats, nodes)
+			s.solveTile(t, workers, j.resets, j.scales, j.out, j.stats, nodes)
 			return
 		}
 		var rb pprTileJob
 		if 2*k+1 < len(tiles) {
 			rb = job(2*k + 1)
-			if sc.b == nil {
-				sc.b = s.getTile()
-			}
 		}
-		if sc.t32 == nil {
-			sc.t32 = s.getTile32()
-		}
-		s.solvePair(sc.a, sc.b, sc.t32, workers, job(2*k), rb, nodes)
+		s.solvePair(t, workers, job(2*k), rb, nodes)
 	}
 	// Whole rounds of units run one per goroutine, each unit's passes on its own core:
 	// no barrier between colours or passes, and the same bits as a unit whose chunks
@@ -521,56 +516,27 @@ func (s *PPRSolver) solveBatch(resets [][]float64, nodes []int32) ([][]float64, 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sc := s.getScratch()
-				defer s.putScratch(sc)
+				t := s.getTile()
+				defer s.tiles.Put(t)
 				for {
 					k := int(next.Add(1)) - 1
 					if k >= par {
 						return
 					}
-					solve(sc, k, 1)
+					solve(t, k, 1)
 				}
 			}()
 		}
 		wg.Wait()
 	}
 	if par < units {
-		sc := s.getScratch()
+		t := s.getTile()
 		for k := par; k < units; k++ {
-			solve(sc, k, w)
+			solve(t, k, w)
 		}
-		s.putScratch(sc)
+		s.tiles.Put(t)
 	}
 	return out, stats, nil
-}
-
-// pprScratch is one goroutine's batch buffers: a tile and, for pairs (solvePair), the
-// second tile and the float32 tile, taken from the solver's pools when first needed.
-type pprScratch struct {
-	a, b *pprTile
-	t32  *pprTile32
-}
-
-func (s *PPRSolver) getScratch() *pprScratch { return &pprScratch{a: s.getTile()} }
-
-func (s *PPRSolver) putScratch(sc *pprScratch) {
-	for _, t := range []*pprTile{sc.a, sc.b} {
-		if t != nil {
-			s.tiles.Put(t)
-		}
-	}
-	if sc.t32 != nil {
-		s.tiles32.Put(sc.t32)
-	}
-}
-
-// getTile32 returns a recycled or new float32 tile; solvePair rewrites every entry
-// it reads.
-func (s *PPRSolver) getTile32() *pprTile32 {
-	if t, _ := s.tiles32.Get().(*pprTile32); t != nil {
-		return t
-	}
-	return newPPRTile32(s.lay.np)
 }
 
 // getTile returns a recycled or new batch tile.

@@ -227,12 +227,14 @@ tfin:
 	RET
 
 
-// func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, mask uint64, s *float64)
+// func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, mask uint64, s unsafe.Pointer, f32 bool)
 //
 // Writes n rows of a reset tile: row rows[j]'s lane b is lanes[b][nodes[j]]·scales[b]
 // for the lanes in mask (one VGATHERQPD of the 8 resets' entries), 0 for the others
-// and for a padding row (node −1). s points at the row rows are counted from.
-TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-56
+// and for a padding row (node −1). s points at the row rows are counted from; rows are
+// 64 bytes apart. With f32 the 8 lanes are rounded to float32 (one VCVTPD2PS) and
+// stored in the row's first 32 bytes: half a row of a pair's float32 tile.
+TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-57
 	MOVQ      nodes+0(FP), SI
 	MOVQ      rows+8(FP), R8
 	MOVQ      n+16(FP), CX
@@ -243,6 +245,7 @@ TEXT ·pprInterleaveAVX512(SB), NOSPLIT, $0-56
 	MOVQ      mask+40(FP), AX
 	KMOVW     AX, K3
 	MOVQ      s+48(FP), DI
+	MOVBQZX   f32+56(FP), R10
 	XORQ      DX, DX
 	TESTQ     CX, CX
 	JZ        ifin
@@ -262,11 +265,20 @@ iloop:
 	VMULPD       Z21, Z0, Z0
 
 istore:
-	VMOVUPD Z0, (DI)(R9*1)
-	ADDQ    $4, SI
-	ADDQ    $4, R8
-	DECQ    CX
-	JNZ     iloop
+	TESTQ     R10, R10
+	JNZ       istore32
+	VMOVUPD   Z0, (DI)(R9*1)
+	JMP       inext
+
+istore32:
+	VCVTPD2PS Z0, Y0
+	VMOVUPS   Y0, (DI)(R9*1)
+
+inext:
+	ADDQ $4, SI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ  iloop
 
 ifin:
 	VZEROUPPER

@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Mixed precision for SolveBatch (SOR): a pair of tiles, 16 queries, first iterates
 // in float32 with all 16 lanes of a node in one 64-byte line, then each tile finishes
@@ -36,25 +39,23 @@ const pprLanes32 = 2 * pprLanes
 // within 16× of it skips them.
 const pprFloat32Tol = 4 * 0x1p-24
 
-// pprTile32 holds the float32 buffers of a pair of tiles ([node][16]): the reset rows
-// packed as pprTile's are (row np is zero, zero rows point at it through sidx) and
-// the iterate, updated in place (SOR).
-type pprTile32 struct {
-	s    []float32
-	sidx []uint32
-	cur  []float32
-}
+// A pair runs in one tile's memory. Its float32 tile is the float64 tile's reset and
+// iterate arrays seen as float32: a float32 row of 16 lanes is a float64 row of 8,
+// 64 bytes. The float32 start is set up from the resets directly (interleave, folds,
+// packing, y₀), iterated, and then split: lanes 8–15 go to pprTile.half, lanes 0–7
+// are widened in place into the first tile's float64 iterate, whose resets are then
+// set up over the float32 ones (setupTile, keeping the iterate); after its passes the
+// second tile is widened from half and set up the same way. A pair thus needs 32
+// bytes a row more than a tile (the float64 tiles no longer keep a previous iterate
+// for SOR, 64 bytes a row), and its float32 reset rows are read from the resets once.
 
-func newPPRTile32(np int) *pprTile32 {
-	return &pprTile32{
-		s:    make([]float32, (np+1)*pprLanes32),
-		sidx: make([]uint32, np),
-		cur:  make([]float32, np*pprLanes32),
+// asFloat32 returns the memory of x as float32s, two per element.
+func asFloat32(x []float64) []float32 {
+	if len(x) == 0 {
+		return nil
 	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(x))), 2*len(x))
 }
-
-// pprLaneSums32 holds per-chunk, per-lane float32 partial sums.
-type pprLaneSums32 [pprLanes32]float32
 
 // mixedBatch reports whether SolveBatch starts its tiles with float32 passes.
 func (s *PPRSolver) mixedBatch() bool {
@@ -62,104 +63,8 @@ func (s *PPRSolver) mixedBatch() bool {
 		s.lay.str32 != nil
 }
 
-// pprPackTile32 fills the rows [lo, hi) of a pair's float32 tile from its float64
-// tiles a and b (b nil: lanes 8–15 zero) after their setup: reset rows packed at lo,
-// lo+1, … as pprCompactResets packs them, and the iterate rounded from theirs.
-func pprPackTile32(t *pprTile32, a, b *pprTile, np, lo, hi int) {
-	k := lo
-	for i := lo; i < hi; i++ {
-		c := (*[pprLanes32]float32)(t.cur[i*pprLanes32:])
-		ra, rb := a.sidx[i], uint32(np)
-		ca := (*[pprLanes]float64)(a.cur[i*pprLanes:])
-		for l, x := range ca {
-			c[l] = float32(x)
-		}
-		if b != nil {
-			rb = b.sidx[i]
-			cb := (*[pprLanes]float64)(b.cur[i*pprLanes:])
-			for l, x := range cb {
-				c[pprLanes+l] = float32(x)
-			}
-		} else {
-			clear(c[pprLanes:])
-		}
-		if ra == uint32(np) && rb == uint32(np) {
-			t.sidx[i] = uint32(np)
-			continue
-		}
-		row := (*[pprLanes32]float32)(t.s[k*pprLanes32:])
-		sa := (*[pprLanes]float64)(a.s[int(ra)*pprLanes:])
-		for l, x := range sa {
-			row[l] = float32(x)
-		}
-		if b != nil {
-			sb := (*[pprLanes]float64)(b.s[int(rb)*pprLanes:])
-			for l, x := range sb {
-				row[pprLanes+l] = float32(x)
-			}
-		} else {
-			clear(row[pprLanes:])
-		}
-		t.sidx[i] = uint32(k)
-		k++
-	}
-}
-
-// pprUnpackTile32 writes the float32 iterate of rows [lo, hi) back into the float64
-// tiles a and b (b nil: lanes 8–15 dropped).
-func pprUnpackTile32(t *pprTile32, a, b *pprTile, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		c := (*[pprLanes32]float32)(t.cur[i*pprLanes32:])
-		ca := (*[pprLanes]float64)(a.cur[i*pprLanes:])
-		for l := range ca {
-			ca[l] = float64(c[l])
-		}
-		if b != nil {
-			cb := (*[pprLanes]float64)(b.cur[i*pprLanes:])
-			for l := range cb {
-				cb[l] = float64(c[pprLanes+l])
-			}
-		}
-	}
-}
-
-// solvePair solves one or two tiles of queries (ra, rb; rb may be empty) with the
-// float32 start. ta and tb are their float64 tiles (tb unused when rb is empty).
-func (s *PPRSolver) solvePair(ta, tb *pprTile, t32 *pprTile32, workers int, ra, rb pprTileJob, nodes []int32) {
-	lay := s.lay
-	nc := s.numChunks()
-	massA := s.setupTile(ta, workers, ra.resets, ra.scales)
-	var massB pprLaneSums
-	b := tb
-	if len(rb.resets) > 0 {
-		massB = s.setupTile(tb, workers, rb.resets, rb.scales)
-	} else {
-		b = nil
-	}
-	s.forChunkRange(workers, 0, nc, func(c int) {
-		lo, hi := s.chunkRows(c)
-		pprPackTile32SIMD(s.simd, t32, ta, b, lay.np, lo, hi)
-	})
-	var active uint16
-	for l := range ra.resets {
-		active |= 1 << l
-	}
-	for l := range rb.resets {
-		active |= 1 << (pprLanes + l)
-	}
-	var mass [pprLanes32]float64
-	copy(mass[:], massA[:])
-	copy(mass[pprLanes:], massB[:])
-	passes := s.float32Passes(t32, workers, active, &mass)
-	s.forChunkRange(workers, 0, nc, func(c int) {
-		lo, hi := s.chunkRows(c)
-		pprUnpackTile32SIMD(s.simd, t32, ta, b, lo, hi)
-	})
-	s.iterateTile(ta, workers, len(ra.resets), ra.out, ra.stats, nodes, massA, (*[pprLanes]int)(passes[:pprLanes]))
-	if b != nil {
-		s.iterateTile(tb, workers, len(rb.resets), rb.out, rb.stats, nodes, massB, (*[pprLanes]int)(passes[pprLanes:]))
-	}
-}
+// pprLaneSums32 holds per-chunk, per-lane float32 partial sums.
+type pprLaneSums32 [pprLanes32]float32
 
 // pprTileJob is one tile's queries and where their results go.
 type pprTileJob struct {
@@ -169,11 +74,158 @@ type pprTileJob struct {
 	stats  []PPRStats
 }
 
+// solvePair solves one or two tiles of queries (ra, rb; rb may be empty) in the tile
+// t, with the float32 start.
+func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes []int32) {
+	lay := s.lay
+	np := lay.np
+	nc := s.numChunks()
+	s32, c32 := asFloat32(t.s), asFloat32(t.cur)
+	if cap(t.half) < np*pprLanes {
+		t.half = make([]float32, np*pprLanes)
+	}
+	half := t.half[:np*pprLanes]
+	jobs := [2]pprTileJob{ra, rb}
+	s.forChunkRange(workers, 0, nc, func(c int) {
+		lo, hi := s.chunkRows(c)
+		for h, j := range jobs {
+			s.interleave32(j, s32[lo*pprLanes32+h*pprLanes:], lo, hi, h)
+		}
+	})
+	mass := s.foldTile32(s32, jobs)
+	s.forChunkRange(workers, 0, nc, func(c int) {
+		lo, hi := s.chunkRows(c)
+		pprCompactResets32SIMD(s.simd, s32, c32, t.sidx, lay.inv32, np, lo, hi)
+	})
+	var active uint16
+	for h, j := range jobs {
+		for l := range j.resets {
+			active |= 1 << (h*pprLanes + l)
+		}
+	}
+	passes := s.float32Passes(s32, t.sidx, c32, workers, active, &mass)
+	s.forChunkRange(workers, 0, nc, func(c int) {
+		lo, hi := s.chunkRows(c)
+		pprSplitTile32SIMD(s.simd, t.cur, half, lo, hi)
+	})
+	for h, j := range jobs {
+		if len(j.resets) == 0 {
+			continue
+		}
+		if h == 1 {
+			s.forChunkRange(workers, 0, nc, func(c int) {
+				lo, hi := s.chunkRows(c)
+				pprWidenHalfSIMD(s.simd, half, t.cur, lo, hi)
+			})
+		}
+		leafMass := s.setupTile(t, workers, j.resets, j.scales, true)
+		s.iterateTile(t, workers, len(j.resets), j.out, j.stats, nodes, leafMass, (*[pprLanes]int)(passes[h*pprLanes:]))
+	}
+}
+
+// interleave32 writes half h of the float32 reset rows [lo, hi) (s32 at row lo, lane
+// 8h) from job j's resets, gathered in node order as setupTile gathers them.
+func (s *PPRSolver) interleave32(j pprTileJob, s32 []float32, lo, hi, h int) {
+	lay := s.lay
+	if pprInterleave32SIMD(s.simd, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, j.resets, j.scales, s32) {
+		return
+	}
+	for i := lo; i < hi; i++ {
+		row := s32[(i-lo)*pprLanes32:][:pprLanes]
+		for b := range row {
+			var sv float64
+			if v := lay.perm[i]; b < len(j.resets) && v >= 0 {
+				sv = j.resets[b][v] * j.scales[b]
+			}
+			row[b] = float32(sv)
+		}
+	}
+}
+
+// foldTile32 is foldTile for a pair's float32 reset rows (before packing): each fold
+// adds d·c·s_v, rounded to float32, to the lanes of its row where s_v ≠ 0, and each
+// lane's Σ s over the eliminated nodes is summed in fold order, as foldTile sums it.
+func (s *PPRSolver) foldTile32(s32 []float32, jobs [2]pprTileJob) [pprLanes32]float64 {
+	f := &s.lay.leaves.fold
+	d := s.cfg.Damping
+	var mass [pprLanes32]float64
+	for k, v := range f.node {
+		row := (*[pprLanes32]float32)(s32[int(f.row[k])*pprLanes32:])
+		c, count := f.c[k], f.count[k]
+		for h, j := range jobs {
+			for b, r := range j.resets {
+				x := r[v] * j.scales[b]
+				if x == 0 {
+					continue
+				}
+				row[h*pprLanes+b] += float32(d * (c * x))
+				if count {
+					mass[h*pprLanes+b] += x
+				}
+			}
+		}
+	}
+	return mass
+}
+
+// pprCompactResets32 is pprCompactResets for a pair's float32 tile: y₀ = s·inv in
+// float32 into cur, the rows of s that are not zero in all 16 lanes packed at lo,
+// lo+1, … and sidx pointing at them (np for a zero row).
+func pprCompactResets32(s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	k := lo
+	for i := lo; i < hi; i++ {
+		row := (*[pprLanes32]float32)(s[i*pprLanes32:])
+		c := (*[pprLanes32]float32)(cur[i*pprLanes32:])
+		iv := inv[i]
+		var bits uint32
+		for b := range row {
+			c[b] = row[b] * iv
+			bits |= math.Float32bits(row[b])
+		}
+		if bits == 0 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			*(*[pprLanes32]float32)(s[k*pprLanes32:]) = *row
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}
+
+// pprSplitTile32 splits the rows [lo, hi) of a pair's float32 iterate, which cur
+// holds (asFloat32): lanes 8–15 into half, lanes 0–7 widened in place into cur's
+// float64 rows.
+func pprSplitTile32(cur []float64, half []float32, lo, hi int) {
+	c32 := asFloat32(cur)
+	for i := lo; i < hi; i++ {
+		row := *(*[pprLanes32]float32)(c32[i*pprLanes32:])
+		copy(half[i*pprLanes:(i+1)*pprLanes], row[pprLanes:])
+		c := (*[pprLanes]float64)(cur[i*pprLanes:])
+		for b := range c {
+			c[b] = float64(row[b])
+		}
+	}
+}
+
+// pprWidenHalf writes the lanes 8–15 that pprSplitTile32 kept in half into cur's
+// float64 rows [lo, hi).
+func pprWidenHalf(half []float32, cur []float64, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		h := (*[pprLanes]float32)(half[i*pprLanes:])
+		c := (*[pprLanes]float64)(cur[i*pprLanes:])
+		for b := range c {
+			c[b] = float64(h[b])
+		}
+	}
+}
+
 // float32Passes runs SOR passes over a pair's float32 tile until every lane in active
 // has left them: its residual (measured as the float64 passes measure it, from the
 // float32 sums) is below pprFloat32Tol, or a pass took less than a tenth
 // off it, or it has had MaxIter/2 passes. It returns each lane's number of passes.
-func (s *PPRSolver) float32Passes(t *pprTile32, workers int, active uint16, leafMass *[pprLanes32]float64) [pprLanes32]int {
+func (s *PPRSolver) float32Passes(s32 []float32, sidx []uint32, cur []float32, workers int, active uint16, leafMass *[pprLanes32]float64) [pprLanes32]int {
 	lay := s.lay
 	nc := s.numChunks()
 	d, omega := float32(s.cfg.Damping), float32(s.omega[0])
@@ -193,7 +245,7 @@ func (s *PPRSolver) float32Passes(t *pprTile32, workers int, active uint16, leaf
 			r, z := res[iter%2], zsum[iter%2]
 			s.teamSweep(tm, func(c int) {
 				s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
-				pprTilePass32SIMD(s.simd, lay, t.s, t.sidx, d, omega, mask, t.cur, s0, s1, &r[c], &z[c])
+				pprTilePass32SIMD(s.simd, lay, s32, sidx, d, omega, mask, cur, s0, s1, &r[c], &z[c])
 			})
 			iter++
 			for l := range pprLanes32 {

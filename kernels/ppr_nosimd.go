@@ -41,12 +41,22 @@ func pprTilePass32SIMD(_ bool, l *pprLayout, sT []float32, sidx []uint32, d, ome
 	pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
 }
 
-// pprPackTile32SIMD runs the portable pprPackTile32.
-func pprPackTile32SIMD(_ bool, t *pprTile32, a, b *pprTile, np, lo, hi int) {
-	pprPackTile32(t, a, b, np, lo, hi)
+// pprInterleave32SIMD reports that no vector kernel runs.
+func pprInterleave32SIMD(bool, []int32, []int32, int, [][]float64, []float64, []float32) bool {
+	return false
 }
 
-// pprUnpackTile32SIMD runs the portable pprUnpackTile32.
-func pprUnpackTile32SIMD(_ bool, t *pprTile32, a, b *pprTile, lo, hi int) {
-	pprUnpackTile32(t, a, b, lo, hi)
+// pprCompactResets32SIMD runs the portable pprCompactResets32.
+func pprCompactResets32SIMD(_ bool, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	pprCompactResets32(s, cur, sidx, inv, np, lo, hi)
+}
+
+// pprSplitTile32SIMD runs the portable pprSplitTile32.
+func pprSplitTile32SIMD(_ bool, cur []float64, half []float32, lo, hi int) {
+	pprSplitTile32(cur, half, lo, hi)
+}
+
+// pprWidenHalfSIMD runs the portable pprWidenHalf.
+func pprWidenHalfSIMD(_ bool, half []float32, cur []float64, lo, hi int) {
+	pprWidenHalf(half, cur, lo, hi)
 }

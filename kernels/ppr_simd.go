@@ -120,7 +120,35 @@ func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64
 		}
 		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
 	}
-	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, &sT[0])
+	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, unsafe.Pointer(&sT[0]), false)
+	return true
+}
+
+// pprInterleave32SIMD is pprInterleaveSIMD for half of a pair's float32 tile: row
+// rows[j] of s32 (16 float32 a row, from the slice's start) gets resets[b][v]·scales[b],
+// rounded to float32, in lane b of the half that s32 starts at (lanes 0–7 from row 0's
+// first entry, 8–15 from its ninth), 0 in the lanes past len(resets). It reports false,
+// writing nothing, when the AVX-512 kernel does not run.
+func pprInterleave32SIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
+	if !simd || len(resets) > pprLanes {
+		return false
+	}
+	if len(rows) < len(nodes) || (len(nodes) > 0 && len(s32) < (len(nodes)-1)*pprLanes32+pprLanes) {
+		panic("kernels: PPR float32 reset tile shorter than its rows")
+	}
+	if len(nodes) == 0 {
+		return true
+	}
+	var lanes [pprLanes]unsafe.Pointer
+	var sc [pprLanes]float64
+	var mask uint64
+	for b, r := range resets {
+		if len(r) < n {
+			panic("kernels: PPR reset shorter than the graph")
+		}
+		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
+	}
+	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, unsafe.Pointer(&s32[0]), true)
 	return true
 }
 
@@ -156,25 +184,31 @@ func pprExtractSIMD(simd bool, pos []int32, j0, j1 int, y, full []float64, lanes
 // (ppr_gather_amd64.s).
 //
 //go:noescape
-func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, mask uint64, s *float64)
+func pprInterleaveAVX512(nodes, rows *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, mask uint64, s unsafe.Pointer, f32 bool)
 
 //go:noescape
 func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)
 
 // pprCompactResetsSIMD is pprCompactResets with AVX-512: a row's 8 lanes are scaled
 // (one multiply, rounded as the scalar one) and tested for zero bits in two
-// instructions. simd = false runs pprCompactResets.
+// instructions; cur nil is left alone. simd = false runs pprCompactResets.
 func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
 	if !simd {
 		pprCompactResets(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
-	s, cur, sidx, inv = s[:hi*pprLanes], cur[:hi*pprLanes], sidx[:hi], inv[:hi]
+	keep := cur == nil
+	if !keep {
+		cur = cur[:hi*pprLanes]
+	}
+	s, sidx, inv = s[:hi*pprLanes], sidx[:hi], inv[:hi]
 	zero := archsimd.BroadcastUint64x8(0)
 	k := lo
 	for i := lo; i < hi; i++ {
 		row := archsimd.LoadFloat64x8((*[pprLanes]float64)(s[i*pprLanes:]))
-		row.Mul(archsimd.BroadcastFloat64x8(inv[i])).Store((*[pprLanes]float64)(cur[i*pprLanes:]))
+		if !keep {
+			row.Mul(archsimd.BroadcastFloat64x8(inv[i])).Store((*[pprLanes]float64)(cur[i*pprLanes:]))
+		}
 		if row.AsUint64x8().NotEqual(zero).ToBits() == 0 {
 			sidx[i] = uint32(np)
 			continue
@@ -240,56 +274,58 @@ func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, 
 //go:noescape
 func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2]pprLaneSums32, sidx *uint32)
 
-// pprPackTile32SIMD is pprPackTile32 with each tile's 8 lanes of a row converted in
-// one instruction (rounded as float32(x) is). simd = false runs pprPackTile32.
-func pprPackTile32SIMD(simd bool, t *pprTile32, a, b *pprTile, np, lo, hi int) {
+// pprCompactResets32SIMD is pprCompactResets32 with a row's 16 lanes in one
+// register (the multiply rounded as the scalar one). simd = false runs
+// pprCompactResets32.
+func pprCompactResets32SIMD(simd bool, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
 	if !simd {
-		pprPackTile32(t, a, b, np, lo, hi)
+		pprCompactResets32(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
-	zero := archsimd.BroadcastFloat32x8(0)
-	half := func(dst []float32, src []float64) { // 8 lanes of src rounded into dst
-		archsimd.LoadFloat64x8((*[pprLanes]float64)(src)).ConvertToFloat32().Store((*[pprLanes]float32)(dst))
-	}
+	s, cur, sidx, inv = s[:hi*pprLanes32], cur[:hi*pprLanes32], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint32x16(0)
 	k := lo
 	for i := lo; i < hi; i++ {
-		c := t.cur[i*pprLanes32 : (i+1)*pprLanes32]
-		half(c, a.cur[i*pprLanes:])
-		ra, rb := a.sidx[i], uint32(np)
-		if b != nil {
-			half(c[pprLanes:], b.cur[i*pprLanes:])
-			rb = b.sidx[i]
-		} else {
-			zero.Store((*[pprLanes]float32)(c[pprLanes:]))
-		}
-		if ra == uint32(np) && rb == uint32(np) {
-			t.sidx[i] = uint32(np)
+		row := archsimd.LoadFloat32x16((*[pprLanes32]float32)(s[i*pprLanes32:]))
+		row.Mul(archsimd.BroadcastFloat32x16(inv[i])).Store((*[pprLanes32]float32)(cur[i*pprLanes32:]))
+		if row.AsUint32x16().NotEqual(zero).ToBits() == 0 {
+			sidx[i] = uint32(np)
 			continue
 		}
-		row := t.s[k*pprLanes32 : (k+1)*pprLanes32]
-		half(row, a.s[int(ra)*pprLanes:])
-		if b != nil {
-			half(row[pprLanes:], b.s[int(rb)*pprLanes:])
-		} else {
-			zero.Store((*[pprLanes]float32)(row[pprLanes:]))
+		if k != i {
+			row.Store((*[pprLanes32]float32)(s[k*pprLanes32:]))
 		}
-		t.sidx[i] = uint32(k)
+		sidx[i] = uint32(k)
 		k++
 	}
 }
 
-// pprUnpackTile32SIMD is pprUnpackTile32 with 8 lanes converted in one instruction.
-// simd = false runs pprUnpackTile32.
-func pprUnpackTile32SIMD(simd bool, t *pprTile32, a, b *pprTile, lo, hi int) {
+// pprSplitTile32SIMD is pprSplitTile32 with 8 lanes converted in one instruction
+// (rounded as float64(x) is: exactly). simd = false runs pprSplitTile32.
+func pprSplitTile32SIMD(simd bool, cur []float64, half []float32, lo, hi int) {
 	if !simd {
-		pprUnpackTile32(t, a, b, lo, hi)
+		pprSplitTile32(cur, half, lo, hi)
 		return
 	}
+	c32 := asFloat32(cur[:hi*pprLanes])
+	half = half[:hi*pprLanes]
 	for i := lo; i < hi; i++ {
-		c := t.cur[i*pprLanes32 : (i+1)*pprLanes32]
-		archsimd.LoadFloat32x8((*[pprLanes]float32)(c)).ConvertToFloat64().Store((*[pprLanes]float64)(a.cur[i*pprLanes:]))
-		if b != nil {
-			archsimd.LoadFloat32x8((*[pprLanes]float32)(c[pprLanes:])).ConvertToFloat64().Store((*[pprLanes]float64)(b.cur[i*pprLanes:]))
-		}
+		a := archsimd.LoadFloat32x8((*[pprLanes]float32)(c32[i*pprLanes32:]))
+		b := archsimd.LoadFloat32x8((*[pprLanes]float32)(c32[i*pprLanes32+pprLanes:]))
+		b.Store((*[pprLanes]float32)(half[i*pprLanes:]))
+		a.ConvertToFloat64().Store((*[pprLanes]float64)(cur[i*pprLanes:]))
+	}
+}
+
+// pprWidenHalfSIMD is pprWidenHalf with 8 lanes converted in one instruction.
+// simd = false runs pprWidenHalf.
+func pprWidenHalfSIMD(simd bool, half []float32, cur []float64, lo, hi int) {
+	if !simd {
+		pprWidenHalf(half, cur, lo, hi)
+		return
+	}
+	half, cur = half[:hi*pprLanes], cur[:hi*pprLanes]
+	for i := lo; i < hi; i++ {
+		archsimd.LoadFloat32x8((*[pprLanes]float32)(half[i*pprLanes:])).ConvertToFloat64().Store((*[pprLanes]float64)(cur[i*pprLanes:]))
 	}
 }

@@ -24,22 +24,23 @@ const PPRTileQueries = pprLanes
 // 64-byte row a node, which leaves the last-level cache to the iterate the gathers
 // read.
 type pprTile struct {
-	s, cur, nxt []float64
-	sidx        []uint32
-	fold        []float64 // each fold's normalised reset in the tile's lanes (foldTile)
+	s, cur []float64
+	nxt    []float64 // the previous iterate: Chebyshev and power only (setupTile)
+	sidx   []uint32
+	fold   []float64 // each fold's normalised reset in the tile's lanes (foldTile)
+	half   []float32 // lanes 8–15 of a pair's float32 iterate (solvePair)
 }
 
 func newPPRTile(np int) *pprTile {
 	return &pprTile{
 		s:    make([]float64, (np+1)*pprLanes), // row np: the zero row
 		cur:  make([]float64, np*pprLanes),
-		nxt:  make([]float64, np*pprLanes),
 		sidx: make([]uint32, np),
 	}
 }
 
 // pprCompactResets computes y_0 = s/strength for the rows [lo, hi) of a tile into cur
-// and packs the rows of s that are not zero in every lane at lo, lo+1, …, in order,
+// (cur nil: left alone) and packs the rows of s that are not zero in every lane at lo, lo+1, …, in order,
 // setting sidx[i] to row i's new place and to np, the zero row, for a zero row
 // (see pprTile). A row is zero when all its bits are, so every lane of every row reads
 // the same value as before. Rows are only moved down (lo ≤ new place ≤ i), so the
@@ -48,11 +49,16 @@ func pprCompactResets(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi
 	k := lo
 	for i := lo; i < hi; i++ {
 		row := (*[pprLanes]float64)(s[i*pprLanes:])
-		c := (*[pprLanes]float64)(cur[i*pprLanes:])
+		var c *[pprLanes]float64
+		if cur != nil {
+			c = (*[pprLanes]float64)(cur[i*pprLanes:])
+		}
 		iv := inv[i]
 		var bits uint64
 		for b := range row {
-			c[b] = row[b] * iv
+			if c != nil {
+				c[b] = row[b] * iv
+			}
 			bits |= math.Float64bits(row[b])
 		}
 		if bits == 0 {
@@ -123,20 +129,24 @@ type pprLaneSums [pprLanes]float64
 // per reset.
 // With nodes not nil, out receives only those nodes' scores (see SolveBatchNodes).
 func (s *PPRSolver) solveTile(t *pprTile, workers int, resets [][]float64, scales []float64, out [][]float64, stats []PPRStats, nodes []int32) {
-	leafMass := s.setupTile(t, workers, resets, scales)
+	leafMass := s.setupTile(t, workers, resets, scales, false)
 	s.iterateTile(t, workers, len(resets), out, stats, nodes, leafMass, nil)
 }
 
 // setupTile prepares a tile for its passes: it interleaves the normalised resets,
 // gathered in node order within each chunk, and clears y_{-1} (SOR updates in place
 // and has none); folds the eliminated nodes' resets in (pprLeaves); then packs the
-// reset tile and sets y_0 = s'/strength (pprCompactResets). It returns each lane's
-// Σ s over the eliminated nodes.
-func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scales []float64) pprLaneSums {
+// reset tile and sets y_0 = s'/strength (pprCompactResets), or keeps the iterate the
+// tile holds with keep (solvePair's float32 start). It returns each lane's Σ s over
+// the eliminated nodes.
+func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scales []float64, keep bool) pprLaneSums {
 	nq := len(resets)
 	nc := s.numChunks()
 	lay := s.lay
 	sor := s.cfg.Method == PPRSOR
+	if !sor && t.nxt == nil { // SOR updates in place: no previous iterate
+		t.nxt = make([]float64, len(t.cur))
+	}
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		if !sor {
@@ -159,7 +169,11 @@ func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scale
 	leafMass := s.foldTile(t, resets, scales)
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
-		pprCompactResetsSIMD(s.simd, t.s, t.cur, t.sidx, lay.inv, lay.np, lo, hi)
+		cur := t.cur
+		if keep {
+			cur = nil
+		}
+		pprCompactResetsSIMD(s.simd, t.s, cur, t.sidx, lay.inv, lay.np, lo, hi)
 	})
 	return leafMass
 }
