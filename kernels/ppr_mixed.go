@@ -46,8 +46,9 @@ const pprFloat32Tol = 4 * 0x1p-24
 // are widened in place into the first tile's float64 iterate, whose resets are then
 // set up over the float32 ones (setupTile, keeping the iterate); after its passes the
 // second tile is widened from half and set up the same way. A pair thus needs 32
-// bytes a row more than a tile (the float64 tiles no longer keep a previous iterate
-// for SOR, 64 bytes a row), and its float32 reset rows are read from the resets once.
+// bytes a row more than a tile (and SOR tiles no longer keep the previous iterate
+// they never read, 64 bytes a row), at the price of reading each tile's resets twice,
+// once for each precision.
 
 // asFloat32 returns the memory of x as float32s, two per element.
 func asFloat32(x []float64) []float32 {
@@ -89,7 +90,7 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
 		for h, j := range jobs {
-			s.interleave32(j, s32[lo*pprLanes32+h*pprLanes:], lo, hi, h)
+			s.interleave32(j, s32[lo*pprLanes32+h*pprLanes:], lo, hi)
 		}
 	})
 	mass := s.foldTile32(s32, jobs)
@@ -123,9 +124,10 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 	}
 }
 
-// interleave32 writes half h of the float32 reset rows [lo, hi) (s32 at row lo, lane
-// 8h) from job j's resets, gathered in node order as setupTile gathers them.
-func (s *PPRSolver) interleave32(j pprTileJob, s32 []float32, lo, hi, h int) {
+// interleave32 writes a half of the float32 reset rows [lo, hi) (s32 at row lo, at
+// the half's first lane) from job j's resets, gathered in node order as setupTile
+// gathers them.
+func (s *PPRSolver) interleave32(j pprTileJob, s32 []float32, lo, hi int) {
 	lay := s.lay
 	if pprInterleave32SIMD(s.simd, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, j.resets, j.scales, s32) {
 		return
