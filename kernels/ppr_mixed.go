@@ -174,26 +174,7 @@ func (s *PPRSolver) foldTile32(s32 []float32, jobs [2]pprTileJob) [pprLanes32]fl
 // float32 into cur, the rows of s that are not zero in all 16 lanes packed at lo,
 // lo+1, … and sidx pointing at them (np for a zero row).
 func pprCompactResets32(s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
-	k := lo
-	for i := lo; i < hi; i++ {
-		row := (*[pprLanes32]float32)(s[i*pprLanes32:])
-		c := (*[pprLanes32]float32)(cur[i*pprLanes32:])
-		iv := inv[i]
-		var bits uint32
-		for b := range row {
-			c[b] = row[b] * iv
-			bits |= math.Float32bits(row[b])
-		}
-		if bits == 0 {
-			sidx[i] = uint32(np)
-			continue
-		}
-		if k != i {
-			*(*[pprLanes32]float32)(s[k*pprLanes32:]) = *row
-		}
-		sidx[i] = uint32(k)
-		k++
-	}
+	pprCompactResets(s, cur, sidx, inv, pprLanes32, np, lo, hi)
 }
 
 // pprSplitTile32 splits the rows [lo, hi) of a pair's float32 iterate, which cur

@@ -28,7 +28,7 @@ func pprExtractSIMD(bool, []int32, int, int, []float64, []float64, []int, *[pprL
 
 // pprCompactResetsSIMD runs the portable pprCompactResets.
 func pprCompactResetsSIMD(_ bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
-	pprCompactResets(s, cur, sidx, inv, np, lo, hi)
+	pprCompactResets(s, cur, sidx, inv, pprLanes, np, lo, hi)
 }
 
 // pprTileTotalsSIMD runs the portable pprTileTotals.

@@ -108,19 +108,7 @@ func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64
 	if len(rows) < len(nodes) || len(sT) < len(nodes)*pprLanes {
 		panic("kernels: PPR reset tile shorter than its rows")
 	}
-	if len(nodes) == 0 {
-		return true
-	}
-	var lanes [pprLanes]unsafe.Pointer
-	var sc [pprLanes]float64
-	var mask uint64
-	for b, r := range resets {
-		if len(r) < n {
-			panic("kernels: PPR reset shorter than the graph")
-		}
-		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
-	}
-	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, unsafe.Pointer(&sT[0]), false)
+	pprInterleaveRun(nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(sT)), false)
 	return true
 }
 
@@ -136,8 +124,14 @@ func pprInterleave32SIMD(simd bool, nodes, rows []int32, n int, resets [][]float
 	if len(rows) < len(nodes) || (len(nodes) > 0 && len(s32) < (len(nodes)-1)*pprLanes32+pprLanes) {
 		panic("kernels: PPR float32 reset tile shorter than its rows")
 	}
+	pprInterleaveRun(nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(s32)), true)
+	return true
+}
+
+// pprInterleaveRun checks the resets and runs pprInterleaveAVX512 over the rows.
+func pprInterleaveRun(nodes, rows []int32, n int, resets [][]float64, scales []float64, s unsafe.Pointer, f32 bool) {
 	if len(nodes) == 0 {
-		return true
+		return
 	}
 	var lanes [pprLanes]unsafe.Pointer
 	var sc [pprLanes]float64
@@ -148,8 +142,7 @@ func pprInterleave32SIMD(simd bool, nodes, rows []int32, n int, resets [][]float
 		}
 		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
 	}
-	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, unsafe.Pointer(&s32[0]), true)
-	return true
+	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, s, f32)
 }
 
 // pprExtractSIMD writes, for every j in [j0, j1) whose node is a row (p = pos[j] ≥ 0),
@@ -194,7 +187,7 @@ func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]u
 // instructions; cur nil is left alone. simd = false runs pprCompactResets.
 func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
 	if !simd {
-		pprCompactResets(s, cur, sidx, inv, np, lo, hi)
+		pprCompactResets(s, cur, sidx, inv, pprLanes, np, lo, hi)
 		return
 	}
 	keep := cur == nil

@@ -40,33 +40,33 @@ func newPPRTile(np int) *pprTile {
 }
 
 // pprCompactResets computes y_0 = s/strength for the rows [lo, hi) of a tile into cur
-// (cur nil: left alone) and packs the rows of s that are not zero in every lane at lo, lo+1, …, in order,
-// setting sidx[i] to row i's new place and to np, the zero row, for a zero row
-// (see pprTile). A row is zero when all its bits are, so every lane of every row reads
-// the same value as before. Rows are only moved down (lo ≤ new place ≤ i), so the
-// rows not yet read are intact.
-func pprCompactResets(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+// (cur nil: left alone) and packs the rows of s that are not zero in every lane at lo,
+// lo+1, …, in order, setting sidx[i] to row i's new place and to np, the zero row, for
+// a zero row (see pprTile). A row is zero when all its bits are, so every lane of
+// every row reads the same value as before. Rows are only moved down (lo ≤ new place
+// ≤ i), so the rows not yet read are intact. lanes is the row's width: pprLanes for a
+// tile, pprLanes32 for a pair's float32 tile (pprCompactResets32).
+func pprCompactResets[T float32 | float64](s, cur []T, sidx []uint32, inv []T, lanes, np, lo, hi int) {
 	k := lo
 	for i := lo; i < hi; i++ {
-		row := (*[pprLanes]float64)(s[i*pprLanes:])
-		var c *[pprLanes]float64
-		if cur != nil {
-			c = (*[pprLanes]float64)(cur[i*pprLanes:])
-		}
+		row := s[i*lanes : (i+1)*lanes]
 		iv := inv[i]
-		var bits uint64
-		for b := range row {
-			if c != nil {
-				c[b] = row[b] * iv
+		zero := true
+		for b, x := range row {
+			if cur != nil {
+				cur[i*lanes+b] = x * iv
 			}
-			bits |= math.Float64bits(row[b])
+			// Not zero in its bits: any other value, −0 or NaN.
+			if x != 0 || math.Signbit(float64(x)) {
+				zero = false
+			}
 		}
-		if bits == 0 {
+		if zero {
 			sidx[i] = uint32(np)
 			continue
 		}
 		if k != i {
-			*(*[pprLanes]float64)(s[k*pprLanes:]) = *row
+			copy(s[k*lanes:(k+1)*lanes], row)
 		}
 		sidx[i] = uint32(k)
 		k++
