@@ -179,8 +179,9 @@ func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scale
 }
 
 // iterateTile runs a set-up tile's float64 passes until each of its nq lanes has
-// converged or had MaxIter passes, and extracts each lane's scores as it stops. done
-// holds each lane's passes before these (the float32 ones, solvePair), nil for none.
+// converged or had MaxIter passes, and extracts each lane's scores as it stops.
+// done32 holds each lane's passes before these (the float32 ones, solvePair), nil for
+// none.
 func (s *PPRSolver) iterateTile(t *pprTile, workers, nq int, out [][]float64, stats []PPRStats, nodes []int32, leafMass pprLaneSums, done32 *[pprLanes]int) {
 	nc := s.numChunks()
 	lay := s.lay
