@@ -54,9 +54,9 @@ func LayerNorm(x, gamma, beta *graph.Node, eps float64) *graph.Node {
 	y := withVJP(inputs,
 		func(ins []*graph.Node) *graph.Node {
 			xin := ins[0]
-			mean := graph.ReduceAndKeep(xin, graph.ReduceMean, 1)
+			mean := meanCols(xin)
 			xc := graph.Sub(xin, mean)
-			variance := graph.ReduceAndKeep(graph.Square(xc), graph.ReduceMean, 1)
+			variance := meanCols(graph.Square(xc))
 			rstd = graph.Reciprocal(graph.Sqrt(graph.AddScalar(variance, eps))) // [rows, 1]
 			xhat = graph.Mul(xc, rstd)
 			out := xhat
@@ -82,12 +82,26 @@ func LayerNorm(x, gamma, beta *graph.Node, eps float64) *graph.Node {
 			if beta != nil {
 				grads[k] = sumRows(v)
 			}
-			m1 := graph.ReduceAndKeep(gv, graph.ReduceMean, 1)
-			m2 := graph.ReduceAndKeep(graph.Mul(gv, xhat), graph.ReduceMean, 1)
+			m1 := meanCols(gv)
+			m2 := meanCols(graph.Mul(gv, xhat))
 			grads[0] = graph.Mul(graph.Sub(graph.Sub(gv, m1), graph.Mul(xhat, m2)), rstd)
 			return grads
 		})
 	return graph.Reshape(y, x.Shape().Dimensions...)
+}
+
+// meanCols returns the row means of m [M, F] as [M, 1], computed as m·(ones[F, 1]/F):
+// on the go backend a matrix product is several times faster than a reduction, even
+// over the innermost axis.
+func meanCols(m *graph.Node) *graph.Node {
+	f := m.Shape().Dim(1)
+	return graph.MatMul(m, full(m.Graph(), m.DType(), 1/float64(f), f, 1))
+}
+
+// sumCols returns the row sums of m [M, F] as [M, 1], computed as m·ones[F, 1] (see
+// meanCols).
+func sumCols(m *graph.Node) *graph.Node {
+	return graph.MatMul(m, graph.Ones(m.Graph(), shapeOf(m.DType(), m.Shape().Dim(1), 1)))
 }
 
 // sumRows returns the column sums of m [M, H] as [H], computed as ones[1,M]·m: a

@@ -229,3 +229,49 @@ func containsAny(s string, subs ...string) bool {
 	}
 	return false
 }
+
+// TestGlobalNorm holds GlobalNorm to √(Σ g²) summed in float64, over float32 and
+// float64 gradients of every rank (a scalar, a vector, a matrix, a rank-3 tensor, and
+// one large enough to be summed in blocks).
+func TestGlobalNorm(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := [][]int{{}, {7}, {3, 5}, {2, 3, 4}, {300, 257}}
+	for _, f64 := range []bool{false, true} {
+		var want float64
+		var in []*tensors.Tensor
+		for _, dims := range shapes {
+			n := 1
+			for _, d := range dims {
+				n *= d
+			}
+			x := make([]float64, n)
+			for j := range x {
+				x[j] = rng.NormFloat64() * 3
+			}
+			if f64 {
+				in = append(in, tensors.FromFlatDataAndDimensions(x, dims...))
+				for _, v := range x {
+					want += v * v
+				}
+				continue
+			}
+			x32 := make([]float32, n)
+			for j, v := range x {
+				x32[j] = float32(v)
+				want += float64(x32[j]) * float64(x32[j])
+			}
+			in = append(in, tensors.FromFlatDataAndDimensions(x32, dims...))
+		}
+		exe, err := eng.Exec(engine.Key{Name: fmt.Sprintf("global-norm-%v", f64)}, model.NewStore(),
+			func(_ *model.Scope, gs []*graph.Node) []*graph.Node { return []*graph.Node{train.GlobalNorm(gs)} })
+		require.NoError(t, err)
+		outs, err := exe.Call(in...)
+		require.NoError(t, err)
+		got := tensors.MustCopyFlatData[float32](outs[0])
+		require.Len(t, got, 1)
+		assert.InEpsilon(t, math.Sqrt(want), float64(got[0]), 2e-6, "float64 gradients: %v", f64)
+	}
+}
