@@ -8,7 +8,8 @@
 //     edge features added to keys and values, root/skip weight, optional beta gate).
 //   - [SegmentSum], [SegmentMean], [SegmentMax] and the batch pools [SumPool],
 //     [MeanPool], [MaxPool]: padding-aware; empty segments give 0.
-//   - [Linear], [LayerNorm], [BatchNorm], [GELU], [ReLU], [Dropout].
+//   - [Linear], [LayerNorm], [BatchNorm], [GELU], [ReLU], [Dropout], and
+//     [SumSquares] (Σx² by matrix products, for gradient norms).
 //
 // Batching: many small [Graph]s are packed by a [Bucketer] into one disjoint graph
 // padded to one of a few bucket sizes ([Batch]), so that a training loop compiles one

@@ -104,6 +104,33 @@ func sumCols(m *graph.Node) *graph.Node {
 	return graph.MatMul(m, graph.Ones(m.Graph(), shapeOf(m.DType(), m.Shape().Dim(1), 1)))
 }
 
+// sumSquaresRow is the widest row SumSquares sums in one product.
+const sumSquaresRow = 4096
+
+// SumSquares returns Σ x² over every entry of x, as a scalar, by matrix products:
+// the squares as rows of x's last axis (rows of 1024 for a long vector that 1024
+// divides), each row summed with a ones column (sumCols), then the row sums with a
+// ones row (sumRows). On the go backend that is about twice as fast as
+// ReduceAllSum(Square(x)), and no float32 accumulator takes more than a row's or a
+// column's worth of terms (a single product of x flattened with itself does, and was
+// off by 4e-4 on a million entries). A vector longer than sumSquaresRow that 1024
+// does not divide falls back to ReduceAllSum.
+func SumSquares(x *graph.Node) *graph.Node {
+	n := x.Shape().Size()
+	k := 1
+	if x.Rank() > 0 {
+		k = x.Shape().Dim(-1)
+	}
+	if k > sumSquaresRow && n%1024 == 0 {
+		k = 1024
+	}
+	sq := graph.Square(x)
+	if k > sumSquaresRow || k == 0 {
+		return graph.ReduceAllSum(sq)
+	}
+	return graph.Reshape(sumRows(sumCols(graph.Reshape(sq, n/k, k))))
+}
+
 // sumRows returns the column sums of m [M, H] as [H], computed as ones[1,M]·m: a
 // matrix product is much faster than a reduction over the leading axis on the go
 // backend.

@@ -19,7 +19,6 @@ import (
 	"math"
 
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -465,14 +464,13 @@ func MaskedBCE(logits, labels, weights *graph.Node) *graph.Node {
 
 // GlobalNorm returns √(Σ‖g‖²) over the gradients, as float32.
 //
-// Each ‖g‖² is summed by matrix products (sumSquares) rather than ReduceAllSum: on the
-// go backend a reduction runs through a generic iterator, about twice as slow as the
-// squares and the products together, and the trainer computes this norm on every
-// step over every parameter.
+// Each ‖g‖² is kernels.SumSquares, matrix products rather than ReduceAllSum: on the go
+// backend a reduction runs through a generic iterator, about twice as slow, and the
+// trainer computes this norm on every step over every parameter.
 func GlobalNorm(grads []*graph.Node) *graph.Node {
 	var sum *graph.Node
 	for _, g := range grads {
-		s := graph.ConvertDType(sumSquares(g), dtypes.Float32)
+		s := graph.ConvertDType(kernels.SumSquares(g), dtypes.Float32)
 		if sum == nil {
 			sum = s
 		} else {
@@ -480,33 +478,6 @@ func GlobalNorm(grads []*graph.Node) *graph.Node {
 		}
 	}
 	return graph.Sqrt(sum)
-}
-
-// sumSquaresRow is the widest row sumSquares sums in one product.
-const sumSquaresRow = 4096
-
-// sumSquares returns Σ g² as a scalar: the squares as rows of g's last axis (of 1024
-// entries for a long vector that 1024 divides), each row summed by a product with a
-// ones column, then the row sums by a product with a ones row. A product sums in the
-// matmul kernel's blocks, so no float32 accumulator takes more than a row's or a
-// column's worth of terms (a single product of g flattened with itself does, and was
-// off by 4e-4 on a million entries). A vector longer than sumSquaresRow that 1024 does
-// not divide falls back to ReduceAllSum.
-func sumSquares(g *graph.Node) *graph.Node {
-	n := g.Shape().Size()
-	k := 1
-	if g.Rank() > 0 {
-		k = g.Shape().Dim(-1)
-	}
-	if k > sumSquaresRow && n%1024 == 0 {
-		k = 1024
-	}
-	sq := graph.Square(g)
-	if k > sumSquaresRow || k == 0 {
-		return graph.ReduceAllSum(sq)
-	}
-	rows := graph.MatMul(graph.Reshape(sq, n/k, k), graph.Ones(g.Graph(), shapes.Make(g.DType(), k, 1)))
-	return graph.Reshape(graph.MatMul(graph.Ones(g.Graph(), shapes.Make(g.DType(), 1, n/k)), rows))
 }
 
 // Predict returns one logit per input graph of b (in input order), with the model in
