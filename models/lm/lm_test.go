@@ -23,8 +23,9 @@ import (
 // reference is an independent float64 forward pass of a Llama/Qwen2 model written by
 // lmtest: Hugging Face's modeling_llama / modeling_qwen2 arithmetic, one sequence.
 type reference struct {
-	m   *lmtest.Model
-	eps float64
+	m       *lmtest.Model
+	eps     float64
+	callLen int // the call's sequence length for dynamic RoPE (the batch's longest); 0 = this sequence's
 }
 
 func (r reference) w(name string) []float64 {
@@ -69,13 +70,76 @@ func rmsnorm(x, w []float64, eps float64) []float64 {
 	return out
 }
 
+// refInvFreq transcribes transformers' ROPE_INIT_FUNCTIONS (modeling_rope_utils.py,
+// transformers 5) for the spec's rope parameters, in float64: the inverse
+// frequencies and the cos/sin scale for a call of seqLen positions.
+func refInvFreq(s lmtest.Spec, hd, seqLen int) ([]float64, float64) {
+	rp := s.Rope
+	if rp == nil && s.RopeLinear > 0 {
+		rp = map[string]any{"type": "linear", "factor": s.RopeLinear}
+	}
+	kind, _ := rp["rope_type"].(string)
+	if kind == "" {
+		kind, _ = rp["type"].(string)
+	}
+	f := func(k string) float64 { v, _ := rp[k].(float64); return v }
+	origMax := func() float64 {
+		switch v := rp["original_max_position_embeddings"].(type) {
+		case int:
+			return float64(v)
+		case float64:
+			return v
+		}
+		return float64(s.MaxPositions)
+	}
+	base, dim := s.RopeTheta, float64(hd)
+	if kind == "dynamic" && seqLen > s.MaxPositions {
+		base *= math.Pow(f("factor")*float64(seqLen)/float64(s.MaxPositions)-(f("factor")-1), dim/(dim-2))
+	}
+	inv := make([]float64, hd/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(base, float64(2*i)/dim)
+	}
+	attn := 1.0
+	switch kind {
+	case "linear":
+		for i := range inv {
+			inv[i] /= f("factor")
+		}
+	case "llama3":
+		old := origMax()
+		lowW, highW := old/f("low_freq_factor"), old/f("high_freq_factor")
+		for i, fr := range inv {
+			wl := 2 * math.Pi / fr
+			switch {
+			case wl < highW: // high frequency: kept
+			case wl > lowW: // low frequency: interpolated
+				inv[i] = fr / f("factor")
+			default:
+				sm := (old/wl - f("low_freq_factor")) / (f("high_freq_factor") - f("low_freq_factor"))
+				inv[i] = (1-sm)*fr/f("factor") + sm*fr
+			}
+		}
+	case "yarn":
+		factor, old := f("factor"), origMax()
+		attn = 0.1*math.Log(factor) + 1
+		cd := func(rot float64) float64 { return dim * math.Log(old/(rot*2*math.Pi)) / (2 * math.Log(base)) }
+		low, high := math.Max(math.Floor(cd(32)), 0), math.Min(math.Ceil(cd(1)), dim-1)
+		for i, fr := range inv {
+			ramp := math.Min(math.Max((float64(i)-low)/(high-low), 0), 1)
+			inv[i] = fr/factor*ramp + fr*(1-ramp)
+		}
+	}
+	return inv, attn
+}
+
 // rope rotates one head vector at position p (rotate_half convention).
-func rope(x []float64, p, theta, factor float64) []float64 {
+func rope(x []float64, p float64, inv []float64, attn float64) []float64 {
 	d := len(x)
 	out := make([]float64, d)
 	for i := range d / 2 {
-		ang := p / factor / math.Pow(theta, float64(2*i)/float64(d))
-		c, s := math.Cos(ang), math.Sin(ang)
+		ang := p * inv[i]
+		c, s := math.Cos(ang)*attn, math.Sin(ang)*attn
 		out[i] = x[i]*c - x[i+d/2]*s
 		out[i+d/2] = x[i+d/2]*c + x[i]*s
 	}
@@ -86,12 +150,12 @@ func rope(x []float64, p, theta, factor float64) []float64 {
 func (r reference) logits(x [][]float64) [][]float64 {
 	s := r.m.Spec
 	hd := s.Hidden / s.Heads
-	grp := s.Heads / s.KVHeads
-	factor := 1.0
-	if s.RopeLinear > 0 {
-		factor = s.RopeLinear
+	if s.HeadDim > 0 {
+		hd = s.HeadDim
 	}
+	grp := s.Heads / s.KVHeads
 	T := len(x)
+	inv, attn := refInvFreq(s, hd, max(T, r.callLen))
 	h := make([][]float64, T)
 	for t := range x {
 		h[t] = append([]float64(nil), x[t]...)
@@ -105,19 +169,31 @@ func (r reference) logits(x [][]float64) [][]float64 {
 			ks[t] = matvec(r.w(p+"self_attn.k_proj.weight"), r.w(p+"self_attn.k_proj.bias"), n)
 			vs[t] = matvec(r.w(p+"self_attn.v_proj.weight"), r.w(p+"self_attn.v_proj.bias"), n)
 			for hh := range s.Heads {
-				copy(qs[t][hh*hd:], rope(qs[t][hh*hd:(hh+1)*hd], float64(t), s.RopeTheta, factor))
+				q := qs[t][hh*hd : (hh+1)*hd]
+				if qn := r.w(p + "self_attn.q_norm.weight"); qn != nil {
+					q = rmsnorm(q, qn, r.eps)
+				}
+				copy(qs[t][hh*hd:], rope(q, float64(t), inv, attn))
 			}
 			for hh := range s.KVHeads {
-				copy(ks[t][hh*hd:], rope(ks[t][hh*hd:(hh+1)*hd], float64(t), s.RopeTheta, factor))
+				k := ks[t][hh*hd : (hh+1)*hd]
+				if kn := r.w(p + "self_attn.k_norm.weight"); kn != nil {
+					k = rmsnorm(k, kn, r.eps)
+				}
+				copy(ks[t][hh*hd:], rope(k, float64(t), inv, attn))
 			}
 		}
 		for t := range T {
 			att := make([]float64, s.Heads*hd)
+			first := 0
+			if s.SlidingWindow > 0 {
+				first = max(0, t-s.SlidingWindow+1)
+			}
 			for hh := range s.Heads {
 				kv := hh / grp
 				sc := make([]float64, t+1)
 				mx := math.Inf(-1)
-				for u := 0; u <= t; u++ {
+				for u := first; u <= t; u++ {
 					d := 0.0
 					for i := range hd {
 						d += qs[t][hh*hd+i] * ks[u][kv*hd+i]
@@ -126,27 +202,27 @@ func (r reference) logits(x [][]float64) [][]float64 {
 					mx = math.Max(mx, sc[u])
 				}
 				z := 0.0
-				for u := range sc {
+				for u := first; u <= t; u++ {
 					sc[u] = math.Exp(sc[u] - mx)
 					z += sc[u]
 				}
-				for u := range sc {
+				for u := first; u <= t; u++ {
 					for i := range hd {
 						att[hh*hd+i] += sc[u] / z * vs[u][kv*hd+i]
 					}
 				}
 			}
-			o := matvec(r.w(p+"self_attn.o_proj.weight"), nil, att)
+			o := matvec(r.w(p+"self_attn.o_proj.weight"), r.w(p+"self_attn.o_proj.bias"), att)
 			for i := range o {
 				h[t][i] += o[i]
 			}
 			n := rmsnorm(h[t], r.w(p+"post_attention_layernorm.weight"), r.eps)
-			g := matvec(r.w(p+"mlp.gate_proj.weight"), nil, n)
-			u := matvec(r.w(p+"mlp.up_proj.weight"), nil, n)
+			g := matvec(r.w(p+"mlp.gate_proj.weight"), r.w(p+"mlp.gate_proj.bias"), n)
+			u := matvec(r.w(p+"mlp.up_proj.weight"), r.w(p+"mlp.up_proj.bias"), n)
 			for i := range g {
 				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
 			}
-			d := matvec(r.w(p+"mlp.down_proj.weight"), nil, g)
+			d := matvec(r.w(p+"mlp.down_proj.weight"), r.w(p+"mlp.down_proj.bias"), g)
 			for i := range d {
 				h[t][i] += d[i]
 			}
@@ -207,14 +283,20 @@ func toF64(x [][]float32) [][]float64 {
 	return out
 }
 
-var variants = []struct {
+type variant struct {
 	name string
 	spec lmtest.Spec
-}{
-	{"llama f32 untied", lmtest.Spec{Seed: 1}},
-	{"llama bf16 tied two shards", lmtest.Spec{Seed: 2, BF16: true, Tied: true, Shards: 2}},
-	{"qwen2 biases f32 tied", lmtest.Spec{Seed: 3, ModelType: "qwen2", Tied: true, RopeTheta: 1e6}},
-	{"llama linear rope scaling, three shards", lmtest.Spec{Seed: 4, RopeLinear: 2, Shards: 3}},
+}
+
+// variants are one tiny model per family × RoPE type (lmtest.Families), plus a
+// float32 untied Llama.
+func variants() []variant {
+	vs := []variant{{"llama f32 untied", lmtest.Spec{Seed: 1}}}
+	for i, f := range lmtest.Families() {
+		f.Spec.Seed = uint64(10 + i)
+		vs = append(vs, variant{f.Name, f.Spec})
+	}
+	return vs
 }
 
 func loadVariant(t *testing.T, spec lmtest.Spec) (*lm.Model, *lmtest.Model) {
@@ -231,26 +313,32 @@ func loadVariant(t *testing.T, spec lmtest.Spec) (*lm.Model, *lmtest.Model) {
 // ids, and embeddings with a soft-prompt vector spliced in) with the float64 reference.
 func TestLogitsMatchReference(t *testing.T) {
 	eng := enginetest.New(t)
-	for _, v := range variants {
+	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			m, refModel := loadVariant(t, v.spec)
 			ref := reference{m: refModel, eps: 1e-5}
 			rng := rand.New(rand.NewPCG(7, uint64(v.spec.Seed)))
-			ids := [][]int32{{267, 116, 257, 264, 32, 115, 261, 5, 200, 17, 99}, {267, 40, 41}, {3}}
+			long := make([]int32, 30) // past llama-dynamic's 24 positions: its base grows for this call
+			for i := range long {
+				long[i] = int32(i*37%260 + 1)
+			}
+			ids := [][]int32{{267, 116, 257, 264, 32, 115, 261, 5, 200, 17, 99}, {267, 40, 41}, {3}, long}
 			got, err := m.ForwardIDs(eng, ids)
 			require.NoError(t, err)
-			maxDiff := 0.0
+			maxDiff, scale := 0.0, 1.0
+			ref.callLen = len(long)
 			for i, seq := range ids {
 				want := ref.logits(ref.embed(seq))
 				require.Len(t, got[i], len(seq))
 				for p := range seq {
 					for k := range want[p] {
 						maxDiff = math.Max(maxDiff, math.Abs(float64(got[i][p][k])-want[p][k]))
+						scale = math.Max(scale, math.Abs(want[p][k]))
 					}
 				}
 			}
-			assert.Less(t, maxDiff, 1e-4, "max |logit − reference|")
-			t.Logf("max diff %g", maxDiff)
+			assert.Less(t, maxDiff/scale, 1e-5, "max |logit − reference| / max(1, max |logit|)")
+			t.Logf("max diff %g, max |logit| %g", maxDiff, scale)
 
 			soft := make([]float32, refModel.Spec.Hidden)
 			for i := range soft {
@@ -261,6 +349,7 @@ func TestLogitsMatchReference(t *testing.T) {
 			require.Len(t, seq, 6)
 			got2, err := m.ForwardEmbeds(eng, [][][]float32{seq, seq[:2]})
 			require.NoError(t, err)
+			ref.callLen = 0
 			want := ref.logits(toF64(seq))
 			maxDiff = 0
 			for p := range want {
@@ -268,7 +357,7 @@ func TestLogitsMatchReference(t *testing.T) {
 					maxDiff = math.Max(maxDiff, math.Abs(float64(got2[0][p][k])-want[p][k]))
 				}
 			}
-			assert.Less(t, maxDiff, 1e-4, "spliced soft prompt: max |logit − reference|")
+			assert.Less(t, maxDiff/scale, 1e-5, "spliced soft prompt: max |logit − reference| (relative)")
 			assert.InDeltaSlice(t, got2[0][1], got2[1][1], 1e-5, "causal: a prefix gives the same logits")
 		})
 	}
@@ -279,7 +368,7 @@ func TestLogitsMatchReference(t *testing.T) {
 // different lengths in one batch and for a prompt with a spliced embedding.
 func TestGenerateMatchesRecomputation(t *testing.T) {
 	eng := enginetest.New(t)
-	for _, v := range variants[:3] {
+	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			m, refModel := loadVariant(t, v.spec)
 			ref := reference{m: refModel, eps: 1e-5}
@@ -293,8 +382,15 @@ func TestGenerateMatchesRecomputation(t *testing.T) {
 				assert.LessOrEqual(t, len(got[i]), maxNew)
 			}
 			// An EOS met mid-way stops its row only; the others go on.
-			stop := got[0][2]
-			cut, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{stop}})
+			row := 0
+			for i := range got {
+				if len(got[i]) > len(got[row]) {
+					row = i
+				}
+			}
+			require.GreaterOrEqual(t, len(got[row]), 3, "some row generates three tokens")
+			stop := got[row][2]
+			cut, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{stop, lmtest.EndOfText}})
 			require.NoError(t, err)
 			for i := range prompts {
 				want := got[i]
@@ -336,6 +432,8 @@ func TestGenerateStopsAtEOS(t *testing.T) {
 	assert.ErrorContains(t, err, "MaxNewTokens")
 	_, err = m.GenerateIDs(eng, [][]int32{{}}, lm.GenerateOptions{MaxNewTokens: 2})
 	assert.ErrorContains(t, err, "empty")
+	_, err = m.GenerateIDs(eng, [][]int32{{267, 5}}, lm.GenerateOptions{MaxNewTokens: 2047})
+	assert.ErrorContains(t, err, "2049 positions exceed max_position_embeddings 2048 of this llama model (prompt of 2 tokens + 2047 new)")
 }
 
 // TestVariablesFrozen checks that every LM variable is frozen: not trainable, marked
@@ -358,8 +456,8 @@ func TestConfig(t *testing.T) {
 	cfg, err := lm.ReadConfig(dir)
 	require.NoError(t, err)
 	assert.Equal(t, lm.Config{ModelType: "qwen2", VocabSize: 268, Hidden: 64, Intermediate: 128, Layers: 2, Heads: 4,
-		KVHeads: 2, HeadDim: 16, RMSNormEps: 1e-5, RopeTheta: 10000, RopeScalingFactor: 4, QKVBias: true,
-		BOS: lmtest.ImStart, EOS: []int{lmtest.EndOfText}, MaxPositions: 2048}, cfg)
+		KVHeads: 2, HeadDim: 16, RMSNormEps: 1e-5, RopeTheta: 10000, Rope: lm.Rope{Type: "linear", Factor: 4}, QKVBias: true,
+		BOS: lmtest.ImStart, EOS: []int{lmtest.EndOfText}, MaxPositions: 2048, DType: "float32"}, cfg)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -417,19 +515,51 @@ func TestLoadErrors(t *testing.T) {
 			edit(filepath.Join(d, "model.safetensors"), func(b []byte) []byte { return b[:5] })
 			return d
 		}, "not a valid safetensors file"},
-		{"llama3 rope scaling", func(t *testing.T) string {
+		{"llama3 rope scaling without its band", func(t *testing.T) string {
 			d := write(t, lmtest.Spec{})
 			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
 				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
 					"num_attention_heads":4,"num_key_value_heads":2,"rope_scaling":{"rope_type":"llama3","factor":8}}`)
 			})
 			return d
-		}, `rope_scaling type "llama3" not supported (only linear scaling)`},
+		}, `rope_scaling.low_freq_factor missing (rope_type "llama3" needs it)`},
+		{"longrope", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+					"num_attention_heads":4,"rope_parameters":{"rope_type":"longrope","rope_theta":10000}}`)
+			})
+			return d
+		}, `rope_parameters rope_type "longrope" not supported`},
+		{"quantised", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"qwen2","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+					"num_attention_heads":4,"quantization_config":{"quant_method":"awq","bits":4}}`)
+			})
+			return d
+		}, `quantization_config (quant_method "awq") present`},
+		{"unknown rope field", func(t *testing.T) string {
+			d := write(t, lmtest.Spec{})
+			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
+				return []byte(`{"model_type":"llama","vocab_size":268,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,
+					"num_attention_heads":4,"rope_scaling":{"rope_type":"linear","factor":2,"short_factor":[1]}}`)
+			})
+			return d
+		}, `rope_scaling has fields [short_factor] that graphloom does not implement`},
+		{"qwen3 without q_norm", func(t *testing.T) string {
+			d := t.TempDir()
+			m, err := lmtest.Write(d, lmtest.Spec{ModelType: "qwen3"})
+			require.NoError(t, err)
+			delete(m.Weights, "model.layers.0.self_attn.q_norm.weight")
+			require.NoError(t, lmtest.WriteWeights(filepath.Join(d, "model.safetensors"), m.Weights))
+			return d
+		}, `tensor model.layers.0.self_attn.q_norm.weight missing`},
 		{"unknown architecture", func(t *testing.T) string {
 			d := write(t, lmtest.Spec{})
 			edit(filepath.Join(d, "config.json"), func(b []byte) []byte { return []byte(`{"model_type":"gpt2"}`) })
 			return d
-		}, `model_type "gpt2" not supported`},
+		}, `model_type "gpt2" (architectures []) not supported (want one of llama, mistral, qwen2, qwen3)`},
 		{"shape mismatch", func(t *testing.T) string {
 			d := write(t, lmtest.Spec{})
 			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {
@@ -488,6 +618,6 @@ func TestLeftPadding(t *testing.T) {
 		assert.InDeltaSlice(t, want[0][p], got[(pad+p)*v:(pad+p+1)*v], 1e-5, "position %d", p)
 	}
 	// A second model in the same scope of the same store is an error, not a panic.
-	_, err = lm.New(m.Store(), m.Config(), map[string]lm.Weight{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, "")
+	_, err = lm.New(m.Store(), m.Config(), lm.Weights{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, "")
 	assert.Error(t, err)
 }

@@ -42,7 +42,8 @@ type Model struct {
 	norm      *model.Variable // [H]
 	head      *model.Variable // [V, H]; the embedding table when tied
 	layers    []layer
-	invFreq   []float32  // RoPE inverse frequencies (linear scaling folded in)
+	invFreq   []float32  // RoPE inverse frequencies (static rope types: scaling folded in)
+	ropeScale float32    // cos/sin scale (YaRN's attention factor; 1 otherwise)
 	Tokenizer *Tokenizer // nil with Options.SkipTokenizer
 
 	tableOnce sync.Once
@@ -55,7 +56,9 @@ type layer struct {
 	inNorm, postNorm *model.Variable
 	q, k, v, o       *model.Variable
 	qb, kb, vb, ob   *model.Variable // nil without biases
+	qNorm, kNorm     *model.Variable // [HeadDim], Qwen3 only
 	gate, up, down   *model.Variable
+	gateB, upB, dnB  *model.Variable // nil without mlp_bias
 }
 
 // Load reads a local Hugging Face model directory (config.json, safetensors weights,
@@ -72,11 +75,12 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	ws, err := ReadWeights(dir)
+	ckpt, err := OpenCheckpoint(dir)
 	if err != nil {
 		return nil, err
 	}
-	m, err := New(store, cfg, ws, opts.Scope)
+	defer ckpt.Close()
+	m, err := New(store, cfg, ckpt, opts.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("lm: %s: %w", dir, err)
 	}
@@ -85,8 +89,9 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 }
 
 // New creates the model's variables in store under scope (DefaultScope when empty)
-// from Hugging Face-named weights, and freezes them.
-func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*Model, error) {
+// from Hugging Face-named weights, converting one tensor at a time straight into its
+// variable's buffer, and freezes them.
+func New(store *model.Store, cfg Config, ws WeightSource, scope string) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -119,6 +124,15 @@ func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*M
 		if cfg.AttentionBias {
 			l.ob = b.take(p+"self_attn.o_proj.bias", H)
 		}
+		if cfg.QKNorm {
+			l.qNorm = b.take(p+"self_attn.q_norm.weight", cfg.HeadDim)
+			l.kNorm = b.take(p+"self_attn.k_norm.weight", cfg.HeadDim)
+		}
+		if cfg.MLPBias {
+			l.gateB = b.take(p+"mlp.gate_proj.bias", I)
+			l.upB = b.take(p+"mlp.up_proj.bias", I)
+			l.dnB = b.take(p+"mlp.down_proj.bias", H)
+		}
 		m.layers = append(m.layers, l)
 	}
 	m.norm = b.take("model.norm.weight", H)
@@ -131,21 +145,19 @@ func New(store *model.Store, cfg Config, ws map[string]Weight, scope string) (*M
 		return nil, b.err
 	}
 	models.Freeze(store, m.vars)
-	scale := 1.0
-	if cfg.RopeScalingFactor > 0 {
-		scale = cfg.RopeScalingFactor
+	inv, scale := cfg.InvFreq(0)
+	m.invFreq = make([]float32, len(inv))
+	for i, f := range inv {
+		m.invFreq[i] = float32(f)
 	}
-	m.invFreq = make([]float32, cfg.HeadDim/2)
-	for i := range m.invFreq {
-		m.invFreq[i] = float32(1 / (math.Pow(cfg.RopeTheta, float64(2*i)/float64(cfg.HeadDim)) * scale))
-	}
+	m.ropeScale = float32(scale)
 	return m, nil
 }
 
 // builder creates variables from named weights, keeping the first error.
 type builder struct {
 	m    *Model
-	ws   map[string]Weight
+	ws   WeightSource
 	root *model.Scope
 	err  error
 }
@@ -157,13 +169,20 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	w, ok := b.ws[name]
+	shape, ok := b.ws.Shape(name)
 	if !ok {
 		b.err = fmt.Errorf("weights: tensor %s missing", name)
 		return nil
 	}
-	if fmt.Sprint(w.Shape) != fmt.Sprint(dims) {
-		b.err = fmt.Errorf("weights: tensor %s has shape %v, the config implies %v", name, w.Shape, dims)
+	if fmt.Sprint(shape) != fmt.Sprint(dims) {
+		b.err = fmt.Errorf("weights: tensor %s has shape %v, the config implies %v", name, shape, dims)
+		return nil
+	}
+	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
+	var rerr error
+	t.MustMutableFlatData(func(flat any) { rerr = b.ws.ReadFloat32(name, flat.([]float32)) })
+	if rerr != nil {
+		b.err = fmt.Errorf("weights: %w", rerr)
 		return nil
 	}
 	parts := strings.Split(name, ".")
@@ -171,7 +190,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	for _, p := range parts[:len(parts)-1] {
 		sc = sc.At("%s", p)
 	}
-	v, err := sc.CreateVariable(parts[len(parts)-1], tensors.FromFlatDataAndDimensions(w.Data, dims...))
+	v, err := sc.CreateVariable(parts[len(parts)-1], t)
 	if err != nil {
 		b.err = fmt.Errorf("creating variable for %s: %w", name, err)
 		return nil
@@ -230,13 +249,24 @@ func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
 	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))                                                   // [B, T]
 	q := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                                       // query index
 	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                                       // key index
-	allowed := graph.LogicalAnd(graph.LessOrEqual(k, q), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
+	allowed := graph.LogicalAnd(m.causal(q, k), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
 	positions := PositionsFromMask(mask)
 	x := embeds
 	for i := range m.layers {
 		x = m.block(&m.layers[i], x, positions, allowed, nil)
 	}
 	return m.rmsNorm(x, m.norm)
+}
+
+// causal returns which keys at slot indices k each query at slot index q may see:
+// k ≤ q and, with a sliding window (Mistral), q − k < window (transformers'
+// sliding_window_overlay on cache positions).
+func (m *Model) causal(q, k *graph.Node) *graph.Node {
+	ok := graph.LessOrEqual(k, q)
+	if w := m.cfg.SlidingWindow; w > 0 {
+		ok = graph.LogicalAnd(ok, graph.LessThan(graph.Sub(q, k), graph.Scalar(q.Graph(), q.DType(), w)))
+	}
+	return ok
 }
 
 // LMHead maps hidden states [..., Hidden] to logits [..., Vocab].
@@ -254,9 +284,9 @@ func (m *Model) block(l *layer, x, positions, allowed *graph.Node, kv kvFn) *gra
 	h := m.rmsNorm(x, l.inNorm)
 	x = graph.Add(x, m.attention(l, h, positions, allowed, kv))
 	h = m.rmsNorm(x, l.postNorm)
-	gate := linear(h, l.gate.NodeValue(g), nil)
-	up := linear(h, l.up.NodeValue(g), nil)
-	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), l.down.NodeValue(g), nil))
+	gate := linear(h, l.gate.NodeValue(g), value(g, l.gateB))
+	up := linear(h, l.up.NodeValue(g), value(g, l.upB))
+	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), l.down.NodeValue(g), value(g, l.dnB)))
 }
 
 // attention is grouped-query attention with RoPE; allowed [B, T, S] selects the keys
@@ -269,6 +299,9 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	q := graph.Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
 	k := graph.Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
 	v := graph.Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
+	if l.qNorm != nil { // Qwen3: RMSNorm over each head before RoPE
+		q, k = m.rmsNorm(q, l.qNorm), m.rmsNorm(k, l.kNorm)
+	}
 	cos, sin := m.rotary(positions)
 	rope := pos.NewRoPEWithCosSin(cos, sin)
 	q, k = rope.Encode(q, 1), rope.Encode(k, 1)
@@ -294,15 +327,45 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 
 // rotary returns RoPE's cos and sin [B, T, HeadDim/2] for positions [B, T], as
 // Hugging Face's rotary embedding computes them (float32 angles position·inv_freq,
-// inv_freq divided by the linear scaling factor). GoMLX's pos.RoPE takes positions of
-// one sequence only, so the angles are built here and applied with
-// pos.NewRoPEWithCosSin (non-interleaved = rotate_half).
+// times the attention factor). Static rope types use the inverse frequencies
+// computed at load; "dynamic" computes them in the graph from the call's largest
+// position (Config.InvFreq). GoMLX's pos.RoPE takes positions of one sequence only,
+// so the angles are built here and applied with pos.NewRoPEWithCosSin
+// (non-interleaved = rotate_half).
 func (m *Model) rotary(positions *graph.Node) (cos, sin *graph.Node) {
 	g := positions.Graph()
 	p := graph.InsertAxes(graph.ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
-	f := graph.Reshape(graph.Const(g, m.invFreq), 1, 1, len(m.invFreq))      // [1, 1, D/2]
+	var f *graph.Node
+	if m.cfg.Rope.Type == "dynamic" {
+		f = graph.Reshape(m.dynamicInvFreq(positions), 1, 1, len(m.invFreq))
+	} else {
+		f = graph.Reshape(graph.Const(g, m.invFreq), 1, 1, len(m.invFreq)) // [1, 1, D/2]
+	}
 	ang := graph.Mul(p, f)
-	return graph.Cos(ang), graph.Sin(ang)
+	cos, sin = graph.Cos(ang), graph.Sin(ang)
+	if m.ropeScale != 1 {
+		cos, sin = graph.MulScalar(cos, float64(m.ropeScale)), graph.MulScalar(sin, float64(m.ropeScale))
+	}
+	return cos, sin
+}
+
+// dynamicInvFreq is dynamic NTK scaling's inverse frequencies [HeadDim/2] for the
+// call's sequence length L = max(positions) + 1: the base becomes
+// θ·(factor·L/max − (factor − 1))^(d/(d−2)) when L exceeds max_position_embeddings.
+func (m *Model) dynamicInvFreq(positions *graph.Node) *graph.Node {
+	g := positions.Graph()
+	c := m.cfg
+	d := float64(c.HeadDim)
+	seq := graph.AddScalar(graph.ConvertDType(graph.ReduceAllMax(positions), dtypes.Float32), 1)
+	mp := float64(c.MaxPositions)
+	ratio := graph.AddScalar(graph.MulScalar(seq, c.Rope.Factor/mp), -(c.Rope.Factor - 1))
+	logBase := graph.AddScalar(graph.MulScalar(graph.Log(ratio), d/(d-2)), math.Log(c.RopeTheta))
+	logBase = graph.Where(graph.GreaterThan(seq, graph.Scalar(g, dtypes.Float32, mp)), logBase, graph.Scalar(g, dtypes.Float32, math.Log(c.RopeTheta)))
+	exps := make([]float32, c.HeadDim/2)
+	for i := range exps {
+		exps[i] = float32(-2 * float64(i) / d)
+	}
+	return graph.Exp(graph.Mul(graph.Const(g, exps), logBase))
 }
 
 // rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.

@@ -134,6 +134,11 @@ func (m *Model) padded(seqs [][][]float32, minT int) (emb, mask *tensors.Tensor,
 // ForwardEmbeds runs the model on sequences of input embeddings (each [T_i][Hidden],
 // see Splice) and returns the logits of every real position, [i][T_i][Vocab].
 func (m *Model) ForwardEmbeds(eng *engine.Engine, seqs [][][]float32) ([][][]float32, error) {
+	for _, s := range seqs {
+		if err := m.cfg.CheckLength(len(s)); err != nil {
+			return nil, err
+		}
+	}
 	emb, mask, b, t, err := m.padded(seqs, 0)
 	if err != nil {
 		return nil, err
@@ -222,6 +227,9 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 	n := 0
 	for _, p := range prompts {
 		n = max(n, len(p))
+	}
+	if err := m.cfg.CheckLength(n + opts.MaxNewTokens); err != nil {
+		return nil, fmt.Errorf("%w (prompt of %d tokens + %d new)", err, n, opts.MaxNewTokens)
 	}
 	c := SeqBucket(max(t, n+opts.MaxNewTokens))
 	lens := make([]int32, b)
@@ -321,7 +329,7 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))
 	qi := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)
 	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)
-	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, qi), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t))
+	allowed := graph.LogicalAnd(m.causal(qi, ki), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t))
 	positions := PositionsFromMask(mask)
 	var ks, vs []*graph.Node
 	pad := func(x *graph.Node) *graph.Node {
@@ -355,7 +363,7 @@ func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *graph.Node) []*gra
 	x := m.EmbedTokens(graph.Reshape(ids, bsz, 1)) // [B, 1, H]
 	positions := graph.Reshape(slot, bsz, 1)
 	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
-	allowed := graph.LogicalAnd(graph.LessOrEqual(ki, graph.Reshape(slot, bsz, 1, 1)), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))
+	allowed := graph.LogicalAnd(m.causal(graph.BroadcastToDims(graph.Reshape(slot, bsz, 1, 1), bsz, 1, c), ki), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))
 	oh := graph.Reshape(graph.OneHot(slot, c, dtypes.Float32), bsz, c, 1, 1)
 	keep := graph.OneMinus(oh)
 	var ks, vs []*graph.Node

@@ -16,7 +16,7 @@ import (
 
 // Spec describes a tiny model.
 type Spec struct {
-	ModelType    string  // "llama" (default) or "qwen2" (q/k/v biases)
+	ModelType    string  // "llama" (default), "mistral", "qwen2" (q/k/v biases) or "qwen3" (q/k norms)
 	Layers       int     // default 2
 	Hidden       int     // default 64
 	Heads        int     // default 4
@@ -27,7 +27,16 @@ type Spec struct {
 	BF16         bool    // store weights as bf16 (the values returned are the rounded ones)
 	RopeTheta    float64 // default 10000
 	RopeLinear   float64 // linear rope_scaling factor; 0 = none
-	Seed         uint64
+	// Rope is written as rope_scaling (or, with RopeParameters, as transformers 5's
+	// rope_parameters with rope_theta inside); it overrides RopeLinear.
+	Rope           map[string]any
+	RopeParameters bool
+	HeadDim        int  // explicit head_dim (Qwen3: ≠ Hidden/Heads); 0 = Hidden/Heads, not written
+	AttnBias       bool // llama attention_bias (q/k/v/o biases)
+	MLPBias        bool // llama mlp_bias
+	SlidingWindow  int  // mistral sliding_window; 0 = null
+	MaxPositions   int  // max_position_embeddings; default 2048
+	Seed           uint64
 }
 
 // Tensor is one weight as written (after any bf16 rounding), row-major.
@@ -62,6 +71,7 @@ func (s Spec) withDefaults() Spec {
 	if s.RopeTheta == 0 {
 		s.RopeTheta = 10000
 	}
+	def(&s.MaxPositions, 2048)
 	return s
 }
 
@@ -76,6 +86,9 @@ func Write(dir string, spec Spec) (*Model, error) {
 	m := &Model{Spec: s, Vocab: vocab, BOS: bos, EOS: eos, Weights: map[string]Tensor{}}
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed+17))
 	hd := s.Hidden / s.Heads
+	if s.HeadDim > 0 {
+		hd = s.HeadDim
+	}
 	var order []string
 	add := func(name string, std, mean float64, dims ...int) {
 		n := 1
@@ -100,16 +113,28 @@ func Write(dir string, spec Spec) (*Model, error) {
 		add(p+"self_attn.q_proj.weight", 0.15, 0, s.Heads*hd, H)
 		add(p+"self_attn.k_proj.weight", 0.15, 0, s.KVHeads*hd, H)
 		add(p+"self_attn.v_proj.weight", 0.15, 0, s.KVHeads*hd, H)
-		if s.ModelType == "qwen2" {
+		if s.ModelType == "qwen2" || s.AttnBias {
 			add(p+"self_attn.q_proj.bias", 0.1, 0, s.Heads*hd)
 			add(p+"self_attn.k_proj.bias", 0.1, 0, s.KVHeads*hd)
 			add(p+"self_attn.v_proj.bias", 0.1, 0, s.KVHeads*hd)
 		}
 		add(p+"self_attn.o_proj.weight", 0.1, 0, H, s.Heads*hd)
+		if s.AttnBias {
+			add(p+"self_attn.o_proj.bias", 0.1, 0, H)
+		}
+		if s.ModelType == "qwen3" {
+			add(p+"self_attn.q_norm.weight", 0.1, 1, hd)
+			add(p+"self_attn.k_norm.weight", 0.1, 1, hd)
+		}
 		add(p+"post_attention_layernorm.weight", 0.1, 1, H)
 		add(p+"mlp.gate_proj.weight", 0.12, 0, I, H)
 		add(p+"mlp.up_proj.weight", 0.12, 0, I, H)
 		add(p+"mlp.down_proj.weight", 0.08, 0, H, I)
+		if s.MLPBias {
+			add(p+"mlp.gate_proj.bias", 0.1, 0, I)
+			add(p+"mlp.up_proj.bias", 0.1, 0, I)
+			add(p+"mlp.down_proj.bias", 0.1, 0, H)
+		}
 	}
 	add("model.norm.weight", 0.1, 1, H)
 	if !s.Tied {
@@ -120,14 +145,43 @@ func Write(dir string, spec Spec) (*Model, error) {
 		"hidden_size": H, "intermediate_size": I, "num_hidden_layers": s.Layers, "num_attention_heads": s.Heads,
 		"num_key_value_heads": s.KVHeads, "rms_norm_eps": 1e-5, "rope_theta": s.RopeTheta,
 		"tie_word_embeddings": s.Tied, "bos_token_id": bos, "eos_token_id": eos, "hidden_act": "silu",
-		"max_position_embeddings": 2048, "torch_dtype": "float32",
+		"max_position_embeddings": s.MaxPositions, "torch_dtype": "float32",
 	}
-	if s.ModelType == "qwen2" {
+	if s.BF16 {
+		cfg["torch_dtype"] = "bfloat16"
+	}
+	switch s.ModelType {
+	case "llama":
+		cfg["attention_bias"], cfg["mlp_bias"] = s.AttnBias, s.MLPBias
+	case "mistral":
+		cfg["architectures"] = []string{"MistralForCausalLM"}
+		cfg["sliding_window"] = nil
+		if s.SlidingWindow > 0 {
+			cfg["sliding_window"] = s.SlidingWindow
+		}
+	case "qwen2":
 		cfg["architectures"] = []string{"Qwen2ForCausalLM"}
 		cfg["use_sliding_window"] = false
+	case "qwen3":
+		cfg["architectures"] = []string{"Qwen3ForCausalLM"}
+		cfg["use_sliding_window"], cfg["attention_bias"] = false, false
 	}
-	if s.RopeLinear > 0 {
-		cfg["rope_scaling"] = map[string]any{"type": "linear", "factor": s.RopeLinear}
+	if s.HeadDim > 0 {
+		cfg["head_dim"] = s.HeadDim
+	}
+	rope := s.Rope
+	if rope == nil && s.RopeLinear > 0 {
+		rope = map[string]any{"type": "linear", "factor": s.RopeLinear}
+	}
+	if s.RopeParameters {
+		rp := map[string]any{"rope_type": "default", "rope_theta": s.RopeTheta}
+		for k, v := range rope {
+			rp[k] = v
+		}
+		delete(cfg, "rope_theta")
+		cfg["rope_parameters"] = rp
+	} else if rope != nil {
+		cfg["rope_scaling"] = rope
 	}
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
@@ -205,4 +259,14 @@ func writeSafetensors(path string, ws map[string]Tensor, names []string, bf16 bo
 		return fmt.Errorf("lmtest: serialize: %w", err)
 	}
 	return os.WriteFile(path, buf, 0o644)
+}
+
+// WriteWeights writes float32 tensors to one safetensors file; tests use it to
+// write a broken checkpoint.
+func WriteWeights(path string, ws map[string]Tensor) error {
+	var names []string
+	for n := range ws {
+		names = append(names, n)
+	}
+	return writeSafetensors(path, ws, names, false)
 }
