@@ -246,9 +246,9 @@ func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
 	g := embeds.Graph()
 	dims := embeds.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))                                                   // [B, T]
-	q := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                                       // query index
-	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                                       // key index
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType()))                                          // [B, T]
+	q := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 1)                                              // query index
+	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                              // key index
 	allowed := graph.LogicalAnd(m.causal(q, k), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
 	positions := PositionsFromMask(mask)
 	x := embeds
