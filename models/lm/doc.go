@@ -27,7 +27,7 @@
 // `\s+(?!\S)` alternative (wrong ids on runs of spaces), its Split pre-tokenizer
 // compiles patterns with Go's regexp (a look-ahead pattern such as Qwen2's or Llama
 // 3's panics at load) and it has no ignore_merges (Llama 3). Added tokens are matched
-// verbatim (their lstrip/rstrip/single_word flags are ignored).
+// as tokenizers matches them (lstrip, rstrip, single_word and normalized honoured).
 //
 // Generation is greedy with a key/value cache. Sequence lengths, cache lengths and
 // batch sizes are padded to a few buckets (SeqBucket, BatchBucket) so that the number

@@ -45,6 +45,10 @@ type Model struct {
 	invFreq   []float32  // RoPE inverse frequencies (static rope types: scaling folded in)
 	ropeScale float32    // cos/sin scale (YaRN's attention factor; 1 otherwise)
 	Tokenizer *Tokenizer // nil with Options.SkipTokenizer
+	// TokConfig is the directory's tokenizer_config.json (chat template, special
+	// tokens); zero for a model built by New.
+	TokConfig TokenizerConfig
+	dir       string
 
 	tableOnce sync.Once
 	table     []float32 // host copy of the embedding table (EmbedIDs)
@@ -85,7 +89,26 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 		return nil, fmt.Errorf("lm: %s: %w", dir, err)
 	}
 	m.Tokenizer = tok
+	if m.TokConfig, err = ReadTokenizerConfig(dir); err != nil {
+		return nil, err
+	}
+	gen, ok, err := ReadGenerationConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		m.cfg.EOS = mergeEOS(gen.EOS, m.cfg.EOS)
+	}
+	m.dir = dir
 	return m, nil
+}
+
+// Dir is the directory the model was loaded from ("" for a model built by New).
+func (m *Model) Dir() string { return m.dir }
+
+// ChatTemplate returns the model's prompt format (LoadChatTemplate's formats).
+func (m *Model) ChatTemplate(format string) (*ChatTemplate, error) {
+	return m.TokConfig.Chat(m.dir, format)
 }
 
 // New creates the model's variables in store under scope (DefaultScope when empty)

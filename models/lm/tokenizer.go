@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -45,10 +47,18 @@ type Tokenizer struct {
 	byteDec map[rune]byte
 }
 
+// addedToken is an entry of tokenizer.json's added_tokens with the flags Hugging Face
+// tokenizers' AddedVocabulary honours: lstrip/rstrip absorb the white space on that
+// side of a match, singleWord matches only between non-word characters, normalized
+// matches the token in the normalised text rather than the raw input.
 type addedToken struct {
-	content string
-	id      int32
-	special bool
+	content    string
+	id         int32
+	special    bool
+	lstrip     bool
+	rstrip     bool
+	singleWord bool
+	normalized bool
 }
 
 type normalizer func(string) string
@@ -73,7 +83,37 @@ func LoadTokenizer(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lm: %s: %w", path, err)
 	}
+	tc, err := ReadTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.applyConfig(tc)
 	return t, nil
+}
+
+// applyConfig honours tokenizer_config.json's add_bos_token / add_eos_token where the
+// file sets them, as transformers' Llama-family fast tokenizers rebuild their
+// post-processor from them: the BOS (EOS) token is added before (after) a sequence
+// encoded with special tokens exactly when the flag is true.
+func (t *Tokenizer) applyConfig(tc TokenizerConfig) {
+	set := func(ids []int32, flag *bool, tokenField string, front bool) []int32 {
+		id, ok := t.vocab[tc.Tokens[tokenField]]
+		if flag == nil || !ok {
+			return ids
+		}
+		has := slices.Contains(ids, id)
+		switch {
+		case *flag && !has && front:
+			return append([]int32{id}, ids...)
+		case *flag && !has:
+			return append(ids, id)
+		case !*flag && has:
+			return slices.DeleteFunc(slices.Clone(ids), func(x int32) bool { return x == id })
+		}
+		return ids
+	}
+	t.prefix = set(t.prefix, tc.AddBOS, "bos_token", true)
+	t.suffix = set(t.suffix, tc.AddEOS, "eos_token", false)
 }
 
 // component is a tokenizer.json pipeline element.
@@ -108,9 +148,13 @@ type component struct {
 
 type tokenizerFile struct {
 	AddedTokens []struct {
-		ID      int32  `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
+		ID         int32  `json:"id"`
+		Content    string `json:"content"`
+		Special    bool   `json:"special"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
+		SingleWord bool   `json:"single_word"`
+		Normalized *bool  `json:"normalized"`
 	} `json:"added_tokens"`
 	Normalizer    *component `json:"normalizer"`
 	PreTokenizer  *component `json:"pre_tokenizer"`
@@ -168,7 +212,12 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 		}
 		t.vocab[a.Content] = a.ID
 		maxID = max(maxID, a.ID)
-		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special})
+		normalized := !a.Special // AddedToken's default
+		if a.Normalized != nil {
+			normalized = *a.Normalized
+		}
+		t.added = append(t.added, addedToken{content: a.Content, id: a.ID, special: a.Special,
+			lstrip: a.LStrip, rstrip: a.RStrip, singleWord: a.SingleWord, normalized: normalized})
 		if a.Special {
 			t.special[a.ID] = true
 		}
@@ -665,32 +714,43 @@ func (t *Tokenizer) Token(id int32) string {
 }
 
 // Encode returns the token ids of text. Added tokens (e.g. "<s>", "<|im_start|>")
-// written in the text are matched first; with addSpecial the post-processor's
-// tokens (e.g. BOS) are added around the sequence.
+// written in the text are matched first, as Hugging Face tokenizers match them:
+// tokens with normalized=false in the raw text, then the rest of the text is
+// normalised and tokens with normalized=true are matched in it; lstrip, rstrip and
+// single_word are honoured. With addSpecial the post-processor's tokens (e.g. BOS)
+// are added around the sequence.
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 	var ids []int32
 	if addSpecial {
 		ids = append(ids, t.prefix...)
 	}
 	first := true
-	rest := text
-	for rest != "" {
-		pos, tok := t.nextAdded(rest)
-		seg := rest[:pos]
-		if seg != "" {
-			got, err := t.encodeSegment(seg, first)
+	for _, raw := range t.splitAdded(text, false) {
+		if raw.tok != nil {
+			ids = append(ids, raw.tok.id)
+			first = false
+			continue
+		}
+		s := raw.text
+		for _, n := range t.norms {
+			s = n(s)
+		}
+		for _, sp := range t.splitAdded(s, true) {
+			if sp.tok != nil {
+				ids = append(ids, sp.tok.id)
+				first = false
+				continue
+			}
+			if sp.text == "" {
+				continue
+			}
+			got, err := t.encodeSegment(sp.text, first)
 			if err != nil {
 				return nil, err
 			}
 			ids = append(ids, got...)
 			first = false
 		}
-		if tok == nil {
-			break
-		}
-		ids = append(ids, tok.id)
-		first = false
-		rest = rest[pos+len(tok.content):]
 	}
 	if addSpecial {
 		ids = append(ids, t.suffix...)
@@ -698,11 +758,71 @@ func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int32, error) {
 	return ids, nil
 }
 
-// nextAdded finds the first (longest at that position) added token in s.
-func (t *Tokenizer) nextAdded(s string) (int, *addedToken) {
+// split is a piece of the input: an added token, or text between added tokens.
+type split struct {
+	text string
+	tok  *addedToken
+}
+
+// splitAdded cuts s at the added tokens whose normalized flag is normalized: matches
+// are leftmost, longest at a position and non-overlapping (Aho-Corasick
+// LeftmostLongest, as tokenizers finds them); a single_word match touching a word
+// character is dropped (its span is not searched again), and lstrip/rstrip widen a
+// match over the white space beside it (never into the previous match).
+func (t *Tokenizer) splitAdded(s string, normalized bool) []split {
+	var out []split
+	textFrom, searchFrom := 0, 0
+	for searchFrom < len(s) {
+		pos, tok := t.nextAdded(s[searchFrom:], normalized)
+		if tok == nil {
+			break
+		}
+		start, stop := searchFrom+pos, searchFrom+pos+len(tok.content)
+		searchFrom = stop
+		if tok.singleWord && (endsWithWordChar(s[:start]) || startsWithWordChar(s[stop:])) {
+			continue
+		}
+		if tok.lstrip {
+			start = max(textFrom, len(strings.TrimRightFunc(s[:start], unicode.IsSpace)))
+		}
+		if tok.rstrip {
+			stop = len(s) - len(strings.TrimLeftFunc(s[stop:], unicode.IsSpace))
+			searchFrom = stop
+		}
+		if start > textFrom {
+			out = append(out, split{text: s[textFrom:start]})
+		}
+		out = append(out, split{tok: tok})
+		textFrom = stop
+	}
+	if textFrom < len(s) {
+		out = append(out, split{text: s[textFrom:]})
+	}
+	return out
+}
+
+// isWordChar is Rust's char::is_alphanumeric, which tokenizers' single_word test uses.
+func isWordChar(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
+
+func endsWithWordChar(s string) bool {
+	r, n := utf8.DecodeLastRuneInString(s)
+	return n > 0 && isWordChar(r)
+}
+
+func startsWithWordChar(s string) bool {
+	r, n := utf8.DecodeRuneInString(s)
+	return n > 0 && isWordChar(r)
+}
+
+// nextAdded finds the first (longest at that position) added token in s among those
+// whose normalized flag is normalized.
+func (t *Tokenizer) nextAdded(s string, normalized bool) (int, *addedToken) {
 	best, bestTok := len(s), (*addedToken)(nil)
 	for i := range t.added {
 		a := &t.added[i]
+		if a.normalized != normalized {
+			continue
+		}
 		if j := strings.Index(s[:min(len(s), best+len(a.content))], a.content); j >= 0 && (j < best || (j == best && bestTok != nil && len(a.content) > len(bestTok.content))) {
 			best, bestTok = j, a
 		}
@@ -710,11 +830,8 @@ func (t *Tokenizer) nextAdded(s string) (int, *addedToken) {
 	return best, bestTok
 }
 
-// encodeSegment normalises, pre-tokenises and BPE-encodes text free of added tokens.
+// encodeSegment pre-tokenises and BPE-encodes normalised text free of added tokens.
 func (t *Tokenizer) encodeSegment(s string, first bool) ([]int32, error) {
-	for _, n := range t.norms {
-		s = n(s)
-	}
 	pieces := []string{s}
 	for _, p := range t.pres {
 		var err error

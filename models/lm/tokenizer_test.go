@@ -152,3 +152,77 @@ func TestTokenizerErrors(t *testing.T) {
 	_, err = lm.LoadTokenizer(dir)
 	assert.NoError(t, err)
 }
+
+// flaggedTokenizer is the tiny tokenizer with added tokens carrying each of Hugging
+// Face's AddedToken flags.
+func flaggedTokenizer(t *testing.T, extra ...map[string]any) *lm.Tokenizer {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lmtest.TokenizerJSON()), &doc))
+	added := doc["added_tokens"].([]any)
+	for _, e := range extra {
+		added = append(added, e)
+	}
+	doc["added_tokens"] = added
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	tok, err := lm.ParseTokenizer(data)
+	require.NoError(t, err)
+	return tok
+}
+
+// TestAddedTokenFlags checks lstrip, rstrip, single_word and normalized as the
+// tokenizers library applies them. Expected ids come from the plain tokenizer (no
+// flagged tokens) on the text that the flag leaves around the token.
+func TestAddedTokenFlags(t *testing.T) {
+	plain := flaggedTokenizer(t)
+	enc := func(s string) []int32 {
+		ids, err := plain.Encode(s, false)
+		require.NoError(t, err)
+		return ids
+	}
+	cat := func(parts ...any) []int32 {
+		var out []int32
+		for _, p := range parts {
+			switch v := p.(type) {
+			case string:
+				out = append(out, enc(v)...)
+			case int:
+				out = append(out, int32(v))
+			}
+		}
+		return out
+	}
+	tok := func(id int, content string, flags ...string) map[string]any {
+		m := map[string]any{"id": id, "content": content, "special": true, "normalized": false}
+		for _, f := range flags {
+			m[f] = true
+		}
+		return m
+	}
+	cases := []struct {
+		name  string
+		token map[string]any
+		text  string
+		want  []int32
+	}{
+		{"verbatim keeps the space", tok(268, "<mask>"), "the <mask> cat", cat("the ", 268, " cat")},
+		{"lstrip absorbs the space before", tok(268, "<mask>", "lstrip"), "the  <mask> cat", cat("the", 268, " cat")},
+		{"rstrip absorbs the space after", tok(268, "<mask>", "rstrip"), "the <mask>  cat", cat("the ", 268, "cat")},
+		{"lstrip and rstrip", tok(268, "<mask>", "lstrip", "rstrip"), "the \t<mask>\n cat", cat("the", 268, "cat")},
+		{"lstrip never takes the previous token", tok(268, "<mask>", "lstrip"), "<|endoftext|> <mask>", cat(lmtest.EndOfText, 268)},
+		{"single word between spaces", tok(268, "zz", "single_word"), "the zz cat", cat("the ", 268, " cat")},
+		{"single word inside a word is text", tok(268, "zz", "single_word"), "jazz zz", cat("jazz ", 268)},
+		{"single word beside punctuation", tok(268, "zz", "single_word"), "(zz)", cat("(", 268, ")")},
+		{"not single word matches inside", tok(268, "zz"), "jazz", cat("ja", 268)},
+		{"normalized matches after NFC", tok(268, "é", "normalized"), "the e\u0301", cat("the ", 268)},
+		{"raw does not match a decomposed form", tok(268, "é"), "the e\u0301", cat("the é")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := flaggedTokenizer(t, c.token).Encode(c.text, false)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package lm
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	return dir
+}
+
+func TestReadTokenizerConfig(t *testing.T) {
+	cases := []struct {
+		name     string
+		files    map[string]string
+		template string
+		tokens   map[string]string
+		addBOS   *bool
+		err      string
+	}{
+		{name: "none", files: map[string]string{}, tokens: map[string]string{}},
+		{name: "strings and AddedToken objects",
+			files: map[string]string{"tokenizer_config.json": `{"chat_template": "T", "add_bos_token": false,
+				"bos_token": {"__type": "AddedToken", "content": "<s>", "lstrip": false}, "eos_token": "</s>", "pad_token": null,
+				"additional_special_tokens": ["<x>"]}`},
+			template: "T", tokens: map[string]string{"bos_token": "<s>", "eos_token": "</s>"}, addBOS: new(false)},
+		{name: "named templates",
+			files:    map[string]string{"tokenizer_config.json": `{"chat_template": [{"name": "tool_use", "template": "U"}, {"name": "default", "template": "D"}]}`},
+			template: "D", tokens: map[string]string{}},
+		{name: "chat_template.jinja wins",
+			files:    map[string]string{"tokenizer_config.json": `{"chat_template": "old"}`, "chat_template.jinja": "new"},
+			template: "new", tokens: map[string]string{}},
+		{name: "chat_template.json",
+			files:    map[string]string{"chat_template.json": `{"chat_template": "J"}`},
+			template: "J", tokens: map[string]string{}},
+		{name: "malformed", files: map[string]string{"tokenizer_config.json": `{"chat_template": 7}`}, err: `field "chat_template"`},
+		{name: "bad flag", files: map[string]string{"tokenizer_config.json": `{"add_bos_token": "yes"}`}, err: `field "add_bos_token": want true or false`},
+		{name: "truncated", files: map[string]string{"tokenizer_config.json": `{"chat_template": "T"`}, err: "tokenizer_config.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tc, err := ReadTokenizerConfig(writeFiles(t, c.files))
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.template, tc.ChatTemplate)
+			assert.Equal(t, c.tokens, tc.Tokens)
+			assert.Equal(t, c.addBOS, tc.AddBOS)
+		})
+	}
+}
+
+// TestBuiltinPromptFormats pins the built-in formats to the strings their sources
+// write: G-Retriever's Llama-2 "<s>[INST]…[/INST]" (src/model/graph_llm.py) and ChatML.
+func TestBuiltinPromptFormats(t *testing.T) {
+	tokens := map[string]string{"bos_token": "<s>", "eos_token": "</s>"}
+	msgs := []Message{{Role: "system", Content: "S"}, {Role: "user", Content: "Q"}, {Role: "assistant", Content: "A"}, {Role: "user", Content: "Q2"}}
+	cases := []struct {
+		format, want string
+		gen          bool
+	}{
+		{PromptLlama2, "<s>[INST]<<SYS>>\nS\n<</SYS>>\n\nQ[/INST]A</s>[INST]Q2[/INST]", true},
+		{PromptChatML, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n", true},
+		{PromptChatML, "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n<|im_start|>user\nQ2<|im_end|>\n", false},
+		{PromptPlain, "<s>S\n\nQ\n\nA\n\nQ2\n\n", true},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			tc := TokenizerConfig{Tokens: tokens}
+			chat, err := tc.Chat("m", c.format)
+			require.NoError(t, err)
+			got, err := chat.Render(msgs, c.gen, nil)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+	_, err := TokenizerConfig{}.Chat("base-model", "")
+	require.ErrorContains(t, err, "base-model has no chat template")
+	require.ErrorContains(t, err, "llama2, chatml, plain")
+	_, err = TokenizerConfig{}.Chat("m", "alpaca")
+	require.ErrorContains(t, err, `prompt format "alpaca"`)
+}
+
+func TestUserTurn(t *testing.T) {
+	tc := TokenizerConfig{Tokens: map[string]string{"bos_token": "<s>"}}
+	chat, err := tc.Chat("m", PromptLlama2)
+	require.NoError(t, err)
+	before, after, err := chat.UserTurn("")
+	require.NoError(t, err)
+	assert.Equal(t, "<s>[INST]", before)
+	assert.Equal(t, "[/INST]", after)
+	chat, err = tc.Chat("m", PromptChatML)
+	require.NoError(t, err)
+	before, after, err = chat.UserTurn("sys")
+	require.NoError(t, err)
+	assert.Equal(t, "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\n", before)
+	assert.Equal(t, "<|im_end|>\n<|im_start|>assistant\n", after)
+	dup, err := NewChatTemplate(PromptTemplate, "{% for m in messages %}{{ m.content }}{{ m.content }}{% endfor %}", nil)
+	require.NoError(t, err)
+	_, _, err = dup.UserTurn("")
+	require.ErrorContains(t, err, "does not write the user's message once")
+	bad, err := NewChatTemplate(PromptTemplate, "{{ raise_exception('Conversation roles must alternate') }}", nil)
+	require.NoError(t, err)
+	_, err = bad.Render([]Message{{Role: "user", Content: "x"}}, true, nil)
+	require.ErrorContains(t, err, "Conversation roles must alternate")
+}
+
+func TestReadGenerationConfig(t *testing.T) {
+	gc, ok, err := ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"bos_token_id": 1, "eos_token_id": [7, 2], "pad_token_id": null}`}))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, GenerationConfig{EOS: []int{7, 2}, BOS: 1, PAD: -1}, gc)
+	assert.Equal(t, []int{7, 2, 9}, mergeEOS(gc.EOS, []int{2, 9}))
+	_, ok, err = ReadGenerationConfig(t.TempDir())
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, _, err = ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"eos_token_id": "x"}`}))
+	require.ErrorContains(t, err, `field "eos_token_id"`)
+}

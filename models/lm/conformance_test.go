@@ -1,0 +1,92 @@
+package lm
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sharedTokenizers holds real tokenizer files with the reference library's outputs
+// (../shared/data/models/README.md); tests that use it skip when it is absent.
+const sharedTokenizers = "../../../shared/data/models/tokenizers"
+
+type expectedIDs struct {
+	Text            string  `json:"text"`
+	IDs             []int32 `json:"ids"`
+	IDsWithSpecials []int32 `json:"ids_with_special_tokens"`
+}
+
+func sharedModelDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(sharedTokenizers, name)
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Skipf("%s absent (needs ../shared beside the checkout): %v", dir, err)
+	}
+	return dir
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v), path)
+}
+
+// TestTokenizerConformance reproduces the ids transformers.js produces from the very
+// same tokenizer files, with and without special tokens.
+func TestTokenizerConformance(t *testing.T) {
+	for _, name := range []string{"llama3", "qwen3", "mistral-sp"} {
+		t.Run(name, func(t *testing.T) {
+			dir := sharedModelDir(t, name)
+			tok, err := LoadTokenizer(dir)
+			require.NoError(t, err)
+			var cases []expectedIDs
+			readJSON(t, filepath.Join(dir, "expected.json"), &cases)
+			require.NotEmpty(t, cases)
+			for _, c := range cases {
+				got, err := tok.Encode(c.Text, false)
+				require.NoError(t, err, c.Text)
+				require.Equal(t, c.IDs, got, "ids of %q", c.Text)
+				got, err = tok.Encode(c.Text, true)
+				require.NoError(t, err, c.Text)
+				require.Equal(t, c.IDsWithSpecials, got, "ids with special tokens of %q", c.Text)
+			}
+		})
+	}
+}
+
+// TestChatTemplateConformance renders every conversation of chat.json through the
+// model's own chat_template and compares it with the prompt transformers'
+// apply_chat_template renders from the same file.
+func TestChatTemplateConformance(t *testing.T) {
+	for _, name := range []string{"llama3", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			dir := sharedModelDir(t, name)
+			chat, err := LoadChatTemplate(dir, "")
+			require.NoError(t, err)
+			var cases []struct {
+				Messages            []Message `json:"messages"`
+				AddGenerationPrompt bool      `json:"add_generation_prompt"`
+				Prompt              string    `json:"prompt"`
+			}
+			readJSON(t, filepath.Join(dir, "chat.json"), &cases)
+			require.NotEmpty(t, cases)
+			tok, err := LoadTokenizer(dir)
+			require.NoError(t, err)
+			for i, c := range cases {
+				got, err := chat.Render(c.Messages, c.AddGenerationPrompt, nil)
+				require.NoError(t, err, "conversation %d", i)
+				require.Equal(t, c.Prompt, got, "conversation %d", i)
+				// The rendered prompt tokenises with its markers as single special tokens.
+				ids, err := tok.Encode(got, false)
+				require.NoError(t, err)
+				text, err := tok.Decode(ids, false)
+				require.NoError(t, err)
+				require.Equal(t, c.Prompt, text, "round trip of conversation %d", i)
+			}
+		})
+	}
+}
