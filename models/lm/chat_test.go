@@ -128,3 +128,32 @@ func TestReadGenerationConfig(t *testing.T) {
 	_, _, err = ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"eos_token_id": "x"}`}))
 	require.ErrorContains(t, err, `field "eos_token_id"`)
 }
+
+func TestParseMessages(t *testing.T) {
+	cases := []struct {
+		name, in, err string
+		want          []Message
+	}{
+		{name: "ok", in: `[{"role":"system","content":"s"},{"role":"user","content":""}]`, want: []Message{{"system", "s"}, {"user", ""}}},
+		{name: "empty list", in: `[]`, want: []Message{}},
+		{name: "not an array", in: `{"role":"user"}`, err: "m.json: want a JSON array"},
+		{name: "truncated", in: `[{"role":"user","content":"x"}`, err: "m.json: want a JSON array"},
+		{name: "element not an object", in: `[{"role":"user","content":"x"}, 42]`, err: "m.json: message 2: want an object with \"role\" and \"content\" strings, got a number"},
+		{name: "content missing", in: `[{"role":"user"}]`, err: `m.json: message 1: field "content" missing`},
+		{name: "content not a string", in: `[{"role":"user","content":["a"]}]`, err: `m.json: message 1: field "content": want a string, got an array`},
+		{name: "role null", in: `[{"role":null,"content":"x"}]`, err: `m.json: message 1: field "role": want a string, got null`},
+		{name: "role empty", in: `[{"role":"","content":"x"}]`, err: `m.json: message 1: field "role" is empty`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseMessages("m.json", []byte(c.in))
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				assert.NotContains(t, err.Error(), "Go value")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}

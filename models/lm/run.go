@@ -3,6 +3,9 @@ package lm
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -197,10 +200,21 @@ func finalize(ts []*tensors.Tensor) {
 	}
 }
 
-// GenerateOptions configures greedy generation.
+// GenerateOptions configures generation: greedy by default, sampled with
+// Temperature > 0 (transformers' order: temperature, then top-p).
 type GenerateOptions struct {
 	MaxNewTokens int     // ≥ 1; G-Retriever: 32
-	EOS          []int32 // stop ids; nil = the config's eos_token_id(s)
+	EOS          []int32 // stop ids; nil = the config's (and generation_config.json's) eos_token_id(s)
+	// Temperature > 0 samples from softmax(logits / Temperature); 0 is greedy.
+	Temperature float64
+	// TopP in (0, 1] keeps the smallest set of most probable tokens whose
+	// probability reaches TopP (nucleus sampling); 0 or 1 keeps all.
+	TopP float64
+	// Seed seeds the sampler (a fixed seed gives the same tokens).
+	Seed uint64
+	// Stop, when set, is asked after each new token of a row (its tokens so far)
+	// whether the row is done (e.g. a stop string was generated); the token stays.
+	Stop func(row int, ids []int32) bool
 }
 
 // Generate decodes greedily from each prompt of input embeddings (see Splice) with a
@@ -250,7 +264,23 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 	if err != nil {
 		return nil, fmt.Errorf("lm: generate: prefill: %w", err)
 	}
-	next := tensors.MustCopyFlatData[int32](outs[0])
+	var rng *rand.Rand
+	if opts.Temperature > 0 {
+		rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+	}
+	pick := func(greedy, logits *tensors.Tensor) []int32 {
+		ids := tensors.MustCopyFlatData[int32](greedy)
+		if rng == nil {
+			return ids
+		}
+		lg := tensors.MustCopyFlatData[float32](logits)
+		v := len(lg) / b
+		for i := range ids {
+			ids[i] = sampleTopP(lg[i*v:(i+1)*v], opts.Temperature, opts.TopP, rng)
+		}
+		return ids
+	}
+	next := pick(outs[0], outs[1])
 	finalize(outs[:2])
 	cacheK, cacheV := outs[2], outs[3]
 	defer func() { finalize([]*tensors.Tensor{cacheK, cacheV}) }()
@@ -277,7 +307,7 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 				continue
 			}
 			res[i] = append(res[i], next[i])
-			if len(res[i]) >= opts.MaxNewTokens {
+			if len(res[i]) >= opts.MaxNewTokens || (opts.Stop != nil && opts.Stop(i, res[i])) {
 				done[i] = true
 				continue
 			}
@@ -304,10 +334,49 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		if err != nil {
 			return nil, fmt.Errorf("lm: generate: step %d: %w", s, err)
 		}
-		next = tensors.MustCopyFlatData[int32](outs[0])
-		finalize([]*tensors.Tensor{outs[1], cacheK, cacheV})
+		next = pick(outs[0], outs[1])
+		finalize([]*tensors.Tensor{outs[0], outs[1], cacheK, cacheV})
 		cacheK, cacheV = outs[2], outs[3]
 	}
+}
+
+// sampleTopP draws a token from softmax(logits / temperature) restricted to the
+// nucleus of probability topP (at least the most probable token), in float64.
+func sampleTopP(logits []float32, temperature, topP float64, rng *rand.Rand) int32 {
+	mx := math.Inf(-1)
+	for _, l := range logits {
+		mx = max(mx, float64(l))
+	}
+	p := make([]float64, len(logits))
+	order := make([]int, len(logits))
+	z := 0.0
+	for i, l := range logits {
+		p[i] = math.Exp((float64(l) - mx) / temperature)
+		z += p[i]
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+	keep, mass := len(order), 0.0
+	if topP > 0 && topP < 1 {
+		for k, i := range order {
+			mass += p[i] / z
+			if mass >= topP {
+				keep = k + 1
+				break
+			}
+		}
+	}
+	total := 0.0
+	for _, i := range order[:keep] {
+		total += p[i]
+	}
+	u := rng.Float64() * total
+	for _, i := range order[:keep] {
+		if u -= p[i]; u < 0 {
+			return int32(i)
+		}
+	}
+	return int32(order[keep-1])
 }
 
 // GenerateIDs is Generate on prompts of token ids.

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomlx/gomlx/ml/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+// sharedTokenizers holds real tokenizer files with transformers' outputs on them.
+const sharedTokenizers = "../../../shared/data/models/tokenizers"
+
+func sharedTokenizerDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(sharedTokenizers, name)
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Skipf("%s absent (needs ../shared beside the checkout): %v", dir, err)
+	}
+	return dir
+}
+
+// TestLMTokenizeMatchesTransformers runs `lm tokenize` on texts of expected.json and
+// compares with the ids transformers.js produces from the same files.
+func TestLMTokenizeMatchesTransformers(t *testing.T) {
+	for _, name := range []string{"llama3", "qwen3", "mistral-sp"} {
+		t.Run(name, func(t *testing.T) {
+			dir := sharedTokenizerDir(t, name)
+			var cases []struct {
+				Text    string  `json:"text"`
+				IDs     []int32 `json:"ids"`
+				Special []int32 `json:"ids_with_special_tokens"`
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &cases))
+			for _, i := range []int{0, 4, 19, 29} { // plain, newlines, special markers, emoji
+				c := cases[i]
+				r := run(t, nil, "lm", "tokenize", "--lm", dir, "--json", c.Text)
+				require.Equal(t, 0, r.code, r.stderr)
+				var got []int32
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+				assert.Equal(t, c.IDs, got, "%q", c.Text)
+				r = run(t, nil, "lm", "tokenize", "--lm", dir, "--special", c.Text)
+				require.Equal(t, 0, r.code, r.stderr)
+				var want []string
+				for _, id := range c.Special {
+					want = append(want, strconv.Itoa(int(id)))
+				}
+				assert.Equal(t, strings.Join(want, " ")+"\n", r.stdout, "%q with special tokens", c.Text)
+			}
+		})
+	}
+}
+
+// TestLMPromptMatchesApplyChatTemplate prints every conversation of chat.json with
+// `lm prompt` and compares it byte for byte with apply_chat_template's rendering.
+func TestLMPromptMatchesApplyChatTemplate(t *testing.T) {
+	for _, name := range []string{"llama3", "qwen3"} {
+		t.Run(name, func(t *testing.T) {
+			dir := sharedTokenizerDir(t, name)
+			var cases []struct {
+				Messages json.RawMessage `json:"messages"`
+				Gen      bool            `json:"add_generation_prompt"`
+				Prompt   string          `json:"prompt"`
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "chat.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &cases))
+			for i, c := range cases {
+				path := filepath.Join(t.TempDir(), "m.json")
+				require.NoError(t, os.WriteFile(path, c.Messages, 0o644))
+				r := run(t, nil, "lm", "prompt", "--lm", dir, "--messages", path, "--add-generation-prompt="+strconv.FormatBool(c.Gen))
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Equal(t, c.Prompt, r.stdout, "conversation %d", i)
+			}
+		})
+	}
+}
+
+func TestLMCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	_, err := lmtest.Write(dir, lmtest.Spec{Seed: 3})
+	require.NoError(t, err)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[{"role":"user","content":"hi"},{"role":"user","content":7}]`), 0o644))
+	good := filepath.Join(t.TempDir(), "good.json")
+	require.NoError(t, os.WriteFile(good, []byte(`[{"role":"user","content":"hi"}]`), 0o644))
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no --lm", []string{"lm", "tokenize", "x"}, 2, "--lm is required"},
+		{"--lm not a directory", []string{"lm", "tokenize", "--lm", good, "x"}, 2, "want a local Hugging Face model directory"},
+		{"bad message", []string{"lm", "prompt", "--lm", dir, "--messages", bad}, 2, `bad.json: message 2: field "content": want a string, got a number`},
+		{"base model without a template", []string{"lm", "prompt", "--lm", dir, "--messages", good}, 1, "has no chat template"},
+		{"unknown prompt format", []string{"lm", "prompt", "--lm", dir, "--messages", good, "--prompt-format", "alpaca"}, 2, "want one of template, llama2, chatml, plain"},
+		{"both messages and prompt", []string{"lm", "generate", "--lm", dir, "--messages", good, "the cat"}, 2, "either --messages FILE or a PROMPT"},
+		{"top-p zero", []string{"lm", "generate", "--lm", dir, "--temperature", "1", "--top-p", "0", "the"}, 2, "--top-p"},
+		{"bad id", []string{"lm", "detokenize", "--lm", dir, "12", "x7"}, 2, `argument 2: "x7" is not a token id`},
+		{"id out of the vocabulary", []string{"lm", "detokenize", "--lm", dir, "99999"}, 1, "id 99999 out of the vocabulary"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, nil, c.args...)
+			assert.Equal(t, c.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, c.msg)
+		})
+	}
+}
+
+// TestLMInfoAndGenerate checks `lm info` against the weights the test wrote and `lm
+// generate`'s greedy tokens against the argmax of a full forward pass over the prompt
+// and the tokens generated so far (no cache).
+func TestLMInfoAndGenerate(t *testing.T) {
+	dir := t.TempDir()
+	tiny, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen3", HeadDim: 32, BF16: true, Shards: 2, Seed: 5})
+	require.NoError(t, err)
+	var params int64
+	for _, w := range tiny.Weights {
+		n := int64(1)
+		for _, d := range w.Shape {
+			n *= int64(d)
+		}
+		params += n
+	}
+	r := run(t, nil, "lm", "info", "--lm", dir, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var info lm.Info
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
+	assert.Equal(t, params, info.Parameters)
+	assert.Equal(t, map[string]int{"BF16": len(tiny.Weights)}, info.StoredDTypes)
+	assert.Equal(t, "qwen3", info.ModelType)
+	assert.Equal(t, 32, info.HeadDim)
+	assert.Equal(t, tiny.Vocab, info.TokenizerVoc)
+	assert.Equal(t, []int{tiny.EOS}, info.EOS)
+
+	const prompt = "the cat at the"
+	r = run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "6", "--json", prompt)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		PromptTokens int     `json:"prompt_tokens"`
+		IDs          []int32 `json:"ids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
+	require.NoError(t, err)
+	ids, err := m.Tokenizer.Encode(prompt, true)
+	require.NoError(t, err)
+	require.Equal(t, len(ids), out.PromptTokens)
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	seq := append([]int32(nil), ids...)
+	for k := 0; k <= len(out.IDs); k++ {
+		logits, err := m.ForwardIDs(eng, [][]int32{seq})
+		require.NoError(t, err)
+		last := logits[0][len(seq)-1]
+		best := 0
+		for v := range last {
+			if last[v] > last[best] {
+				best = v
+			}
+		}
+		if k == len(out.IDs) {
+			if k < 6 {
+				assert.Equal(t, tiny.EOS, best, "generation stopped early: the next greedy token must be EOS")
+			}
+			break
+		}
+		require.Equal(t, int(out.IDs[k]), best, "token %d", k)
+		seq = append(seq, out.IDs[k])
+	}
+
+	// Sampling: a seed fixes the tokens.
+	a := run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "6", "--temperature", "1.5", "--seed", "7", "--json", prompt)
+	b := run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "6", "--temperature", "1.5", "--seed", "7", "--json", prompt)
+	require.Equal(t, 0, a.code, a.stderr)
+	assert.Equal(t, a.stdout, b.stdout)
+}
