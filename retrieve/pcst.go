@@ -101,14 +101,16 @@ func (s *Searcher) factAdjacency() [][]int32 {
 	return s.factAdj
 }
 
-// PCSTPrizes is G-Retriever's prize construction (retrieval_via_pcst): the topk nodes
-// by similarity get prizes topk, topk−1, …, 1; the edges holding one of the topkE
-// largest distinct similarity values get, for the k-th value shared by count_k edges,
-// min((topkE − k)/count_k, last) with last shrinking by 1% after each value; the edge
-// cost is then min(costE, max edge prize × 0.995).
+// PCSTPrizes is G-Retriever's prize construction (retrieval_via_pcst): with topk
+// clamped to the node count, the topk nodes by similarity get prizes topk, topk−1, …,
+// 1; with topkE clamped to the number of distinct edge similarities, the edges holding
+// one of the topkE largest distinct values get, for the k-th value shared by count_k
+// edges, min((topkE − k)/count_k, last) with last shrinking by 1% after each value;
+// the edge cost is then min(costE, max edge prize × 0.995).
 func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nodePrize, edgePrize []float64, cost float64) {
 	nodePrize = make([]float64, len(nodeSim))
-	for i, nb := range kernels.TopK(toF32(nil, nodeSim), min(topk, len(nodeSim))) {
+	topk = min(topk, len(nodeSim)) // retrieval.py: topk = min(topk, graph.num_nodes)
+	for i, nb := range kernels.TopK(toF32(nil, nodeSim), topk) {
 		nodePrize[nb.Index] = float64(topk - i)
 	}
 	edgePrize = make([]float64, len(edgeSim))
@@ -117,9 +119,8 @@ func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nod
 	slices.Sort(uniq)
 	uniq = slices.Compact(uniq)
 	slices.Reverse(uniq)
-	if len(uniq) > topkE {
-		uniq = uniq[:topkE]
-	}
+	topkE = min(topkE, len(uniq)) // retrieval.py: topk_e = min(topk_e, e_prizes.unique().size(0))
+	uniq = uniq[:topkE]
 	last := float64(topkE)
 	for k, v := range uniq {
 		count := 0
@@ -141,6 +142,27 @@ func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nod
 		maxPrize = max(maxPrize, p)
 	}
 	return nodePrize, edgePrize, min(costE, maxPrize*(1-c/2))
+}
+
+// PCST prize profiles (PCSTProfiles): topk, topk_e and cost_e as each source calls
+// retrieval_via_pcst.
+const (
+	// PCSTProfileGRetriever is G-Retriever's WebQSP call: topk 3, topk_e 5, cost_e 0.5.
+	PCSTProfileGRetriever = "g-retriever"
+	// PCSTProfileSeed004 is seed 004's: top-k nodes 15, edges 20, cost_e 0.5.
+	PCSTProfileSeed004 = "seed004"
+)
+
+// PCSTProfile is one prize setting.
+type PCSTProfile struct {
+	TopK, TopKEdges int
+	EdgeCost        float64
+}
+
+// PCSTProfiles are the named prize settings.
+var PCSTProfiles = map[string]PCSTProfile{
+	PCSTProfileGRetriever: {TopK: 3, TopKEdges: 5, EdgeCost: 0.5},
+	PCSTProfileSeed004:    {TopK: 15, TopKEdges: 20, EdgeCost: 0.5},
 }
 
 // PCSTSubgraph is a question's PCST subgraph: the kept entities and facts (index

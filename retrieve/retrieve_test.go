@@ -362,8 +362,16 @@ func TestPCSTPrizesAsGRetriever(t *testing.T) {
 	// k=0: two edges share 0.9 → min(3/2, 3) = 1.5; k=1: min(2/1, 1.485) = 1.485; k=2: min(1, 1.47015) = 1.
 	assert.InDeltaSlice(t, []float64{1.5, 1.5, 1.485, 1, 0}, edges, 1e-12)
 	assert.Equal(t, 0.5, cost)
-	_, _, cost = PCSTPrizes([]float64{1}, []float64{0.2}, 3, 3, 5)
-	assert.InDelta(t, 3*0.995, cost, 1e-12, "cost_e capped below the largest edge prize")
+	// retrieval.py clamps topk to the node count (1) and topk_e to the distinct edge
+	// similarities (1): node prize 1, edge prize min(1/1, 1) = 1, cost min(5, 0.995).
+	nodes, edges, cost = PCSTPrizes([]float64{1}, []float64{0.2}, 3, 3, 5)
+	assert.Equal(t, []float64{1}, nodes)
+	assert.Equal(t, []float64{1}, edges)
+	assert.InDelta(t, 0.995, cost, 1e-12, "cost_e capped below the largest edge prize")
+	// Two distinct edge values under topk_e 5: prizes 2 and min(1/2, 1.98) = 0.5.
+	nodes, edges, _ = PCSTPrizes([]float64{0.3, 0.2}, []float64{0.7, 0.4, 0.4}, 5, 5, 0.5)
+	assert.Equal(t, []float64{2, 1}, nodes)
+	assert.InDeltaSlice(t, []float64{2, 0.5, 0.5}, edges, 1e-12)
 }
 
 func TestPCSTRetrieverReturnsATree(t *testing.T) {

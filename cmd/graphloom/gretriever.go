@@ -167,6 +167,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	var indexPath, trainPath, valPath, lmDir, out string
 	var gtHidden int
 	var resume bool
+	var lf llmFlags
 	cmd := &cobra.Command{
 		Use:     spec.use,
 		Short:   spec.short,
@@ -181,7 +182,11 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := retrieve.Open(ix, nil, rcfg, nil)
+			api, err := lf.apiEmbedder(cmd.Context()) // the embedder the index was built with
+			if err != nil {
+				return err
+			}
+			s, err := retrieve.Open(ix, api, rcfg, nil)
 			if err != nil {
 				return err
 			}
@@ -287,7 +292,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.Float64Var(&cfg.LearningRate, "lr", cfg.LearningRate, "peak learning rate (AdamW)")
 	f.Float64Var(&cfg.MinLearningRate, "min-lr", cfg.MinLearningRate, "learning rate at the end of the half-cycle cosine")
 	f.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "questions per micro-batch")
-	f.IntVar(&cfg.GradSteps, "grad-steps", cfg.GradSteps, "micro-batches per optimizer step (gradient accumulation)")
+	f.IntVar(&cfg.GradSteps, "grad-steps", cfg.GradSteps, "batches between learning-rate updates (train.py grad_steps; the optimizer steps after every batch)")
 	f.IntVar(&cfg.Patience, "patience", cfg.Patience, "epochs without a lower validation loss before stopping (0 = never)")
 	f.IntVar(&cfg.GT.Layers, "gt-layers", cfg.GT.Layers, "Graph Transformer layers")
 	f.IntVar(&gtHidden, "gt-hidden", 0, "Graph Transformer width (default: the embedding width, as G-Retriever)")
@@ -298,6 +303,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.IntVar(&rcfg.PCSTTopK, "pcst-topk", rcfg.PCSTTopK, "nodes given prizes (G-Retriever topk)")
 	f.IntVar(&rcfg.PCSTTopKEdges, "pcst-topk-e", rcfg.PCSTTopKEdges, "distinct edge similarities given prizes (topk_e)")
 	f.Float64Var(&rcfg.PCSTEdgeCost, "pcst-cost-e", rcfg.PCSTEdgeCost, "edge cost (cost_e)")
+	pcstProfileFlag(cmd, &rcfg)
+	lf.register(cmd)
 	limitChoices(cmd, "variant", gretriever.Variants...)
 	limitChoices(cmd, "text", gretriever.TextCSV, gretriever.TextVerbal)
 	limitFlag(cmd, "epochs", atLeast1(1e4))

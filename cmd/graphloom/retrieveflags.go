@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -45,6 +47,7 @@ func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
 	f.IntVar(&cfg.PCSTTopK, "pcst-topk", cfg.PCSTTopK, "nodes given prizes (pcst; G-Retriever topk)")
 	f.IntVar(&cfg.PCSTTopKEdges, "pcst-topk-e", cfg.PCSTTopKEdges, "distinct edge similarities given prizes (pcst; G-Retriever topk_e)")
 	f.Float64Var(&cfg.PCSTEdgeCost, "pcst-cost-e", cfg.PCSTEdgeCost, "edge cost (pcst; G-Retriever cost_e)")
+	pcstProfileFlag(cmd, cfg)
 	f.IntVar(&cfg.PCSTMaxNodes, "pcst-max-nodes", cfg.PCSTMaxNodes, "most entities of the subgraph PCST runs on")
 	f.StringVar(&cfg.PCSTText, "pcst-text", cfg.PCSTText, `subgraph textualisation (pcst): "csv" (G-Retriever's node and edge CSV) or "verbal" ("v_i [r] v_j" lines)`)
 	limitFlag(cmd, "pcst-topk", atLeast1(1e5))
@@ -60,4 +63,39 @@ func registerRetrievalFlags(cmd *cobra.Command, cfg *retrieve.Config) {
 	limitFlag(cmd, "chunk-weight", atLeast0(1e3))
 	limitFlag(cmd, "lexical-weight", unit)
 	limitFlag(cmd, "final-bm25-weight", unit)
+}
+
+// pcstProfile is --pcst-profile: setting it sets --pcst-topk, --pcst-topk-e and
+// --pcst-cost-e to the profile's values, except those given explicitly.
+type pcstProfile struct {
+	name string
+	cfg  *retrieve.Config
+	fs   *pflag.FlagSet
+}
+
+func (p *pcstProfile) String() string { return p.name }
+func (p *pcstProfile) Type() string   { return "string" }
+
+func (p *pcstProfile) Set(name string) error {
+	prof, ok := retrieve.PCSTProfiles[name]
+	if !ok {
+		return fmt.Errorf("want %s or %s", retrieve.PCSTProfileGRetriever, retrieve.PCSTProfileSeed004)
+	}
+	p.name = name
+	if !p.fs.Changed("pcst-topk") {
+		p.cfg.PCSTTopK = prof.TopK
+	}
+	if !p.fs.Changed("pcst-topk-e") {
+		p.cfg.PCSTTopKEdges = prof.TopKEdges
+	}
+	if !p.fs.Changed("pcst-cost-e") {
+		p.cfg.PCSTEdgeCost = prof.EdgeCost
+	}
+	return nil
+}
+
+// pcstProfileFlag registers --pcst-profile on cmd (after the three flags it sets).
+func pcstProfileFlag(cmd *cobra.Command, cfg *retrieve.Config) {
+	cmd.Flags().Var(&pcstProfile{name: retrieve.PCSTProfileGRetriever, cfg: cfg, fs: cmd.Flags()}, "pcst-profile",
+		`PCST prizes as a source sets them: "g-retriever" (topk 3, topk_e 5, cost_e 0.5) or "seed004" (15, 20, 0.5); explicit --pcst-topk/-topk-e/-cost-e win`)
 }

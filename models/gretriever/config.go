@@ -42,10 +42,9 @@ var Variants = []string{VariantGRetriever, VariantGraphTokenOnly, VariantLinear,
 // G-Retriever's values (src/config.py, src/model/graph_llm.py; anchors §C.3–C.5).
 //
 // Deviations: sequences are right-padded (G-Retriever left-pads; the outputs are the
-// same because rotary positions come from the padding mask); gradients of the
-// accumulated micro-batches are averaged (PyTorch sums them; with a clip norm of 0.1
-// the update is clipped either way); resuming restores the weights and the step (so
-// the learning-rate schedule) but not AdamW's moment estimates.
+// same because rotary positions come from the padding mask); resuming restores the
+// weights and the step (so the learning-rate schedule) but not AdamW's moment
+// estimates.
 type Config struct {
 	Variant string `json:"variant"` // one of Variants; default VariantGRetriever
 
@@ -59,10 +58,17 @@ type Config struct {
 	// LMHidden is the frozen LM's embedding width (set from the LM; checked on load).
 	LMHidden int `json:"lm_hidden"`
 
-	// Prefix and Suffix wrap the user turn: G-Retriever's Llama-2 chat markers
-	// BOS "<s>[INST]" and "[/INST]". The graph token follows BOS + Prefix.
-	Prefix string `json:"prefix"`
-	Suffix string `json:"suffix"`
+	// PromptFormat is how the user turn is written (lm.PromptFormats): the LM's own
+	// chat template (lm.PromptTemplate), or a built-in format for base models —
+	// lm.PromptLlama2 is G-Retriever's BOS "[INST]" … "[/INST]" (src/model/graph_llm.py,
+	// read by Llama-2). The graph token opens the user turn: the rendered text up to
+	// the user's content, the graph token, the textualised subgraph and the question,
+	// then the rest of the rendered prompt (the turn's end and the assistant's
+	// opening); the label is the answer and the LM's EOS. Empty: the LM's chat
+	// template when it has one (seed 004's Qwen2.5-3B-Instruct), else llama2. New
+	// stores the resolved format, so a reload prompts as training did; checkpoints
+	// written before the field read as llama2.
+	PromptFormat string `json:"prompt_format"`
 	// Question formats the question: "Question: %s\nAnswer: " (WebQSP).
 	Question string `json:"question"`
 	// TextForm is how the subgraph is written for the LM: TextCSV, G-Retriever's node
@@ -76,9 +82,13 @@ type Config struct {
 	MaxNewTokens int `json:"max_new_tokens"`
 
 	// Training (src/config.py, train.py, src/utils/lr_schedule.py): AdamW lr 1e-5,
-	// weight decay 0.05, batch 8, 2 gradient-accumulation steps, 10 epochs, 1 warm-up
-	// epoch, half-cycle cosine to 5e-6, gradient clip norm 0.1, early stopping after 2
-	// epochs without a lower validation loss, evaluation batch 16, seed 0.
+	// weight decay 0.05, batch 8, 10 epochs, 1 warm-up epoch, half-cycle cosine to
+	// 5e-6, gradient clip norm 0.1, early stopping after 2 epochs without a lower
+	// validation loss, evaluation batch 16, seed 0. As in train.py, the optimizer steps
+	// after every batch (no gradient accumulation) and GradSteps (2) paces the
+	// learning rate: it is set after batches s of an epoch with (s+1) % GradSteps == 0,
+	// from the fractional epoch epoch + s/len(loader), and held in between (the first
+	// batch runs at the initial lr).
 	LearningRate    float64 `json:"lr"`
 	MinLearningRate float64 `json:"min_lr"`
 	WeightDecay     float64 `json:"weight_decay"`
@@ -105,7 +115,7 @@ func DefaultConfig(dim int) Config {
 	gt.InputDim, gt.Hidden, gt.Out, gt.EdgeDim = dim, dim, dim, dim
 	return Config{
 		Variant: VariantGRetriever, GT: gt, ProjectorHidden: 2048,
-		Prefix: "[INST]", Suffix: "[/INST]", Question: "Question: %s\nAnswer: ", TextForm: TextCSV, MaxTextTokens: 512, MaxNewTokens: 32,
+		Question: "Question: %s\nAnswer: ", TextForm: TextCSV, MaxTextTokens: 512, MaxNewTokens: 32,
 		LearningRate: 1e-5, MinLearningRate: 5e-6, WeightDecay: 0.05, BatchSize: 8, GradSteps: 2, Epochs: 10,
 		WarmupEpochs: 1, ClipNorm: 0.1, Patience: 2, EvalBatchSize: 16,
 	}

@@ -2,6 +2,7 @@ package gretriever_test
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,34 @@ func TestConfigErrors(t *testing.T) {
 		mutate(&cfg)
 		_, err := gretriever.New(toyLM(t, dir), cfg)
 		assert.Error(t, err, name)
+	}
+}
+
+// TestRateAtFollowsTrainPy replays G-Retriever's train.py loop (optimizer built at
+// lr; after batch `step` of each epoch, when (step+1) % grad_steps == 0,
+// adjust_learning_rate(lr, step/len(loader) + epoch); then optimizer.step()) and
+// checks that the rate each optimizer step runs at is Config.RateAt's.
+func TestRateAtFollowsTrainPy(t *testing.T) {
+	for _, c := range []struct{ batches, grad, epochs, warmup int }{{7, 2, 4, 1}, {6, 2, 3, 1}, {5, 3, 3, 2}, {1, 2, 3, 1}, {4, 1, 3, 0}} {
+		cfg := gretriever.DefaultConfig(8)
+		cfg.GradSteps, cfg.Epochs, cfg.WarmupEpochs = c.grad, c.epochs, c.warmup
+		adjust := func(epoch float64) float64 { // src/utils/lr_schedule.py
+			if epoch < float64(cfg.WarmupEpochs) {
+				return cfg.LearningRate * epoch / float64(cfg.WarmupEpochs)
+			}
+			return cfg.MinLearningRate + (cfg.LearningRate-cfg.MinLearningRate)*0.5*
+				(1+math.Cos(math.Pi*(epoch-float64(cfg.WarmupEpochs))/float64(cfg.Epochs-cfg.WarmupEpochs)))
+		}
+		lr, global := cfg.LearningRate, 0
+		for epoch := range c.epochs {
+			for step := range c.batches {
+				if (step+1)%c.grad == 0 {
+					lr = adjust(float64(step)/float64(c.batches) + float64(epoch))
+				}
+				assert.InDelta(t, lr, cfg.RateAt(global, c.batches), 1e-18, "%+v: epoch %d batch %d", c, epoch, step)
+				global++
+			}
+		}
+		assert.Equal(t, c.batches*c.epochs, cfg.PlanFor(c.batches*cfg.BatchSize).TotalSteps, "one optimizer step per batch")
 	}
 }

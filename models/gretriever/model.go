@@ -40,8 +40,8 @@ type Model struct {
 	proj2 *models.Linear           // ProjectorHidden → LM hidden; the linear variants' only layer (d → LM hidden)
 	vars  []*model.Variable
 	bk    *kernels.Bucketer
-	head  []int32 // BOS + Prefix: the graph token follows
-	tail  []int32 // Suffix
+	head  []int32 // the prompt before the user's content: the graph token follows
+	tail  []int32 // the prompt after it (the turn's end, the assistant's opening)
 	eos   int32
 }
 
@@ -63,6 +63,9 @@ func New(l *lm.Model, cfg Config) (*Model, error) {
 		return nil, errors.New("gretriever: the LM's config names no EOS token")
 	}
 	m := &Model{cfg: cfg, lm: l, store: l.Store(), eos: int32(lc.EOS[0])}
+	if id, ok := l.Tokenizer.TokenID(l.TokConfig.Tokens["eos_token"]); ok {
+		m.eos = id // the chat turn's end (Qwen's <|im_end|>, Llama 3's <|eot_id|>)
+	}
 	d := cfg.GT.InputDim
 	p := models.NewParams(m.store.RootScope().In("gretriever"), cfg.Seed)
 	if cfg.encoder() {
@@ -81,25 +84,47 @@ func New(l *lm.Model, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m.vars = append(m.vars, p.Variables()...)
+	if err := m.prompt(l); err != nil {
+		return nil, err
+	}
 	var err error
-	if m.head, err = l.Tokenizer.Encode(cfg.Prefix, false); err != nil {
-		return nil, fmt.Errorf("gretriever: prefix: %w", err)
-	}
-	if lc.BOS >= 0 {
-		m.head = append([]int32{int32(lc.BOS)}, m.head...)
-	}
-	if len(m.head) == 0 {
-		return nil, errors.New("gretriever: the LM has no BOS token and the prefix is empty: the graph token needs something before it")
-	}
-	if m.tail, err = l.Tokenizer.Encode(cfg.Suffix, false); err != nil {
-		return nil, fmt.Errorf("gretriever: suffix: %w", err)
-	}
 	// The linear variants ignore edge features but take the same graphs.
 	spec := kernels.Spec{FeatDim: d, EdgeDim: cfg.GT.EdgeDim, NumRelations: 1, NumNodeTypes: 1}
 	if m.bk, err = newBucketer(spec, max(cfg.BatchSize, cfg.EvalBatchSize)); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// prompt resolves cfg.PromptFormat and encodes the user turn around its content:
+// head = the rendered text before it (BOS and the turn's opening), tail = after it.
+func (m *Model) prompt(l *lm.Model) error {
+	format := m.cfg.PromptFormat
+	if format == "" {
+		format = lm.PromptLlama2
+		if l.TokConfig.ChatTemplate != "" {
+			format = lm.PromptTemplate
+		}
+	}
+	chat, err := l.ChatTemplate(format)
+	if err != nil {
+		return fmt.Errorf("gretriever: %w", err)
+	}
+	before, after, err := chat.UserTurn("")
+	if err != nil {
+		return fmt.Errorf("gretriever: %w", err)
+	}
+	if m.head, err = l.Tokenizer.Encode(before, false); err != nil {
+		return fmt.Errorf("gretriever: prompt: %w", err)
+	}
+	if len(m.head) == 0 {
+		return fmt.Errorf("gretriever: the %s prompt writes nothing before the user's message and the LM has no BOS token: the graph token needs something before it", format)
+	}
+	if m.tail, err = l.Tokenizer.Encode(after, false); err != nil {
+		return fmt.Errorf("gretriever: prompt: %w", err)
+	}
+	m.cfg.PromptFormat = format
+	return nil
 }
 
 // newBucketer pads graph batches to power-of-two node and edge counts (from 16) and
@@ -150,6 +175,9 @@ func Load(path string, l *lm.Model) (*Model, map[string]string, error) {
 	var cfg Config
 	if err := models.ConfigOf(path, Kind, &cfg); err != nil {
 		return nil, nil, err
+	}
+	if cfg.PromptFormat == "" {
+		cfg.PromptFormat = lm.PromptLlama2 // written before the field: G-Retriever's [INST] prompt
 	}
 	m, err := New(l, cfg)
 	if err != nil {
@@ -217,7 +245,7 @@ func (x *batch) Inputs() ([]*tensors.Tensor, error) {
 func (x *batch) ShapeKey() string { return fmt.Sprintf("%s/%dx%dp%d", x.g.ShapeKey(), x.b, x.t, x.pos) }
 
 // LossFn implements train.Task: the mean next-token cross-entropy over the answer and
-// EOS tokens, the graph token spliced after BOS + Prefix.
+// EOS tokens, the graph token spliced at the start of the user turn.
 func (m *Model) LossFn(b train.Batch) (func(*model.Scope, []*graph.Node, bool) *graph.Node, error) {
 	x, ok := b.(*batch)
 	if !ok {
@@ -238,7 +266,7 @@ func (m *Model) LossFn(b train.Batch) (func(*model.Scope, []*graph.Node, bool) *
 
 // encoded is an example's token pieces around the graph token.
 type encoded struct {
-	rest  []int32 // text tokens (truncated) + question + Suffix
+	rest  []int32 // text tokens (truncated) + question + the prompt's tail
 	label []int32 // answer (truncated to MaxNewTokens) + EOS
 }
 
@@ -392,8 +420,8 @@ func (m *Model) GraphTokens(eng *engine.Engine, exs []Example) ([][]float32, err
 }
 
 // Answer generates each example's answer greedily (at most MaxNewTokens tokens, in
-// batches of EvalBatchSize): BOS + Prefix, the graph token, the textualised subgraph
-// (variants WithText), the question, Suffix.
+// batches of EvalBatchSize): the prompt's head, the graph token, the textualised
+// subgraph (variants WithText), the question, the prompt's tail.
 func (m *Model) Answer(eng *engine.Engine, exs []Example) ([]string, error) {
 	return m.answer(eng, exs, true)
 }

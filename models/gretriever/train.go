@@ -23,15 +23,38 @@ type TrainOptions struct {
 
 // Plan is how a run's epochs become optimizer steps.
 type Plan struct {
-	StepsPerEpoch int // ⌈train examples / (BatchSize · GradSteps)⌉
+	StepsPerEpoch int // ⌈train examples / BatchSize⌉: one optimizer step per batch
 	TotalSteps    int
 	WarmupSteps   int
 }
 
 // PlanFor returns the step plan of n training examples.
 func (c Config) PlanFor(n int) Plan {
-	per := max(1, (n+c.BatchSize*c.GradSteps-1)/(c.BatchSize*c.GradSteps))
+	per := max(1, (n+c.BatchSize-1)/c.BatchSize)
 	return Plan{StepsPerEpoch: per, TotalSteps: per * c.Epochs, WarmupSteps: per * c.WarmupEpochs}
+}
+
+// RateAt is train.py's learning rate at optimizer step (0-based) of a run of
+// stepsPerEpoch batches an epoch: adjust_learning_rate (linear warm-up over
+// WarmupEpochs, then a half-cycle cosine from LearningRate to MinLearningRate over
+// the remaining epochs, both in fractional epochs) applied after batches s with
+// (s+1) % GradSteps == 0 at epoch + s/stepsPerEpoch, and held until the next such
+// batch; before the first, the optimizer's initial LearningRate.
+func (c Config) RateAt(step, stepsPerEpoch int) float64 {
+	epoch, s := step/stepsPerEpoch, step%stepsPerEpoch
+	last := (s+1)/c.GradSteps*c.GradSteps - 1 // latest adjusting batch ≤ s in this epoch
+	if last < 0 {
+		if epoch == 0 || stepsPerEpoch < c.GradSteps {
+			return c.LearningRate
+		}
+		epoch, last = epoch-1, stepsPerEpoch/c.GradSteps*c.GradSteps-1 // the previous epoch's last
+	}
+	x := float64(epoch) + float64(last)/float64(stepsPerEpoch)
+	w := float64(c.WarmupEpochs)
+	if x < w {
+		return c.LearningRate * x / w
+	}
+	return c.MinLearningRate + (c.LearningRate-c.MinLearningRate)*0.5*(1+math.Cos(math.Pi*(x-w)/(float64(c.Epochs)-w)))
 }
 
 // TrainConfig returns the trainer settings of G-Retriever's recipe for n examples.
@@ -40,7 +63,8 @@ func (c Config) TrainConfig(n int) train.Config {
 	tc := train.DefaultConfig()
 	tc.Optimizer, tc.LearningRate, tc.MinLearningRate, tc.WeightDecay = "adamw", c.LearningRate, c.MinLearningRate, c.WeightDecay
 	tc.TotalSteps, tc.WarmupSteps, tc.EvalEvery = p.TotalSteps, p.WarmupSteps, p.StepsPerEpoch
-	tc.ClipNorm, tc.AccumulateSteps, tc.Patience, tc.MinDelta = c.ClipNorm, c.GradSteps, c.Patience, 0
+	tc.ClipNorm, tc.AccumulateSteps, tc.Patience, tc.MinDelta = c.ClipNorm, 1, c.Patience, 0
+	tc.LR = func(step int) float64 { return c.RateAt(step, p.StepsPerEpoch) }
 	tc.Beta1, tc.Beta2 = 0.9, 0.95 // G-Retriever: torch.optim.AdamW(betas=(0.9, 0.95))
 	tc.Seed = int64(c.Seed)
 	return tc
@@ -56,7 +80,8 @@ type Result struct {
 // Train trains the encoder and projector on trainSet through the frozen LM, with
 // validation loss on val every epoch, early stopping and best-weights restore
 // (G-Retriever's train.py). Each epoch visits the examples in a fresh seeded order;
-// an optimizer step takes GradSteps micro-batches of BatchSize.
+// an optimizer step takes one batch of BatchSize (train.py), GradSteps pacing the
+// learning rate.
 func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []Example, opts TrainOptions) (*Result, error) {
 	if len(trainSet) == 0 || len(val) == 0 {
 		return nil, errors.New("gretriever: training needs training and validation examples")
@@ -82,7 +107,7 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 		return nil, err
 	}
 	// Epoch e visits a permutation seeded by (Seed, e); step s of the epoch takes
-	// micro-batches s·GradSteps, … of BatchSize examples (the last ones may be short).
+	// examples s·BatchSize, … (the last batch may be short).
 	order := func(epoch int) []int {
 		rng := rand.New(rand.NewPCG(m.cfg.Seed, uint64(epoch)+1))
 		return rng.Perm(len(trainSet))
@@ -94,26 +119,19 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 		if epoch != cachedEpoch {
 			cached, cachedEpoch = order(epoch), epoch
 		}
-		var bs []train.Batch
-		for g := range m.cfg.GradSteps {
-			lo := (within*m.cfg.GradSteps + g) * m.cfg.BatchSize
-			exs := make([]Example, 0, m.cfg.BatchSize)
-			for k := lo; k < min(lo+m.cfg.BatchSize, len(cached)); k++ {
-				exs = append(exs, trainSet[cached[k]])
-			}
-			if len(exs) == 0 {
-				continue
-			}
-			b, err := m.makeBatch(exs)
-			if err != nil {
-				return nil, err
-			}
-			bs = append(bs, b)
+		lo := within * m.cfg.BatchSize
+		exs := make([]Example, 0, m.cfg.BatchSize)
+		for k := lo; k < min(lo+m.cfg.BatchSize, len(cached)); k++ {
+			exs = append(exs, trainSet[cached[k]])
 		}
-		if len(bs) == 0 {
+		if len(exs) == 0 {
 			return nil, fmt.Errorf("step %d of epoch %d has no examples", within, epoch)
 		}
-		return bs, nil
+		b, err := m.makeBatch(exs)
+		if err != nil {
+			return nil, err
+		}
+		return []train.Batch{b}, nil
 	}
 	eval := func() (train.Metrics, error) {
 		l, err := m.Loss(eng, val)

@@ -2,6 +2,7 @@ package lm
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"sync"
@@ -107,8 +108,23 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 func (m *Model) Dir() string { return m.dir }
 
 // ChatTemplate returns the model's prompt format (LoadChatTemplate's formats).
+// bos_token and eos_token, when tokenizer_config.json lacks them, are the text of
+// config.json's BOS and first EOS ids.
 func (m *Model) ChatTemplate(format string) (*ChatTemplate, error) {
-	return m.TokConfig.Chat(m.dir, format)
+	tc := m.TokConfig
+	tc.Tokens = maps.Clone(tc.Tokens)
+	if tc.Tokens == nil {
+		tc.Tokens = map[string]string{}
+	}
+	if m.Tokenizer != nil {
+		if _, ok := tc.Tokens["bos_token"]; !ok && m.cfg.BOS >= 0 {
+			tc.Tokens["bos_token"] = m.Tokenizer.Token(int32(m.cfg.BOS))
+		}
+		if _, ok := tc.Tokens["eos_token"]; !ok && len(m.cfg.EOS) > 0 {
+			tc.Tokens["eos_token"] = m.Tokenizer.Token(int32(m.cfg.EOS[0]))
+		}
+	}
+	return tc.Chat(m.dir, format)
 }
 
 // New creates the model's variables in store under scope (DefaultScope when empty)

@@ -53,6 +53,9 @@ type Config struct {
 	Patience        int     // evaluations without improvement before stopping; 0 = never
 	MinDelta        float64 // improvement threshold on the eval loss
 	Seed            int64   // dropout random state
+	// LR, when set, is the learning rate of each step (0-based) in place of the
+	// warm-up + cosine Schedule (a recipe whose schedule is not of that form).
+	LR func(step int) float64 `json:"-"`
 }
 
 // DefaultConfig returns CrossAug's settings: Adam, lr 2e-3 constant, 200 steps,
@@ -272,6 +275,9 @@ func (t *Trainer) StepBatches(bs ...Batch) (StepStats, error) {
 		return StepStats{}, errors.New("train: step: no batch")
 	}
 	lr := t.cfg.Schedule().LR(t.step)
+	if t.cfg.LR != nil {
+		lr = t.cfg.LR(t.step)
+	}
 	if err := t.lrVar.SetValue(tensors.FromScalar(float32(lr))); err != nil {
 		return StepStats{}, fmt.Errorf("train: setting learning rate: %w", err)
 	}
