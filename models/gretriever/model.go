@@ -227,22 +227,38 @@ func splice(embeds, tok *graph.Node, p int) *graph.Node {
 
 // batch is one padded training batch: the graphs and the right-padded token rows.
 type batch struct {
-	g                 *kernels.Batch
-	ids, mask, labels []int32 // [B, T]
-	slot              []int32 // [B]
-	b, t, pos         int     // rows, length, graph-token position
-	tokens            int     // label tokens (for weighting losses)
+	g         *kernels.Batch
+	ids, mask []int32 // [B, T]
+	// at [P] are the flat positions b·T + t whose logits are scored, against
+	// labels [P] (the next token; IgnoreIndex on the padding of P's bucket).
+	at, labels []int32
+	slot       []int32 // [B]
+	b, t, pos  int     // rows, length, graph-token position
+	tokens     int     // label tokens (for weighting losses)
 }
 
 func (x *batch) Inputs() ([]*tensors.Tensor, error) {
 	return append(x.g.Tensors(),
 		tensors.FromFlatDataAndDimensions(x.ids, x.b, x.t),
 		tensors.FromFlatDataAndDimensions(x.mask, x.b, x.t),
-		tensors.FromFlatDataAndDimensions(x.labels, x.b, x.t),
+		tensors.FromFlatDataAndDimensions(x.at, len(x.at)),
+		tensors.FromFlatDataAndDimensions(x.labels, len(x.labels)),
 		tensors.FromFlatDataAndDimensions(x.slot, x.b)), nil
 }
 
-func (x *batch) ShapeKey() string { return fmt.Sprintf("%s/%dx%dp%d", x.g.ShapeKey(), x.b, x.t, x.pos) }
+func (x *batch) ShapeKey() string {
+	return fmt.Sprintf("%s/%dx%dp%dl%d", x.g.ShapeKey(), x.b, x.t, x.pos, len(x.at))
+}
+
+// labelBucket pads the number of scored positions to a power of two from 8, so that
+// compiles stay few.
+func labelBucket(n int) int {
+	b := 8
+	for b < n {
+		b *= 2
+	}
+	return b
+}
 
 // LossFn implements train.Task: the mean next-token cross-entropy over the answer and
 // EOS tokens, the graph token spliced at the start of the user turn.
@@ -258,9 +274,13 @@ func (m *Model) LossFn(b train.Batch) (func(*model.Scope, []*graph.Node, bool) *
 		if err != nil {
 			panic(err)
 		}
-		ids, mask, labels, slot := in[nb], in[nb+1], in[nb+2], in[nb+3]
+		ids, mask, at, labels, slot := in[nb], in[nb+1], in[nb+2], in[nb+3], in[nb+4]
 		emb := splice(m.lm.EmbedTokens(ids), m.graphTokens(bn, slot, training), pos)
-		return train.TokenCE(m.lm.Logits(emb, mask), labels)
+		// Only the answer positions reach the LM head: [P, V] logits, never [B, T, V].
+		h := m.lm.Hidden(emb, mask)
+		dims := h.Shape().Dimensions
+		h = graph.Gather(graph.Reshape(h, dims[0]*dims[1], dims[2]), graph.InsertAxes(at, -1)) // [P, H]
+		return train.TokenCE(m.lm.LMHead(h), labels)
 	}, nil
 }
 
@@ -319,21 +339,21 @@ func (m *Model) makeBatch(exs []Example) (*batch, error) {
 		return nil, fmt.Errorf("gretriever: %w", err)
 	}
 	x := &batch{g: g, b: lm.BatchBucket(len(exs)), t: lm.SeqBucket(n), pos: len(m.head)}
-	x.ids, x.mask, x.labels, x.slot = make([]int32, x.b*x.t), make([]int32, x.b*x.t), make([]int32, x.b*x.t), make([]int32, x.b)
-	for i := range x.labels {
-		x.labels[i] = train.IgnoreIndex
-	}
+	x.ids, x.mask, x.slot = make([]int32, x.b*x.t), make([]int32, x.b*x.t), make([]int32, x.b)
 	for i, e := range encs {
 		row := append(append(append(append([]int32(nil), m.head...), 0), e.rest...), e.label...)
 		first := len(row) - len(e.label) // first label position
 		for j, id := range row {
 			x.ids[i*x.t+j], x.mask[i*x.t+j] = id, 1
 			if j+1 >= first && j+1 < len(row) {
-				x.labels[i*x.t+j] = row[j+1] // logits at j predict token j+1
+				x.at, x.labels = append(x.at, int32(i*x.t+j)), append(x.labels, row[j+1]) // logits at j predict token j+1
 			}
 		}
 		x.tokens += len(e.label)
 		x.slot[i] = g.GraphSlot[i]
+	}
+	for len(x.at) < labelBucket(x.tokens) {
+		x.at, x.labels = append(x.at, 0), append(x.labels, train.IgnoreIndex)
 	}
 	return x, nil
 }

@@ -2,14 +2,21 @@ package gretriever
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
+	"strings"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
@@ -80,4 +87,107 @@ func quote(s string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestLossScoresOnlyAnswerPositions builds the training graph (loss and a gradient)
+// and checks that no tensor holds logits of every position ([B, T, V]): the hidden
+// states of the answer positions are gathered before the LM head. The loss equals a
+// float64 cross-entropy over the full logits of the same batch.
+func TestLossScoresOnlyAnswerPositions(t *testing.T) {
+	dir := t.TempDir()
+	_, err := lmtest.Write(dir, lmtest.Spec{Seed: 2})
+	require.NoError(t, err)
+	l, err := lm.Load(dir, model.NewStore(), lm.Options{})
+	require.NoError(t, err)
+	cfg := DefaultConfig(8)
+	cfg.ProjectorHidden = 16
+	m, err := New(l, cfg)
+	require.NoError(t, err)
+	graphOf := func(seed float32) *kernels.Graph {
+		x := make([]float32, 3*8)
+		for i := range x {
+			x[i] = seed * float32(i%5-2)
+		}
+		return &kernels.Graph{NumNodes: 3, Src: []int32{1, 2}, Dst: []int32{0, 0}, X: x, EdgeAttr: make([]float32, 2*8)}
+	}
+	exs := []Example{
+		{Question: "who?", Answer: "the cat", Text: strings.Repeat("the cat at the inn ", 12), Graph: graphOf(0.3)},
+		{Question: "what?", Answer: "in", Text: "at", Graph: graphOf(-0.2)},
+	}
+	x, err := m.makeBatch(exs)
+	require.NoError(t, err)
+	fn, err := m.LossFn(x)
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	var dims [][]int
+	exe, err := eng.Exec(engine.Key{Name: "test/answer-positions", Bucket: x.ShapeKey()}, m.store,
+		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
+			scope.Store().SetTraining(in[0].Graph(), false) // BatchNorm's running statistics, as GraphTokens
+			loss := fn(scope, in, false)
+			grad := graph.Gradient(loss, m.vars[0].NodeValue(loss.Graph()))[0]
+			for _, n := range loss.Graph().Nodes() {
+				if n.Shape().Ok() {
+					dims = append(dims, n.Shape().Dimensions)
+				}
+			}
+			return []*graph.Node{loss, graph.ReduceAllSum(grad)}
+		})
+	require.NoError(t, err)
+	in, err := x.Inputs()
+	require.NoError(t, err)
+	outs, err := exe.Call(in...)
+	require.NoError(t, err)
+	loss := float64(tensors.MustCopyFlatData[float32](outs[0])[0])
+
+	v := l.Config().VocabSize
+	require.Greater(t, x.b*x.t, len(x.at), "the test needs more positions than labels")
+	sawHead := false
+	for _, d := range dims {
+		size := 1
+		for _, n := range d {
+			size *= n
+		}
+		sawHead = sawHead || slices.Equal(d, []int{len(x.at), v})
+		if slices.Contains(d, v) && size > v*v { // beyond the [V, H] head and [P, V] logits
+			assert.LessOrEqual(t, size, len(x.at)*v, "a tensor of shape %v holds more than the answer positions' logits", d)
+		}
+		assert.NotEqual(t, x.b*x.t*v, size, "a tensor of shape %v has the size of [B, T, V]", d)
+	}
+	assert.True(t, sawHead, "the [P, V] logits of the answer positions are in the graph")
+
+	// Reference: every position's logits from the LM, the cross-entropy of the
+	// answer positions in float64.
+	seqs := make([][][]float32, len(exs))
+	toks, err := m.GraphTokens(eng, exs)
+	require.NoError(t, err)
+	for i, ex := range exs {
+		e, err := m.encode(ex, true)
+		require.NoError(t, err)
+		seqs[i], err = l.Splice(lm.Piece{IDs: m.head}, lm.Piece{Embeds: [][]float32{toks[i]}}, lm.Piece{IDs: e.rest}, lm.Piece{IDs: e.label})
+		require.NoError(t, err)
+	}
+	logits, err := l.ForwardEmbeds(eng, seqs)
+	require.NoError(t, err)
+	var sum float64
+	n := 0
+	for k, at := range x.at {
+		if x.labels[k] == -100 {
+			continue
+		}
+		row := logits[int(at)/x.t][int(at)%x.t]
+		mx := math.Inf(-1)
+		for _, z := range row {
+			mx = max(mx, float64(z))
+		}
+		z := 0.0
+		for _, q := range row {
+			z += math.Exp(float64(q) - mx)
+		}
+		sum += mx + math.Log(z) - float64(row[x.labels[k]])
+		n++
+	}
+	assert.Equal(t, x.tokens, n)
+	assert.InDelta(t, sum/float64(n), loss, 1e-4*math.Max(1, sum/float64(n)))
 }

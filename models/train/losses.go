@@ -31,18 +31,30 @@ func MaskedCE(logits, labels, weights *graph.Node) *graph.Node {
 }
 
 // crossEntropy returns −log softmax(logits)[label] per row: logits [..., C], labels
-// [...] integer and in range.
+// [...] integer and in range. It is logsumexp(row) − row[label], the label's logit
+// gathered, so no one-hot [..., C] tensor is built (at a vocabulary of 151,936 that
+// would be as large as the logits).
 func crossEntropy(logits, labels *graph.Node) *graph.Node {
-	c := logits.Shape().Dimensions[logits.Rank()-1]
-	logp := graph.LogSoftmax(logits, -1)
-	onehot := graph.OneHot(graph.ConvertDType(labels, dtypes.Int32), c, logits.DType())
-	return graph.Neg(graph.ReduceSum(graph.Mul(logp, onehot), -1))
+	dims := logits.Shape().Dimensions
+	c := dims[len(dims)-1]
+	lead := dims[:len(dims)-1]
+	rows := logits.Shape().Size() / c
+	flat := graph.Reshape(logits, rows, c)
+	mx := graph.StopGradient(graph.ReduceAndKeep(flat, graph.ReduceMax, -1)) // [R, 1]
+	lse := graph.Add(graph.Squeeze(mx, -1), graph.Log(graph.ReduceSum(graph.Exp(graph.Sub(flat, mx)), -1)))
+	g := logits.Graph()
+	at := graph.Add(graph.MulScalar(graph.Iota(g, shapes.Make(dtypes.Int32, rows), 0), float64(c)),
+		graph.Reshape(graph.ConvertDType(labels, dtypes.Int32), rows))
+	picked := graph.Gather(graph.Reshape(flat, rows*c), graph.InsertAxes(at, -1)) // [R]
+	return graph.Reshape(graph.Sub(lse, picked), lead...)
 }
 
-// TokenCE is the mean next-token cross-entropy of logits [B, T, V] against labels
-// [B, T] (integers), over the tokens whose label is not IgnoreIndex (−100): prompt
+// TokenCE is the mean next-token cross-entropy of logits [..., V] against labels
+// [...] (integers), over the tokens whose label is not IgnoreIndex (−100): prompt
 // and padding positions carry −100, exactly as the labels of a Hugging Face causal LM.
 // The logits at position t are scored against labels[t] (shift the labels before).
+// Language models should pass only the labelled positions' logits ([P, V], the
+// hidden states gathered before the LM head), never [B, T, V].
 func TokenCE(logits, labels *graph.Node) *graph.Node {
 	labels = graph.ConvertDType(labels, dtypes.Int32)
 	keep := graph.NotEqual(labels, graph.Scalar(labels.Graph(), dtypes.Int32, IgnoreIndex))
