@@ -267,3 +267,83 @@ func TestRGCNFewerBatchRelations(t *testing.T) {
 	four.NumRelations = 4
 	assert.Error(t, m.CheckBatch(four))
 }
+
+// TestGraphTransformerSeed004MatchesReference checks seed 004's encoder profile
+// (8 heads, residual connections, LayerNorm after every layer, ReLU between layers)
+// against a float64 reference built from PyG's TransformerConv in evaluation mode.
+func TestGraphTransformerSeed004MatchesReference(t *testing.T) {
+	e := enginetest.New(t)
+	cfg, err := GTProfile(GTProfileSeed004, 16)
+	require.NoError(t, err)
+	cfg.Layers, cfg.Seed = 3, 11
+	require.Equal(t, 8, cfg.Heads)
+	store := model.NewStore()
+	m, err := NewGraphTransformer(store, cfg)
+	require.NoError(t, err)
+	spec := kernels.Spec{FeatDim: 16, EdgeDim: 16, NumRelations: 1, NumNodeTypes: 1}
+	rng := rand.New(rand.NewPCG(5, 6))
+	graphs := randomGraphs(rng, spec, 4)
+	for _, g := range graphs {
+		g.EdgeAttr = make([]float32, len(g.Src)*16)
+		for i := range g.EdgeAttr {
+			g.EdgeAttr[i] = float32(rng.NormFloat64())
+		}
+	}
+	bk, err := kernels.NewBucketer(kernels.BucketerConfig{Spec: spec, Buckets: []kernels.Bucket{{Nodes: 64, Edges: 128, Graphs: 4}}})
+	require.NoError(t, err)
+	b, err := bk.Batch(graphs)
+	require.NoError(t, err)
+	slots := forward(t, e, store, "gt_seed004", b, func(bn *kernels.BatchNodes) *graph.Node { return m.Readout(bn, false) })
+	got, err := b.PerGraph(slots, cfg.Out)
+	require.NoError(t, err)
+	lin := func(l *Linear, in, out int) ([][]float64, []float64) {
+		if l == nil {
+			return nil, nil
+		}
+		var bias []float64
+		if l.B != nil {
+			bias = values(t, l.B)
+		}
+		return matrix(values(t, l.W), in, out), bias
+	}
+	for gi, g := range graphs {
+		h := make([][]float64, g.NumNodes)
+		for i := range h {
+			h[i] = make([]float64, 16)
+			for j := range h[i] {
+				h[i][j] = float64(g.X[i*16+j])
+			}
+		}
+		for l, conv := range m.convs {
+			var w kernels.TransformerRef
+			w.Query, w.QueryBias = lin(conv.Query, 16, 16)
+			w.Key, w.KeyBias = lin(conv.Key, 16, 16)
+			w.Value, w.ValueBias = lin(conv.Value, 16, 16)
+			w.Edge, _ = lin(conv.Edge, 16, 16)
+			w.Skip, w.SkipBias = lin(conv.Skip, 16, 16)
+			y := kernels.TransformerConvRef(g, h, w, cfg.Heads, true, 16)
+			for i := range y {
+				for j := range y[i] {
+					y[i][j] += h[i][j] // residual
+				}
+			}
+			h = kernels.LayerNormRef(y, values(t, m.lns[l].Gamma), values(t, m.lns[l].Beta), 1e-5)
+			if l < len(m.convs)-1 {
+				for i := range h {
+					for j := range h[i] {
+						h[i][j] = max(h[i][j], 0)
+					}
+				}
+			}
+		}
+		for o := range cfg.Out {
+			mean := 0.0
+			for i := range h {
+				mean += h[i][o] / float64(len(h))
+			}
+			assert.InDelta(t, mean, got[gi*cfg.Out+o], 1e-4, "graph %d output %d", gi, o)
+		}
+	}
+	_, err = GTProfile("gat", 16)
+	require.ErrorContains(t, err, `encoder profile "gat"`)
+}

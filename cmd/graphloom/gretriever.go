@@ -17,6 +17,7 @@ import (
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/gretrieve"
+	"github.com/graphloom/graphloom/models"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/train"
@@ -168,6 +169,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	var gtHidden int
 	var resume bool
 	var lf llmFlags
+	encoder := models.GTProfileGRetriever
 	cmd := &cobra.Command{
 		Use:     spec.use,
 		Short:   spec.short,
@@ -202,7 +204,13 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.GT.InputDim, cfg.GT.EdgeDim, cfg.GT.Hidden, cfg.GT.Out = b.Dim(), b.Dim(), b.Dim(), b.Dim()
+			layers := cfg.GT.Layers
+			if cfg.GT, err = models.GTProfile(encoder, b.Dim()); err != nil {
+				return usageError{err}
+			}
+			if cmd.Flags().Changed("gt-layers") {
+				cfg.GT.Layers = layers
+			}
 			if gtHidden > 0 {
 				cfg.GT.Hidden, cfg.GT.Out = gtHidden, gtHidden
 			}
@@ -294,6 +302,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "questions per micro-batch")
 	f.IntVar(&cfg.GradSteps, "grad-steps", cfg.GradSteps, "batches between learning-rate updates (train.py grad_steps; the optimizer steps after every batch)")
 	f.IntVar(&cfg.Patience, "patience", cfg.Patience, "epochs without a lower validation loss before stopping (0 = never)")
+	f.StringVar(&encoder, "encoder", encoder, `Graph Transformer as a source sets it: "g-retriever" (4 layers, 4 heads, BatchNorm, dropout 0) or "seed004" (4 layers, 8 heads, residual, LayerNorm, dropout 0.1)`)
+	f.StringVar(&cfg.PromptFormat, "prompt-format", "", "how the LM's user turn is written: template (the LM's chat template), llama2 (G-Retriever's [INST]), chatml, plain; default: the LM's template, else llama2")
 	f.IntVar(&cfg.GT.Layers, "gt-layers", cfg.GT.Layers, "Graph Transformer layers")
 	f.IntVar(&gtHidden, "gt-hidden", 0, "Graph Transformer width (default: the embedding width, as G-Retriever)")
 	f.IntVar(&cfg.ProjectorHidden, "projector-hidden", cfg.ProjectorHidden, "projector's middle width")
@@ -306,6 +316,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	pcstProfileFlag(cmd, &rcfg)
 	lf.register(cmd)
 	limitChoices(cmd, "variant", gretriever.Variants...)
+	limitChoices(cmd, "encoder", models.GTProfileGRetriever, models.GTProfileSeed004)
+	limitChoices(cmd, "prompt-format", append([]string{""}, lm.PromptFormats...)...)
 	limitChoices(cmd, "text", gretriever.TextCSV, gretriever.TextVerbal)
 	limitFlag(cmd, "epochs", atLeast1(1e4))
 	limitFlag(cmd, "warmup-epochs", atLeast0(1e4))

@@ -5,7 +5,9 @@ package lmtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -37,6 +39,13 @@ type Spec struct {
 	SlidingWindow  int  // mistral sliding_window; 0 = null
 	MaxPositions   int  // max_position_embeddings; default 2048
 	Seed           uint64
+	// TokenizerDir, when set, is a directory whose tokenizer.json (and
+	// tokenizer_config.json, generation_config.json when present) are copied in place
+	// of the tiny tokenizer: a real tokenizer over random weights. Vocab, BOS and EOS
+	// must then be given (BOS -1 for none).
+	TokenizerDir string
+	Vocab        int
+	BOSID, EOSID int
 }
 
 // Tensor is one weight as written (after any bf16 rounding), row-major.
@@ -83,6 +92,12 @@ func Write(dir string, spec Spec) (*Model, error) {
 		return nil, err
 	}
 	vocab, bos, eos := TokenizerVocab()
+	if s.TokenizerDir != "" {
+		if s.Vocab < 1 {
+			return nil, fmt.Errorf("lmtest: a TokenizerDir needs Vocab")
+		}
+		vocab, bos, eos = s.Vocab, s.BOSID, s.EOSID
+	}
 	m := &Model{Spec: s, Vocab: vocab, BOS: bos, EOS: eos, Weights: map[string]Tensor{}}
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed+17))
 	hd := s.Hidden / s.Heads
@@ -144,7 +159,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 		"architectures": []string{"LlamaForCausalLM"}, "model_type": s.ModelType, "vocab_size": vocab,
 		"hidden_size": H, "intermediate_size": I, "num_hidden_layers": s.Layers, "num_attention_heads": s.Heads,
 		"num_key_value_heads": s.KVHeads, "rms_norm_eps": 1e-5, "rope_theta": s.RopeTheta,
-		"tie_word_embeddings": s.Tied, "bos_token_id": bos, "eos_token_id": eos, "hidden_act": "silu",
+		"tie_word_embeddings": s.Tied, "bos_token_id": nullable(bos), "eos_token_id": eos, "hidden_act": "silu",
 		"max_position_embeddings": s.MaxPositions, "torch_dtype": "float32",
 	}
 	if s.BF16 {
@@ -186,8 +201,23 @@ func Write(dir string, spec Spec) (*Model, error) {
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(TokenizerJSON()), 0o644); err != nil {
-		return nil, err
+	if s.TokenizerDir == "" {
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(TokenizerJSON()), 0o644); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json"} {
+			data, err := os.ReadFile(filepath.Join(s.TokenizerDir, name))
+			if errors.Is(err, fs.ErrNotExist) && name != "tokenizer.json" {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				return nil, err
+			}
+		}
 	}
 	shards := max(s.Shards, 1)
 	if shards == 1 {
@@ -269,4 +299,12 @@ func WriteWeights(path string, ws map[string]Tensor) error {
 		names = append(names, n)
 	}
 	return writeSafetensors(path, ws, names, false)
+}
+
+// nullable is id, or JSON null for a negative id (a model without that token).
+func nullable(id int) any {
+	if id < 0 {
+		return nil
+	}
+	return id
 }
