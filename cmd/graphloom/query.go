@@ -19,7 +19,7 @@ func newQueryCmd() *cobra.Command {
 	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5, BatchSize: 32}
 	var lf llmFlags
 	var path, questions, retriever, out, compare, dataset string
-	var asJSON, noRecognition bool
+	var asJSON, noRecognition, force bool
 	var cf cageFlags
 	var gf gretrieverFlags
 	cmd := &cobra.Command{
@@ -50,6 +50,10 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			}
 			if questions != "" && out == "" {
 				return usageError{fmt.Errorf("query: --questions needs --out")}
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "run file", force: force, is: jsonlWithKeys("id", "retriever", "passages")},
+				inSpec{"--index", path}, inSpec{"--questions", questions}, inSpec{"--dataset", dataset}); err != nil {
+				return err
 			}
 			ix, err := graphio.ReadFileWith(path, queryReadOptions(retriever, compare, cf.active()))
 			if err != nil {
@@ -162,6 +166,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
+	addForce(cmd, &force)
 	registerRetrievalFlags(cmd, &cfg)
 	cf.register(cmd, false)
 	gf.register(cmd)
