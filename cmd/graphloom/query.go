@@ -48,6 +48,11 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			} else if (len(args) == 1) == (questions != "") {
 				return usageError{fmt.Errorf("query: give either a question or --questions")}
 			}
+			if len(args) == 1 {
+				if err := retrieve.CheckQuestion(args[0]); err != nil {
+					return usageError{fmt.Errorf("query: %w", err)}
+				}
+			}
 			if questions != "" && out == "" {
 				return usageError{fmt.Errorf("query: --questions needs --out")}
 			}
@@ -130,7 +135,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			var qs []retrieve.Question
 			if questions != "" {
 				if qs, err = retrieve.ReadQuestions(questions); err != nil {
-					return err
+					return usageError{err}
 				}
 			} else {
 				qs = []retrieve.Question{{ID: "q1", Question: args[0]}}

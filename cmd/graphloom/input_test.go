@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNumericFlagsAreDecimal: numeric flags read decimal numbers, leading zeros
+// included, and refuse other bases (issue 49 row 10).
+func TestNumericFlagsAreDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		cmd, flag, arg, want, err string
+	}{
+		{"augment", "seed", "010", "10", ""},
+		{"augment", "seed", "08", "8", ""},
+		{"augment", "seed", "-007", "-7", ""},
+		{"query", "top-k", "010", "10", ""},
+		{"eval", "ks", "01,010", "[1,10]", ""},
+		{"query", "damping", "0.50", "0.5", ""},
+		{"augment", "seed", "0x10", "", `"0x10" is not a decimal integer`},
+		{"query", "top-k", "1e3", "", `"1e3" is not a decimal integer`},
+		{"query", "top-k", "0b11", "", `"0b11" is not a decimal integer`},
+		{"query", "damping", "0x1p-1", "", `"0x1p-1" is not a decimal number`},
+	} {
+		t.Run(tc.cmd+" --"+tc.flag+" "+tc.arg, func(t *testing.T) {
+			c, _, err := newRootCmd().Find([]string{tc.cmd})
+			require.NoError(t, err)
+			err = c.Flags().Set(tc.flag, tc.arg)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, c.Flags().Lookup(tc.flag).Value.String())
+		})
+	}
+	r := run(t, nil, "augment", "--index", "x.gl", "--seed", "0x8")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `"0x8" is not a decimal integer`)
+	assert.NotContains(t, r.stderr, "strconv")
+}
+
+// TestQuestionsAreChecked: a question without content is a usage error on the command
+// line and in --questions, and question ids must be unique (issue 49 rows 8, 9, 14).
+func TestQuestionsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 3), "--out", idx, "--quiet").code)
+	qfile := func(content string) string {
+		p := filepath.Join(t.TempDir(), "q.jsonl")
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	out := filepath.Join(dir, "run.jsonl")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"empty", []string{""}, "query: the question is empty"},
+		{"blank", []string{"   "}, "query: the question is empty"},
+		{"punctuation", []string{"?!."}, `query: the question "?!." has no letter or digit`},
+		{"blank line question", []string{"--questions", qfile(`{"id":"a","question":" "}`), "--out", out}, `q.jsonl:1: field "question": the question is empty`},
+		{"colliding default id", []string{"--questions", qfile("{\"id\":\"q2\",\"question\":\"Who founded Quillhaven1?\"}\n{\"question\":\"Where?\"}\n"), "--out", out}, `q.jsonl:2: no id, and its default id "q2" is the id of line 1`},
+		{"duplicate id", []string{"--questions", qfile("{\"id\":\"a\",\"question\":\"Who?\"}\n{\"id\":\"a\",\"question\":\"Where?\"}\n"), "--out", out}, `q.jsonl:2: id "a" is also the id of line 1`},
+		{"numeric id", []string{"--questions", qfile(`{"id":7,"question":"Who?"}`), "--out", out}, `q.jsonl:1: field "id": want a string, got a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, nil, append([]string{"query", "--index", idx}, tc.args...)...)
+			assert.Equal(t, exitUsage, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			assert.NotContains(t, r.stderr, "Go value")
+			assert.NoFileExists(t, out)
+		})
+	}
+}
+
+// TestServeRefusesAnOpenNetworkWithoutAToken: listening beyond loopback needs
+// GRAPHLOOM_SERVE_TOKEN or --insecure (issue 49 row 11).
+func TestServeRefusesAnOpenNetworkWithoutAToken(t *testing.T) {
+	idx := filepath.Join(t.TempDir(), "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 2), "--out", idx, "--quiet").code)
+	r := run(t, nil, "serve", "--index", idx, "--addr", "0.0.0.0:0", "--dry-run")
+	assert.Equal(t, exitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--addr 0.0.0.0:0 listens on 0.0.0.0, beyond this machine, without a token: set GRAPHLOOM_SERVE_TOKEN")
+	r = run(t, nil, "serve", "--index", idx, "--addr", "0.0.0.0:0", "--dry-run", "--insecure")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = run(t, []string{serveTokenEnv + "=s3cret"}, "serve", "--index", idx, "--addr", "0.0.0.0:0", "--dry-run")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, "serve", "--index", idx, "--addr", "127.0.0.1:0", "--dry-run")
+	assert.Equal(t, 0, r.code, r.stderr)
+}
