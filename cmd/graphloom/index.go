@@ -30,8 +30,8 @@ func newIndexCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
-		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, or a
-directory of .txt/.md files — merge duplicate passages, chunk long ones, and write the index.`,
+		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
+.txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.`,
 		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \

@@ -94,3 +94,40 @@ func TestServeRefusesAnOpenNetworkWithoutAToken(t *testing.T) {
 	r = run(t, nil, "serve", "--index", idx, "--addr", "127.0.0.1:0", "--dry-run")
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// TestCorpusInputs: a symbolic link to a corpus directory is followed and links
+// skipped inside it are named; a single text file is a corpus; a bad corpus is named
+// with what would do (issue 49 rows 7, 13, 14).
+func TestCorpusInputs(t *testing.T) {
+	base := t.TempDir()
+	docs := filepath.Join(base, "docs")
+	require.NoError(t, os.Mkdir(docs, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(docs, "a.txt"), []byte("Mara Vell founded Quillhaven in 1801."), 0o644))
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(docs, "more")))
+	link := filepath.Join(base, "link")
+	require.NoError(t, os.Symlink(docs, link))
+	notes := filepath.Join(base, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("Tomas Brell was born in Aldwick."), 0o644))
+	bad := filepath.Join(base, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[{"title":"a","text":"Mara Vell founded Quillhaven."}, null, 42]`), 0o644))
+
+	r := run(t, nil, "index", "--corpus", link, "--out", filepath.Join(base, "l.gl"), "--quiet")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "1 documents")
+	assert.Contains(t, r.stderr, "warning: skipped "+filepath.Join(link, "more")+": symbolic link to a directory: not followed")
+
+	r = run(t, nil, "index", "--corpus", notes, "--out", filepath.Join(base, "n.gl"), "--quiet")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "1 documents")
+
+	r = run(t, nil, "index", "--corpus", bad, "--out", filepath.Join(base, "b.gl"), "--quiet")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `bad.json#1: want an object {"title", "text"}, got null`)
+	assert.Contains(t, r.stderr, `bad.json#2: want an object {"title", "text"}, got a number`)
+	assert.NotContains(t, r.stderr, "Go value")
+
+	require.NoError(t, os.WriteFile(bad, []byte("A plain line"), 0o644))
+	r = run(t, nil, "index", "--corpus", bad, "--out", filepath.Join(base, "b2.gl"), "--quiet")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "a .txt/.md file, or a directory of .txt/.md files")
+}
