@@ -131,3 +131,36 @@ func TestCorpusInputs(t *testing.T) {
 	assert.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "a .txt/.md file, or a directory of .txt/.md files")
 }
+
+// TestFailedFirstWriteLeavesNothing: a failed write where no index existed leaves no
+// lock and no temporary file (issue 49 row 15).
+func TestFailedFirstWriteLeavesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args func(dir string) []string
+		want string
+	}{
+		{"import from an empty directory", func(dir string) []string {
+			src := filepath.Join(dir, "src")
+			require.NoError(t, os.Mkdir(src, 0o755))
+			return []string{"import", "--from", "lightrag", src, "--out", filepath.Join(dir, "out", "x.gl")}
+		}, "kv_store_text_chunks.json"},
+		{"index --strict with a bad record", func(dir string) []string {
+			c := filepath.Join(dir, "src", "c.json")
+			require.NoError(t, os.MkdirAll(filepath.Dir(c), 0o755))
+			require.NoError(t, os.WriteFile(c, []byte(`[{"text":"Mara Vell founded Quillhaven."}, 42]`), 0o644))
+			return []string{"index", "--corpus", c, "--strict", "--out", filepath.Join(dir, "out", "x.gl")}
+		}, "strict mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "out"), 0o755))
+			r := run(t, nil, append(tc.args(dir), "--quiet")...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			left, err := os.ReadDir(filepath.Join(dir, "out"))
+			require.NoError(t, err)
+			assert.Empty(t, left, "no lock file, no temporary file")
+		})
+	}
+}
