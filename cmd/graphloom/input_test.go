@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 // TestNumericFlagsAreDecimal: numeric flags read decimal numbers, leading zeros
@@ -162,5 +167,27 @@ func TestFailedFirstWriteLeavesNothing(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, left, "no lock file, no temporary file")
 		})
+	}
+}
+
+// TestStatsCutsLongNames: a 100 KB entity name is cut in the human output and whole
+// with --full (issue 49 row 16).
+func TestStatsCutsLongNames(t *testing.T) {
+	long := strings.Repeat("é", 100_000)
+	s := graphio.Stats{Entities: 2, TopEntities: []graphio.EntityStat{{Name: long, Degree: 3}, {Name: "Mara Vell", Degree: 2}}}
+	for _, tc := range []struct {
+		full    bool
+		want    string
+		maxSize int
+	}{
+		{false, strings.Repeat("é", maxNameRunes) + "… (100000 characters; --full shows them) (3), Mara Vell (2)", 2000},
+		{true, long + " (3), Mara Vell (2)", 300_000},
+	} {
+		var out bytes.Buffer
+		cmd := &cobra.Command{}
+		cmd.SetOut(&out)
+		require.NoError(t, printStats(cmd, "x.gl", s, tc.full))
+		assert.Contains(t, out.String(), tc.want)
+		assert.Less(t, out.Len(), tc.maxSize)
 	}
 }
