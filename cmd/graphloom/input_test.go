@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
 // TestNumericFlagsAreDecimal: numeric flags read decimal numbers, leading zeros
@@ -189,5 +190,34 @@ func TestStatsCutsLongNames(t *testing.T) {
 		require.NoError(t, printStats(cmd, "x.gl", s, tc.full))
 		assert.Contains(t, out.String(), tc.want)
 		assert.Less(t, out.Len(), tc.maxSize)
+	}
+}
+
+// TestLLMFailFastCanBeSwitchedOff: the first eight attempts failing make the client
+// give up on every chunk; with --llm-fail-fast=false it keeps retrying and every chunk
+// is extracted (a server still loading its model; issue 49 row 18).
+func TestLLMFailFastCanBeSwitchedOff(t *testing.T) {
+	corpus := writeCorpus(t, 3)
+	for _, tc := range []struct {
+		flag string
+		code int
+		want string
+	}{
+		{"--llm-fail-fast=true", 1, "the extraction failed for every chunk (3 of 3)"},
+		{"--llm-fail-fast=false", 0, "server_error 8"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			srv := extractionServer(t, 0)
+			fault := llmtest.ServerError(503)
+			fault.RetryAfter = "0"
+			srv.FailNext(8, fault)
+			env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
+			r := run(t, env, "index", "--corpus", corpus, "--out", filepath.Join(t.TempDir(), "x.gl"), "--llm-concurrency", "1", "--quiet", tc.flag)
+			assert.Equal(t, tc.code, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			if tc.code == 0 {
+				assert.NotContains(t, r.stderr, "extraction failed")
+			}
+		})
 	}
 }
