@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/graphloom/graphloom/graphio"
 )
@@ -63,8 +65,9 @@ func RecallChart(r *Report) (*plot.Plot, error) {
 	p.X.Tick.Marker = ticks
 	p.X.Min, p.X.Max = float64(ks[0]), float64(ks[len(ks)-1])
 	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
 	n := 0
+	var curves []plotter.XYs
+	var names []string
 	for i := range r.Retrievers {
 		s := &r.Retrievers[i]
 		vals := metric(s)
@@ -87,12 +90,73 @@ func RecallChart(r *Report) (*plot.Plot, error) {
 		points.Shape = plotutil.Shape(n)
 		p.Add(line, points)
 		p.Legend.Add(s.Retriever, line, points)
+		curves, names = append(curves, pts), append(names, s.Retriever)
 		n++
 	}
 	if n == 0 {
 		return nil, nil
 	}
+	placeLegend(p, curves, names, chartW, chartH)
 	return p, nil
+}
+
+// placeLegend puts the legend in the first corner of the data area — top left, top
+// right, bottom right, bottom left — where it covers no point or line of the curves
+// (drawn at w × h). When every corner is taken it raises the top of the y axis, above
+// the last tick, until the top left is free.
+func placeLegend(p *plot.Plot, curves []plotter.XYs, names []string, w, h vg.Length) {
+	var width, entryH vg.Length
+	for _, name := range names {
+		width = max(width, p.Legend.ThumbnailWidth+p.Legend.TextStyle.Rectangle(" "+name).Max.X)
+		entryH = max(entryH, p.Legend.TextStyle.Rectangle(name).Max.Y)
+	}
+	height := vg.Length(len(names))*entryH + vg.Length(len(names)-1)*p.Legend.Padding
+	const margin = 6 // points: glyph radius and the axis padding the data area omits
+	free := func(top, left bool) bool {
+		dc := p.DataCanvas(draw.New(vgimg.New(w, h)))
+		fx, fy := p.Transforms(&dc)
+		box := vg.Rectangle{Min: vg.Point{X: dc.Min.X, Y: dc.Min.Y}}
+		if !left {
+			box.Min.X = dc.Max.X - width
+		}
+		if top {
+			box.Min.Y = dc.Max.Y - height
+		}
+		box.Max = vg.Point{X: box.Min.X + width + margin, Y: box.Min.Y + height + margin}
+		box.Min = vg.Point{X: box.Min.X - margin, Y: box.Min.Y - margin}
+		in := func(x, y vg.Length) bool {
+			return x >= box.Min.X && x <= box.Max.X && y >= box.Min.Y && y <= box.Max.Y
+		}
+		for _, c := range curves {
+			for i := range c {
+				x0, y0 := fx(c[i].X), fy(c[i].Y)
+				if in(x0, y0) {
+					return false
+				}
+				if i == 0 {
+					continue
+				}
+				xp, yp := fx(c[i-1].X), fy(c[i-1].Y)
+				for s := 1; s < 32; s++ { // the segment from the previous point
+					f := vg.Length(s) / 32
+					if in(xp+f*(x0-xp), yp+f*(y0-yp)) {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	}
+	for _, corner := range [][2]bool{{true, true}, {true, false}, {false, false}, {false, true}} {
+		if free(corner[0], corner[1]) {
+			p.Legend.Top, p.Legend.Left = corner[0], corner[1]
+			return
+		}
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	for i := 0; i < 20 && !free(true, true); i++ {
+		p.Y.Max *= 1.1
+	}
 }
 
 // writeCharts saves RecallChart as recall.png and recall.svg in dir.

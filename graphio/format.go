@@ -143,6 +143,22 @@ func WriteFile(path string, ix *Index) error {
 	return AtomicWrite(path, func(w io.Writer) error { return Write(w, ix) })
 }
 
+// IsIndexFile reports whether the file at path starts with the index magic, so that a
+// writer replaces only what it wrote (a graphloom index) and never, say, the corpus.
+func IsIndexFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("graphio: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, len(Magic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return false, fmt.Errorf("graphio: %s: %w", path, err)
+	}
+	return n == len(Magic) && string(head) == Magic, nil
+}
+
 // AtomicWrite writes a file through fn: to a temporary file in the same directory,
 // buffered, fsynced, then renamed over path. If fn or any step fails, path is left as
 // it was and the temporary file is removed.

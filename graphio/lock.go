@@ -22,6 +22,14 @@ var ErrLocked = errors.New("the index is being written by another process")
 // writers never silently overwrite each other's work. Readers take no lock: writes are
 // atomic renames, so they always see a whole index. The lock is released when the
 // process ends, however it ends.
+//
+// The lock file of an existing index stays beside it after Unlock, emptied: removing
+// it then would gain nothing. When no index exists at Unlock (a first write that
+// failed), the holder removes the lock file before releasing it, so a failed run
+// leaves nothing behind. That is race-free because LockWriter, having locked a file,
+// checks that it is still the file at PATH.lock and starts again if it was removed or
+// replaced meanwhile: a process that locked the removed file never proceeds on it.
+// (A process killed before Unlock leaves the lock file; the next writer reuses it.)
 type WriterLock struct {
 	fl   *flock.Flock
 	path string
@@ -38,32 +46,54 @@ func LockPath(path string) string { return path + ".lock" }
 // (.NAME.tmp-*) are removed: only a lock holder writes them.
 func LockWriter(ctx context.Context, path, holder string, wait bool, onWait func(holder string)) (*WriterLock, error) {
 	lp := LockPath(path)
-	fl := flock.New(lp, flock.SetPermissions(0o644))
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("graphio: lock %s: %w", lp, err)
-	}
-	if !ok {
-		other := readHolder(lp)
-		if !wait {
-			return nil, fmt.Errorf("graphio: %s: %w (%s; lock file %s)", path, ErrLocked, other, lp)
+	waited := false
+	for {
+		fl := flock.New(lp, flock.SetPermissions(0o644))
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("graphio: lock %s: %w", lp, err)
 		}
-		if onWait != nil {
-			onWait(other)
-		}
-		if ok, err = fl.TryLockContext(ctx, 200*time.Millisecond); err != nil || !ok {
-			if err == nil {
-				err = ctx.Err()
+		if !ok {
+			other := readHolder(lp)
+			if !wait {
+				_ = fl.Close()
+				return nil, fmt.Errorf("graphio: %s: %w (%s; lock file %s)", path, ErrLocked, other, lp)
 			}
-			return nil, fmt.Errorf("graphio: waiting for the lock of %s: %w", path, err)
+			if onWait != nil && !waited {
+				onWait(other)
+			}
+			waited = true
+			if ok, err = fl.TryLockContext(ctx, 200*time.Millisecond); err != nil || !ok {
+				_ = fl.Close()
+				if err == nil {
+					err = ctx.Err()
+				}
+				return nil, fmt.Errorf("graphio: waiting for the lock of %s: %w", path, err)
+			}
 		}
+		if !stillAt(fl, lp) {
+			// The holder before us removed the file we locked (its first write
+			// failed): lock the file now at lp instead.
+			_ = fl.Close()
+			continue
+		}
+		l := &WriterLock{fl: fl, path: path}
+		if err := os.WriteFile(lp, []byte(holder+"\n"), 0o644); err != nil {
+			_ = l.Unlock()
+			return nil, fmt.Errorf("graphio: lock %s: %w", lp, err)
+		}
+		return l, nil
 	}
-	l := &WriterLock{fl: fl, path: path}
-	if err := os.WriteFile(lp, []byte(holder+"\n"), 0o644); err != nil {
-		_ = l.Unlock()
-		return nil, fmt.Errorf("graphio: lock %s: %w", lp, err)
+}
+
+// stillAt reports whether the locked file of fl is the file at lp.
+func stillAt(fl *flock.Flock, lp string) bool {
+	locked, err := fl.Stat()
+	if err != nil {
+		return false
 	}
-	return l, nil
+	now, err := os.Stat(lp)
+	return err == nil && os.SameFile(locked, now)
 }
 
 // readHolder returns the holder named in a lock file.
@@ -94,14 +124,21 @@ func (l *WriterLock) RemoveStaleTemps() ([]string, error) {
 	return removed, nil
 }
 
-// Unlock releases the lock; the lock file stays (removing it would race with a
-// process about to lock it) but no longer names a holder.
+// Unlock releases the lock. The lock file of an existing index stays, emptied; when
+// no index exists (a failed first write) the lock file is removed first (see
+// WriterLock for why that is race-free).
 func (l *WriterLock) Unlock() error {
 	if l == nil || l.fl == nil {
 		return nil
 	}
-	_ = os.Truncate(LockPath(l.path), 0)
+	lp := LockPath(l.path)
+	if _, err := os.Lstat(l.path); errors.Is(err, os.ErrNotExist) {
+		_ = os.Remove(lp)
+	} else {
+		_ = os.Truncate(lp, 0)
+	}
 	err := l.fl.Unlock()
+	_ = l.fl.Close()
 	l.fl = nil
 	return err
 }

@@ -96,6 +96,67 @@ func TestLoadErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "missing.json")
 }
 
+// TestLoadSaysWhatIsWrong: bad records and files are named with what was expected,
+// in words, never a Go type; a single text file is a one-document corpus (issue 49
+// rows 13, 14).
+func TestLoadSaysWhatIsWrong(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, file, content, want string }{
+		{"null element", "x.json", `[{"text":"a b"}, null]`, `x.json#1: want an object {"title", "text"}, got null`},
+		{"number element", "x.json", `[{"text":"a b"}, 42]`, `x.json#1: want an object {"title", "text"}, got a number`},
+		{"text a number", "x.json", `[{"text":"a b"}, {"text": 7}]`, `x.json#1: malformed record: field "text": want a string, got a number`},
+		{"jsonl number line", "x.jsonl", "{\"text\":\"a b\"}\n42\n", `x.jsonl:2: want an object {"title", "text"}, got a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, skipped, err := Load(write(t, dir, tc.file, tc.content), false)
+			require.NoError(t, err)
+			require.Len(t, skipped, 1)
+			got := skipped[0].Source + ": " + skipped[0].Reason
+			assert.Contains(t, got, tc.want)
+			assert.NotContains(t, got, "Go value")
+		})
+	}
+	_, _, err := Load(write(t, dir, "notes.csv", "Alpha,beta"), false)
+	assert.ErrorContains(t, err, "not a corpus: expected a JSON array of {\"title\", \"text\"}, JSONL, a {title: text} object, a .txt/.md file, or a directory of .txt/.md files")
+	for name, title := range map[string]string{"notes.txt": "notes", "readme.md": "The Harbour"} {
+		ps, _, err := Load(write(t, dir, name, "# The Harbour\nAlpha founded Beta in 1801.\n"), false)
+		require.NoError(t, err, name)
+		require.Len(t, ps, 1, name)
+		assert.Equal(t, title, ps[0].Title, name)
+		assert.Contains(t, ps[0].Text, "Alpha founded Beta")
+	}
+}
+
+// TestLoadFollowsALinkedCorpus: a corpus directory given as a symbolic link is read;
+// links to directories inside it are listed as skipped, with the reason (issue 49 row 7).
+func TestLoadFollowsALinkedCorpus(t *testing.T) {
+	base := t.TempDir()
+	docs := filepath.Join(base, "docs")
+	require.NoError(t, os.MkdirAll(filepath.Join(docs, "sub"), 0o755))
+	write(t, docs, "a.txt", "Alpha founded Beta.")
+	write(t, filepath.Join(docs, "sub"), "b.md", "Gamma lies near Delta.")
+	other := filepath.Join(base, "other")
+	require.NoError(t, os.Mkdir(other, 0o755))
+	write(t, other, "c.txt", "Epsilon was born in Zeta.")
+	require.NoError(t, os.Symlink(other, filepath.Join(docs, "linked")))
+	require.NoError(t, os.Symlink(filepath.Join(other, "c.txt"), filepath.Join(docs, "c-link.txt")))
+	require.NoError(t, os.Symlink(filepath.Join(base, "gone.txt"), filepath.Join(docs, "broken.txt")))
+	link := filepath.Join(base, "link")
+	require.NoError(t, os.Symlink(docs, link))
+
+	ps, skipped, err := Load(link, false)
+	require.NoError(t, err)
+	var sources []string
+	for _, p := range ps {
+		sources = append(sources, p.Source)
+	}
+	assert.Equal(t, []string{filepath.Join(link, "a.txt"), filepath.Join(link, "c-link.txt"), filepath.Join(link, "sub", "b.md")}, sources)
+	assert.ElementsMatch(t, []Skipped{
+		{Source: filepath.Join(link, "broken.txt"), Reason: "broken symbolic link"},
+		{Source: filepath.Join(link, "linked"), Reason: "symbolic link to a directory: not followed (it may loop); pass that directory as its own corpus or copy its files in"},
+	}, skipped)
+}
+
 // sentences of varying length, numbered so chunks can be checked.
 func longText(n int) string {
 	var b strings.Builder

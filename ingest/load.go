@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/graphloom/graphloom/internal/jsonmsg"
 )
 
 // Passage is one input text with its title and where it came from.
@@ -32,7 +34,8 @@ type Skipped struct {
 var ErrNoPassages = errors.New("no usable passages")
 
 // Load reads the passages of a corpus at path: a directory (every .txt, .md and
-// .markdown file below it, hidden ones excepted), a .jsonl/.ndjson file, or a .json file
+// .markdown file below it, hidden ones excepted; see loader.dir for links), a single
+// such file (one document), a .jsonl/.ndjson file, or a .json file
 // holding an array of {"title","text"} objects, JSONL, or a {title: text} object.
 // Records that are not valid UTF-8, look binary, are empty or lack a text are skipped
 // and listed; with strict set they are an error. A file that cannot be parsed at all is
@@ -86,20 +89,41 @@ func (l *loader) add(source, title, text string) {
 
 var textExts = map[string]bool{".txt": true, ".md": true, ".markdown": true}
 
+// dir reads every text file below root. A root that is a symbolic link is followed;
+// links inside it to files are read, links to directories are skipped and listed (a
+// link may loop back up the tree), as are broken links.
 func (l *loader) dir(root string) error {
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
 	var files []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != root && strings.HasPrefix(d.Name(), ".") {
+		if p != real && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
+		rel, _ := filepath.Rel(real, p)
+		shown := filepath.Join(root, rel) // as the user named it
+		if d.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(p)
+			switch {
+			case err != nil:
+				l.skip(shown, "broken symbolic link")
+			case st.IsDir():
+				l.skip(shown, "symbolic link to a directory: not followed (it may loop); pass that directory as its own corpus or copy its files in")
+			case textExts[strings.ToLower(filepath.Ext(p))]:
+				files = append(files, shown)
+			}
+			return nil
+		}
 		if !d.IsDir() && textExts[strings.ToLower(filepath.Ext(p))] {
-			files = append(files, p)
+			files = append(files, shown)
 		}
 		return nil
 	})
@@ -143,6 +167,15 @@ func (l *loader) file(path string) error {
 		_, _ = br.Discard(3)
 	}
 	ext := strings.ToLower(filepath.Ext(path))
+	if textExts[ext] { // one document
+		b, err := io.ReadAll(br)
+		if err != nil {
+			return fmt.Errorf("ingest: %s: %w", path, err)
+		}
+		text := strings.TrimSpace(string(b))
+		l.add(path, fileTitle(path, text), text)
+		return nil
+	}
 	if ext == ".jsonl" || ext == ".ndjson" {
 		return l.jsonl(path, br)
 	}
@@ -168,7 +201,7 @@ func (l *loader) file(path string) error {
 		}
 		return l.jsonObject(path, all)
 	}
-	return fmt.Errorf("ingest: %s: not a corpus: expected a JSON array, JSONL or a {title: text} object (first byte %q)", path, first)
+	return fmt.Errorf("ingest: %s: not a corpus: expected a JSON array of {\"title\", \"text\"}, JSONL, a {title: text} object, a .txt/.md file, or a directory of .txt/.md files (first byte %q)", path, first)
 }
 
 func firstByte(br *bufio.Reader) (byte, error) {
@@ -200,9 +233,13 @@ func (l *loader) addRecord(source string, raw []byte) {
 		l.skip(source, "not valid UTF-8")
 		return
 	}
+	if k := jsonmsg.Kind(raw); k != "an object" {
+		l.skip(source, `want an object {"title", "text"}, got `+k)
+		return
+	}
 	var r record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		l.skip(source, "malformed record: "+err.Error())
+		l.skip(source, "malformed record: "+jsonmsg.Describe(err))
 		return
 	}
 	if r.Text == nil {

@@ -426,7 +426,7 @@ func (c *Client) sendChat(ctx context.Context, stage string, k chatKey) (ChatRes
 		}
 		var cc openai.ChatCompletion
 		if err := json.Unmarshal(raw, &cc); err != nil {
-			return &badResponseError{msg: "chat completion is not valid JSON", err: err}
+			return &badResponseError{msg: "chat completion is not valid JSON", err: err, urlEnv: EnvBaseURL, url: c.cfg.BaseURL}
 		}
 		if len(cc.Choices) == 0 {
 			return &badResponseError{msg: "chat completion has no choices" + serverErrorMessage(raw)}
@@ -645,7 +645,11 @@ func (c *Client) sendEmbed(ctx context.Context, stage string, inputs []string) (
 		}
 		var er openai.CreateEmbeddingResponse
 		if err := json.Unmarshal(raw, &er); err != nil {
-			return &badResponseError{msg: "embeddings answer is not valid JSON", err: err}
+			env, u := EnvBaseURL, c.cfg.BaseURL
+			if c.cfg.EmbedBaseURL != "" {
+				env, u = EnvEmbedBaseURL, c.cfg.EmbedBaseURL
+			}
+			return &badResponseError{msg: "embeddings answer is not valid JSON", err: err, urlEnv: env, url: u}
 		}
 		if len(er.Data) != len(inputs) {
 			return &badResponseError{msg: fmt.Sprintf("embeddings answer has %d vectors for %d inputs%s",
@@ -793,6 +797,15 @@ func (c *Client) classify(op, stage string, err error, hr *http.Response, timedO
 	case timedOut || isTimeoutError(err):
 		ae.Kind, ae.Retryable = KindTimeout, true
 		ae.Message = fmt.Sprintf("no answer within %v", c.cfg.Timeout)
+	case errors.As(err, &bre) && bre.urlEnv != "" && hr != nil && !strings.Contains(hr.Header.Get("Content-Type"), "json"):
+		// Not JSON at all (an HTML page, plain text): the URL is most likely not the
+		// API root. Retrying would get the same page.
+		ct := hr.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "no Content-Type"
+		}
+		ae.Kind, ae.Message = KindBadResponse, fmt.Sprintf("%s: the server answered HTTP %d with %s, not JSON: check %s (%s), the OpenAI-compatible API root, which usually ends in /v1",
+			bre.msg, hr.StatusCode, ct, bre.urlEnv, redactURL(bre.url))
 	case errors.As(err, &bre):
 		ae.Kind, ae.Retryable, ae.Message = KindBadResponse, true, bre.Error()
 	case isNetworkError(err):

@@ -141,6 +141,9 @@ func IsRetryable(err error) bool {
 type badResponseError struct {
 	msg string
 	err error
+	// urlEnv, when set, marks an answer that is not JSON at all: the environment
+	// variable of the base URL that is probably wrong (GRAPHLOOM_LLM_BASE_URL).
+	urlEnv, url string
 }
 
 func (e *badResponseError) Error() string {

@@ -192,6 +192,38 @@ func TestParseAnswerAndQuestions(t *testing.T) {
 	assert.ErrorContains(t, err, "q.jsonl:2")
 }
 
+// TestReadQuestionsErrors: every bad questions file is an error naming the file, the
+// line or record, the field and what was expected, never a Go type (issue 49 rows 8,
+// 9 and 14).
+func TestReadQuestionsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"id a number", `{"id":7,"question":"Who?"}`, `q.jsonl:1: field "id": want a string, got a number`},
+		{"question missing", `{"id":"a"}`, `q.jsonl:1: field "question" is missing`},
+		{"question an array", `{"question":["x"]}`, `q.jsonl:1: field "question": want a string, got an array`},
+		{"not an object", "{\"question\":\"Who?\"}\n42", `q.jsonl:2: want an object {"id", "question"}, got a number`},
+		{"null line", `null`, `q.jsonl:1: want an object {"id", "question"}, got null`},
+		{"empty question", `{"question":""}`, `q.jsonl:1: field "question": the question is empty`},
+		{"blank question", `{"question":"   "}`, `q.jsonl:1: field "question": the question is empty`},
+		{"punctuation only", `{"question":"?!…"}`, `q.jsonl:1: field "question": the question "?!…" has no letter or digit`},
+		{"auto id collides", "{\"id\":\"q2\",\"question\":\"Who?\"}\n{\"question\":\"Where?\"}", `q.jsonl:2: no id, and its default id "q2" is the id of line 1`},
+		{"explicit id collides with a default", "{\"question\":\"Who?\"}\n{\"id\":\"q1\",\"question\":\"Where?\"}", `q.jsonl:2: id "q1" is the default id of line 1`},
+		{"duplicate ids", "{\"id\":\"a\",\"question\":\"Who?\"}\n\n{\"id\":\"a\",\"question\":\"Where?\"}", `q.jsonl:3: id "a" is also the id of line 1`},
+		{"array duplicate", `[{"id":"a","question":"Who?"},{"id":"a","question":"Why?"}]`, `q.jsonl: record 2: id "a" is also the id of record 1`},
+		{"array of numbers", `[1,2]`, `q.jsonl: record 1: want an object {"id", "question"}, got a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "q.jsonl")
+			require.NoError(t, os.WriteFile(p, []byte(tc.file), 0o644))
+			_, err := ReadQuestions(p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "Go value")
+		})
+	}
+}
+
 // On the example corpus, HippoRAG 2's PPR puts the gold passages in the top 5 at least
 // as often as BM25 (the retrieval issue's acceptance criterion).
 func TestExampleCorpusPPRBeatsBM25(t *testing.T) {

@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strings"
 	"sync"
+	"unicode"
+
+	"github.com/graphloom/graphloom/internal/jsonmsg"
 )
 
 // Question is one line of a questions file.
@@ -31,48 +35,107 @@ type RunLine struct {
 	Answer    *string    `json:"answer,omitempty"`
 }
 
-// ReadQuestions reads JSONL {"id","question"} lines (a JSON array of them also works).
-// A line that is not such an object is an error naming its line number; a missing id
-// becomes "q<line>".
+// ReadQuestions reads a questions file: a JSON array or JSONL of {"id", "question"}.
+// A record without an id gets "q<n>" (n its line in JSONL, its position in an array).
+// A record that is not such an object, a question without content (CheckQuestion), an
+// id given twice, or a default id equal to another record's, is an error naming the
+// file, the line (or record) and the field.
 func ReadQuestions(path string) ([]Question, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: %w", err)
 	}
+	type rec struct {
+		raw   json.RawMessage
+		where string // "line 3", "record 3"
+		loc   string // ":3" (JSONL), ": record 3" (array)
+		n     int
+	}
+	var recs []rec
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var qs []Question
-		if err := json.Unmarshal(trimmed, &qs); err != nil {
-			return nil, fmt.Errorf("retrieve: %s: %w", path, err)
+		var raws []json.RawMessage
+		if err := json.Unmarshal(trimmed, &raws); err != nil {
+			return nil, fmt.Errorf("retrieve: %s: not a JSON array of {\"id\", \"question\"}: %s", path, jsonmsg.Describe(err))
 		}
-		for i := range qs {
-			if qs[i].ID == "" {
-				qs[i].ID = fmt.Sprintf("q%d", i+1)
+		for i, raw := range raws {
+			recs = append(recs, rec{raw, fmt.Sprintf("record %d", i+1), fmt.Sprintf(": record %d", i+1), i + 1})
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for n := 1; sc.Scan(); n++ {
+			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+				recs = append(recs, rec{append(json.RawMessage(nil), line...), fmt.Sprintf("line %d", n), fmt.Sprintf(":%d", n), n})
 			}
 		}
-		return qs, nil
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("retrieve: %s: %w", path, err)
+		}
 	}
-	var qs []Question
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	qs := make([]Question, 0, len(recs))
+	type owner struct {
+		where string
+		auto  bool
+	}
+	seen := map[string]owner{}
+	for _, r := range recs {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("retrieve: %s%s: %s", path, r.loc, fmt.Sprintf(format, args...))
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(r.raw, &obj); err != nil || obj == nil {
+			if k := jsonmsg.Kind(r.raw); k != "an object" || err == nil {
+				return nil, bad(`want an object {"id", "question"}, got %s`, k)
+			}
+			return nil, bad(`want an object {"id", "question"}: %s`, jsonmsg.Describe(err))
 		}
 		var q Question
-		if err := json.Unmarshal(line, &q); err != nil || strings.TrimSpace(q.Question) == "" {
-			return nil, fmt.Errorf("retrieve: %s:%d: want {\"id\", \"question\"}", path, n)
+		if raw, ok := obj["id"]; ok && jsonmsg.Kind(raw) != "null" {
+			if json.Unmarshal(raw, &q.ID) != nil {
+				return nil, bad(`field "id": want a string, got %s`, jsonmsg.Kind(raw))
+			}
 		}
-		if q.ID == "" {
-			q.ID = fmt.Sprintf("q%d", n)
+		raw, ok := obj["question"]
+		if !ok {
+			return nil, bad(`field "question" is missing`)
 		}
+		if json.Unmarshal(raw, &q.Question) != nil {
+			return nil, bad(`field "question": want a string, got %s`, jsonmsg.Kind(raw))
+		}
+		if err := CheckQuestion(q.Question); err != nil {
+			return nil, bad(`field "question": %v`, err)
+		}
+		auto := q.ID == ""
+		if auto {
+			q.ID = fmt.Sprintf("q%d", r.n)
+		}
+		if o, dup := seen[q.ID]; dup {
+			switch {
+			case auto:
+				return nil, bad("no id, and its default id %q is the id of %s: give every question an id", q.ID, o.where)
+			case o.auto:
+				return nil, bad("id %q is the default id of %s, which has none: give every question an id", q.ID, o.where)
+			default:
+				return nil, bad("id %q is also the id of %s: ids must be unique", q.ID, o.where)
+			}
+		}
+		seen[q.ID] = owner{r.where, auto}
 		qs = append(qs, q)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("retrieve: %s: %w", path, err)
-	}
 	return qs, nil
+}
+
+// CheckQuestion returns an error for a question without content: empty, blank, or
+// without a letter or digit (only punctuation), which no retriever can rank for.
+func CheckQuestion(q string) error {
+	if strings.TrimSpace(q) == "" {
+		return errors.New("the question is empty")
+	}
+	if !strings.ContainsFunc(q, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		return fmt.Errorf("the question %q has no letter or digit", q)
+	}
+	return nil
 }
 
 // RunConfig configures Run.

@@ -63,12 +63,12 @@ if [[ ! -d "$corpora" ]]; then
 fi
 
 section "MoreHopQA-150, corpus built from its own contexts"
-"$bin" eval --dataset "$corpora/morehopqa_150.json" --corpus-out "$out/morehopqa_corpus.json" | sed 's/^/  /'
+"$bin" eval --dataset "$corpora/morehopqa_150.json" --corpus-out "$out/morehopqa_corpus.json" --force | sed 's/^/  /'
 index morehopqa "$out/morehopqa_corpus.json"
 evaluate morehopqa "$corpora/morehopqa_150.json"
 
 section "PubMedQA dev-500, one passage per abstract (gold: the question's own abstract)"
-"$bin" eval --dataset "$corpora/pubmedqa/pqal_dev500.json" --corpus-out "$out/pubmedqa_corpus.json" | sed 's/^/  /'
+"$bin" eval --dataset "$corpora/pubmedqa/pqal_dev500.json" --corpus-out "$out/pubmedqa_corpus.json" --force | sed 's/^/  /'
 index pubmedqa "$out/pubmedqa_corpus.json"
 evaluate pubmedqa "$corpora/pubmedqa/pqal_dev500.json"
 

@@ -8,22 +8,34 @@
 //	POST /v1/query         {"question", "retriever"?, "top_k"?} → retrieve.RunLine
 //	POST /v1/query/batch   {"questions": [{"id"?, "question"}], "retriever"?, "top_k"?} → {"results": [RunLine]}
 //	POST /v1/reload        re-read the index file; {"loaded": …, "chunks": …}
+//
+// Every request passes, in order: a Host check (an IP literal, localhost or one of
+// Config.AllowHosts; against DNS rebinding, 403), an Origin check (none, the same host,
+// or one of Config.CORSOrigins; 403), the bearer token (Config.Token: required for
+// every request when set, and for /v1/reload always; 401), and for a POST with a body,
+// Content-Type application/json (415). CORS headers are sent only to CORSOrigins.
 package serve
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/internal/jsonmsg"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -46,6 +58,17 @@ type Config struct {
 	MaxInFlight int
 	// Workers is the number of questions of a batch retrieved at once; 0 = GOMAXPROCS.
 	Workers int
+	// Token is the bearer token clients send ("Authorization: Bearer TOKEN"); the CLI
+	// reads it from GRAPHLOOM_SERVE_TOKEN. When set, every request needs it; /v1/reload
+	// needs it always (without a token, reload with SIGHUP).
+	Token string
+	// AllowHosts are the Host names (with or without the port) requests may name
+	// besides IP literals and localhost: the server's public name behind a reverse
+	// proxy. A request naming any other host is refused (DNS rebinding).
+	AllowHosts []string
+	// CORSOrigins are the browser origins ("https://app.example") answered with CORS
+	// headers; requests from any other cross origin are refused. None by default.
+	CORSOrigins []string
 }
 
 // DefaultConfig returns the defaults.
@@ -116,8 +139,108 @@ func New(name string, load Loader, api embed.Embedder, cfg Config) (*Server, err
 	return s, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler: the checks of the package doc, then the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r.Host) {
+		fail(w, http.StatusForbidden, "Host %q is not this server's name (pass --allow-host to serve it under that name)", r.Host)
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		cors := slices.Contains(s.cfg.CORSOrigins, origin)
+		if !cors && !sameOrigin(origin, r.Host) {
+			fail(w, http.StatusForbidden, "Origin %q is not allowed (pass --cors %s to allow it)", origin, origin)
+			return
+		}
+		if cors {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Add("Vary", "Origin")
+			if r.Method == http.MethodOptions {
+				w.Header().Set("Access-Control-Allow-Methods", "GET, POST")
+				w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+				w.Header().Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+	}
+	if s.cfg.Token != "" || r.URL.Path == "/v1/reload" {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="graphloom"`)
+			if s.cfg.Token == "" {
+				fail(w, http.StatusUnauthorized, "reload over HTTP needs a token: start the server with GRAPHLOOM_SERVE_TOKEN set, or send it SIGHUP")
+				return
+			}
+			fail(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer $GRAPHLOOM_SERVE_TOKEN)")
+			return
+		}
+	}
+	if r.Method == http.MethodPost && r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			fail(w, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", r.Header.Get("Content-Type"))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a request's Host names this server: an IP literal,
+// localhost, or one of AllowHosts. A DNS-rebinding page reaches the server under its
+// own domain name, which is none of these.
+func (s *Server) hostAllowed(host string) bool {
+	if host == "" {
+		return true // HTTP/1.0 without Host: not a browser
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.Trim(name, "[]"), ".")
+	if net.ParseIP(name) != nil || strings.EqualFold(name, "localhost") {
+		return true
+	}
+	for _, a := range s.cfg.AllowHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameOrigin reports whether a browser Origin is the server itself.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// authorized reports whether the request carries the configured bearer token.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.cfg.Token)) == 1
+}
+
+// CheckListen refuses to listen on an address reachable from other machines without
+// a token, unless insecure: the API would be open to the network.
+func CheckListen(addr string, token, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("serve: --addr %q: want HOST:PORT: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if token || insecure {
+		return nil
+	}
+	where := host
+	if where == "" {
+		where = "every interface"
+	}
+	return fmt.Errorf("serve: --addr %s listens on %s, beyond this machine, without a token: set GRAPHLOOM_SERVE_TOKEN (clients send Authorization: Bearer TOKEN), listen on 127.0.0.1, or pass --insecure", addr, where)
+}
 
 // Reload reads the index again and swaps it in atomically: requests in flight finish
 // on the index they started with. On error the served index is unchanged.
@@ -202,18 +325,19 @@ func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"loaded": s.cur.Load().at.UTC().Format(time.RFC3339Nano), "chunks": len(ix.Chunks), "runs": len(ix.Runs)})
 }
 
-// QueryRequest is the body of /v1/query.
+// QueryRequest is the body of /v1/query. TopK means what the CLI's --top-k means:
+// absent is the server's default, any value outside 1 to MaxTopK is refused.
 type QueryRequest struct {
 	Question  string `json:"question"`
 	Retriever string `json:"retriever,omitempty"`
-	TopK      int    `json:"top_k,omitempty"`
+	TopK      *int   `json:"top_k,omitempty"`
 }
 
 // BatchRequest is the body of /v1/query/batch.
 type BatchRequest struct {
 	Questions []retrieve.Question `json:"questions"`
 	Retriever string              `json:"retriever,omitempty"`
-	TopK      int                 `json:"top_k,omitempty"`
+	TopK      *int                `json:"top_k,omitempty"`
 }
 
 // decode reads a JSON body strictly; it answers the error itself and reports false.
@@ -226,7 +350,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 			fail(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", tooBig.Limit)
 			return false
 		}
-		fail(w, http.StatusBadRequest, "malformed JSON body: %v", err)
+		fail(w, http.StatusBadRequest, "malformed JSON body: %s", jsonmsg.Describe(err))
 		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -237,15 +361,16 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 // pick resolves a request's retriever and top-k, answering errors itself.
-func (s *Server) pick(w http.ResponseWriter, sr *retrieve.Searcher, name string, k int) (retrieve.Retriever, int, bool) {
+func (s *Server) pick(w http.ResponseWriter, sr *retrieve.Searcher, name string, topK *int) (retrieve.Retriever, int, bool) {
 	if name == "" {
 		name = s.cfg.Retriever
 	}
-	if k == 0 {
-		k = s.cfg.TopK
+	k := s.cfg.TopK
+	if topK != nil {
+		k = *topK
 	}
 	if k < 1 || k > s.cfg.MaxTopK {
-		fail(w, http.StatusBadRequest, "top_k %d: want 1 to %d", k, s.cfg.MaxTopK)
+		fail(w, http.StatusBadRequest, "top_k %d: out of range, want 1 to %d (leave it out for the default, %d)", k, s.cfg.MaxTopK, s.cfg.TopK)
 		return nil, 0, false
 	}
 	r, err := sr.Retriever(name)
@@ -261,8 +386,8 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if req.Question == "" {
-		fail(w, http.StatusBadRequest, "question is empty")
+	if err := retrieve.CheckQuestion(req.Question); err != nil {
+		fail(w, http.StatusBadRequest, "question: %v", err)
 		return
 	}
 	cur := s.cur.Load()
@@ -288,8 +413,8 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for i := range req.Questions {
-		if req.Questions[i].Question == "" {
-			fail(w, http.StatusBadRequest, "questions[%d]: question is empty", i)
+		if err := retrieve.CheckQuestion(req.Questions[i].Question); err != nil {
+			fail(w, http.StatusBadRequest, "questions[%d]: %v", i, err)
 			return
 		}
 		if req.Questions[i].ID == "" {

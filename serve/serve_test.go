@@ -47,12 +47,35 @@ func newTestServer(t *testing.T, n int, cfg Config) (*Server, *httptest.Server, 
 
 func post(t *testing.T, url, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	return postWith(t, url, body, map[string]string{"Content-Type": "application/json"})
+}
+
+// postWith posts body to url with the given headers ("Host" sets the Host).
+func postWith(t *testing.T, url, body string, headers map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var v map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
 	return resp.StatusCode, v
+}
+
+// jsonRequest is a POST of a JSON body to the server on loopback.
+func jsonRequest(path, body string) *http.Request {
+	r := httptest.NewRequest("POST", path, strings.NewReader(body))
+	r.Host = "127.0.0.1:8080"
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
 
 func TestQueryAndBatch(t *testing.T) {
@@ -91,6 +114,13 @@ func TestBadRequests(t *testing.T) {
 		{"/v1/query", `{"question": `, 400, "malformed JSON"},
 		{"/v1/query", `{"question": "x", "nope": 1}`, 400, "unknown field"},
 		{"/v1/query", `{"question": ""}`, 400, "question is empty"},
+		{"/v1/query", `{"question": "   "}`, 400, "question is empty"},
+		{"/v1/query", `{"question": "?!"}`, 400, `question "?!" has no letter or digit`},
+		{"/v1/query/batch", `{"questions": [{"question": "x"}, {"question": "..."}]}`, 400, "questions[1]: the question"},
+		{"/v1/query", `[1,2]`, 400, "want an object, got an array"},
+		{"/v1/query", `{"question": 7}`, 400, `field "question": want a string, got a number`},
+		{"/v1/query/batch", `{"questions": [1]}`, 400, `want an object, got a number`},
+		{"/v1/query", `{"question": "x", "top_k": 0}`, 400, "top_k 0: out of range, want 1 to 100"},
 		{"/v1/query", `{"question": "x", "retriever": "magic"}`, 400, "unknown retriever"},
 		{"/v1/query", `{"question": "x", "top_k": -1}`, 400, "top_k"},
 		{"/v1/query", `{"question": "x", "top_k": 1000}`, 400, "top_k"},
@@ -109,25 +139,119 @@ func TestBadRequests(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 }
 
+// TestHardening: reload needs a token, a token set guards everything, a foreign Host or
+// Origin is refused, bodies must be JSON, and CORS headers go only to --cors origins
+// (issue 49 row 11).
+func TestHardening(t *testing.T) {
+	json := map[string]string{"Content-Type": "application/json"}
+	with := func(extra map[string]string) map[string]string {
+		h := map[string]string{"Content-Type": "application/json"}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	q := `{"question": "Where was Mara Vell1 born?"}`
+	_, open, _ := newTestServer(t, 2, DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Token, cfg.AllowHosts, cfg.CORSOrigins = "s3cret", []string{"rag.example.org"}, []string{"https://app.example"}
+	_, guarded, _ := newTestServer(t, 2, cfg)
+	auth := map[string]string{"Authorization": "Bearer s3cret"}
+	for _, tc := range []struct {
+		name    string
+		url     string
+		body    string
+		headers map[string]string
+		code    int
+		want    string
+	}{
+		{"reload without a token configured", open.URL + "/v1/reload", `{}`, json, 401, "GRAPHLOOM_SERVE_TOKEN"},
+		{"reload from a foreign page", open.URL + "/v1/reload", `{}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, 403, `Origin "http://evil.example" is not allowed`},
+		{"reload without the token", guarded.URL + "/v1/reload", `{}`, json, 401, "bearer token"},
+		{"reload with a wrong token", guarded.URL + "/v1/reload", `{}`, with(map[string]string{"Authorization": "Bearer nope"}), 401, "bearer token"},
+		{"reload with the token", guarded.URL + "/v1/reload", ``, auth, 200, ""},
+		{"query without the token", guarded.URL + "/v1/query", q, json, 401, "bearer token"},
+		{"query with the token", guarded.URL + "/v1/query", q, with(auth), 200, ""},
+		{"foreign Host", open.URL + "/v1/query", q, with(map[string]string{"Host": "evil.example:8080"}), 403, `Host "evil.example:8080" is not this server's name`},
+		{"localhost Host", open.URL + "/v1/query", q, with(map[string]string{"Host": "localhost:8080"}), 200, ""},
+		{"allowed Host", guarded.URL + "/v1/query", q, with(map[string]string{"Host": "rag.example.org", "Authorization": "Bearer s3cret"}), 200, ""},
+		{"text/plain body", open.URL + "/v1/query", q, map[string]string{"Content-Type": "text/plain"}, 415, `Content-Type "text/plain": want application/json`},
+		{"form body", open.URL + "/v1/query", q, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, "want application/json"},
+		{"json with charset", open.URL + "/v1/query", q, map[string]string{"Content-Type": "application/json; charset=utf-8"}, 200, ""},
+		{"same origin", open.URL + "/v1/query", q, with(map[string]string{"Origin": open.URL}), 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, v := postWith(t, tc.url, tc.body, tc.headers)
+			assert.Equal(t, tc.code, code, v)
+			if tc.want != "" {
+				assert.Contains(t, v["error"], tc.want)
+			}
+		})
+	}
+	t.Run("CORS only for --cors origins", func(t *testing.T) {
+		req, err := http.NewRequest("OPTIONS", guarded.URL+"/v1/query", nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", "https://app.example")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+		assert.Equal(t, "https://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
+		req, err = http.NewRequest("GET", open.URL+"/healthz", nil)
+		require.NoError(t, err)
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), "no CORS headers without --cors")
+	})
+}
+
+func TestCheckListen(t *testing.T) {
+	for _, tc := range []struct {
+		addr            string
+		token, insecure bool
+		ok              bool
+	}{
+		{"127.0.0.1:8080", false, false, true},
+		{"localhost:8080", false, false, true},
+		{"[::1]:8080", false, false, true},
+		{"0.0.0.0:8080", false, false, false},
+		{":8080", false, false, false},
+		{"192.168.1.5:8080", false, false, false},
+		{"0.0.0.0:8080", true, false, true},
+		{"0.0.0.0:8080", false, true, true},
+	} {
+		err := CheckListen(tc.addr, tc.token, tc.insecure)
+		if tc.ok {
+			assert.NoError(t, err, tc.addr)
+		} else {
+			assert.ErrorContains(t, err, "without a token", tc.addr)
+		}
+	}
+}
+
 func TestBusyAnswers503(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxInFlight = 1
 	s, _, _ := newTestServer(t, 2, cfg)
 	s.slots <- struct{}{} // one request in flight
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(`{"question": "x"}`)))
+	s.ServeHTTP(rec, jsonRequest("/v1/query", `{"question": "x"}`))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 	<-s.slots
 	rec = httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(`{"question": "x"}`)))
+	s.ServeHTTP(rec, jsonRequest("/v1/query", `{"question": "x"}`))
 	assert.Equal(t, http.StatusOK, rec.Code)
 }
 
 // TestReloadIsAtomic: queries run without a single error while the index file is
 // replaced and reloaded; afterwards they see the new index.
 func TestReloadIsAtomic(t *testing.T) {
-	_, ts, path := newTestServer(t, 2, DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Token = "s3cret"
+	_, ts, path := newTestServer(t, 2, cfg)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var errs []string
@@ -140,7 +264,13 @@ func TestReloadIsAtomic(t *testing.T) {
 					return
 				default:
 				}
-				resp, err := http.Post(ts.URL+"/v1/query", "application/json", bytes.NewReader([]byte(`{"question": "Where was Mara Vell1 born?", "retriever": "bm25"}`)))
+				req, err := http.NewRequest("POST", ts.URL+"/v1/query", bytes.NewReader([]byte(`{"question": "Where was Mara Vell1 born?", "retriever": "bm25"}`)))
+				if err != nil {
+					panic(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer s3cret")
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err.Error())
@@ -157,13 +287,13 @@ func TestReloadIsAtomic(t *testing.T) {
 		})
 	}
 	writeIndex(t, path, 6) // an atomic rewrite, as augment does
-	code, v := post(t, ts.URL+"/v1/reload", `{}`)
+	code, v := postWith(t, ts.URL+"/v1/reload", `{}`, map[string]string{"Content-Type": "application/json", "Authorization": "Bearer s3cret"})
 	close(stop)
 	wg.Wait()
 	require.Equal(t, http.StatusOK, code, v)
 	assert.Equal(t, float64(6), v["chunks"])
 	assert.Empty(t, errs)
-	code, v = post(t, ts.URL+"/v1/query", `{"question": "Where was Mara Vell5 born?", "retriever": "bm25", "top_k": 1}`)
+	code, v = postWith(t, ts.URL+"/v1/query", `{"question": "Where was Mara Vell5 born?", "retriever": "bm25", "top_k": 1}`, map[string]string{"Content-Type": "application/json", "Authorization": "Bearer s3cret"})
 	require.Equal(t, 200, code)
 	assert.Equal(t, "Passage 5", v["passages"].([]any)[0].(map[string]any)["title"])
 }
@@ -183,7 +313,7 @@ func TestReloadFailureKeepsTheIndex(t *testing.T) {
 	_, err = s.Reload()
 	require.ErrorContains(t, err, "truncated")
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/query", strings.NewReader(`{"question": "Where was Mara Vell1 born?"}`)))
+	s.ServeHTTP(rec, jsonRequest("/v1/query", `{"question": "Where was Mara Vell1 born?"}`))
 	assert.Equal(t, http.StatusOK, rec.Code, "the old index still serves")
 	_, err = New(path, func() (*graphio.Index, error) { return nil, fmt.Errorf("no such file") }, nil, DefaultConfig())
 	assert.ErrorContains(t, err, "no such file")

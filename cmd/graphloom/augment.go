@@ -23,7 +23,7 @@ func newAugmentCmd() *cobra.Command {
 	cfg := augment.DefaultConfig()
 	var lf llmFlags
 	var path, out, completer, selector, rollback, gold string
-	var plan, asJSON, noCheckpoint, wait, allowPartial bool
+	var plan, asJSON, noCheckpoint, wait, allowPartial, force bool
 	var planted int
 	cmd := &cobra.Command{
 		Use:   "augment --index INDEX [--completer llm|extractive] [--plan] [--rollback RUN]",
@@ -51,6 +51,10 @@ rerun does not repeat paid calls.`,
 			}
 			if out == "" {
 				out = path
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
+				inSpec{"--index", path}, inSpec{"--gold-facts", gold}); err != nil {
+				return err
 			}
 			if !plan {
 				unlock, err := lockIndex(cmd, out, wait)
@@ -189,6 +193,7 @@ rerun does not repeat paid calls.`,
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	f.BoolVar(&allowPartial, "allow-partial", false, "record the run even if some completion calls got no answer")
+	addForce(cmd, &force)
 	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn, random and facts selectors (3 seeds) and count what each recovers; the index is not changed")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")

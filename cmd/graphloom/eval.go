@@ -22,7 +22,7 @@ func newEvalCmd() *cobra.Command {
 	rcfg := retrieve.DefaultConfig()
 	var lf llmFlags
 	var indexPath, dataset, out, runPath, extraction, corpusOut, retrievers string
-	var asJSON, noRecognition, ablate bool
+	var asJSON, noRecognition, ablate, force bool
 	var ablateCorpus string
 	var sweeps []string
 	var cf cageFlags
@@ -52,6 +52,13 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
+			ins := []inSpec{{"--index", indexPath}, {"--dataset", dataset}, {"--run", runPath}, {"--extraction", extraction}, {"--ablate-corpus", ablateCorpus}}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "directory"}, ins...); err != nil {
+				return err
+			}
+			if err := guardOutput(cmd, outSpec{name: "--corpus-out", path: corpusOut, kind: outFile, what: "corpus file", force: force}, ins...); err != nil {
+				return err
+			}
 			switch {
 			case extraction != "":
 				if err := requireFlags(cmd, "index"); err != nil {
@@ -211,6 +218,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.IntVar(&cfg.Workers, "workers", 0, "questions retrieved concurrently (0 = all cores)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	addForce(cmd, &force)
 	registerRetrievalFlags(cmd, &rcfg)
 	cf.register(cmd, true)
 	gf.register(cmd)

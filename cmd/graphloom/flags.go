@@ -190,3 +190,70 @@ func numericValues(f *pflag.Flag) []float64 {
 	}
 	return []float64{x}
 }
+
+// decimalValue makes a numeric flag read its value as a decimal number: pflag parses
+// integers with base prefixes (ParseInt base 0), so "010" would be 8 and "08" an
+// error, and floats in hexadecimal. Leading zeros are dropped, anything but decimal
+// digits (and a float's point and exponent) is refused.
+type decimalValue struct {
+	pflag.Value
+}
+
+func (d decimalValue) Set(s string) error {
+	parts := []string{s}
+	if d.Value.Type() == "intSlice" {
+		parts = strings.Split(s, ",")
+	}
+	for i, p := range parts {
+		n, err := decimalNumber(strings.TrimSpace(p), d.Value.Type())
+		if err != nil {
+			return err
+		}
+		parts[i] = n
+	}
+	return d.Value.Set(strings.Join(parts, ","))
+}
+
+// decimalNumber checks that s is a decimal number for a flag of type typ and returns
+// it without leading zeros.
+func decimalNumber(s, typ string) (string, error) {
+	if typ == "float32" || typ == "float64" {
+		if strings.ContainsAny(s, "xXpP_") {
+			return "", fmt.Errorf("%q is not a decimal number", s)
+		}
+		return s, nil
+	}
+	sign, digits := "", s
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		sign, digits = s[:1], s[1:]
+	}
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return "", fmt.Errorf("%q is not a decimal integer", s)
+	}
+	if digits = strings.TrimLeft(digits, "0"); digits == "" {
+		digits = "0"
+	}
+	return sign + digits, nil
+}
+
+// decimalFlagTypes are the numeric types read through decimalValue (durations have
+// their own syntax).
+var decimalFlagTypes = map[string]bool{
+	"int": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint": true, "uint8": true, "uint16": true, "uint32": true, "uint64": true,
+	"float32": true, "float64": true, "intSlice": true,
+}
+
+// decimalFlags makes every numeric flag of cmd and its subcommands decimal.
+func decimalFlags(cmd *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, done := f.Value.(decimalValue); !done && decimalFlagTypes[f.Value.Type()] {
+			f.Value = decimalValue{f.Value}
+		}
+	}
+	cmd.Flags().VisitAll(wrap)
+	cmd.PersistentFlags().VisitAll(wrap)
+	for _, c := range cmd.Commands() {
+		decimalFlags(c)
+	}
+}

@@ -180,6 +180,10 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err := requireFlags(cmd, "index", spec.dataFlag, "lm", "out"); err != nil {
 				return err
 			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "model directory"},
+				inSpec{"--index", indexPath}, inSpec{"--" + spec.dataFlag, trainPath}, inSpec{"--val", valPath}, inSpec{"--lm", lmDir}); err != nil {
+				return err
+			}
 			ix, err := graphio.ReadFile(indexPath)
 			if err != nil {
 				return err

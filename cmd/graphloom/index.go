@@ -24,14 +24,14 @@ func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
 	var corpus, out, extractor, embedder, fromDataset, hyper string
-	var asJSON, noGraph, wait, allowPartial bool
+	var asJSON, noGraph, wait, allowPartial, force bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
 		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
-		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, or a
-directory of .txt/.md files — merge duplicate passages, chunk long ones, and write the index.`,
+		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
+.txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.`,
 		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
@@ -47,6 +47,10 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 			}
 			if (corpus == "") == (fromDataset == "") {
 				return usageError{fmt.Errorf("index: give one of --corpus and --corpus-from-dataset")}
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force},
+				inSpec{"--corpus", corpus}, inSpec{"--corpus-from-dataset", fromDataset}); err != nil {
+				return err
 			}
 			unlock, err := lockIndex(cmd, out, wait)
 			if err != nil {
@@ -138,6 +142,7 @@ directory of .txt/.md files — merge duplicate passages, chunk long ones, and w
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
 	f.BoolVar(&allowPartial, "allow-partial", false, "replace an existing --out even if the extraction of some chunks failed")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
+	addForce(cmd, &force)
 	f.StringVar(&hyper, "hyperedges", "auto", "n-ary hyperedges: auto (rule extractor: one per sentence; llm extractor: none), true (llm: adds HyperGraphRAG's EXT++ call per chunk), false")
 	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")

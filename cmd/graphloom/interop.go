@@ -52,7 +52,7 @@ func checkFormat[V any](verb, name string, m map[string]V) error {
 func newImportCmd() *cobra.Command {
 	kcfg := kg.DefaultConfig()
 	var from, out, embedder string
-	var asJSON, wait bool
+	var asJSON, wait, force bool
 	var lf llmFlags
 	cmd := &cobra.Command{
 		Use:   "import --from FORMAT SRC --out INDEX",
@@ -79,6 +79,9 @@ GraphRAG v2/v3 output directory of parquet tables).`,
 				return err
 			}
 			src := args[0]
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force}, inSpec{"SRC", src}); err != nil {
+				return err
+			}
 			if st, err := os.Stat(src); err != nil {
 				return fmt.Errorf("import: %w", err)
 			} else if !st.IsDir() {
@@ -128,6 +131,7 @@ GraphRAG v2/v3 output directory of parquet tables).`,
 	f.StringVar(&embedder, "embedder", "hash", "embedder for graphloom's vectors: hash (built-in, offline) or api (the configured embedding model)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
+	addForce(cmd, &force)
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	limitFlag(cmd, "synonym-threshold", flagRange{lo: 0, hi: 1, loOpen: true})
 	lf.register(cmd)
@@ -136,7 +140,7 @@ GraphRAG v2/v3 output directory of parquet tables).`,
 
 func newExportCmd() *cobra.Command {
 	var to string
-	var asJSON bool
+	var asJSON, force bool
 	cmd := &cobra.Command{
 		Use:   "export --to FORMAT INDEX DST",
 		Short: "Export a graphloom index to another framework's layout or GraphML",
@@ -156,17 +160,20 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 			if err := checkFormat("export", to, exportFormats()); err != nil {
 				return err
 			}
+			dst := args[1]
+			o := outSpec{name: "DST", path: dst, kind: outDir, what: "directory", force: force}
+			if to == "graphml" {
+				if st, err := os.Stat(dst); err == nil && st.IsDir() {
+					dst = filepath.Join(dst, strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))+".graphml")
+				}
+				o = outSpec{name: "DST", path: dst, kind: outFile, what: "GraphML file", force: force, is: isGraphML}
+			}
+			if err := guardOutput(cmd, o, inSpec{"INDEX", args[0]}); err != nil {
+				return err
+			}
 			ix, err := graphio.ReadFile(args[0])
 			if err != nil {
 				return err
-			}
-			dst := args[1]
-			if to != "graphml" {
-				if st, err := os.Stat(dst); err == nil && !st.IsDir() {
-					return fmt.Errorf("export: %s exists and is not a directory", dst)
-				}
-			} else if st, err := os.Stat(dst); err == nil && st.IsDir() {
-				dst = filepath.Join(dst, strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))+".graphml")
 			}
 			rep, err := exportFormats()[to](ix, dst)
 			if err != nil {
@@ -181,5 +188,6 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 	}
 	cmd.Flags().StringVar(&to, "to", "", "target format: "+formatNames(exportFormats()))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	addForce(cmd, &force)
 	return cmd
 }

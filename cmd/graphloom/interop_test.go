@@ -109,16 +109,16 @@ func TestLightRAGImportAugmentExport(t *testing.T) {
 }
 
 func TestInteropUsage(t *testing.T) {
-	dir := t.TempDir()
+	dir, outDir := t.TempDir(), t.TempDir()
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{"import", "--from", "nope", dir, "--out", filepath.Join(dir, "x.gl")}, 2, `unknown format "nope"`},
-		{[]string{"import", "--from", "graphrag", dir, "--out", filepath.Join(dir, "x.gl")}, 1, "text_units.parquet"},
+		{[]string{"import", "--from", "graphrag", dir, "--out", filepath.Join(outDir, "x.gl")}, 1, "text_units.parquet"},
 		{[]string{"import", "--from", "lightrag", dir}, 2, "--out is required"},
-		{[]string{"import", "--from", "lightrag", dir, "--out", filepath.Join(dir, "x.gl")}, 1, "no kv_store_text_chunks.json"},
+		{[]string{"import", "--from", "lightrag", dir, "--out", filepath.Join(outDir, "x.gl")}, 1, "no kv_store_text_chunks.json"},
 		{[]string{"export", "--to", "neo4j", "x.gl", dir}, 2, `unknown format "neo4j"`},
 		{[]string{"export", "--to", "graphml", filepath.Join(dir, "missing.gl"), dir}, 1, "missing.gl"},
 	} {

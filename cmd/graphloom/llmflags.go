@@ -22,6 +22,7 @@ type llmFlags struct {
 	baseURL, model, embedBaseURL, embedModel, cache string
 	concurrency                                     int
 	timeout                                         time.Duration
+	failFast                                        bool // --llm-fail-fast (read only once registered)
 	client                                          *llm.Client
 	cmd                                             *cobra.Command
 
@@ -41,6 +42,7 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
+	fl.BoolVar(&f.failFast, "llm-fail-fast", true, fmt.Sprintf("give up on a server whose first %d attempts all fail; false keeps retrying (a server still loading its model)", llm.DefaultFailFast))
 	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
 	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }
@@ -49,6 +51,9 @@ func (f *llmFlags) config() llm.Config {
 	cfg := llm.ConfigFromEnv(nil)
 	cfg.BaseURL, cfg.Model, cfg.EmbedBaseURL, cfg.EmbedModel = f.baseURL, f.model, f.embedBaseURL, f.embedModel
 	cfg.Concurrency, cfg.Timeout = f.concurrency, f.timeout
+	if f.cmd != nil && !f.failFast {
+		cfg.FailFast = -1
+	}
 	switch f.cache {
 	case "off", "none", "-":
 		cfg.CacheDir = ""

@@ -19,7 +19,7 @@ func newQueryCmd() *cobra.Command {
 	rc := retrieve.RunConfig{TopK: 5, AnswerTopK: 5, BatchSize: 32}
 	var lf llmFlags
 	var path, questions, retriever, out, compare, dataset string
-	var asJSON, noRecognition bool
+	var asJSON, noRecognition, force bool
 	var cf cageFlags
 	var gf gretrieverFlags
 	cmd := &cobra.Command{
@@ -48,8 +48,17 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			} else if (len(args) == 1) == (questions != "") {
 				return usageError{fmt.Errorf("query: give either a question or --questions")}
 			}
+			if len(args) == 1 {
+				if err := retrieve.CheckQuestion(args[0]); err != nil {
+					return usageError{fmt.Errorf("query: %w", err)}
+				}
+			}
 			if questions != "" && out == "" {
 				return usageError{fmt.Errorf("query: --questions needs --out")}
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "run file", force: force, is: jsonlWithKeys("id", "retriever", "passages")},
+				inSpec{"--index", path}, inSpec{"--questions", questions}, inSpec{"--dataset", dataset}); err != nil {
+				return err
 			}
 			ix, err := graphio.ReadFileWith(path, queryReadOptions(retriever, compare, cf.active()))
 			if err != nil {
@@ -126,7 +135,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			var qs []retrieve.Question
 			if questions != "" {
 				if qs, err = retrieve.ReadQuestions(questions); err != nil {
-					return err
+					return usageError{err}
 				}
 			} else {
 				qs = []retrieve.Question{{ID: "q1", Question: args[0]}}
@@ -162,6 +171,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
 	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
+	addForce(cmd, &force)
 	registerRetrievalFlags(cmd, &cfg)
 	cf.register(cmd, false)
 	gf.register(cmd)

@@ -14,6 +14,7 @@ import (
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/models/checkpoint"
 	"github.com/graphloom/graphloom/models/train"
 	"github.com/graphloom/graphloom/rerank"
 	"github.com/graphloom/graphloom/retrieve"
@@ -360,6 +361,7 @@ func newTrainCageCmd() *cobra.Command {
 	ecfg := rerank.DefaultEncoderConfig()
 	tcfg := rerank.DefaultTrainConfig()
 	var indexPath, out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "cage --index INDEX [--out INDEX.cage]",
 		Short: "Train CAGE's R-GCN passage-graph encoder on the index's chunks (contrastive diversity objective)",
@@ -375,12 +377,16 @@ curves (.png). 'graphloom query/eval --rerank cage' load it.`,
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
 			}
+			if out == "" {
+				out = cageModelPath(indexPath, ecfg.SingleRelation)
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "checkpoint", force: force, is: checkpoint.IsFile},
+				inSpec{"--index", indexPath}); err != nil {
+				return err
+			}
 			ix, err := graphio.ReadFile(indexPath)
 			if err != nil {
 				return err
-			}
-			if out == "" {
-				out = cageModelPath(indexPath, ecfg.SingleRelation)
 			}
 			texts := make([]string, len(ix.Chunks))
 			for i, c := range ix.Chunks {
@@ -419,6 +425,7 @@ curves (.png). 'graphloom query/eval --rerank cage' load it.`,
 	f := cmd.Flags()
 	f.StringVar(&indexPath, "index", "", "index file")
 	f.StringVar(&out, "out", "", "checkpoint path (default INDEX.cage, or INDEX.cage-gcn with --gcn)")
+	addForce(cmd, &force)
 	f.BoolVar(&ecfg.SingleRelation, "gcn", false, "one relation type (the GCN ablation)")
 	f.Float64Var(&ecfg.Beta, "beta", ecfg.Beta, "anchor scale β used while training")
 	f.IntVar(&tcfg.Train.TotalSteps, "steps", tcfg.Train.TotalSteps, "optimizer steps")

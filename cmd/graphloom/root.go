@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlags(cmd) }
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
 	root.AddCommand(newIndexCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newSynthCmd(), newServeCmd(), newImportCmd(), newExportCmd(), newTrainCmd(), newLMCmd(), newVersionCmd())
+	decimalFlags(root)
 	return root
 }
 

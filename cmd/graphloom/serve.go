@@ -17,11 +17,15 @@ import (
 	"github.com/graphloom/graphloom/serve"
 )
 
+// serveTokenEnv holds the bearer token of `graphloom serve` (never a flag: command
+// lines are visible to other users).
+const serveTokenEnv = "GRAPHLOOM_SERVE_TOKEN"
+
 func newServeCmd() *cobra.Command {
 	cfg := serve.DefaultConfig()
 	var lf llmFlags
 	var indexPath, addr string
-	var dryRun bool
+	var dryRun, insecure bool
 	cmd := &cobra.Command{
 		Use:   "serve --index INDEX [--addr HOST:PORT]",
 		Short: "Serve retrieval over HTTP with the index loaded once",
@@ -31,20 +35,33 @@ func newServeCmd() *cobra.Command {
   GET  /v1/stats         the index's statistics (as stats --json)
   POST /v1/query         {"question": "…", "retriever": "ppr", "top_k": 5}
   POST /v1/query/batch   {"questions": [{"id": "q1", "question": "…"}], "retriever": …, "top_k": …}
-  POST /v1/reload        re-read the index file (also on SIGHUP)
+  POST /v1/reload        re-read the index file (also on SIGHUP); needs the token
 
 A reload swaps the index atomically: requests in flight finish on the index they
 started with, later ones see the new one (say, after 'graphloom augment' rewrote it);
 a failed reload keeps serving the old index. Requests are bounded in size, in number
 in flight (503 with Retry-After beyond) and in time. SIGINT or SIGTERM stop the server
-after the requests in flight finish.`,
+after the requests in flight finish.
+
+Security: with GRAPHLOOM_SERVE_TOKEN set, every request needs "Authorization: Bearer
+TOKEN"; without it, /v1/reload is refused (use SIGHUP) and listening beyond loopback is
+refused unless --insecure. Requests must name the server by an IP address, localhost or
+an --allow-host name (DNS rebinding); POST bodies must be application/json; browsers get
+CORS headers only for --cors origins.`,
 		Example: `  graphloom serve --index harbour.gl --addr 127.0.0.1:8080
-  curl -s localhost:8080/v1/query -d '{"question": "Who bought the Meridian in 1801?", "top_k": 3}'
+  curl -s localhost:8080/v1/query -H 'Content-Type: application/json' -d '{"question": "Who bought the Meridian in 1801?", "top_k": 3}'
   kill -HUP $(pgrep -f "graphloom serve")   # reload after augmenting`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
 				return err
+			}
+			cfg.Token = os.Getenv(serveTokenEnv)
+			if err := serve.CheckListen(addr, cfg.Token != "", insecure); err != nil {
+				return usageError{err}
+			}
+			if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(host) == nil {
+				cfg.AllowHosts = append(cfg.AllowHosts, host) // the name it listens under
 			}
 			api, err := lf.apiEmbedder(cmd.Context())
 			if err != nil {
@@ -101,6 +118,9 @@ after the requests in flight finish.`,
 	f.StringVar(&indexPath, "index", "", "index file")
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
 	f.BoolVar(&dryRun, "dry-run", false, "load the index, check the settings and exit without listening")
+	f.BoolVar(&insecure, "insecure", false, "listen beyond loopback without GRAPHLOOM_SERVE_TOKEN (anyone who reaches the port may query)")
+	f.StringSliceVar(&cfg.AllowHosts, "allow-host", nil, "a Host name requests may use besides IP addresses and localhost (the public name behind a reverse proxy); repeatable")
+	f.StringSliceVar(&cfg.CORSOrigins, "cors", nil, "a browser origin (https://app.example) given CORS headers; repeatable; none by default")
 	f.StringVar(&cfg.Retriever, "retriever", cfg.Retriever, "default retriever of requests that name none")
 	f.IntVar(&cfg.TopK, "top-k", cfg.TopK, "default passages per question")
 	f.IntVar(&cfg.MaxTopK, "max-top-k", cfg.MaxTopK, "most passages a request may ask for")

@@ -16,7 +16,7 @@ import (
 
 func newStatsCmd() *cobra.Command {
 	var path string
-	var asJSON bool
+	var asJSON, full bool
 	var top int
 	cmd := &cobra.Command{
 		Use:   "stats --index INDEX",
@@ -39,17 +39,30 @@ func newStatsCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			return printStats(cmd, path, s)
+			return printStats(cmd, path, s, full)
 		},
 	}
 	cmd.Flags().StringVar(&path, "index", "", "index file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
+	cmd.Flags().BoolVar(&full, "full", false, fmt.Sprintf("print entity names whole (otherwise names over %d characters are cut; --json is always whole)", maxNameRunes))
 	limitFlag(cmd, "top", atLeast0(1e6))
 	return cmd
 }
 
-func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
+// maxNameRunes is the most characters of an entity name stats prints without --full.
+const maxNameRunes = 80
+
+// shortName cuts a name over maxNameRunes characters, saying how long it was.
+func shortName(name string) string {
+	r := []rune(name)
+	if len(r) <= maxNameRunes {
+		return name
+	}
+	return fmt.Sprintf("%s… (%d characters; --full shows them)", string(r[:maxNameRunes]), len(r))
+}
+
+func printStats(cmd *cobra.Command, path string, s graphio.Stats, full bool) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "index\t%s (%.1f KiB)\n", path, float64(s.SizeBytes)/1024)
 	fmt.Fprintf(w, "documents\t%d (%d duplicate passages merged)\n", s.Documents, s.Duplicates)
@@ -86,7 +99,11 @@ func printStats(cmd *cobra.Command, path string, s graphio.Stats) error {
 			if i > 0 {
 				fmt.Fprint(w, ", ")
 			}
-			fmt.Fprintf(w, "%s (%d)", e.Name, e.Degree)
+			name := e.Name
+			if !full {
+				name = shortName(name)
+			}
+			fmt.Fprintf(w, "%s (%d)", name, e.Degree)
 		}
 		fmt.Fprintln(w)
 	}

@@ -17,7 +17,7 @@ func newSynthCmd() *cobra.Command {
 	cfg := synth.DefaultConfig()
 	var lf llmFlags
 	var indexPath, out, generator string
-	var plan, asJSON bool
+	var plan, asJSON, force bool
 	cmd := &cobra.Command{
 		Use:   "synth --index INDEX --out QA.jsonl [--generator llm|template] [--plan]",
 		Short: "Generate synthetic QA from the graph (SelfGraphRAG's SynthGen)",
@@ -45,6 +45,10 @@ offline — graphloom's own stand-in, not the paper's method.`,
 				if err := requireFlags(cmd, "out"); err != nil {
 					return err
 				}
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "synthetic-item file", force: force, is: jsonlWithKeys("id", "type")},
+				inSpec{"--index", indexPath}); err != nil {
+				return err
 			}
 			if !cmd.Flags().Changed("generator") && !lf.chatConfigured() && !plan {
 				generator = "template"
@@ -114,6 +118,7 @@ offline — graphloom's own stand-in, not the paper's method.`,
 	f.StringVar(&generator, "generator", "llm", "llm (the paper's) or template (offline; the default without an LLM)")
 	f.BoolVar(&plan, "plan", false, "print the LLM calls and prompt tokens the llm generator would spend; send nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	addForce(cmd, &force)
 	f.IntVar(&cfg.PathLength, "path-length", cfg.PathLength, "facts per hop path (SelfGraphRAG: 2)")
 	f.IntVar(&cfg.SumNeighbours, "neighbours", cfg.SumNeighbours, "in-neighbours per sum item (SelfGraphRAG: 3)")
 	f.IntVar(&cfg.MaxHop, "max-hop", cfg.MaxHop, "most hop items asked for (0 = all; a seeded sample beyond)")

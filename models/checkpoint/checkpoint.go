@@ -208,6 +208,19 @@ func Save(path string, f *File) (err error) {
 	return nil
 }
 
+// IsFile reports whether the file at path starts with the checkpoint magic, so that a
+// trainer replaces only a checkpoint and never another file.
+func IsFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(magic))
+	n, _ := f.Read(head)
+	return n == len(magic) && string(head) == magic
+}
+
 // Load reads and verifies the checkpoint at path.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)

@@ -3,10 +3,10 @@ package gretriever
 import (
 	"encoding/json"
 	"math"
-	"slices"
-	"strings"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
