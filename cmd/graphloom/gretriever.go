@@ -294,7 +294,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.StringVar(&indexPath, "index", "", "index file (with facts and entity and fact embeddings)")
 	f.StringVar(&trainPath, spec.dataFlag, "", spec.dataHelp)
 	f.StringVar(&valPath, "val", "", "validation questions (default: every fifth training question)")
-	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama family or Qwen2)")
+	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3)")
 	f.StringVar(&out, "out", "", "model directory to write")
 	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")

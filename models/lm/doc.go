@@ -1,14 +1,22 @@
-// Package lm runs a frozen decoder-only language model of the Llama family or Qwen2
-// in GoMLX, loaded from a local Hugging Face directory: config.json, the weights in
-// *.safetensors (one file or shards listed by model.safetensors.index.json; bf16, f16
-// or f32, held as float32) and tokenizer.json (byte-level BPE or SentencePiece-style
-// BPE with byte fallback). Weights are never downloaded.
+// Package lm runs a frozen decoder-only language model (Llama 2/3.x, Mistral,
+// Qwen2/2.5, Qwen3) in GoMLX, loaded from a local Hugging Face directory:
+// config.json, the weights in *.safetensors (one file or shards listed by
+// model.safetensors.index.json; bf16, f16 or f32, read tensor by tensor from a
+// memory map and held as float32), tokenizer.json (byte-level BPE or
+// SentencePiece-style BPE with byte fallback), and, when present,
+// tokenizer_config.json / chat_template.jinja (the chat template, special tokens,
+// add_bos_token) and generation_config.json (EOS ids). Weights are never downloaded.
 //
-// The forward pass is the Hugging Face LlamaForCausalLM / Qwen2ForCausalLM one:
-// token embeddings → N × (RMSNorm → grouped-query attention with rotary position
-// embeddings (rotate_half convention, the config's theta and linear scaling; q/k/v
-// biases for Qwen2) → residual → RMSNorm → SwiGLU MLP → residual) → RMSNorm → LM
-// head (tied to the embeddings or not). It accepts input embeddings instead of token
+// Prompts are rendered from the model's own chat template (ChatTemplate, with
+// github.com/ardanlabs/jinja in Hugging Face's trim_blocks/lstrip_blocks mode), or a
+// built-in format for base models (PromptFormats).
+//
+// The forward pass is the Hugging Face LlamaForCausalLM / MistralForCausalLM /
+// Qwen2ForCausalLM / Qwen3ForCausalLM one: token embeddings → N × (RMSNorm →
+// grouped-query attention with rotary position embeddings (rotate_half convention,
+// the config's theta and RoPE scaling; q/k/v biases for Qwen2, per-head q/k RMSNorm
+// for Qwen3, Mistral's sliding window) → residual → RMSNorm → SwiGLU MLP → residual)
+// → RMSNorm → LM head (tied to the embeddings or not). It accepts input embeddings instead of token
 // ids, so that soft-prompt vectors (G-Retriever's graph token) can be spliced into a
 // prompt, and a padding mask for batched sequences.
 //
@@ -29,7 +37,7 @@
 // 3's panics at load) and it has no ignore_merges (Llama 3). Added tokens are matched
 // as tokenizers matches them (lstrip, rstrip, single_word and normalized honoured).
 //
-// Generation is greedy with a key/value cache. Sequence lengths, cache lengths and
-// batch sizes are padded to a few buckets (SeqBucket, BatchBucket) so that the number
-// of compiled executables stays bounded.
+// Generation is greedy (or sampled: temperature, top-p, seed) with a key/value
+// cache. Sequence lengths, cache lengths and batch sizes are padded to a few buckets
+// (SeqBucket, BatchBucket) so that the number of compiled executables stays bounded.
 package lm
