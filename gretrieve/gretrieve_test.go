@@ -120,8 +120,16 @@ func TestTextForms(t *testing.T) {
 	q := "In which town was the father of Mira Solenne born?"
 	ex, sg, err := verbal.Example(context.Background(), q, nil)
 	require.NoError(t, err)
-	assert.Equal(t, s.Textualise(sg.Entities, sg.Facts, retrieve.PCSTTextVerbal), ex.Text)
-	assert.Contains(t, ex.Text, " [")
+	// One "subject [predicate] object" line per kept fact, in the subgraph's order,
+	// written here from the index's own names.
+	require.NotEmpty(t, sg.Facts)
+	ix := s.Index()
+	var want []string
+	for _, f := range sg.Facts {
+		x := ix.Facts[f]
+		want = append(want, ix.Entities[x.Subject].Name+" ["+x.Predicate+"] "+ix.Entities[x.Object].Name)
+	}
+	assert.Equal(t, strings.Join(want, "\n")+"\n", ex.Text, "each line ends with a newline")
 	assert.NotContains(t, ex.Text, "node_id,node_attr")
 	_, err = gretrieve.NewBuilder(s, "yaml")
 	assert.ErrorContains(t, err, `text form "yaml"`)

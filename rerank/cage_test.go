@@ -112,4 +112,21 @@ func TestRetrieverReranksCandidates(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Passages, 1)
 	assert.Equal(t, "b", res.Passages[0].Title, "cosine brings the guild passage from rank 2 to 1 among 3 candidates")
+
+	// CAGE inside the Retriever: with α = 1 the fused score is the min-max normalised
+	// cosine (CAGE maps the lowest to 0): by hand, q = (1.1, 0.1), a = c = (0.1, 1.1),
+	// b = (1.1, 0.1), so cos = 0.18, 1, 0.18 → 0, 1, 0.
+	cfg := DefaultConfig()
+	cfg.Alpha = 1
+	rr, err := NewUntrained(enginetest.New(t), cfg)
+	require.NoError(t, err)
+	r.Reranker = rr
+	assert.Equal(t, "fixed+cage", r.Name())
+	res, err = r.Retrieve(context.Background(), "Where did the guild meet?", 3)
+	require.NoError(t, err)
+	require.Len(t, res.Passages, 3)
+	assert.Equal(t, "b", res.Passages[0].Title)
+	assert.InDelta(t, 1, res.Passages[0].Score, 1e-9)
+	assert.InDelta(t, 0, res.Passages[1].Score, 1e-9)
+	assert.InDelta(t, 0, res.Passages[2].Score, 1e-9)
 }

@@ -40,11 +40,10 @@ func handGraph(t *testing.T) *graphio.Index {
 	return ix
 }
 
-func TestVerbalizeIsDeterministic(t *testing.T) {
+func TestVerbalize(t *testing.T) {
 	ix := handGraph(t)
 	want := "anna [born in] brill\nbrill [capital of] corvia"
 	assert.Equal(t, want, Verbalize(ix, []int32{0, 1}))
-	assert.Equal(t, Verbalize(ix, []int32{0, 1}), Verbalize(ix, []int32{0, 1}))
 	assert.Equal(t, "brill [capital of] corvia\nanna [born in] brill", Verbalize(ix, []int32{1, 0}), "edge order is kept")
 }
 
