@@ -22,6 +22,9 @@ func newLMCmd() *cobra.Command {
 		Long: `Inspect a local Hugging Face model directory the way graphloom reads it (nothing is ever
 downloaded). tokenize, detokenize and prompt need only tokenizer.json / tokenizer_config.json;
 info reads config.json and the safetensors headers; generate loads the weights.`,
+		Example: `  graphloom lm info --lm ~/models/Qwen2.5-0.5B-Instruct
+  graphloom lm prompt --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --add-generation-prompt
+  graphloom lm generate --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --max-new 64`,
 	}
 	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd())
 	return cmd
