@@ -30,16 +30,15 @@ const Name = "gretriever"
 // embedding of its text (the index's entity embeddings are those of the entity
 // names), an edge's is the embedding of its relation text alone (G-Retriever's
 // edge_attr), made by the embedder that made the index (so node and edge vectors
-// share one space) and cached per relation. The text is written in the form the
+// share one space) and cached per relation by the searcher. The PCST edge prizes
+// come from the same relation vectors (retrieve.Searcher.PCSTByRelation), as in
+// G-Retriever's retrieval_via_pcst. The text is written in the form the
 // Builder was made with (retrieve.PCSTTextCSV, G-Retriever's, or
 // retrieve.PCSTTextVerbal, SelfGraphRAG's), whatever the searcher's PCSTText.
 type Builder struct {
 	s    *retrieve.Searcher
 	dim  int
 	form string
-
-	mu  sync.Mutex
-	rel map[string][]float32 // relation text → embedding
 }
 
 // NewBuilder prepares examples over the searcher's index, which needs facts and entity
@@ -60,7 +59,7 @@ func NewBuilder(s *retrieve.Searcher, form string) (*Builder, error) {
 	if d := s.Embedder().Dim(); d != ent.Dim {
 		return nil, fmt.Errorf("gretrieve: the embedder makes %d-d vectors, the index's entities have %d", d, ent.Dim)
 	}
-	return &Builder{s: s, dim: ent.Dim, form: form, rel: map[string][]float32{}}, nil
+	return &Builder{s: s, dim: ent.Dim, form: form}, nil
 }
 
 // Dim is the node and edge feature width (gretriever.DefaultConfig's argument).
@@ -70,7 +69,7 @@ func (b *Builder) Dim() int { return b.dim }
 // the label of answers (gretriever.Label; empty answers leave it empty), and the
 // subgraph itself.
 func (b *Builder) Example(ctx context.Context, question string, answers []string) (gretriever.Example, retrieve.PCSTSubgraph, error) {
-	sg, err := b.s.PCST(ctx, question)
+	sg, err := b.s.PCSTByRelation(ctx, question)
 	if err != nil {
 		return gretriever.Example{}, sg, err
 	}
@@ -114,52 +113,15 @@ func (b *Builder) Graph(ctx context.Context, sg retrieve.PCSTSubgraph) (*kernels
 		g.Src, g.Dst = append(g.Src, u), append(g.Dst, v)
 		preds[j] = x.Predicate
 	}
-	vecs, err := b.relations(ctx, preds)
+	vecs, err := b.s.RelationVectors(ctx, preds)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gretrieve: %w", err)
 	}
 	g.EdgeAttr = make([]float32, 0, len(preds)*b.dim)
 	for _, v := range vecs {
 		g.EdgeAttr = append(g.EdgeAttr, v...)
 	}
 	return g, nil
-}
-
-// relations returns the embeddings of relation texts, embedding the ones not cached
-// in one call.
-func (b *Builder) relations(ctx context.Context, preds []string) ([][]float32, error) {
-	b.mu.Lock()
-	var missing []string
-	seen := map[string]bool{}
-	for _, p := range preds {
-		if _, ok := b.rel[p]; !ok && !seen[p] {
-			seen[p] = true
-			missing = append(missing, p)
-		}
-	}
-	b.mu.Unlock()
-	if len(missing) > 0 {
-		vs, err := b.s.Embedder().Embed(ctx, missing)
-		if err != nil {
-			return nil, fmt.Errorf("gretrieve: embedding relations: %w", err)
-		}
-		b.mu.Lock()
-		for i, p := range missing {
-			if len(vs[i]) != b.dim {
-				b.mu.Unlock()
-				return nil, fmt.Errorf("gretrieve: relation %q embedded to %d dims, want %d", p, len(vs[i]), b.dim)
-			}
-			b.rel[p] = vs[i]
-		}
-		b.mu.Unlock()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([][]float32, len(preds))
-	for i, p := range preds {
-		out[i] = b.rel[p]
-	}
-	return out, nil
 }
 
 // Examples builds the examples of a QA dataset (open questions with gold answers;

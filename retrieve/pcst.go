@@ -175,8 +175,21 @@ type PCSTSubgraph struct {
 }
 
 // PCST retrieves the question's subgraph the way the pcst retriever does (G-Retriever's
-// retrieval_via_pcst over the candidates of pcstCandidates).
+// retrieval_via_pcst over the candidates of pcstCandidates), edge prizes from the
+// similarity of the question to each fact (its full triple's embedding, fused with
+// BM25 as the retriever's lexical setting says).
 func (s *Searcher) PCST(ctx context.Context, q string) (PCSTSubgraph, error) {
+	return s.pcst(ctx, q, false)
+}
+
+// PCSTByRelation is PCST with G-Retriever's edge prizes: the cosine similarity of the
+// question to the embedding of each fact's relation text alone (its edge_attr,
+// RelationVectors), the text its encoder's edge features are made from.
+func (s *Searcher) PCSTByRelation(ctx context.Context, q string) (PCSTSubgraph, error) {
+	return s.pcst(ctx, q, true)
+}
+
+func (s *Searcher) pcst(ctx context.Context, q string, byRelation bool) (PCSTSubgraph, error) {
 	if len(s.ix.Facts) == 0 || s.ix.Embeddings[graphio.KindEntity] == nil || s.ix.Embeddings[graphio.KindFact] == nil {
 		return PCSTSubgraph{}, fmt.Errorf("retrieve: pcst needs facts and entity and fact embeddings; the index has none")
 	}
@@ -195,8 +208,22 @@ func (s *Searcher) PCST(ctx context.Context, q string) (PCSTSubgraph, error) {
 		nodeSim[i] = entScores[e]
 	}
 	edgeSim := make([]float64, len(g.facts))
-	for i, f := range g.facts {
-		edgeSim[i] = factScores[f]
+	if byRelation {
+		preds := make([]string, len(g.facts))
+		for i, f := range g.facts {
+			preds[i] = s.ix.Facts[f].Predicate
+		}
+		vecs, err := s.RelationVectors(ctx, preds)
+		if err != nil {
+			return PCSTSubgraph{}, err
+		}
+		for i, v := range vecs {
+			edgeSim[i] = cosine(qv, v)
+		}
+	} else {
+		for i, f := range g.facts {
+			edgeSim[i] = factScores[f]
+		}
 	}
 	if len(g.facts) == 0 {
 		// G-Retriever: an empty edge table returns the whole graph.

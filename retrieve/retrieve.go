@@ -193,6 +193,8 @@ type Searcher struct {
 	rankBufs rankBuffers // scratch of the final rankings (rrf)
 	bufs     bufPools    // vectors lent to queries (scratch)
 
+	rels relationCache // relation-text embeddings (RelationVectors)
+
 	factLexOnce, entLexOnce, hypLexOnce sync.Once
 	factLex, entLex, hypLex             *lexIndex
 

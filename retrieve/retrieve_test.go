@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
@@ -578,4 +579,65 @@ func TestWarmBuildsLazyStructures(t *testing.T) {
 	assert.NotNil(t, s.factLex, "the facts' lexical index")
 	assert.Nil(t, s.hyper, "only the retrievers named")
 	assert.Error(t, s.Warm(context.Background(), "nope"))
+}
+
+// countingEmbedder counts the texts it is asked to embed.
+type countingEmbedder struct {
+	embed.Embedder
+	texts int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.texts += len(texts)
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// TestPCSTByRelation checks G-Retriever's relation-text edge prizes: relation vectors
+// are the embedder's (each relation embedded once), and the subgraph is a tree that
+// keeps the fact whose relation is most similar to the question among its candidates.
+func TestPCSTByRelation(t *testing.T) {
+	ctx := context.Background()
+	ix := exampleIndex(t)
+	s, err := Open(ix, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	counter := &countingEmbedder{Embedder: s.Embedder()}
+	s2, err := NewSearcher(ix, counter, DefaultConfig(), nil)
+	require.NoError(t, err)
+	vs, err := s2.RelationVectors(ctx, []string{"daughter of", "married", "daughter of"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, counter.texts, "one call per distinct relation")
+	direct, err := s.Embedder().Embed(ctx, []string{"married"})
+	require.NoError(t, err)
+	assert.Equal(t, direct[0], vs[1])
+	assert.Equal(t, vs[0], vs[2])
+	_, err = s2.RelationVectors(ctx, []string{"married", "daughter of"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, counter.texts, "cached")
+
+	const q = "Who is the daughter of Tomas Brell?"
+	sg, err := s.PCSTByRelation(ctx, q)
+	require.NoError(t, err)
+	require.NotEmpty(t, sg.Facts)
+	assert.Len(t, sg.Facts, len(sg.Entities)-1, "a tree")
+	// The best relation among the candidates gets the top edge prize, above the cost:
+	// PCST keeps it.
+	qv, err := s.Embedder().Embed(ctx, []string{q})
+	require.NoError(t, err)
+	g := s.pcstCandidates(func() []float64 {
+		entFusion, _ := s.kindFusion(nil, graphio.KindEntity, q, s.scores(nil, graphio.KindEntity, qv[0]))
+		return entFusion.all(nil)
+	}())
+	best, bestSim := int32(-1), -2.0
+	for _, f := range g.facts {
+		v, err := s.RelationVectors(ctx, []string{ix.Facts[f].Predicate})
+		require.NoError(t, err)
+		if c := cosine(qv[0], v[0]); c > bestSim {
+			best, bestSim = f, c
+		}
+	}
+	kept := map[string]bool{}
+	for _, f := range sg.Facts {
+		kept[ix.Facts[f].Predicate] = true
+	}
+	assert.True(t, kept[ix.Facts[best].Predicate], "the most similar relation %q is kept (kept: %v)", ix.Facts[best].Predicate, kept)
 }
