@@ -280,7 +280,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 			st := enc.Stats()
 			assert.Equal(t, 2*len(texts), st.Texts)
 			assert.Equal(t, 0, st.Truncated)
-			assert.Equal(t, 6, st.Batches)       // 3 batches of ≤ 2 texts, twice
+			assert.Equal(t, 6, st.Batches)      // 3 batches of ≤ 2 texts, twice
 			assert.LessOrEqual(t, st.Shapes, 4) // 2×{8,16,32,64}: bounded by the buckets, not the texts
 		})
 	}
