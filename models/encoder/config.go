@@ -89,8 +89,8 @@ func ParseConfig(data []byte) (Config, error) {
 	case "":
 		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
 	default:
-		return Config{}, fmt.Errorf("config: model_type %q (architectures %v) is not a supported encoder (want one of %s; decoder embedders such as Qwen3-Embedding are not supported yet)",
-			r.ModelType, r.Architectures, strings.Join(supportedModelTypes, ", "))
+		return Config{}, fmt.Errorf("config: model_type %q (architectures %v) is not a supported embedding model (want an encoder: %s; or a decoder embedder: %s)",
+			r.ModelType, r.Architectures, strings.Join(supportedModelTypes, ", "), strings.Join(decoderTypes, ", "))
 	}
 	if r.AutoMap != nil {
 		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)

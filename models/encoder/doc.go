@@ -15,6 +15,12 @@
 // else (other model types, relative or rotary positions, other activations) is a load
 // error naming architectures / model_type / the field.
 //
+// Decoder embedders (Qwen3-Embedding; config.json model_type llama, mistral, qwen2 or
+// qwen3) run through package lm: the decoder's final-normalised hidden states are
+// pooled (last token, as they are trained; mean, max, mean·√len also), see
+// loadDecoder. Their "Instruct: …\nQuery:" prompts come from
+// config_sentence_transformers.json or Options.QueryPrompt.
+//
 // Pooling follows sentence-transformers' Pooling module (1_Pooling/config.json): CLS
 // token, mean, max, mean·√len, weighted mean (weights 1…n by position) or last token,
 // several modes concatenated in sentence-transformers' order; include_prompt false

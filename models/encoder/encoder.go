@@ -20,9 +20,12 @@ import (
 // DefaultBatchSize is the number of texts per forward pass.
 const DefaultBatchSize = 32
 
-// Model is a loaded sentence encoder: network, tokenizer and pooling pipeline.
+// Model is a loaded sentence encoder: network (a BERT-family encoder, or a decoder
+// LM of package lm), tokenizer and pooling pipeline.
 type Model struct {
-	net    *Network
+	net    *Network  // nil for a decoder embedder
+	dec    *lm.Model // nil for an encoder
+	hidden int
 	tok    *lm.Tokenizer
 	pipe   Pipeline
 	dir    string
@@ -54,6 +57,9 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if decoderFolder(modelDir) {
+		return loadDecoder(dir, modelDir, pipe, opts)
+	}
 	cfg, err := ReadConfig(modelDir)
 	if err != nil {
 		return nil, err
@@ -84,7 +90,7 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{net: net, tok: tok, pipe: pipe, dir: dir, digest: digest, store: store,
+	m := &Model{net: net, hidden: cfg.Hidden, tok: tok, pipe: pipe, dir: dir, digest: digest, store: store,
 		scope: net.scope, maxLen: maxLen, batch: opts.BatchSize}
 	if m.batch <= 0 {
 		m.batch = DefaultBatchSize
@@ -92,8 +98,17 @@ func Load(dir string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-// Config returns the architecture.
-func (m *Model) Config() Config { return m.net.cfg }
+// Config returns the encoder's architecture (zero for a decoder embedder: see
+// Decoder).
+func (m *Model) Config() Config {
+	if m.net == nil {
+		return Config{}
+	}
+	return m.net.cfg
+}
+
+// Decoder returns the decoder LM of a decoder embedder (nil for an encoder).
+func (m *Model) Decoder() *lm.Model { return m.dec }
 
 // Pipeline returns the pooling, normalisation, prompts and maximum length in use.
 func (m *Model) Pipeline() Pipeline { return m.pipe }
@@ -111,7 +126,7 @@ func (m *Model) Dir() string { return m.dir }
 func (m *Model) Digest() string { return m.digest }
 
 // Dim returns the vector dimension: hidden size × pooling modes.
-func (m *Model) Dim() int { return m.net.cfg.Hidden * len(m.pipe.Pooling) }
+func (m *Model) Dim() int { return m.hidden * len(m.pipe.Pooling) }
 
 // Stats returns the work done so far.
 func (m *Model) Stats() Stats {
@@ -222,7 +237,7 @@ func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]fl
 	if eng == nil {
 		return nil, errors.New("encoder: no engine")
 	}
-	c := m.net.cfg
+	c := m.Config() // a decoder's zero Config: positions 0, 1, … and id 0 as padding, both unused
 	n := 0
 	for _, s := range seqs {
 		n = max(n, len(s))
@@ -293,7 +308,12 @@ func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]fl
 // poolMask selects (concatenated in sentence-transformers' order), then the Normalize
 // module's x / max(‖x‖, 1e-12).
 func (m *Model) pooled(ids, positions, mask, poolMask *graph.Node) *graph.Node {
-	h := m.net.Hidden(ids, positions, mask) // [B, T, H]
+	var h *graph.Node // [B, T, H]
+	if m.dec != nil {
+		h = m.dec.Hidden(m.dec.EmbedTokens(ids), mask)
+	} else {
+		h = m.net.Hidden(ids, positions, mask)
+	}
 	g := h.Graph()
 	dims := h.Shape().Dimensions
 	bsz, t := dims[0], dims[1]

@@ -350,10 +350,10 @@ func TestLoadErrors(t *testing.T) {
 			`pooling "median" not supported`},
 		{"unsupported model type", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, setConfig("model_type", "nomic_bert"))
-		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "nomic_bert" (architectures [BertModel]) is not a supported encoder`},
+		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "nomic_bert" (architectures [BertModel]) is not a supported embedding model`},
 		{"decoder model type", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, setConfig("model_type", "qwen3"))
-		}, encoder.Options{Pooling: "last-token"}, `model_type "qwen3"`},
+		}, encoder.Options{Pooling: "last-token"}, `decoder embedder: lm: `},
 		{"relative positions", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, setConfig("position_embedding_type", "relative_key"))
 		}, encoder.Options{Pooling: "mean"}, `position_embedding_type "relative_key" not supported`},
