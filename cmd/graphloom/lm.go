@@ -18,12 +18,12 @@ import (
 func newLMCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lm",
-		Short: "Inspect a local Hugging Face model: info, tokenize, detokenize, prompt, generate",
+		Short: "Inspect a local Hugging Face model: info, tokenize, detokenize, prompt, generate, embed",
 		Long: `Inspect a local Hugging Face model directory the way graphloom reads it (nothing is ever
 downloaded). tokenize, detokenize and prompt need only tokenizer.json / tokenizer_config.json;
 info reads config.json and the safetensors headers; generate loads the weights.`,
 	}
-	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd())
+	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd(), newLMEmbedCmd())
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,4 +67,39 @@ func TestLocalEmbedderEndToEnd(t *testing.T) {
 		"--embedder", "local:"+plain, "--pooling", "cls")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.False(t, strings.Contains(r.stderr, "panic"))
+}
+
+// TestLMEmbed prints a local folder's vector of a text: unit norm with 2_Normalize,
+// the query prompt with --query, and a clear error for a plain folder without
+// --pooling.
+func TestLMEmbed(t *testing.T) {
+	dir := t.TempDir()
+	st, plain := filepath.Join(dir, "st"), filepath.Join(dir, "plain")
+	_, err := encodertest.Write(st, encodertest.Spec{SentenceTransformers: true, Normalize: true, Hidden: 24, Heads: 3,
+		Prompts: map[string]string{"query": "query: "}})
+	require.NoError(t, err)
+	_, err = encodertest.Write(plain, encodertest.Spec{})
+	require.NoError(t, err)
+	r := run(t, nil, "lm", "embed", "--lm", st, "the harbour") // [CLS] the h ##a ##r ##b ##o ##u ##r [SEP]
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `embedder local:st@[0-9a-f]{16}\ndim 24, norm 1\.000000, 10 tokens\nfirst 8: (-?\d\.\d{6} ){7}-?\d\.\d{6}\n`, r.stdout)
+	r = run(t, nil, "lm", "embed", "--lm", st, "--query", "--json", "the harbour")
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		Dim    int       `json:"dim"`
+		Tokens int       `json:"tokens"`
+		Prompt string    `json:"prompt"`
+		Vector []float64 `json:"vector"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	assert.Equal(t, 24, v.Dim)
+	assert.Len(t, v.Vector, 24)
+	assert.Equal(t, "query: ", v.Prompt)
+	assert.Equal(t, 12, v.Tokens) // [CLS] query : the h ##a ##r ##b ##o ##u ##r [SEP]
+	r = run(t, nil, "lm", "embed", "--lm", plain, "x")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "--pooling")
+	r = run(t, nil, "lm", "embed", "--lm", plain, "--pooling", "mean", "--normalize", "false", "x")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "norm 1.000000")
 }
