@@ -22,6 +22,8 @@ func newLMCmd() *cobra.Command {
 		Long: `Inspect a local Hugging Face model directory the way graphloom reads it (nothing is ever
 downloaded). tokenize, detokenize and prompt need only tokenizer.json / tokenizer_config.json;
 info reads config.json and the safetensors headers; generate loads the weights.`,
+		Example: `  graphloom lm tokenize --lm ~/models/Qwen3-0.6B --json "Where was Tomas Brell born?"
+  graphloom lm embed --lm ~/models/bge-small-en-v1.5 --query "Where was Tomas Brell born?"`,
 	}
 	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd(), newLMEmbedCmd())
 	return cmd
