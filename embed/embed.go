@@ -1,7 +1,8 @@
 // Package embed turns text into vectors: the built-in hashed TF-IDF embedder that
-// needs no download, and an embedder backed by an OpenAI-compatible /embeddings
-// endpoint. An index records which embedder made its vectors; [ForIndex] reopens that
-// embedder and refuses a different one.
+// needs no download, a local BERT-family model folder run on GoMLX ([Local]), and an
+// embedder backed by an OpenAI-compatible /embeddings endpoint. An index records which
+// embedder made its vectors; [ForIndex] reopens that embedder and refuses a different
+// one.
 package embed
 
 import (
@@ -32,13 +33,25 @@ var ErrMismatch = fmt.Errorf("embedder mismatch")
 func IsHashed(identity string) bool { return strings.HasPrefix(identity, hashedPrefix) }
 
 // ForIndex returns the embedder that made ix's vectors: the hashed embedder is rebuilt
-// from the state stored in the index; an API embedder must be supplied (api, possibly
-// nil) and must have the identity the index records.
+// from the state stored in the index; a local model is reopened from the folder the
+// index records, unless one is supplied; an API embedder must be supplied. A supplied
+// embedder (api, possibly nil) must have the identity the index records (an API
+// embedder supplied for a hashed index is ignored: it is passed in case one is
+// needed; a local one is an explicit choice and refused).
 func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 	id := ix.Meta.Embedder
+	if l, ok := api.(*Local); ok && l.Identity() != id && id != "" {
+		return nil, fmt.Errorf("embed: %w: the index was embedded with %q, the requested embedder is %q (%s); query with the embedder that built the index, or rebuild it",
+			ErrMismatch, id, l.Identity(), l.Config().Dir)
+	}
 	switch {
 	case id == "":
 		return nil, fmt.Errorf("embed: the index has no embeddings; rebuild it with `graphloom index`")
+	case IsLocal(id):
+		if l, ok := api.(*Local); ok {
+			return l, nil // of this identity (checked above)
+		}
+		return openLocal(id, ix.Blobs[blobKey])
 	case IsHashed(id):
 		h, err := UnmarshalHashed(ix.Blobs[blobKey])
 		if err != nil {
@@ -62,11 +75,18 @@ func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 // Store records e as the embedder of ix (its identity, and its state if it has any).
 func Store(ix *graphio.Index, e Embedder) error {
 	ix.Meta.Embedder = e.Identity()
-	if h, ok := e.(*Hashed); ok {
-		b, err := h.MarshalBinary()
-		if err != nil {
-			return err
-		}
+	var b []byte
+	var err error
+	switch e := e.(type) {
+	case *Hashed:
+		b, err = e.MarshalBinary()
+	case *Local:
+		b, err = e.localBlob()
+	}
+	if err != nil {
+		return err
+	}
+	if b != nil {
 		if ix.Blobs == nil {
 			ix.Blobs = map[string][]byte{}
 		}

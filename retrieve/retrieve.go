@@ -332,7 +332,7 @@ func (s *Searcher) embedQuery(ctx context.Context, instruction, q string) ([]flo
 	if instruction != "" {
 		text = instruction + " " + q
 	}
-	vs, err := s.emb.Embed(ctx, []string{text})
+	vs, err := embed.Queries(ctx, s.emb, []string{text})
 	if err != nil {
 		return nil, fmt.Errorf("retrieve: embed question: %w", err)
 	}

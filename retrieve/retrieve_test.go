@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"

@@ -205,6 +205,7 @@ rerun does not repeat paid calls.`,
 	f.StringVar(&cfg.NodeFeatures, "node-features", cfg.NodeFeatures, "scorer input: auto (evidence with the built-in embedder, else both), evidence (text-vs-graph statistics per entity), embedding (the paper's name embeddings) or both")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	lf.register(cmd)
+	lf.registerOpen(cmd)
 	limitChoices(cmd, "node-features", augment.FeaturesAuto, augment.FeaturesEvidence, augment.FeaturesEmbedding, augment.FeaturesBoth)
 	limitFlag(cmd, "budget", flagRange{lo: 0, hi: 1e6, loOpen: true})
 	limitFlag(cmd, "roots", atLeast0(1e7))

@@ -230,6 +230,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	_ = f.MarkHidden("extraction")
 	_ = f.MarkHidden("corpus-out")
 	lf.register(cmd)
+	lf.registerOpen(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	limitFlag(cmd, "ks", atLeast1(1e5))
 	limitFlag(cmd, "workers", atLeast0(4096))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
@@ -75,6 +76,7 @@ func newIndexCmd() *cobra.Command {
 			}
 			ix.Meta.Graphloom = buildVersion()
 			var krep *kg.Report
+			var local *embed.Local
 			if !noGraph {
 				if !cmd.Flags().Changed("extractor") && lf.chatConfigured() {
 					extractor = "llm"
@@ -97,6 +99,7 @@ func newIndexCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				local, _ = emb.(*embed.Local)
 				stages, endStages := stageBars(cmd, lf.live)
 				krep, err = kg.Build(cmd.Context(), ix, ex, emb, kcfg, stages)
 				endStages()
@@ -126,6 +129,11 @@ func newIndexCmd() *cobra.Command {
 				}
 				fmt.Fprintf(w, "time: %s\n", formatStages(krep.StageSeconds, []string{"extract", "merge", "embed", "synonyms"}))
 			}
+			if local != nil {
+				st, p := local.Model().Stats(), local.Model().Pipeline()
+				fmt.Fprintf(w, "embedder %s: %d texts, %d truncated to %d tokens, %d batches in %d padded shapes\n",
+					local.Identity(), st.Texts, st.Truncated, p.MaxLength, st.Batches, st.Shapes)
+			}
 			return nil
 		},
 	}
@@ -138,7 +146,7 @@ func newIndexCmd() *cobra.Command {
 	f.IntVar(&cfg.OverlapTokens, "overlap-tokens", cfg.OverlapTokens, "most tokens a chunk repeats from the previous one")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline; the default unless an LLM is configured) or llm")
-	f.StringVar(&embedder, "embedder", "hash", "embedder: hash (built-in, offline) or api (the configured embedding model)")
+	f.StringVar(&embedder, "embedder", "hash", "embedder: hash (built-in, offline), api (the configured embedding model) or local:DIR (a BERT-family model folder run in GoMLX; see --pooling, --normalize, --query-prompt, --passage-prompt)")
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
 	f.BoolVar(&allowPartial, "allow-partial", false, "replace an existing --out even if the extraction of some chunks failed")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")

@@ -128,7 +128,7 @@ GraphRAG v2/v3 output directory of parquet tables).`,
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "format of SRC: "+formatNames(importFormats()))
 	f.StringVar(&out, "out", "", "index file to write")
-	f.StringVar(&embedder, "embedder", "hash", "embedder for graphloom's vectors: hash (built-in, offline) or api (the configured embedding model)")
+	f.StringVar(&embedder, "embedder", "hash", "embedder for graphloom's vectors: hash (built-in, offline), api (the configured embedding model) or local:DIR (a BERT-family model folder run in GoMLX)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
 	addForce(cmd, &force)

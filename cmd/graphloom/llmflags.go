@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,12 @@ type llmFlags struct {
 	mu         sync.Mutex
 	lastRetry  time.Time
 	suppressed int
+
+	// A local embedding model folder's settings (--pooling, …) and, on commands that
+	// open an index, the embedder to open it with (--embedder).
+	pooling, normalize, queryPrompt, passagePrompt string
+	open                                           string
+	local                                          map[string]*embed.Local
 }
 
 func (f *llmFlags) register(cmd *cobra.Command) {
@@ -43,6 +50,10 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
 	fl.BoolVar(&f.failFast, "llm-fail-fast", true, fmt.Sprintf("give up on a server whose first %d attempts all fail; false keeps retrying (a server still loading its model)", llm.DefaultFailFast))
+	fl.StringVar(&f.pooling, "pooling", "", "local embedding model: pooling when the folder has no 1_Pooling/config.json (cls, mean, max, mean-sqrt-len, weighted-mean, last-token; several joined by +)")
+	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (the folder's Normalize module; a plain folder is normalised), true or false")
+	fl.StringVar(&f.queryPrompt, "query-prompt", "", "local embedding model: prompt prefixed to questions (default: config_sentence_transformers.json's \"query\" prompt)")
+	fl.StringVar(&f.passagePrompt, "passage-prompt", "", "local embedding model: prompt prefixed to passages (default: config_sentence_transformers.json's \"document\" prompt)")
 	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
 	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }
@@ -102,9 +113,20 @@ func (f *llmFlags) optionalChat() (retrieve.Chatter, error) {
 	return c, nil
 }
 
-// embedder returns the named embedder: "hash" (nil: built-in, fitted by the caller)
-// or "api".
+// registerOpen adds --embedder to a command that opens an index: by default the
+// index's own embedder is used (a local folder is reopened from the path the index
+// records); local:DIR names the folder, and a different one is refused.
+func (f *llmFlags) registerOpen(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.open, "embedder", "", "embedder to open the index with: default the index's own (built-in, its local model folder, or the configured API model); local:DIR names a local model folder, refused unless it is the one that built the index")
+}
+
+// embedder returns the named embedder: "hash" (nil: built-in, fitted by the caller),
+// "api", or "local:DIR" (a sentence-transformers or Hugging Face BERT-family folder,
+// completed by --pooling, --normalize, --query-prompt, --passage-prompt).
 func (f *llmFlags) embedder(ctx context.Context, name string) (embed.Embedder, error) {
+	if dir, ok := strings.CutPrefix(name, "local:"); ok {
+		return f.localEmbedder(dir)
+	}
 	switch name {
 	case "hash", "":
 		return nil, nil
@@ -115,12 +137,53 @@ func (f *llmFlags) embedder(ctx context.Context, name string) (embed.Embedder, e
 		}
 		return embed.NewAPI(ctx, c)
 	}
-	return nil, usageError{fmt.Errorf("unknown embedder %q (want hash or api)", name)}
+	return nil, usageError{fmt.Errorf("unknown embedder %q (want hash, api or local:DIR)", name)}
 }
 
-// apiEmbedder returns the configured API embedder if an embedding model is set, for
-// opening indices embedded through an API; nil otherwise.
+// localEmbedder loads a local model folder once per command.
+func (f *llmFlags) localEmbedder(dir string) (embed.Embedder, error) {
+	if dir == "" {
+		return nil, usageError{fmt.Errorf("--embedder local:DIR needs a folder")}
+	}
+	if l, ok := f.local[dir]; ok {
+		return l, nil
+	}
+	cfg := embed.LocalConfig{Dir: dir, Pooling: f.pooling}
+	switch f.normalize {
+	case "auto", "":
+	case "true", "false":
+		v := f.normalize == "true"
+		cfg.Normalize = &v
+	default:
+		return nil, usageError{fmt.Errorf("--normalize %q: want auto, true or false", f.normalize)}
+	}
+	if f.cmd != nil && f.cmd.Flags().Changed("query-prompt") {
+		cfg.QueryPrompt = &f.queryPrompt
+	}
+	if f.cmd != nil && f.cmd.Flags().Changed("passage-prompt") {
+		cfg.PassagePrompt = &f.passagePrompt
+	}
+	l, err := embed.NewLocal(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if f.local == nil {
+		f.local = map[string]*embed.Local{}
+	}
+	f.local[dir] = l
+	return l, nil
+}
+
+// apiEmbedder returns the embedder --embedder names (on commands with registerOpen),
+// else the configured API embedder if an embedding model is set, for opening indices
+// embedded through an API; nil otherwise.
 func (f *llmFlags) apiEmbedder(ctx context.Context) (embed.Embedder, error) {
+	switch {
+	case strings.HasPrefix(f.open, "local:"):
+		return f.embedder(ctx, f.open)
+	case f.open != "" && f.open != "api" && f.open != "hash":
+		return nil, usageError{fmt.Errorf("unknown embedder %q (want local:DIR, api or hash; the default is the index's own)", f.open)}
+	}
 	if f.config().EmbedModel == "" {
 		return nil, nil
 	}

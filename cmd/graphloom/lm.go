@@ -18,15 +18,17 @@ import (
 func newLMCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lm",
-		Short: "Inspect a local Hugging Face model: info, tokenize, detokenize, prompt, generate",
+		Short: "Inspect a local Hugging Face model: info, tokenize, detokenize, prompt, generate, embed",
 		Long: `Inspect a local Hugging Face model directory the way graphloom reads it (nothing is ever
 downloaded). tokenize, detokenize and prompt need only tokenizer.json / tokenizer_config.json;
 info reads config.json and the safetensors headers; generate loads the weights.`,
 		Example: `  graphloom lm info --lm ~/models/Qwen2.5-0.5B-Instruct
+  graphloom lm tokenize --lm ~/models/Qwen3-0.6B --json "Where was Tomas Brell born?"
   graphloom lm prompt --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --add-generation-prompt
-  graphloom lm generate --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --max-new 64`,
+  graphloom lm generate --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --max-new 64
+  graphloom lm embed --lm ~/models/bge-small-en-v1.5 --query "Where was Tomas Brell born?"`,
 	}
-	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd())
+	cmd.AddCommand(newLMInfoCmd(), newLMTokenizeCmd(), newLMDetokenizeCmd(), newLMPromptCmd(), newLMGenerateCmd(), newLMEmbedCmd())
 	return cmd
 }
 

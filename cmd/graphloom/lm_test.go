@@ -32,7 +32,7 @@ func sharedTokenizerDir(t *testing.T, name string) string {
 // TestLMTokenizeMatchesTransformers runs `lm tokenize` on texts of expected.json and
 // compares with the ids transformers.js produces from the same files.
 func TestLMTokenizeMatchesTransformers(t *testing.T) {
-	for _, name := range []string{"llama3", "qwen3", "mistral-sp"} {
+	for _, name := range []string{"llama3", "qwen3", "mistral-sp", "bert-minilm"} {
 		t.Run(name, func(t *testing.T) {
 			dir := sharedTokenizerDir(t, name)
 			var cases []struct {
@@ -43,11 +43,18 @@ func TestLMTokenizeMatchesTransformers(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(data, &cases))
-			for _, i := range []int{0, 4, 19, 29} { // plain, newlines, special markers, emoji
+			picks := []int{0, 4, 19, 29} // plain, newlines, special markers, emoji
+			if name == "bert-minilm" {   // every case: WordPiece is new and its normaliser has the most rules
+				picks = picks[:0]
+				for i := range cases {
+					picks = append(picks, i)
+				}
+			}
+			for _, i := range picks {
 				c := cases[i]
 				r := run(t, nil, "lm", "tokenize", "--lm", dir, "--json", c.Text)
 				require.Equal(t, 0, r.code, r.stderr)
-				var got []int32
+				got := []int32{}
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
 				assert.Equal(t, c.IDs, got, "%q", c.Text)
 				r = run(t, nil, "lm", "tokenize", "--lm", dir, "--special", c.Text)

@@ -176,6 +176,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 	cf.register(cmd, false)
 	gf.register(cmd)
 	lf.register(cmd)
+	lf.registerOpen(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	return cmd
 }

@@ -131,6 +131,7 @@ CORS headers only for --cors origins.`,
 	f.IntVar(&cfg.Workers, "workers", 0, "questions of a batch retrieved at once (0 = all cores)")
 	registerRetrievalFlags(cmd, &cfg.Retrieval)
 	lf.register(cmd)
+	lf.registerOpen(cmd)
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	limitFlag(cmd, "max-top-k", atLeast1(1e5))
 	limitFlag(cmd, "max-batch", atLeast1(1e7))

@@ -30,6 +30,11 @@
 // Weights are held and computed in float32 whatever their stored dtype (G-Retriever
 // runs Llama-2-7B in fp16): a 7B model needs about 28 GB of memory.
 //
+// The tokenizer also reads BERT's WordPiece tokenizer.json (BertNormalizer,
+// BertPreTokenizer, [CLS] … [SEP]) and RoBERTa's byte-level BPE with <s> … </s>, for
+// the sentence encoders of package models/encoder; Unigram (SentencePiece) files are
+// refused at load.
+//
 // The tokenizer is implemented here rather than with github.com/sugarme/tokenizer
 // v0.3.0 (which builds with our pins): its ByteLevel pre-tokenizer drops GPT-2's
 // `\s+(?!\S)` alternative (wrong ids on runs of spaces), its Split pre-tokenizer

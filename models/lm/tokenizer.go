@@ -18,16 +18,20 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Tokenizer encodes and decodes text with a Hugging Face tokenizer.json BPE model:
-// byte-level BPE (GPT-2, Llama 3, Qwen2) or SentencePiece-style BPE with byte
-// fallback (Llama 2). Pre-tokenizer split patterns run on a regex engine with
-// look-ahead (regexp2), as Qwen2's and Llama 3's need.
+// Tokenizer encodes and decodes text with a Hugging Face tokenizer.json BPE or
+// WordPiece model: byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen2), SentencePiece-style
+// BPE with byte fallback (Llama 2) or BERT's WordPiece (tokenizer_wordpiece.go).
+// Pre-tokenizer split patterns run on a regex engine with look-ahead (regexp2), as
+// Qwen2's and Llama 3's need.
 //
-// Supported components: normalizers NFC, NFKC, NFD, Lowercase, Prepend, Replace and
-// Sequence; pre-tokenizers ByteLevel, Split, Metaspace, Digits and Sequence; the BPE
-// model (byte_fallback, ignore_merges, fuse_unk, unk_token); post-processor
-// TemplateProcessing (single sequences) and ByteLevel; decoders ByteLevel, Metaspace,
-// Replace, ByteFallback, Fuse, Strip and Sequence. Anything else is a load error.
+// Supported components: normalizers NFC, NFKC, NFD, NFKD, Lowercase, Prepend, Replace,
+// BertNormalizer, StripAccents and Sequence; pre-tokenizers ByteLevel, Split,
+// Metaspace, Digits, BertPreTokenizer, WhitespaceSplit and Sequence; the BPE model
+// (byte_fallback, ignore_merges, fuse_unk, unk_token) and the WordPiece model
+// (continuing_subword_prefix, max_input_chars_per_word, unk_token); post-processors
+// TemplateProcessing (single sequences), BertProcessing, RobertaProcessing and
+// ByteLevel; decoders ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip,
+// WordPiece and Sequence. Anything else is a load error.
 type Tokenizer struct {
 	vocab   map[string]int32
 	inv     []string
@@ -45,6 +49,7 @@ type Tokenizer struct {
 	suffix  []int32 // and after it
 	byteEnc [256]rune
 	byteDec map[rune]byte
+	wp      *wordPiece // the WordPiece model; nil for BPE
 }
 
 // addedToken is an entry of tokenizer.json's added_tokens with the flags Hugging Face
@@ -136,6 +141,16 @@ type component struct {
 	Individual    bool            `json:"individual_digits"`
 	Start         int             `json:"start"`
 	Stop          int             `json:"stop"`
+	// BertNormalizer (nil = the tokenizers default), WordPiece decoder
+	CleanText     *bool  `json:"clean_text"`
+	HandleChinese *bool  `json:"handle_chinese_chars"`
+	StripAccents  *bool  `json:"strip_accents"`
+	Lowercase     *bool  `json:"lowercase"`
+	Prefix        string `json:"prefix"`
+	Cleanup       *bool  `json:"cleanup"`
+	// BertProcessing / RobertaProcessing: [token, id]
+	Sep json.RawMessage `json:"sep"`
+	Cls json.RawMessage `json:"cls"`
 	// post-processor
 	Processors []component `json:"processors"`
 	Single     []map[string]struct {
@@ -161,16 +176,17 @@ type tokenizerFile struct {
 	PostProcessor *component `json:"post_processor"`
 	Decoder       *component `json:"decoder"`
 	Model         struct {
-		Type          string           `json:"type"`
-		Vocab         map[string]int32 `json:"vocab"`
-		Merges        json.RawMessage  `json:"merges"`
-		UnkToken      *string          `json:"unk_token"`
-		ByteFallback  bool             `json:"byte_fallback"`
-		IgnoreMerges  bool             `json:"ignore_merges"`
-		FuseUnk       bool             `json:"fuse_unk"`
-		ContinuingPfx *string          `json:"continuing_subword_prefix"`
-		EndOfWordSufx *string          `json:"end_of_word_suffix"`
-		Dropout       *float64         `json:"dropout"`
+		Type          string          `json:"type"`
+		Vocab         json.RawMessage `json:"vocab"` // map for BPE and WordPiece (Unigram: a list)
+		Merges        json.RawMessage `json:"merges"`
+		UnkToken      *string         `json:"unk_token"`
+		ByteFallback  bool            `json:"byte_fallback"`
+		IgnoreMerges  bool            `json:"ignore_merges"`
+		FuseUnk       bool            `json:"fuse_unk"`
+		ContinuingPfx *string         `json:"continuing_subword_prefix"`
+		EndOfWordSufx *string         `json:"end_of_word_suffix"`
+		Dropout       *float64        `json:"dropout"`
+		MaxInputChars *int            `json:"max_input_chars_per_word"`
 	} `json:"model"`
 }
 
@@ -184,22 +200,30 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	m := f.Model
-	if m.Type != "BPE" && !(m.Type == "" && m.Vocab != nil) {
-		return nil, fmt.Errorf("tokenizer: model type %q not supported (want BPE)", m.Type)
+	wordPieceModel := m.Type == "WordPiece"
+	if m.Type != "BPE" && !wordPieceModel && !(m.Type == "" && m.Vocab != nil) {
+		return nil, fmt.Errorf("tokenizer: model type %q not supported (want BPE or WordPiece)", m.Type)
 	}
-	if (m.ContinuingPfx != nil && *m.ContinuingPfx != "") || (m.EndOfWordSufx != nil && *m.EndOfWordSufx != "") {
+	var vocab map[string]int32
+	if len(m.Vocab) > 0 {
+		if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+			return nil, fmt.Errorf("tokenizer: model.vocab: want an object of token → id: %w", err)
+		}
+	}
+	if !wordPieceModel && (m.ContinuingPfx != nil && *m.ContinuingPfx != "") || (m.EndOfWordSufx != nil && *m.EndOfWordSufx != "") {
 		return nil, errors.New("tokenizer: BPE continuing_subword_prefix / end_of_word_suffix not supported")
 	}
 	if m.Dropout != nil && *m.Dropout != 0 {
 		return nil, errors.New("tokenizer: BPE dropout not supported")
 	}
+	var err error
 	t := &Tokenizer{vocab: map[string]int32{}, ranks: map[[2]string]int{}, byteFB: m.ByteFallback,
 		ignoreM: m.IgnoreMerges, fuseUnk: m.FuseUnk, special: map[int32]bool{}}
 	if m.UnkToken != nil {
 		t.unk = *m.UnkToken
 	}
 	maxID := int32(-1)
-	for s, id := range m.Vocab {
+	for s, id := range vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("tokenizer: negative id %d for %q", id, s)
 		}
@@ -227,11 +251,14 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 	for s, id := range t.vocab {
 		t.inv[id] = s
 	}
-	if err := t.parseMerges(m.Merges); err != nil {
+	if wordPieceModel {
+		if t.wp, err = newWordPiece(t, m.ContinuingPfx, m.MaxInputChars); err != nil {
+			return nil, err
+		}
+	} else if err := t.parseMerges(m.Merges); err != nil {
 		return nil, err
 	}
 	t.byteEnc, t.byteDec = byteLevelTables()
-	var err error
 	if f.Normalizer != nil {
 		if t.norms, err = t.normalizers(*f.Normalizer); err != nil {
 			return nil, err
@@ -352,6 +379,9 @@ func (t *Tokenizer) normalizers(c component) ([]normalizer, error) {
 			return out
 		}}, nil
 	}
+	if n, ok := bertNormalizer(c); ok {
+		return n, nil
+	}
 	return nil, fmt.Errorf("tokenizer: normalizer %q not supported", c.Type)
 }
 
@@ -457,6 +487,9 @@ func (t *Tokenizer) preTokenizers(c component) ([]preTokenizer, error) {
 			}
 			return out, nil
 		}}, nil
+	}
+	if p, ok := bertPreTokenizer(c); ok {
+		return p, nil
 	}
 	return nil, fmt.Errorf("tokenizer: pre-tokenizer %q not supported", c.Type)
 }
@@ -621,6 +654,9 @@ func (t *Tokenizer) decoders(c component) ([]decoder, error) {
 			return out
 		}}, nil
 	}
+	if d, ok := wordPieceDecoder(c); ok {
+		return d, nil
+	}
 	return nil, fmt.Errorf("tokenizer: decoder %q not supported", c.Type)
 }
 
@@ -657,6 +693,9 @@ func (t *Tokenizer) postProcessor(c component) error {
 			return fmt.Errorf("tokenizer: TemplateProcessing: unknown item %v", item)
 		}
 		return nil
+	}
+	if ok, err := t.pairProcessor(c); ok {
+		return err
 	}
 	return fmt.Errorf("tokenizer: post-processor %q not supported", c.Type)
 }
@@ -830,7 +869,7 @@ func (t *Tokenizer) nextAdded(s string, normalized bool) (int, *addedToken) {
 	return best, bestTok
 }
 
-// encodeSegment pre-tokenises and BPE-encodes normalised text free of added tokens.
+// encodeSegment pre-tokenises and BPE- (or WordPiece-) encodes normalised text free of added tokens.
 func (t *Tokenizer) encodeSegment(s string, first bool) ([]int32, error) {
 	pieces := []string{s}
 	for _, p := range t.pres {
@@ -844,7 +883,13 @@ func (t *Tokenizer) encodeSegment(s string, first bool) ([]int32, error) {
 		if p == "" {
 			continue
 		}
-		got, err := t.bpe(p)
+		var got []int32
+		var err error
+		if t.wp != nil {
+			got, err = t.wp.encode(p)
+		} else {
+			got, err = t.bpe(p)
+		}
 		if err != nil {
 			return nil, err
 		}

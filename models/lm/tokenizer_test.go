@@ -128,8 +128,10 @@ func TestTokenizerErrors(t *testing.T) {
 		name, json, want string
 	}{
 		{"not json", "{", "tokenizer:"},
-		{"wordpiece", `{"model":{"type":"WordPiece","vocab":{}}}`, `model type "WordPiece" not supported`},
-		{"unknown pre-tokenizer", `{"pre_tokenizer":{"type":"BertPreTokenizer"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `pre-tokenizer "BertPreTokenizer" not supported`},
+		{"unigram", `{"model":{"type":"Unigram","vocab":[]}}`, `model type "Unigram" not supported (want BPE or WordPiece)`},
+		{"wordpiece without unk", `{"model":{"type":"WordPiece","vocab":{"a":0}}}`, `WordPiece unk_token "[UNK]" is not in the vocabulary`},
+		{"unknown pre-tokenizer", `{"pre_tokenizer":{"type":"UnicodeScripts"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `pre-tokenizer "UnicodeScripts" not supported`},
+		{"bert processing id mismatch", `{"post_processor":{"type":"BertProcessing","cls":["a",3],"sep":["a",0]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `BertProcessing.cls: token "a" has id 0 in the vocabulary, 3 here`},
 		{"bad regex", `{"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("},"behavior":"Isolated"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, "pattern"},
 		{"bad merge", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["ab"]}}`, "is not two symbols"},
 	}

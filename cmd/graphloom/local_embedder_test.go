@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/models/encoder/encodertest"
+)
+
+// TestLocalEmbedderEndToEnd indexes the example corpus with a tiny local model
+// folder, then queries, evaluates and serves it with the embedder the index
+// records, and refuses a query with another folder or another setting.
+func TestLocalEmbedderEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	modelA, modelB, plain := filepath.Join(dir, "mini-a"), filepath.Join(dir, "mini-b"), filepath.Join(dir, "plain")
+	_, err := encodertest.Write(modelA, encodertest.Spec{SentenceTransformers: true, Normalize: true, Seed: 1,
+		Prompts: map[string]string{"query": "query: ", "document": "passage: "}})
+	require.NoError(t, err)
+	_, err = encodertest.Write(modelB, encodertest.Spec{SentenceTransformers: true, Normalize: true, Seed: 2,
+		Prompts: map[string]string{"query": "query: ", "document": "passage: "}})
+	require.NoError(t, err)
+	_, err = encodertest.Write(plain, encodertest.Spec{Seed: 3})
+	require.NoError(t, err)
+	idx := filepath.Join(dir, "x.gl")
+	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx, "--embedder", "local:"+modelA)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = run(t, nil, "stats", "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `embedder\s+local:mini-a@[0-9a-f]{16}`, r.stdout)
+
+	for _, retriever := range []string{"dense", "ppr"} {
+		r = run(t, nil, "query", "--index", idx, "--retriever", retriever, "--json", "Where was Tomas Brell born?")
+		require.Equal(t, 0, r.code, "%s: %s", retriever, r.stderr)
+		assert.Contains(t, r.stdout, `"passages"`, retriever)
+	}
+	r = run(t, nil, "query", "--index", idx, "--retriever", "dense", "--embedder", "local:"+modelA, "Where was Tomas Brell born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--retrievers", "dense,ppr")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, "serve", "--index", idx, "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"another folder", []string{"--embedder", "local:" + modelB}},
+		{"another prompt", []string{"--embedder", "local:" + modelA, "--query-prompt", "search: "}},
+	} {
+		r = run(t, nil, append([]string{"query", "--index", idx, "--retriever", "dense", "Where was Tomas Brell born?"}, c.args...)...)
+		assert.Equal(t, 1, r.code, c.name)
+		assert.Contains(t, r.stderr, "embedder mismatch", c.name)
+		assert.Contains(t, r.stderr, "the index was embedded with \"local:mini-a@", c.name)
+	}
+
+	// A plain Hugging Face folder needs --pooling.
+	r = run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", filepath.Join(dir, "p.gl"), "--embedder", "local:"+plain)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "--pooling")
+	r = run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", filepath.Join(dir, "p.gl"),
+		"--embedder", "local:"+plain, "--pooling", "cls")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.False(t, strings.Contains(r.stderr, "panic"))
+}
+
+// TestLMEmbed prints a local folder's vector of a text: unit norm with 2_Normalize,
+// the query prompt with --query, and a clear error for a plain folder without
+// --pooling.
+func TestLMEmbed(t *testing.T) {
+	dir := t.TempDir()
+	st, plain := filepath.Join(dir, "st"), filepath.Join(dir, "plain")
+	_, err := encodertest.Write(st, encodertest.Spec{SentenceTransformers: true, Normalize: true, Hidden: 24, Heads: 3,
+		Prompts: map[string]string{"query": "query: "}})
+	require.NoError(t, err)
+	_, err = encodertest.Write(plain, encodertest.Spec{})
+	require.NoError(t, err)
+	r := run(t, nil, "lm", "embed", "--lm", st, "the harbour") // [CLS] the h ##a ##r ##b ##o ##u ##r [SEP]
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `embedder local:st@[0-9a-f]{16}\ndim 24, norm 1\.000000, 10 tokens\nfirst 8: (-?\d\.\d{6} ){7}-?\d\.\d{6}\n`, r.stdout)
+	r = run(t, nil, "lm", "embed", "--lm", st, "--query", "--json", "the harbour")
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		Dim    int       `json:"dim"`
+		Tokens int       `json:"tokens"`
+		Prompt string    `json:"prompt"`
+		Vector []float64 `json:"vector"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	assert.Equal(t, 24, v.Dim)
+	assert.Len(t, v.Vector, 24)
+	assert.Equal(t, "query: ", v.Prompt)
+	assert.Equal(t, 12, v.Tokens) // [CLS] query : the h ##a ##r ##b ##o ##u ##r [SEP]
+	r = run(t, nil, "lm", "embed", "--lm", plain, "x")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "--pooling")
+	r = run(t, nil, "lm", "embed", "--lm", plain, "--pooling", "mean", "--normalize", "false", "x")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "norm 1.000000")
+}

@@ -1,0 +1,144 @@
+package encoder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config is the architecture read from a Hugging Face config.json of a BertModel,
+// RobertaModel or XLMRobertaModel.
+type Config struct {
+	ModelType     string   `json:"model_type"` // "bert", "roberta" or "xlm-roberta"
+	Architectures []string `json:"architectures,omitempty"`
+	VocabSize     int      `json:"vocab_size"`
+	Hidden        int      `json:"hidden_size"`
+	Layers        int      `json:"num_hidden_layers"`
+	Heads         int      `json:"num_attention_heads"`
+	Intermediate  int      `json:"intermediate_size"`
+	MaxPositions  int      `json:"max_position_embeddings"`
+	TypeVocabSize int      `json:"type_vocab_size"` // token type table rows; 0 = no table (transformers' default is 2)
+	LayerNormEps  float64  `json:"layer_norm_eps"`  // default 1e-12
+	PadTokenID    int      `json:"pad_token_id"`    // default 0 (BERT); RoBERTa/XLM-R files say 1
+	// PositionOffset is added to the position of each token: 0 for BERT,
+	// pad_token_id + 1 for RoBERTa and XLM-R.
+	PositionOffset int `json:"position_offset"`
+}
+
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta"}
+
+// rawConfig is config.json as transformers writes it.
+type rawConfig struct {
+	ModelType     string   `json:"model_type"`
+	Architectures []string `json:"architectures"`
+	VocabSize     int      `json:"vocab_size"`
+	Hidden        int      `json:"hidden_size"`
+	Layers        int      `json:"num_hidden_layers"`
+	Heads         int      `json:"num_attention_heads"`
+	Intermediate  int      `json:"intermediate_size"`
+	MaxPositions  int      `json:"max_position_embeddings"`
+	TypeVocabSize *int     `json:"type_vocab_size"`
+	LayerNormEps  float64  `json:"layer_norm_eps"`
+	PadTokenID    *int     `json:"pad_token_id"`
+	HiddenAct     string   `json:"hidden_act"`
+	PositionType  string   `json:"position_embedding_type"`
+	IsDecoder     bool     `json:"is_decoder"`
+	AddCrossAttn  bool     `json:"add_cross_attention"`
+	AutoMap       any      `json:"auto_map"`
+	RopeTheta     *float64 `json:"rope_theta"`
+}
+
+// ReadConfig reads dir/config.json.
+func ReadConfig(dir string) (Config, error) {
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Config{}, fmt.Errorf("encoder: %s not found: a Hugging Face model folder needs config.json, *.safetensors and tokenizer.json (weights are never downloaded)", path)
+		}
+		return Config{}, fmt.Errorf("encoder: reading %s: %w", path, err)
+	}
+	c, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("encoder: %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes a config.json. Fields that change the arithmetic and are not
+// implemented are errors naming the field.
+func ParseConfig(data []byte) (Config, error) {
+	var r rawConfig
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c := Config{ModelType: r.ModelType, Architectures: r.Architectures, VocabSize: r.VocabSize, Hidden: r.Hidden,
+		Layers: r.Layers, Heads: r.Heads, Intermediate: r.Intermediate, MaxPositions: r.MaxPositions,
+		TypeVocabSize: 2, LayerNormEps: r.LayerNormEps}
+	if r.TypeVocabSize != nil {
+		c.TypeVocabSize = *r.TypeVocabSize
+	}
+	switch r.ModelType {
+	case "bert":
+	case "roberta", "xlm-roberta":
+		c.PadTokenID = 1 // transformers' RobertaConfig default
+	case "":
+		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
+	default:
+		return Config{}, fmt.Errorf("config: model_type %q (architectures %v) is not a supported embedding model (want an encoder: %s; or a decoder embedder: %s)",
+			r.ModelType, r.Architectures, strings.Join(supportedModelTypes, ", "), strings.Join(decoderTypes, ", "))
+	}
+	if r.AutoMap != nil {
+		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)
+	}
+	if r.PadTokenID != nil {
+		c.PadTokenID = *r.PadTokenID
+	}
+	if r.ModelType != "bert" {
+		c.PositionOffset = c.PadTokenID + 1
+	}
+	if r.HiddenAct != "" && r.HiddenAct != "gelu" {
+		return Config{}, fmt.Errorf("config: hidden_act %q not supported (want gelu)", r.HiddenAct)
+	}
+	if r.PositionType != "" && r.PositionType != "absolute" {
+		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
+	}
+	if r.RopeTheta != nil {
+		return Config{}, fmt.Errorf("config: rope_theta present (architectures %v): rotary encoders are not supported", r.Architectures)
+	}
+	if r.IsDecoder || r.AddCrossAttn {
+		return Config{}, errors.New("config: is_decoder / add_cross_attention: only the plain encoder is supported")
+	}
+	if c.LayerNormEps == 0 {
+		c.LayerNormEps = 1e-12
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the sizes.
+func (c Config) Validate() error {
+	switch {
+	case c.VocabSize < 1 || c.Hidden < 1 || c.Layers < 1 || c.Heads < 1 || c.Intermediate < 1 || c.MaxPositions < 1:
+		return fmt.Errorf("config: invalid sizes (vocab_size %d, hidden_size %d, num_hidden_layers %d, num_attention_heads %d, intermediate_size %d, max_position_embeddings %d)",
+			c.VocabSize, c.Hidden, c.Layers, c.Heads, c.Intermediate, c.MaxPositions)
+	case c.Hidden%c.Heads != 0:
+		return fmt.Errorf("config: hidden_size %d is not a multiple of num_attention_heads %d", c.Hidden, c.Heads)
+	case c.TypeVocabSize < 0:
+		return fmt.Errorf("config: type_vocab_size %d", c.TypeVocabSize)
+	case c.PadTokenID < 0 || c.PadTokenID >= c.VocabSize:
+		return fmt.Errorf("config: pad_token_id %d out of the vocabulary (%d)", c.PadTokenID, c.VocabSize)
+	case c.PositionOffset >= c.MaxPositions:
+		return fmt.Errorf("config: max_position_embeddings %d leaves no position after the offset %d (pad_token_id + 1)", c.MaxPositions, c.PositionOffset)
+	case !(c.LayerNormEps > 0):
+		return errors.New("config: layer_norm_eps must be positive")
+	}
+	return nil
+}
+
+// MaxTokens is the longest sequence (special tokens included) the position table
+// holds: max_position_embeddings less the position offset.
+func (c Config) MaxTokens() int { return c.MaxPositions - c.PositionOffset }

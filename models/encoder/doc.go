@@ -1,0 +1,38 @@
+// Package encoder runs a frozen BERT-family text encoder in GoMLX and pools its
+// hidden states into sentence embeddings, as sentence-transformers does, from a local
+// Hugging Face folder: config.json, the weights in *.safetensors (read tensor by
+// tensor through lm.Checkpoint; bf16, f16 or f32, held as float32) and tokenizer.json
+// (WordPiece or byte-level BPE, lm.Tokenizer). Weights are never downloaded.
+//
+// Architectures (config.json model_type): "bert" (bge-*-en-v1.5, e5-*-v2,
+// all-MiniLM-L6/L12-v2, gte-base/large), "roberta" (all-roberta-large-v1) and
+// "xlm-roberta" (bge-m3's dense part, multilingual-e5). The forward pass is Hugging
+// Face's BertModel / RobertaModel: word + absolute position + token type embeddings →
+// LayerNorm → N × post-LN layers (self-attention over the unpadded tokens → dense →
+// residual → LayerNorm → dense → GELU (exact, erf) → dense → residual → LayerNorm).
+// RoBERTa and XLM-R number positions from padding_idx + 1 (padding_idx =
+// pad_token_id), as transformers' create_position_ids_from_input_ids does. Anything
+// else (other model types, relative or rotary positions, other activations) is a load
+// error naming architectures / model_type / the field.
+//
+// Decoder embedders (Qwen3-Embedding; config.json model_type llama, mistral, qwen2 or
+// qwen3) run through package lm: the decoder's final-normalised hidden states are
+// pooled (last token, as they are trained; mean, max, mean·√len also), see
+// loadDecoder. Their "Instruct: …\nQuery:" prompts come from
+// config_sentence_transformers.json or Options.QueryPrompt.
+//
+// Pooling follows sentence-transformers' Pooling module (1_Pooling/config.json): CLS
+// token, mean, max, mean·√len, weighted mean (weights 1…n by position) or last token,
+// several modes concatenated in sentence-transformers' order; include_prompt false
+// leaves the prompt's tokens out of the pool. A Normalize module (2_Normalize) makes
+// vectors unit length; config_sentence_transformers.json supplies the query and
+// passage prompts. A plain Hugging Face folder has none of these: Options supply them
+// (Options and Load's doc give the defaults).
+//
+// Texts are sorted by token count and run in batches padded to a few bucket shapes
+// (sequence lengths lm.SeqBucket, batch sizes lm.BatchBucket), so that the number of
+// compiled executables stays bounded whatever the corpus. A text longer than the
+// model's maximum (sentence_bert_config.json max_seq_length, else
+// max_position_embeddings less the position offset) is truncated at the end, as
+// sentence-transformers truncates it; Stats counts the truncated texts.
+package encoder

@@ -1,0 +1,410 @@
+package encoder_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models/encoder"
+	"github.com/graphloom/graphloom/models/encoder/encodertest"
+	"github.com/graphloom/graphloom/models/lm"
+)
+
+// texts have different lengths, so that batches are padded and sorted.
+var texts = []string{
+	"Where was Tomas Brell born?",
+	"the harbour",
+	"The Meridian was bought in 1801 by the harbour guild, who kept it in the north dock until the war.",
+	"x",
+	"GraphRAG: R-GCN, PPR (alpha = 0.5), and soft prompts!",
+}
+
+func newEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	t.Cleanup(eng.Close)
+	return eng
+}
+
+// reference is the float64 forward pass of Hugging Face's BertModel / RobertaModel on
+// one unpadded sequence, followed by sentence-transformers' pooling over the tokens
+// from skip on and its Normalize module.
+func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool) []float64 {
+	s := m.Spec
+	H, nh := s.Hidden, s.Heads
+	hd := H / nh
+	w := func(name string) []float64 {
+		t := m.Weights[name]
+		out := make([]float64, len(t.Data))
+		for i, v := range t.Data {
+			out[i] = float64(v)
+		}
+		return out
+	}
+	ln := func(x []float64, g, b []float64) []float64 {
+		var mean, v float64
+		for _, a := range x {
+			mean += a
+		}
+		mean /= float64(len(x))
+		for _, a := range x {
+			v += (a - mean) * (a - mean)
+		}
+		v /= float64(len(x))
+		out := make([]float64, len(x))
+		for i, a := range x {
+			out[i] = (a-mean)/math.Sqrt(v+eps)*g[i] + b[i]
+		}
+		return out
+	}
+	dense := func(x, wt, b []float64, out int) []float64 { // wt [out, in]
+		y := make([]float64, out)
+		for o := range out {
+			acc := b[o]
+			for i, a := range x {
+				acc += wt[o*len(x)+i] * a
+			}
+			y[o] = acc
+		}
+		return y
+	}
+	n := len(ids)
+	word, pos, typ := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight"), w("embeddings.token_type_embeddings.weight")
+	x := make([][]float64, n)
+	for i, id := range ids {
+		p := i + m.Offset() // RoBERTa: padding_idx + 1 + i
+		v := make([]float64, H)
+		for j := range H {
+			v[j] = word[int(id)*H+j] + pos[p*H+j] + typ[j]
+		}
+		x[i] = ln(v, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
+	}
+	for l := range s.Layers {
+		p := "encoder.layer." + string(rune('0'+l)) + "."
+		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
+		for i := range n {
+			q[i] = dense(x[i], w(p+"attention.self.query.weight"), w(p+"attention.self.query.bias"), H)
+			k[i] = dense(x[i], w(p+"attention.self.key.weight"), w(p+"attention.self.key.bias"), H)
+			v[i] = dense(x[i], w(p+"attention.self.value.weight"), w(p+"attention.self.value.bias"), H)
+		}
+		next := make([][]float64, n)
+		for i := range n {
+			ctx := make([]float64, H)
+			for h := range nh {
+				scores := make([]float64, n)
+				mx := math.Inf(-1)
+				for j := range n {
+					var d float64
+					for e := range hd {
+						d += q[i][h*hd+e] * k[j][h*hd+e]
+					}
+					scores[j] = d / math.Sqrt(float64(hd))
+					mx = math.Max(mx, scores[j])
+				}
+				var z float64
+				for j := range n {
+					scores[j] = math.Exp(scores[j] - mx)
+					z += scores[j]
+				}
+				for j := range n {
+					for e := range hd {
+						ctx[h*hd+e] += scores[j] / z * v[j][h*hd+e]
+					}
+				}
+			}
+			a := dense(ctx, w(p+"attention.output.dense.weight"), w(p+"attention.output.dense.bias"), H)
+			for e := range H {
+				a[e] += x[i][e]
+			}
+			a = ln(a, w(p+"attention.output.LayerNorm.weight"), w(p+"attention.output.LayerNorm.bias"))
+			inter := dense(a, w(p+"intermediate.dense.weight"), w(p+"intermediate.dense.bias"), s.Intermediate)
+			for e, u := range inter {
+				inter[e] = u / 2 * (1 + math.Erf(u/math.Sqrt2))
+			}
+			o := dense(inter, w(p+"output.dense.weight"), w(p+"output.dense.bias"), H)
+			for e := range H {
+				o[e] += a[e]
+			}
+			next[i] = ln(o, w(p+"output.LayerNorm.weight"), w(p+"output.LayerNorm.bias"))
+		}
+		x = next
+	}
+	var out []float64
+	for _, mode := range modes {
+		pooled := make([]float64, H)
+		switch mode {
+		case "cls":
+			copy(pooled, x[0])
+		case "last-token":
+			copy(pooled, x[n-1])
+		case "max":
+			for e := range H {
+				pooled[e] = math.Inf(-1)
+				for i := skip; i < n; i++ {
+					pooled[e] = math.Max(pooled[e], x[i][e])
+				}
+			}
+		case "mean", "mean-sqrt-len", "weighted-mean":
+			var total float64
+			for i := skip; i < n; i++ {
+				wt := 1.0
+				if mode == "weighted-mean" {
+					wt = float64(i + 1)
+				}
+				total += wt
+				for e := range H {
+					pooled[e] += wt * x[i][e]
+				}
+			}
+			div := total
+			if mode == "mean-sqrt-len" {
+				div = math.Sqrt(total)
+			}
+			for e := range H {
+				pooled[e] /= div
+			}
+		}
+		out = append(out, pooled...)
+	}
+	if normalize {
+		var ss float64
+		for _, a := range out {
+			ss += a * a
+		}
+		for e := range out {
+			out[e] /= math.Sqrt(ss)
+		}
+	}
+	return out
+}
+
+func assertClose(t *testing.T, want []float64, got []float32, msg string) {
+	t.Helper()
+	require.Len(t, got, len(want), msg)
+	for i := range want {
+		if math.Abs(want[i]-float64(got[i])) > 1e-5 {
+			t.Fatalf("%s: component %d: got %.8f, float64 reference %.8f", msg, i, got[i], want[i])
+		}
+	}
+}
+
+func TestEncoderMatchesReference(t *testing.T) {
+	eng := newEngine(t)
+	f, tr := false, true
+	str := func(s string) *string { return &s }
+	cases := []struct {
+		name   string
+		spec   encodertest.Spec
+		opts   encoder.Options
+		modes  []string
+		norm   bool
+		query  string // prompt the query texts get
+		pass   string // and the passages
+		noPool bool   // include_prompt false: the prompt's tokens are not pooled
+	}{
+		{name: "bert sentence-transformers mean+normalize with prompts",
+			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true,
+				Prompts: map[string]string{"query": "query: ", "document": "passage: "}},
+			modes: []string{"mean"}, norm: true, query: "query: ", pass: "passage: "},
+		{name: "bert plain cls", spec: encodertest.Spec{Prefix: "bert."},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+		{name: "bert plain max", opts: encoder.Options{Pooling: "max", Normalize: &f}, modes: []string{"max"}},
+		{name: "bert plain mean-sqrt-len", opts: encoder.Options{Pooling: "mean-sqrt-len", Normalize: &f}, modes: []string{"mean-sqrt-len"}},
+		{name: "bert plain weighted-mean", opts: encoder.Options{Pooling: "weighted-mean", Normalize: &f}, modes: []string{"weighted-mean"}},
+		{name: "bert plain last-token normalised by default", opts: encoder.Options{Pooling: "last-token"}, modes: []string{"last-token"}, norm: true},
+		{name: "bert sentence-transformers cls+max+mean concatenated",
+			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean", "cls", "max"}},
+			modes: []string{"cls", "max", "mean"}},
+		{name: "bert include_prompt false",
+			spec: encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}, IncludePrompt: &f,
+				Prompts: map[string]string{"query": "where query: "}},
+			modes: []string{"mean"}, query: "where query: ", noPool: true},
+		{name: "bert options prompts override the folder",
+			spec: encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}, IncludePrompt: &tr,
+				Prompts: map[string]string{"query": "ignored: "}},
+			opts:  encoder.Options{QueryPrompt: str("q: "), PassagePrompt: str("p: "), Normalize: &tr},
+			modes: []string{"mean"}, norm: true, query: "q: ", pass: "p: "},
+		{name: "xlm-roberta sentence-transformers cls+normalize, roberta. prefix",
+			spec:  encodertest.Spec{ModelType: "xlm-roberta", Prefix: "roberta.", SentenceTransformers: true, Pooling: []string{"cls"}, Normalize: true},
+			modes: []string{"cls"}, norm: true},
+		{name: "xlm-roberta plain mean", spec: encodertest.Spec{ModelType: "xlm-roberta"},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "roberta plain weighted-mean", spec: encodertest.Spec{ModelType: "roberta", Layers: 3, Hidden: 48, Heads: 6},
+			opts: encoder.Options{Pooling: "weighted-mean", Normalize: &f}, modes: []string{"weighted-mean"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.spec.Seed = uint64(i + 1)
+			tm, err := encodertest.Write(dir, c.spec)
+			require.NoError(t, err)
+			c.opts.BatchSize = 2 // several batches, padded
+			enc, err := encoder.Load(dir, c.opts)
+			require.NoError(t, err)
+			assert.Equal(t, tm.Spec.Hidden*len(c.modes), enc.Dim())
+			tok, err := lm.LoadTokenizer(dir)
+			require.NoError(t, err)
+			eps := 1e-12
+			if tm.Spec.ModelType != "bert" {
+				eps = 1e-5
+			}
+			for _, query := range []bool{true, false} {
+				prompt := c.pass
+				if query {
+					prompt = c.query
+				}
+				got, err := enc.Embed(eng, texts, query)
+				require.NoError(t, err)
+				require.Len(t, got, len(texts))
+				for j, text := range texts {
+					ids, err := tok.Encode(prompt+text, true)
+					require.NoError(t, err)
+					skip := 0
+					if c.noPool && prompt != "" {
+						pids, err := tok.Encode(prompt, true)
+						require.NoError(t, err)
+						skip = len(pids) - 1
+						require.Greater(t, skip, 1)
+					}
+					want := reference(tm, eps, ids, skip, c.modes, c.norm)
+					assertClose(t, want, got[j], text)
+				}
+			}
+			st := enc.Stats()
+			assert.Equal(t, 2*len(texts), st.Texts)
+			assert.Equal(t, 0, st.Truncated)
+			assert.Equal(t, 6, st.Batches)      // 3 batches of ≤ 2 texts, twice
+			assert.LessOrEqual(t, st.Shapes, 4) // 2×{8,16,32,64}: bounded by the buckets, not the texts
+		})
+	}
+}
+
+// TestTruncation cuts a long text to sentence_bert_config.json's max_seq_length,
+// keeping [CLS] … [SEP], and counts it.
+func TestTruncation(t *testing.T) {
+	eng := newEngine(t)
+	dir := t.TempDir()
+	tm, err := encodertest.Write(dir, encodertest.Spec{SentenceTransformers: true, MaxSeqLength: 8, Normalize: true})
+	require.NoError(t, err)
+	enc, err := encoder.Load(dir, encoder.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 8, enc.Pipeline().MaxLength)
+	got, err := enc.Embed(eng, texts, false)
+	require.NoError(t, err)
+	tok, err := lm.LoadTokenizer(dir)
+	require.NoError(t, err)
+	truncated := 0
+	for j, text := range texts {
+		full, err := tok.Encode(text, true)
+		require.NoError(t, err)
+		ids := full
+		if len(full) > 8 {
+			truncated++
+			ids = append(append([]int32{}, full[:7]...), full[len(full)-1]) // 7 first ids, then [SEP]
+		}
+		assertClose(t, reference(tm, 1e-12, ids, 0, []string{"mean"}, true), got[j], text)
+	}
+	assert.Equal(t, 4, truncated)
+	assert.Equal(t, truncated, enc.Stats().Truncated)
+}
+
+func TestLoadErrors(t *testing.T) {
+	write := func(t *testing.T, spec encodertest.Spec, edit func(dir string)) string {
+		dir := t.TempDir()
+		_, err := encodertest.Write(dir, spec)
+		require.NoError(t, err)
+		if edit != nil {
+			edit(dir)
+		}
+		return dir
+	}
+	setConfig := func(key string, value any) func(string) {
+		return func(dir string) {
+			path := filepath.Join(dir, "config.json")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var cfg map[string]any
+			require.NoError(t, json.Unmarshal(data, &cfg))
+			cfg[key] = value
+			data, err = json.Marshal(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+		}
+	}
+	cases := []struct {
+		name string
+		dir  func(t *testing.T) string
+		opts encoder.Options
+		want string
+	}{
+		{"plain folder without pooling", func(t *testing.T) string { return write(t, encodertest.Spec{}, nil) }, encoder.Options{},
+			"plain Hugging Face folder (no modules.json / 1_Pooling/config.json): say how to pool"},
+		{"unknown pooling", func(t *testing.T) string { return write(t, encodertest.Spec{}, nil) }, encoder.Options{Pooling: "median"},
+			`pooling "median" not supported`},
+		{"unsupported model type", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("model_type", "nomic_bert"))
+		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "nomic_bert" (architectures [BertModel]) is not a supported embedding model`},
+		{"decoder model type", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("model_type", "qwen3"))
+		}, encoder.Options{Pooling: "last-token"}, `decoder embedder: lm: `},
+		{"relative positions", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("position_embedding_type", "relative_key"))
+		}, encoder.Options{Pooling: "mean"}, `position_embedding_type "relative_key" not supported`},
+		{"other activation", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("hidden_act", "relu"))
+		}, encoder.Options{Pooling: "mean"}, `hidden_act "relu" not supported`},
+		{"remote code", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("auto_map", map[string]string{"AutoModel": "x.Y"}))
+		}, encoder.Options{Pooling: "mean"}, "auto_map present"},
+		{"shape mismatch", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, setConfig("intermediate_size", 65))
+		}, encoder.Options{Pooling: "mean"}, "tensor encoder.layer.0.intermediate.dense.weight has shape [64 32], config.json implies [65 32]"},
+		{"dense module", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true}, func(dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.json"), []byte(`[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},{"idx":2,"name":"2","path":"2_Dense","type":"sentence_transformers.models.Dense"}]`), 0o644))
+			})
+		}, encoder.Options{}, `module "2" of type sentence_transformers.models.Dense is not supported`},
+		{"no weights", func(t *testing.T) string {
+			return write(t, encodertest.Spec{}, func(dir string) { require.NoError(t, os.Remove(filepath.Join(dir, "model.safetensors"))) })
+		}, encoder.Options{Pooling: "mean"}, "has neither model.safetensors"},
+		{"no config", func(t *testing.T) string { return t.TempDir() }, encoder.Options{Pooling: "mean"}, "config.json not found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := encoder.Load(c.dir(t), c.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
+
+// TestDigest changes with the weights, the pooling and the prompts, not with a copy.
+func TestDigest(t *testing.T) {
+	load := func(dir string, opts encoder.Options) string {
+		enc, err := encoder.Load(dir, opts)
+		require.NoError(t, err)
+		return enc.Digest()
+	}
+	a, b, a2 := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, w := range []struct {
+		dir  string
+		seed uint64
+	}{{a, 1}, {b, 2}, {a2, 1}} {
+		_, err := encodertest.Write(w.dir, encodertest.Spec{Seed: w.seed})
+		require.NoError(t, err)
+	}
+	base := load(a, encoder.Options{Pooling: "mean"})
+	assert.Len(t, base, 64)
+	assert.Equal(t, base, load(a2, encoder.Options{Pooling: "mean"}), "same files in another folder")
+	assert.NotEqual(t, base, load(b, encoder.Options{Pooling: "mean"}), "other weights of the same shapes")
+	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "cls"}), "other pooling")
+	q := "query: "
+	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "mean", QueryPrompt: &q}), "other prompt")
+}

@@ -1,0 +1,289 @@
+// Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa folders in the
+// exact Hugging Face and sentence-transformers layouts (config.json,
+// model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
+// 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
+// config_sentence_transformers.json) for tests and benchmarks of package encoder and
+// of the embedders built on it. Nothing here is a trained model.
+package encodertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+// Spec describes a tiny encoder folder.
+type Spec struct {
+	ModelType    string // "bert" (default), "roberta" or "xlm-roberta"
+	Layers       int    // default 2
+	Hidden       int    // default 32
+	Heads        int    // default 4
+	Intermediate int    // default 64
+	MaxPositions int    // max_position_embeddings; default 128 (+ pad_token_id + 1 for RoBERTa / XLM-R)
+	TypeVocab    int    // type_vocab_size; default 2 (1 for RoBERTa / XLM-R, as their files say)
+	Prefix       string // tensor-name prefix ("bert.", "roberta."); default none
+	// SentenceTransformers writes modules.json and the module folders; otherwise the
+	// folder is a plain Hugging Face one.
+	SentenceTransformers bool
+	Pooling              []string          // pooling_mode_* set in 1_Pooling/config.json (cls, mean, max, mean-sqrt-len, weighted-mean, last-token); default mean
+	Normalize            bool              // add the 2_Normalize module
+	IncludePrompt        *bool             // 1_Pooling include_prompt; nil = not written
+	Prompts              map[string]string // config_sentence_transformers.json prompts
+	MaxSeqLength         int               // sentence_bert_config.json max_seq_length; 0 = not written
+	Seed                 uint64
+}
+
+// Model is what Write wrote.
+type Model struct {
+	Spec    Spec
+	Vocab   []string // id → token
+	PadID   int
+	Weights map[string]lmtest.Tensor // by Hugging Face name, without Spec.Prefix
+}
+
+// Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
+func (m *Model) Offset() int {
+	if m.Spec.ModelType == "bert" {
+		return 0
+	}
+	return m.PadID + 1
+}
+
+func (s Spec) withDefaults() Spec {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if s.ModelType == "" {
+		s.ModelType = "bert"
+	}
+	def(&s.Layers, 2)
+	def(&s.Hidden, 32)
+	def(&s.Heads, 4)
+	def(&s.Intermediate, 64)
+	if s.ModelType == "bert" {
+		def(&s.MaxPositions, 128)
+		def(&s.TypeVocab, 2)
+	} else {
+		def(&s.MaxPositions, 128+2)
+		def(&s.TypeVocab, 1)
+	}
+	if len(s.Pooling) == 0 {
+		s.Pooling = []string{"mean"}
+	}
+	return s
+}
+
+// vocabulary returns the WordPiece vocabulary: the special tokens of the model type,
+// letters and digits as words and as "##" continuations, ASCII punctuation and a few
+// whole words, so that any lowercase ASCII text tokenises without [UNK].
+func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
+	if modelType == "bert" {
+		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+		pad, unk, cls, sep = 0, 1, 2, 3
+	} else {
+		vocab = []string{"<s>", "<pad>", "</s>", "<unk>", "<mask>"}
+		pad, unk, cls, sep = 1, 3, 0, 2
+	}
+	chars := "abcdefghijklmnopqrstuvwxyz0123456789"
+	for _, c := range chars {
+		vocab = append(vocab, string(c))
+	}
+	for _, c := range chars {
+		vocab = append(vocab, "##"+string(c))
+	}
+	for _, c := range "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" {
+		vocab = append(vocab, string(c))
+	}
+	vocab = append(vocab, "the", "of", "and", "in", "was", "who", "where", "query", "passage", "##s", "##ed", "##ing")
+	return vocab, pad, unk, cls, sep
+}
+
+// Write writes a tiny random encoder folder into dir.
+func Write(dir string, spec Spec) (*Model, error) {
+	s := spec.withDefaults()
+	switch s.ModelType {
+	case "bert", "roberta", "xlm-roberta":
+	default:
+		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
+	}
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rng := rand.New(rand.NewPCG(s.Seed, 44))
+	H, I, V := s.Hidden, s.Intermediate, len(vocab)
+	rnd := func(name string, scale, center float64, dims ...int) {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		data := make([]float32, n)
+		for i := range data {
+			data[i] = float32(center + scale*rng.NormFloat64())
+		}
+		m.Weights[name] = lmtest.Tensor{Shape: dims, Data: data}
+	}
+	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
+	rnd("embeddings.position_embeddings.weight", 0.5, 0, s.MaxPositions, H)
+	rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	rnd("embeddings.LayerNorm.weight", 0.1, 1, H)
+	rnd("embeddings.LayerNorm.bias", 0.1, 0, H)
+	for i := range s.Layers {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		for _, lin := range []struct {
+			name    string
+			out, in int
+		}{{"attention.self.query", H, H}, {"attention.self.key", H, H}, {"attention.self.value", H, H},
+			{"attention.output.dense", H, H}, {"intermediate.dense", I, H}, {"output.dense", H, I}} {
+			rnd(p+lin.name+".weight", 0.3, 0, lin.out, lin.in)
+			rnd(p+lin.name+".bias", 0.1, 0, lin.out)
+		}
+		for _, ln := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
+			rnd(p+ln+".weight", 0.1, 1, H)
+			rnd(p+ln+".bias", 0.1, 0, H)
+		}
+	}
+	rnd("pooler.dense.weight", 0.3, 0, H, H) // present in BertModel checkpoints, unused by embedders
+	rnd("pooler.dense.bias", 0.1, 0, H)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	named := map[string]lmtest.Tensor{}
+	for n, t := range m.Weights {
+		named[s.Prefix+n] = t
+	}
+	if err := lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), named); err != nil {
+		return nil, err
+	}
+	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel"}[s.ModelType]
+	cfg := map[string]any{
+		"architectures": []string{arch}, "model_type": s.ModelType, "vocab_size": V, "hidden_size": H,
+		"num_hidden_layers": s.Layers, "num_attention_heads": s.Heads, "intermediate_size": I,
+		"hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+		"max_position_embeddings": s.MaxPositions, "type_vocab_size": s.TypeVocab, "initializer_range": 0.02,
+		"layer_norm_eps": 1e-12, "pad_token_id": pad, "position_embedding_type": "absolute",
+		"torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": true,
+	}
+	if s.ModelType != "bert" {
+		cfg["layer_norm_eps"], cfg["bos_token_id"], cfg["eos_token_id"] = 1e-5, cls, sep
+	}
+	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tokenizerJSON(s.ModelType, vocab, unk, cls, sep)); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(dir, "tokenizer_config.json"), map[string]any{
+		"model_max_length": s.MaxPositions - m.Offset(), "pad_token": vocab[pad], "unk_token": vocab[unk],
+		"cls_token": vocab[cls], "sep_token": vocab[sep], "do_lower_case": true,
+	}); err != nil {
+		return nil, err
+	}
+	if s.SentenceTransformers {
+		if err := writeModules(dir, s, H); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// tokenizerJSON is a WordPiece tokenizer.json (BertNormalizer lowercasing,
+// BertPreTokenizer) with the model type's post-processor: [CLS] … [SEP] as a
+// TemplateProcessing for BERT, RobertaProcessing's <s> … </s> otherwise.
+func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[string]any {
+	ids := map[string]int{}
+	var added []map[string]any
+	for i, v := range vocab {
+		ids[v] = i
+		if i < 5 {
+			added = append(added, map[string]any{"id": i, "content": v, "single_word": false, "lstrip": false,
+				"rstrip": false, "normalized": false, "special": true})
+		}
+	}
+	post := map[string]any{"type": "RobertaProcessing", "sep": []any{vocab[sep], sep}, "cls": []any{vocab[cls], cls},
+		"trim_offsets": true, "add_prefix_space": false}
+	if modelType == "bert" {
+		special := func(id int) map[string]any {
+			return map[string]any{"id": vocab[id], "ids": []int{id}, "tokens": []string{vocab[id]}}
+		}
+		post = map[string]any{"type": "TemplateProcessing",
+			"single": []any{map[string]any{"SpecialToken": map[string]any{"id": vocab[cls], "type_id": 0}},
+				map[string]any{"Sequence": map[string]any{"id": "A", "type_id": 0}},
+				map[string]any{"SpecialToken": map[string]any{"id": vocab[sep], "type_id": 0}}},
+			"special_tokens": map[string]any{vocab[cls]: special(cls), vocab[sep]: special(sep)}}
+	}
+	return map[string]any{
+		"version": "1.0", "truncation": nil, "padding": nil, "added_tokens": added,
+		"normalizer": map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+			"strip_accents": nil, "lowercase": true},
+		"pre_tokenizer":  map[string]any{"type": "BertPreTokenizer"},
+		"post_processor": post,
+		"decoder":        map[string]any{"type": "WordPiece", "prefix": "##", "cleanup": true},
+		"model": map[string]any{"type": "WordPiece", "unk_token": vocab[unk], "continuing_subword_prefix": "##",
+			"max_input_chars_per_word": 100, "vocab": ids},
+	}
+}
+
+// writeModules writes the sentence-transformers module files.
+func writeModules(dir string, s Spec, hidden int) error {
+	mods := []map[string]any{
+		{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+		{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+	}
+	if s.Normalize {
+		mods = append(mods, map[string]any{"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+		if err := os.MkdirAll(filepath.Join(dir, "2_Normalize"), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "modules.json"), mods); err != nil {
+		return err
+	}
+	pool := map[string]any{"word_embedding_dimension": hidden}
+	field := map[string]string{"cls": "pooling_mode_cls_token", "mean": "pooling_mode_mean_tokens",
+		"max": "pooling_mode_max_tokens", "mean-sqrt-len": "pooling_mode_mean_sqrt_len_tokens",
+		"weighted-mean": "pooling_mode_weightedmean_tokens", "last-token": "pooling_mode_lasttoken"}
+	for _, f := range field {
+		pool[f] = false
+	}
+	for _, p := range s.Pooling {
+		f, ok := field[p]
+		if !ok {
+			return fmt.Errorf("encodertest: pooling %q", p)
+		}
+		pool[f] = true
+	}
+	if s.IncludePrompt != nil {
+		pool["include_prompt"] = *s.IncludePrompt
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "1_Pooling"), 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "1_Pooling", "config.json"), pool); err != nil {
+		return err
+	}
+	if s.MaxSeqLength > 0 {
+		if err := writeJSON(filepath.Join(dir, "sentence_bert_config.json"), map[string]any{"max_seq_length": s.MaxSeqLength, "do_lower_case": false}); err != nil {
+			return err
+		}
+	}
+	prompts := s.Prompts
+	if prompts == nil {
+		prompts = map[string]string{}
+	}
+	return writeJSON(filepath.Join(dir, "config_sentence_transformers.json"), map[string]any{
+		"__version__": map[string]string{"sentence_transformers": "3.0.1"}, "prompts": prompts,
+		"default_prompt_name": nil, "similarity_fn_name": "cosine"})
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}

@@ -1,0 +1,235 @@
+package encoder
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Pooling modes, as sentence-transformers' Pooling module names them (pooling_mode_*).
+const (
+	PoolCLS          = "cls"           // the first token ([CLS] / <s>)
+	PoolMean         = "mean"          // mean of the (unpadded) tokens
+	PoolMax          = "max"           // element-wise max over the tokens
+	PoolMeanSqrtLen  = "mean-sqrt-len" // sum / √(token count)
+	PoolWeightedMean = "weighted-mean" // weights 1, 2, …, n by position
+	PoolLastToken    = "last-token"    // the last unpadded token
+)
+
+// poolOrder is the order sentence-transformers concatenates several modes in.
+var poolOrder = []string{PoolCLS, PoolMax, PoolMean, PoolMeanSqrtLen, PoolWeightedMean, PoolLastToken}
+
+// Pipeline is how a folder turns a text into a vector: the settings of its
+// sentence-transformers modules, or Options for a plain Hugging Face folder.
+type Pipeline struct {
+	Pooling       []string // modes, in poolOrder, concatenated when several
+	IncludePrompt bool     // pool the prompt's tokens too (sentence-transformers' default)
+	Normalize     bool     // unit-length vectors (a Normalize module)
+	QueryPrompt   string   // prefixed to queries
+	PassagePrompt string   // prefixed to passages
+	MaxLength     int      // tokens per text, special tokens included; longer texts are truncated
+	Lowercase     bool     // sentence_bert_config.json do_lower_case: lowercase texts first
+	// SentenceTransformers reports whether the folder has modules.json.
+	SentenceTransformers bool
+}
+
+// Options override or complete what a folder says. Zero values defer to the folder.
+type Options struct {
+	// Pooling: one mode or several joined by "+" (cls, mean, max, mean-sqrt-len,
+	// weighted-mean, last-token). Default: the folder's 1_Pooling/config.json; a
+	// plain Hugging Face folder needs it (Load's error says so).
+	Pooling string
+	// Normalize: default the folder's Normalize module; a plain folder is normalised
+	// (deviation from sentence-transformers, which leaves vectors as pooled: graphloom
+	// scores passages by cosine).
+	Normalize *bool
+	// QueryPrompt / PassagePrompt: default config_sentence_transformers.json's
+	// prompts "query" and "document" (or "passage", "corpus"); else none.
+	QueryPrompt, PassagePrompt *string
+	// MaxLength: tokens per text; default sentence_bert_config.json's max_seq_length,
+	// else tokenizer_config.json's model_max_length, each capped by the position table.
+	MaxLength int
+	// BatchSize: texts per forward pass; default 32.
+	BatchSize int
+	// Scope: store scope of the variables; default DefaultScope.
+	Scope string
+}
+
+// module is an entry of modules.json.
+type module struct {
+	Idx  int    `json:"idx"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Type string `json:"type"`
+}
+
+// poolingConfig is 1_Pooling/config.json.
+type poolingConfig struct {
+	CLS           bool  `json:"pooling_mode_cls_token"`
+	Mean          bool  `json:"pooling_mode_mean_tokens"`
+	Max           bool  `json:"pooling_mode_max_tokens"`
+	MeanSqrtLen   bool  `json:"pooling_mode_mean_sqrt_len_tokens"`
+	WeightedMean  bool  `json:"pooling_mode_weightedmean_tokens"`
+	LastToken     bool  `json:"pooling_mode_lasttoken"`
+	IncludePrompt *bool `json:"include_prompt"`
+}
+
+// readJSON reads dir/name into v; found is false when the file does not exist.
+func readJSON(dir, name string, v any) (found bool, err error) {
+	path := filepath.Join(dir, name)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("encoder: reading %s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, fmt.Errorf("encoder: %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// ReadPipeline reads a folder's sentence-transformers modules (modules.json,
+// 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
+// config_sentence_transformers.json) and applies opts. It returns the folder that
+// holds the transformer (config.json, weights, tokenizer.json): dir itself, or the
+// Transformer module's path. cfg bounds the maximum length.
+func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
+	p := Pipeline{IncludePrompt: true, Normalize: true}
+	modelDir := dir
+	var mods []module
+	found, err := readJSON(dir, "modules.json", &mods)
+	if err != nil {
+		return Pipeline{}, "", err
+	}
+	if found {
+		p.SentenceTransformers, p.Normalize = true, false
+		sort := slices.Clone(mods)
+		slices.SortFunc(sort, func(a, b module) int { return a.Idx - b.Idx })
+		for i, m := range sort {
+			kind := m.Type[strings.LastIndex(m.Type, ".")+1:]
+			sub := filepath.Join(dir, filepath.FromSlash(m.Path))
+			switch kind {
+			case "Transformer":
+				if i != 0 {
+					return Pipeline{}, "", fmt.Errorf("encoder: %s: the Transformer module must come first", filepath.Join(dir, "modules.json"))
+				}
+				modelDir = sub
+			case "Pooling":
+				var pc poolingConfig
+				ok, err := readJSON(sub, "config.json", &pc)
+				if err != nil {
+					return Pipeline{}, "", err
+				}
+				if !ok {
+					return Pipeline{}, "", fmt.Errorf("encoder: %s not found (modules.json names a Pooling module at %q)", filepath.Join(sub, "config.json"), m.Path)
+				}
+				for _, on := range []struct {
+					set  bool
+					mode string
+				}{{pc.CLS, PoolCLS}, {pc.Max, PoolMax}, {pc.Mean, PoolMean}, {pc.MeanSqrtLen, PoolMeanSqrtLen}, {pc.WeightedMean, PoolWeightedMean}, {pc.LastToken, PoolLastToken}} {
+					if on.set {
+						p.Pooling = append(p.Pooling, on.mode)
+					}
+				}
+				if len(p.Pooling) == 0 {
+					return Pipeline{}, "", fmt.Errorf("encoder: %s sets no pooling_mode_*", filepath.Join(sub, "config.json"))
+				}
+				if pc.IncludePrompt != nil {
+					p.IncludePrompt = *pc.IncludePrompt
+				}
+			case "Normalize":
+				p.Normalize = true
+			default:
+				return Pipeline{}, "", fmt.Errorf("encoder: %s: module %q of type %s is not supported (want Transformer, Pooling, Normalize)",
+					filepath.Join(dir, "modules.json"), m.Name, m.Type)
+			}
+		}
+		var sb struct {
+			MaxSeqLength int  `json:"max_seq_length"`
+			DoLowerCase  bool `json:"do_lower_case"`
+		}
+		if _, err := readJSON(modelDir, "sentence_bert_config.json", &sb); err != nil {
+			return Pipeline{}, "", err
+		}
+		p.MaxLength, p.Lowercase = sb.MaxSeqLength, sb.DoLowerCase
+		var st struct {
+			Prompts map[string]string `json:"prompts"`
+		}
+		if _, err := readJSON(dir, "config_sentence_transformers.json", &st); err != nil {
+			return Pipeline{}, "", err
+		}
+		p.QueryPrompt = st.Prompts["query"]
+		for _, k := range []string{"document", "passage", "corpus"} {
+			if s, ok := st.Prompts[k]; ok {
+				p.PassagePrompt = s
+				break
+			}
+		}
+	}
+	if p.MaxLength == 0 {
+		var tc struct {
+			ModelMaxLength float64 `json:"model_max_length"`
+		}
+		if _, err := readJSON(modelDir, "tokenizer_config.json", &tc); err != nil {
+			return Pipeline{}, "", err
+		}
+		if tc.ModelMaxLength > 0 && tc.ModelMaxLength < 1e9 { // transformers writes 1e30 for "no limit"
+			p.MaxLength = int(tc.ModelMaxLength)
+		}
+	}
+	if opts.Pooling != "" {
+		modes, err := ParsePooling(opts.Pooling)
+		if err != nil {
+			return Pipeline{}, "", err
+		}
+		p.Pooling = modes
+	}
+	if len(p.Pooling) == 0 {
+		return Pipeline{}, "", fmt.Errorf("encoder: %s is a plain Hugging Face folder (no modules.json / 1_Pooling/config.json): say how to pool its tokens (--pooling cls|mean|max|mean-sqrt-len|weighted-mean|last-token)", dir)
+	}
+	if opts.Normalize != nil {
+		p.Normalize = *opts.Normalize
+	}
+	if opts.QueryPrompt != nil {
+		p.QueryPrompt = *opts.QueryPrompt
+	}
+	if opts.PassagePrompt != nil {
+		p.PassagePrompt = *opts.PassagePrompt
+	}
+	if opts.MaxLength > 0 {
+		p.MaxLength = opts.MaxLength
+	}
+	return p, modelDir, nil
+}
+
+// ParsePooling reads one mode or several joined by "+", returned in the order
+// sentence-transformers concatenates them.
+func ParsePooling(s string) ([]string, error) {
+	var modes []string
+	for _, part := range strings.Split(s, "+") {
+		part = strings.TrimSpace(strings.ToLower(part))
+		switch part {
+		case "lasttoken", "last":
+			part = PoolLastToken
+		case "weightedmean":
+			part = PoolWeightedMean
+		case "cls_token", "cls-token":
+			part = PoolCLS
+		}
+		if !slices.Contains(poolOrder, part) {
+			return nil, fmt.Errorf("encoder: pooling %q not supported (want %s, or several joined by +)", part, strings.Join(poolOrder, ", "))
+		}
+		if !slices.Contains(modes, part) {
+			modes = append(modes, part)
+		}
+	}
+	slices.SortFunc(modes, func(a, b string) int { return slices.Index(poolOrder, a) - slices.Index(poolOrder, b) })
+	return modes, nil
+}

@@ -1,0 +1,247 @@
+package encoder
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/models"
+	"github.com/graphloom/graphloom/models/lm"
+)
+
+// DefaultScope is the store scope the encoder's variables are created under.
+const DefaultScope = "encoder"
+
+// maskValue is added to the attention scores of padding keys (finite, so that a
+// padding row stays finite).
+const maskValue = -1e9
+
+// Network is the encoder's frozen variables and forward pass.
+type Network struct {
+	cfg    Config
+	store  *model.Store
+	scope  string
+	vars   []*model.Variable
+	word   *model.Variable // [V, H]
+	pos    *model.Variable // [P, H]
+	typ    *model.Variable // [T, H]; nil without a token type table
+	embLNw *model.Variable
+	embLNb *model.Variable
+	layers []encLayer
+}
+
+// encLayer is one post-LN encoder layer, weights [out, in] as Hugging Face stores them.
+type encLayer struct {
+	q, k, v, o, qb, kb, vb, ob *model.Variable
+	attnLNw, attnLNb           *model.Variable
+	in, inB, out, outB         *model.Variable
+	outLNw, outLNb             *model.Variable
+}
+
+// weightPrefixes are the prefixes a BertModel / RobertaModel's tensors may carry in a
+// checkpoint: none (BertModel, XLMRobertaModel saved by sentence-transformers), or
+// that of a task model's backbone (BertForMaskedLM's "bert.", RobertaForMaskedLM's
+// "roberta.").
+var weightPrefixes = []string{"", "bert.", "roberta.", "model."}
+
+// NewNetwork creates the encoder's variables in store under scope (DefaultScope when
+// empty) from Hugging Face-named weights, one tensor at a time, and freezes them.
+func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string) (*Network, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if scope == "" {
+		scope = DefaultScope
+	}
+	prefix := ""
+	found := false
+	for _, p := range weightPrefixes {
+		if _, ok := ws.Shape(p + "embeddings.word_embeddings.weight"); ok {
+			prefix, found = p, true
+			break
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("weights: no embeddings.word_embeddings.weight (with or without a %s prefix): not a BERT-family checkpoint (model_type %s)",
+			strings.Join(weightPrefixes[1:], " / "), cfg.ModelType)
+	}
+	n := &Network{cfg: cfg, store: store, scope: scope}
+	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
+	H, I := cfg.Hidden, cfg.Intermediate
+	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
+	n.pos = b.take("embeddings.position_embeddings.weight", cfg.MaxPositions, H)
+	if cfg.TypeVocabSize > 0 {
+		n.typ = b.take("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, H)
+	}
+	n.embLNw = b.take("embeddings.LayerNorm.weight", H)
+	n.embLNb = b.take("embeddings.LayerNorm.bias", H)
+	for i := range cfg.Layers {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		n.layers = append(n.layers, encLayer{
+			q: b.take(p+"attention.self.query.weight", H, H), qb: b.take(p+"attention.self.query.bias", H),
+			k: b.take(p+"attention.self.key.weight", H, H), kb: b.take(p+"attention.self.key.bias", H),
+			v: b.take(p+"attention.self.value.weight", H, H), vb: b.take(p+"attention.self.value.bias", H),
+			o: b.take(p+"attention.output.dense.weight", H, H), ob: b.take(p+"attention.output.dense.bias", H),
+			attnLNw: b.take(p+"attention.output.LayerNorm.weight", H), attnLNb: b.take(p+"attention.output.LayerNorm.bias", H),
+			in: b.take(p+"intermediate.dense.weight", I, H), inB: b.take(p+"intermediate.dense.bias", I),
+			out: b.take(p+"output.dense.weight", H, I), outB: b.take(p+"output.dense.bias", H),
+			outLNw: b.take(p+"output.LayerNorm.weight", H), outLNb: b.take(p+"output.LayerNorm.bias", H),
+		})
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	models.Freeze(store, n.vars)
+	return n, nil
+}
+
+// builder creates variables from named weights, keeping the first error.
+type builder struct {
+	n      *Network
+	ws     lm.WeightSource
+	prefix string
+	root   *model.Scope
+	err    error
+}
+
+// take creates the variable for the tensor prefix+name, checking its shape; its scope
+// path follows the name without the prefix.
+func (b *builder) take(name string, dims ...int) *model.Variable {
+	if b.err != nil {
+		return nil
+	}
+	full := b.prefix + name
+	shape, ok := b.ws.Shape(full)
+	if !ok {
+		b.err = fmt.Errorf("weights: tensor %s missing", full)
+		return nil
+	}
+	if fmt.Sprint(shape) != fmt.Sprint(dims) {
+		b.err = fmt.Errorf("weights: tensor %s has shape %v, config.json implies %v", full, shape, dims)
+		return nil
+	}
+	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
+	var rerr error
+	t.MustMutableFlatData(func(flat any) { rerr = b.ws.ReadFloat32(full, flat.([]float32)) })
+	if rerr != nil {
+		b.err = fmt.Errorf("weights: %w", rerr)
+		return nil
+	}
+	parts := strings.Split(name, ".")
+	sc := b.root
+	for _, p := range parts[:len(parts)-1] {
+		sc = sc.At("%s", p)
+	}
+	v, err := sc.CreateVariable(parts[len(parts)-1], t)
+	if err != nil {
+		b.err = fmt.Errorf("creating variable for %s: %w", full, err)
+		return nil
+	}
+	b.n.vars = append(b.n.vars, v)
+	return v
+}
+
+// Config returns the architecture.
+func (n *Network) Config() Config { return n.cfg }
+
+// Variables returns the encoder's variables (all frozen).
+func (n *Network) Variables() []*model.Variable { return n.vars }
+
+// Hidden returns the last layer's hidden states [B, T, Hidden] of token ids [B, T]
+// at positions [B, T] (already offset, see Positions) under a padding mask [B, T]
+// (nonzero = real token). Every token has token type 0 (single sequences).
+func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
+	g := ids.Graph()
+	dims := ids.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	gather := func(table *model.Variable, idx *graph.Node) *graph.Node {
+		return graph.Gather(table.NodeValue(g), graph.InsertAxes(graph.ConvertDType(idx, dtypes.Int32), -1))
+	}
+	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
+	if n.typ != nil {
+		row := graph.Slice(n.typ.NodeValue(g), graph.AxisElem(0)) // [1, H]: token type 0
+		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
+	}
+	x = n.layerNorm(x, n.embLNw, n.embLNb)
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())) // [B, T]
+	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, n.cfg.Heads, t, t)
+	for i := range n.layers {
+		x = n.layer(&n.layers[i], x, allowed)
+	}
+	return x
+}
+
+// layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)).
+func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
+	g := x.Graph()
+	c := n.cfg
+	dims := x.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	hd := c.Hidden / c.Heads
+	heads := func(w, b *model.Variable) *graph.Node { // [B, Heads, T, hd]
+		y := graph.Reshape(linear(x, w.NodeValue(g), b.NodeValue(g)), bsz, t, c.Heads, hd)
+		return graph.TransposeAllAxes(y, 0, 2, 1, 3)
+	}
+	q, k, v := heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb)
+	scores := graph.MulScalar(graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(hd))) // [B, H, T, S]
+	scores = graph.Where(allowed, scores, graph.Scalar(g, scores.DType(), maskValue))
+	probs := graph.Softmax(scores, -1)
+	ctx := graph.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B, H, T, hd]
+	ctx = graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, c.Hidden)
+	x = n.layerNorm(graph.Add(x, linear(ctx, l.o.NodeValue(g), l.ob.NodeValue(g))), l.attnLNw, l.attnLNb)
+	h := gelu(linear(x, l.in.NodeValue(g), l.inB.NodeValue(g)))
+	return n.layerNorm(graph.Add(x, linear(h, l.out.NodeValue(g), l.outB.NodeValue(g))), l.outLNw, l.outLNb)
+}
+
+// gelu is the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)) (Hugging Face "gelu").
+func gelu(x *graph.Node) *graph.Node {
+	return graph.Mul(graph.MulScalar(x, 0.5), graph.AddScalar(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2)), 1))
+}
+
+// layerNorm normalises the last axis: (x − mean) / √(var + eps) · w + b (biased
+// variance, as torch.nn.LayerNorm).
+func (n *Network) layerNorm(x *graph.Node, w, b *model.Variable) *graph.Node {
+	g := x.Graph()
+	mean := graph.ReduceAndKeep(x, graph.ReduceMean, -1)
+	d := graph.Sub(x, mean)
+	variance := graph.ReduceAndKeep(graph.Square(d), graph.ReduceMean, -1)
+	y := graph.Div(d, graph.Sqrt(graph.AddScalar(variance, n.cfg.LayerNormEps)))
+	return graph.Add(graph.Mul(y, graph.ExpandLeftToRank(w.NodeValue(g), x.Rank())), graph.ExpandLeftToRank(b.NodeValue(g), x.Rank()))
+}
+
+// linear returns x·wᵀ + b for w [out, in] (torch layout).
+func linear(x, w, b *graph.Node) *graph.Node {
+	y := graph.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	return graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
+}
+
+// Positions returns the position ids of a token sequence as transformers computes
+// them: 0, 1, 2, … for BERT; for RoBERTa and XLM-R (create_position_ids_from_input_ids)
+// padding_idx + the count of non-padding tokens so far, and padding_idx on padding
+// tokens.
+func (c Config) Positions(ids []int32) []int32 {
+	out := make([]int32, len(ids))
+	if c.PositionOffset == 0 {
+		for i := range out {
+			out[i] = int32(i)
+		}
+		return out
+	}
+	pad := int32(c.PadTokenID)
+	n := int32(0)
+	for i, id := range ids {
+		if id == pad {
+			out[i] = pad
+			continue
+		}
+		n++
+		out[i] = pad + n
+	}
+	return out
+}
