@@ -26,10 +26,11 @@ import (
 
 // Files of a G-Retriever model directory (train gretriever --out DIR).
 const (
-	grBest  = "model.ckpt" // the weights of the best validation loss
-	grLast  = "last.ckpt"  // the weights after the last epoch (for --resume)
-	grLog   = "train.log.jsonl"
-	grCurve = "loss.png"
+	grBest    = "model.ckpt" // the weights of the best validation loss
+	grLast    = "last.ckpt"  // the weights after the last epoch (for --resume)
+	grLog     = "train.log.jsonl"
+	grCurve   = "loss.png"
+	grAdapter = "adapter" // LoRA variant: the LM's adapters in PEFT's layout
 )
 
 // loadLM loads the frozen LM of a local Hugging Face directory into a fresh store.
@@ -281,6 +282,11 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err := m.Save(filepath.Join(out, grBest), meta); err != nil {
 				return err
 			}
+			if cfg.LoRA > 0 { // the best weights are restored: their adapters, alone, in PEFT's layout
+				if err := m.SaveLoRA(filepath.Join(out, grAdapter)); err != nil {
+					return err
+				}
+			}
 			if err := train.WriteCurves(filepath.Join(out, grCurve), "G-Retriever ("+cfg.Variant+")", res.Result); err != nil {
 				return err
 			}
@@ -308,6 +314,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.IntVar(&cfg.Patience, "patience", cfg.Patience, "epochs without a lower validation loss before stopping (0 = never)")
 	f.StringVar(&encoder, "encoder", encoder, `Graph Transformer as a source sets it: "g-retriever" (4 layers, 4 heads, BatchNorm, dropout 0) or "seed004" (4 layers, 8 heads, residual, LayerNorm, dropout 0.1)`)
 	f.StringVar(&cfg.PromptFormat, "prompt-format", "", "how the LM's user turn is written: template (the LM's chat template), llama2 (G-Retriever's [INST]), chatml, plain; default: the LM's template, else llama2")
+	f.IntVar(&cfg.LoRA, "lora", 0, "rank of LoRA adapters trained in the LM (G-Retriever's LoRA variant: α 16, dropout 0.05, q_proj and v_proj; 0 = frozen LM); saved also in PEFT's layout under --out/adapter")
 	f.IntVar(&cfg.GT.Layers, "gt-layers", cfg.GT.Layers, "Graph Transformer layers")
 	f.IntVar(&gtHidden, "gt-hidden", 0, "Graph Transformer width (default: the embedding width, as G-Retriever)")
 	f.IntVar(&cfg.ProjectorHidden, "projector-hidden", cfg.ProjectorHidden, "projector's middle width")
@@ -331,6 +338,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	limitFlag(cmd, "grad-steps", atLeast1(1e4))
 	limitFlag(cmd, "patience", atLeast0(1e4))
 	limitFlag(cmd, "gt-layers", atLeast1(64))
+	limitFlag(cmd, "lora", atLeast0(4096))
 	limitFlag(cmd, "gt-hidden", atLeast0(1<<16))
 	limitFlag(cmd, "projector-hidden", atLeast1(1<<16))
 	limitFlag(cmd, "max-text-tokens", atLeast0(1<<20))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -217,26 +218,43 @@ func TestTrainGRetrieverQwen3ChatTemplate(t *testing.T) {
 	r = run(t, nil, "synth", "--index", idx, "--generator", "template", "--max-hop", "6", "--max-sum", "2", "--out", qa, "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
 
-	out := filepath.Join(dir, "model")
-	r = run(t, nil, "train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out, "--epochs", "2",
-		"--encoder", "seed004", "--gt-layers", "2", "--projector-hidden", "16", "--max-text-tokens", "48", "--max-new-tokens", "4",
-		"--batch-size", "2", "--lr", "2e-3", "--min-lr", "1e-3", "--warmup-epochs", "0", "--pcst-profile", "seed004", "--quiet")
-	require.Equal(t, 0, r.code, r.stderr)
-	var before, after float64
-	_, err = fmt.Sscanf(r.stdout[strings.Index(r.stdout, "validation loss"):], "validation loss %f → %f", &before, &after)
-	require.NoError(t, err, r.stdout)
-	assert.Less(t, after, before, "held-out loss")
-	ck, err := os.ReadFile(filepath.Join(out, "model.ckpt"))
-	require.NoError(t, err)
-	assert.Contains(t, string(ck), `"prompt_format":"template"`)
-	assert.Contains(t, string(ck), `"norm":"layer"`)
-
-	ask := func() string {
-		r := run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "--pcst-profile", "seed004", "Who built Tallow Point Lighthouse?")
-		require.Equal(t, 0, r.code, r.stderr)
-		return r.stdout
+	for _, c := range []struct {
+		name  string
+		extra []string
+		norm  string
+	}{
+		{"seed004 encoder", []string{"--encoder", "seed004"}, `"norm":"layer"`},
+		{"g-retriever encoder with LoRA", []string{"--encoder", "g-retriever", "--lora", "8"}, `"lora":8`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			args := append([]string{"train", "gretriever", "--index", idx, "--train", qa, "--lm", lmDir, "--out", out, "--epochs", "2",
+				"--gt-layers", "2", "--projector-hidden", "16", "--max-text-tokens", "48", "--max-new-tokens", "4",
+				"--batch-size", "2", "--lr", "2e-3", "--min-lr", "1e-3", "--warmup-epochs", "0", "--pcst-profile", "seed004", "--quiet"}, c.extra...)
+			r := run(t, nil, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			var before, after float64
+			_, err := fmt.Sscanf(r.stdout[strings.Index(r.stdout, "validation loss"):], "validation loss %f → %f", &before, &after)
+			require.NoError(t, err, r.stdout)
+			assert.Less(t, after, before, "held-out loss")
+			ck, err := os.ReadFile(filepath.Join(out, "model.ckpt"))
+			require.NoError(t, err)
+			assert.Contains(t, string(ck), `"prompt_format":"template"`)
+			assert.Contains(t, string(ck), c.norm)
+			if slices.Contains(c.extra, "--lora") {
+				for _, f := range []string{"adapter_config.json", "adapter_model.safetensors"} {
+					_, err := os.Stat(filepath.Join(out, "adapter", f))
+					assert.NoError(t, err, "PEFT adapter file %s", f)
+				}
+			}
+			ask := func() string {
+				r := run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "--pcst-profile", "seed004", "Who built Tallow Point Lighthouse?")
+				require.Equal(t, 0, r.code, r.stderr)
+				return r.stdout
+			}
+			first := ask()
+			assert.Contains(t, first, "Answer: ")
+			assert.Equal(t, first, ask(), "a reload answers the same")
+		})
 	}
-	first := ask()
-	assert.Contains(t, first, "Answer: ")
-	assert.Equal(t, first, ask(), "a reload answers the same")
 }

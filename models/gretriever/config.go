@@ -78,6 +78,12 @@ type Config struct {
 	TextForm string `json:"text_form"`
 	// MaxTextTokens truncates the textualised subgraph's tokens; max_txt_len 512.
 	MaxTextTokens int `json:"max_text_tokens"`
+	// LoRA, when > 0, is the rank of G-Retriever's LoRA variant: trainable low-rank
+	// adapters in the frozen LM (lm.DefaultLoRA: α 16, dropout 0.05 on q_proj and
+	// v_proj, as src/model/graph_llm.py), trained with the encoder and projector and
+	// saved with them (and alone, in PEFT's layout, by `graphloom train`). 0 = the
+	// LM stays frozen (G-Retriever's default).
+	LoRA int `json:"lora,omitempty"`
 	// MaxNewTokens bounds generated answers (and truncates training labels); 32.
 	MaxNewTokens int `json:"max_new_tokens"`
 
@@ -141,6 +147,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gretriever: variant %q: want one of %v", c.Variant, Variants)
 	case c.TextForm != "" && c.TextForm != TextCSV && c.TextForm != TextVerbal:
 		return fmt.Errorf("gretriever: text form %q: want %s or %s", c.TextForm, TextCSV, TextVerbal)
+	case c.LoRA < 0:
+		return fmt.Errorf("gretriever: LoRA rank %d < 0", c.LoRA)
 	case c.ProjectorHidden < 1 || c.LMHidden < 0 || c.MaxTextTokens < 0 || c.MaxNewTokens < 1:
 		return fmt.Errorf("gretriever: need ProjectorHidden ≥ 1, MaxTextTokens ≥ 0, MaxNewTokens ≥ 1 (got %d, %d, %d)", c.ProjectorHidden, c.MaxTextTokens, c.MaxNewTokens)
 	case !(c.LearningRate > 0) || c.MinLearningRate < 0 || c.MinLearningRate > c.LearningRate || c.WeightDecay < 0:

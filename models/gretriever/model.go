@@ -84,6 +84,15 @@ func New(l *lm.Model, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m.vars = append(m.vars, p.Variables()...)
+	if cfg.LoRA > 0 {
+		if _, has := l.LoRA(); has {
+			return nil, errors.New("gretriever: the LM already carries LoRA adapters; load a fresh LM")
+		}
+		if err := l.AddLoRA(lm.DefaultLoRA(cfg.LoRA), cfg.Seed); err != nil {
+			return nil, fmt.Errorf("gretriever: %w", err)
+		}
+		m.vars = append(m.vars, l.LoRAVariables()...)
+	}
 	if err := m.prompt(l); err != nil {
 		return nil, err
 	}
@@ -169,6 +178,9 @@ func (m *Model) Save(path string, meta map[string]string) error {
 	return models.SaveVariables(path, Kind, m.cfg, m.store, m.vars, meta)
 }
 
+// SaveLoRA writes the LM's adapters alone in PEFT's layout into dir (LoRA variant).
+func (m *Model) SaveLoRA(dir string) error { return m.lm.SaveLoRA(dir) }
+
 // Load rebuilds a model saved by Save over the frozen LM l (which must have the
 // width the model was trained for) and returns it with the checkpoint's metadata.
 func Load(path string, l *lm.Model) (*Model, map[string]string, error) {
@@ -197,7 +209,7 @@ func (m *Model) LoadInto(path string) (map[string]string, error) {
 	if err := models.ConfigOf(path, Kind, &cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Variant != m.cfg.Variant || cfg.GT != m.cfg.GT || cfg.ProjectorHidden != m.cfg.ProjectorHidden || cfg.LMHidden != m.cfg.LMHidden {
+	if cfg.Variant != m.cfg.Variant || cfg.GT != m.cfg.GT || cfg.ProjectorHidden != m.cfg.ProjectorHidden || cfg.LMHidden != m.cfg.LMHidden || cfg.LoRA != m.cfg.LoRA {
 		return nil, fmt.Errorf("gretriever: %s holds a %s model (encoder %+v, projector %d, LM width %d); this run builds %s (%+v, %d, %d)",
 			path, cfg.Variant, cfg.GT, cfg.ProjectorHidden, cfg.LMHidden, m.cfg.Variant, m.cfg.GT, m.cfg.ProjectorHidden, m.cfg.LMHidden)
 	}

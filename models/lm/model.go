@@ -50,6 +50,7 @@ type Model struct {
 	// tokens); zero for a model built by New.
 	TokConfig TokenizerConfig
 	dir       string
+	lora      *lora // nil without adapters (AddLoRA)
 
 	tableOnce sync.Once
 	table     []float32 // host copy of the embedding table (EmbedIDs)
@@ -58,6 +59,7 @@ type Model struct {
 
 // layer holds one decoder layer's variables, weights [out, in] as Hugging Face stores them.
 type layer struct {
+	idx              int
 	inNorm, postNorm *model.Variable
 	q, k, v, o       *model.Variable
 	qb, kb, vb, ob   *model.Variable // nil without biases
@@ -145,6 +147,7 @@ func New(store *model.Store, cfg Config, ws WeightSource, scope string) (*Model,
 	for i := range cfg.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		l := layer{
+			idx:      i,
 			inNorm:   b.take(p+"input_layernorm.weight", H),
 			postNorm: b.take(p+"post_attention_layernorm.weight", H),
 			q:        b.take(p+"self_attn.q_proj.weight", qd, H),
@@ -335,9 +338,9 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	c := m.cfg
 	dims := h.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	q := graph.Reshape(linear(h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
-	k := graph.Reshape(linear(h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
-	v := graph.Reshape(linear(h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
+	q := graph.Reshape(m.project(l.idx, "q_proj", h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
+	k := graph.Reshape(m.project(l.idx, "k_proj", h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
+	v := graph.Reshape(m.project(l.idx, "v_proj", h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
 	if l.qNorm != nil { // Qwen3: RMSNorm over each head before RoPE
 		q, k = m.rmsNorm(q, l.qNorm), m.rmsNorm(k, l.kNorm)
 	}
@@ -361,7 +364,7 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	probs := graph.Softmax(scores, -1)
 	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1}) // [B, H, T, D]
 	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
-	return linear(out, l.o.NodeValue(g), value(g, l.ob))
+	return m.project(l.idx, "o_proj", out, l.o.NodeValue(g), value(g, l.ob))
 }
 
 // rotary returns RoPE's cos and sin [B, T, HeadDim/2] for positions [B, T], as

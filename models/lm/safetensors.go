@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -305,4 +306,34 @@ func (c *Checkpoint) all() (Weights, error) {
 		out[n] = w
 	}
 	return out, nil
+}
+
+// WriteSafetensors writes float32 tensors as one safetensors file to w (tensor names
+// sorted, as safetensors.Serialize orders them).
+func WriteSafetensors(w io.Writer, ws Weights) error {
+	views := map[string]safetensors.TensorView{}
+	for name, t := range ws {
+		if len(t.Data) != numel(t.Shape) {
+			return fmt.Errorf("lm: tensor %s: %d values for shape %v", name, len(t.Data), t.Shape)
+		}
+		shape := make([]uint64, len(t.Shape))
+		for i, d := range t.Shape {
+			shape[i] = uint64(d)
+		}
+		data := make([]byte, 4*len(t.Data))
+		for i, f := range t.Data {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(f))
+		}
+		v, err := safetensors.NewTensorView(safetensors.F32, shape, data)
+		if err != nil {
+			return fmt.Errorf("lm: tensor %s: %w", name, err)
+		}
+		views[name] = v
+	}
+	buf, err := safetensors.Serialize(views, nil)
+	if err != nil {
+		return fmt.Errorf("lm: safetensors: %w", err)
+	}
+	_, err = w.Write(buf)
+	return err
 }
