@@ -58,8 +58,13 @@ func (c Config) Validate() error {
 	return c.Encoder.Validate()
 }
 
-// minMax rescales v to [0, 1] over its own range (all equal → all 0).
-func minMax(v []float64) []float64 {
+// minMaxFlatToZero rescales v to [0, 1] over its own range; a constant vector (no
+// spread over the candidates: one candidate, or all tied) becomes all zeros. This is the
+// convention of CAGE's reranker (Qi et al., arXiv 2609.04647): a signal that does not
+// separate the candidates contributes nothing to the fused score, and in AggRelevance
+// all-zero weights fall back to the unweighted mean. Retrieval's helper
+// (retrieve.minMaxFlatToOne, after HippoRAG 2) maps the same vector to ones instead.
+func minMaxFlatToZero(v []float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range v {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
@@ -92,7 +97,7 @@ func cosine(a, b []float32) float64 {
 // AggRelevance only). A single candidate has coherence 0.
 func Coherence(z [][]float32, relevance []float64, aggregation string) []float64 {
 	n := len(z)
-	w := minMax(relevance)
+	w := minMaxFlatToZero(relevance)
 	out := make([]float64, n)
 	for i := range n {
 		var sum, den, plain float64
@@ -122,7 +127,7 @@ func Coherence(z [][]float32, relevance []float64, aggregation string) []float64
 // (the paper normalises coherence; we normalise the first-stage score too because it
 // may be a BM25 score rather than a cosine).
 func Fuse(relevance, coherence []float64, alpha float64) []float64 {
-	r, c := minMax(relevance), minMax(coherence)
+	r, c := minMaxFlatToZero(relevance), minMaxFlatToZero(coherence)
 	out := make([]float64, len(r))
 	for i := range out {
 		out[i] = alpha*r[i] + (1-alpha)*c[i]
@@ -217,7 +222,7 @@ func (r *Reranker) Scores(texts []string, relevance []float64) ([]float64, error
 		return nil, fmt.Errorf("rerank: %d texts, %d relevance scores", len(texts), len(relevance))
 	}
 	if r.cfg.Alpha == 1 || len(texts) < 2 {
-		return minMax(relevance), nil
+		return minMaxFlatToZero(relevance), nil
 	}
 	pgs := make([]*PassageGraph, len(texts))
 	for i, t := range texts {

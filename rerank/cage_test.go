@@ -113,3 +113,26 @@ func TestRetrieverReranksCandidates(t *testing.T) {
 	require.Len(t, res.Passages, 1)
 	assert.Equal(t, "b", res.Passages[0].Title, "cosine brings the guild passage from rank 2 to 1 among 3 candidates")
 }
+
+// minMaxFlatToZero follows CAGE's reranker: a signal with no spread over the candidates
+// (one candidate, or all tied) becomes all zeros, so it adds nothing to the fused score.
+func TestMinMaxFlatToZero(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want []float64
+	}{
+		{"empty", nil, []float64{}},
+		{"one entry", []float64{0.3}, []float64{0}},
+		{"constant", []float64{0.7, 0.7, 0.7}, []float64{0, 0, 0}},
+		{"spread", []float64{2, 4, 3}, []float64{0, 1, 0.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := minMaxFlatToZero(tc.in)
+			assert.Len(t, got, len(tc.want))
+			assert.InDeltaSlice(t, tc.want, got, 1e-15)
+		})
+	}
+	// Through Fuse: tied relevance leaves the ranking to coherence alone.
+	assert.InDeltaSlice(t, []float64{0.2, 0, 0.1}, Fuse([]float64{5, 5, 5}, []float64{1, -1, 0}, 0.8), 1e-12)
+}
