@@ -100,7 +100,9 @@ type Batch interface {
 // Task is a model plus its loss: the trainer owns the loop, the task builds, for
 // batches shaped like b, the scalar loss from their input nodes. Variables are the
 // weights (snapshotted for best-weights restore, saved in checkpoints); those marked
-// with Freeze are never updated.
+// with models.Freeze get no gradient and no update, do not count in the gradient norm
+// and keep whatever value they were loaded with. Freeze before the first step:
+// executables already compiled keep the variables they were built with.
 type Task interface {
 	Kind() string
 	Store() *model.Store
@@ -658,14 +660,3 @@ func restore(vars []*model.Variable, snap []*tensors.Tensor) error {
 	}
 	return nil
 }
-
-// Freeze marks variables of store as frozen (models.Freeze): the training step
-// computes no gradient for them, the optimizer never updates them, they do not count
-// in the gradient norm, and checkpoints do not save them again. A frozen variable
-// keeps whatever value it was loaded with (e.g. a pretrained encoder's weights). Call
-// it before the first Step: executables already compiled keep the variables they were
-// built with.
-func Freeze(store *model.Store, vars []*model.Variable) { models.Freeze(store, vars) }
-
-// Frozen reports whether a variable is frozen (see Freeze).
-func Frozen(v *model.Variable) bool { return !v.Trainable }
