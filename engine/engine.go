@@ -286,6 +286,17 @@ func (x *Executable) Key() Key { return x.key }
 // input shapes seen).
 func (x *Executable) Compilations() int64 { return x.builds.Load() }
 
+// Finalize frees the device and host memory of tensors the caller owns (the inputs it
+// built, the outputs of Call) at once rather than at garbage collection; nil entries are
+// skipped. A tensor must not be used afterwards.
+func Finalize(ts ...*tensors.Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			_ = t.FinalizeAll()
+		}
+	}
+}
+
 // Call runs the computation on the inputs, compiling it first if these input shapes
 // were not seen before. Variables the graph updates are written back to the store.
 // The caller owns the returned tensors.

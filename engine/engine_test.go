@@ -137,3 +137,30 @@ func TestExecutableErrors(t *testing.T) {
 	_, err = bad.Call(nil)
 	assert.Error(t, err)
 }
+
+// Finalize frees host tensors and the outputs of a call, and skips nil entries.
+func TestFinalize(t *testing.T) {
+	e, err := New(Config{Backend: "go"})
+	require.NoError(t, err)
+	defer e.Close()
+	x, err := e.Exec(Key{Name: "double"}, model.NewStore(), func(_ *model.Scope, in []*graph.Node) []*graph.Node {
+		return []*graph.Node{graph.MulScalar(in[0], 2), graph.AddScalar(in[0], 1)}
+	})
+	require.NoError(t, err)
+	in := tensors.FromFlatDataAndDimensions([]float32{1, 2}, 2)
+	outs, err := x.Call(in)
+	require.NoError(t, err)
+	require.Len(t, outs, 2)
+	for _, tt := range append([]*tensors.Tensor{in}, outs...) {
+		require.True(t, tt.Ok())
+	}
+
+	Finalize(in, nil, outs[0])
+	assert.False(t, in.Ok(), "input freed")
+	assert.False(t, outs[0].Ok(), "output freed")
+	assert.True(t, outs[1].Ok(), "a tensor not passed stays")
+	Finalize()
+	Finalize(nil)
+	Finalize(outs[1:]...)
+	assert.False(t, outs[1].Ok())
+}

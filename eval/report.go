@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/rivo/uniseg"
 
 	"github.com/graphloom/graphloom/graphio"
 )
@@ -265,21 +266,34 @@ func (r *Report) rows() ([]string, [][]string) {
 	return head, rows
 }
 
-// WriteTable prints the results table as aligned text, for a terminal.
+// WriteTable prints the results table as aligned text, for a terminal: the retriever
+// names left-aligned, the numbers right-aligned, columns two spaces apart. Cells are
+// padded by their display width (uniseg: combining marks take no column, East Asian wide
+// characters two), so non-ASCII retriever names keep the columns straight.
 func (r *Report) WriteTable(w io.Writer) error {
 	head, rows := r.rows()
-	// Numbers align right; the retriever names are padded so they read left-aligned.
-	width := len(head[0])
-	for _, row := range rows {
-		width = max(width, len(row[0]))
+	table := append([][]string{head}, rows...)
+	widths := make([]int, len(head))
+	for _, row := range table {
+		for j, cell := range row {
+			widths[j] = max(widths[j], uniseg.StringWidth(cell))
+		}
 	}
-	pad := func(s string) string { return s + strings.Repeat(" ", width-len(s)) }
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, pad(head[0])+"\t"+strings.Join(head[1:], "\t")+"\t")
-	for _, row := range rows {
-		fmt.Fprintln(tw, pad(row[0])+"\t"+strings.Join(row[1:], "\t")+"\t")
+	var b strings.Builder
+	for _, row := range table {
+		for j, cell := range row {
+			pad := strings.Repeat(" ", widths[j]-uniseg.StringWidth(cell))
+			b.WriteString("  ")
+			if j == 0 {
+				b.WriteString(cell + pad)
+			} else {
+				b.WriteString(pad + cell)
+			}
+		}
+		b.WriteByte('\n')
 	}
-	return tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Title names the report after its dataset file, with the directory when the file

@@ -181,10 +181,3 @@ func (m *GraphTransformer) Encode(b *kernels.BatchNodes, training bool) *graph.N
 func (m *GraphTransformer) Readout(b *kernels.BatchNodes, training bool) *graph.Node {
 	return kernels.MeanPool(b, m.Encode(b, training))
 }
-
-// NodeLogits returns one logit per node row, [N], for node-level binary tasks
-// (train.NodeBCE); the model needs Out = 1.
-func (m *GraphTransformer) NodeLogits(b *kernels.BatchNodes, training bool) *graph.Node {
-	h := m.Encode(b, training)
-	return graph.Reshape(h, h.Shape().Dimensions[0])
-}

@@ -1,6 +1,7 @@
 package rerank
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"math"
@@ -40,11 +41,19 @@ type Config struct {
 	// best Recall@2 — tuned on the evaluation set itself (there is no dev split), and
 	// within one or two passages of cosine.
 	Aggregation string
+	// GraphCache is how many passage graphs a Reranker memoises (keyed by text); past
+	// it the least recently used is evicted, so a long-running server's memory stays
+	// bounded. Our knob (the paper does not cache). Default DefaultGraphCache.
+	GraphCache int
 }
+
+// DefaultGraphCache is the default GraphCache: every candidate of a 1,000-question
+// evaluation with 10 candidates each fits, so its variants parse each passage once.
+const DefaultGraphCache = 10000
 
 // DefaultConfig returns the defaults documented on Config and EncoderConfig.
 func DefaultConfig() Config {
-	return Config{Encoder: DefaultEncoderConfig(), Alpha: 0.8, Aggregation: AggRelevance}
+	return Config{Encoder: DefaultEncoderConfig(), Alpha: 0.8, Aggregation: AggRelevance, GraphCache: DefaultGraphCache}
 }
 
 // Validate checks the configuration.
@@ -55,11 +64,19 @@ func (c Config) Validate() error {
 	if c.Aggregation != AggMean && c.Aggregation != AggRelevance {
 		return fmt.Errorf("rerank: aggregation %q: want %q or %q", c.Aggregation, AggMean, AggRelevance)
 	}
+	if c.GraphCache < 1 {
+		return fmt.Errorf("rerank: GraphCache %d: want at least 1", c.GraphCache)
+	}
 	return c.Encoder.Validate()
 }
 
-// minMax rescales v to [0, 1] over its own range (all equal → all 0).
-func minMax(v []float64) []float64 {
+// minMaxFlatToZero rescales v to [0, 1] over its own range; a constant vector (no
+// spread over the candidates: one candidate, or all tied) becomes all zeros. This is the
+// convention of CAGE's reranker (Qi et al., arXiv 2609.04647): a signal that does not
+// separate the candidates contributes nothing to the fused score, and in AggRelevance
+// all-zero weights fall back to the unweighted mean. Retrieval's helper
+// (retrieve.minMaxFlatToOne, after HippoRAG 2) maps the same vector to ones instead.
+func minMaxFlatToZero(v []float64) []float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, x := range v {
 		lo, hi = math.Min(lo, x), math.Max(hi, x)
@@ -92,7 +109,7 @@ func cosine(a, b []float32) float64 {
 // AggRelevance only). A single candidate has coherence 0.
 func Coherence(z [][]float32, relevance []float64, aggregation string) []float64 {
 	n := len(z)
-	w := minMax(relevance)
+	w := minMaxFlatToZero(relevance)
 	out := make([]float64, n)
 	for i := range n {
 		var sum, den, plain float64
@@ -122,7 +139,7 @@ func Coherence(z [][]float32, relevance []float64, aggregation string) []float64
 // (the paper normalises coherence; we normalise the first-stage score too because it
 // may be a BM25 score rather than a cosine).
 func Fuse(relevance, coherence []float64, alpha float64) []float64 {
-	r, c := minMax(relevance), minMax(coherence)
+	r, c := minMaxFlatToZero(relevance), minMaxFlatToZero(coherence)
 	out := make([]float64, len(r))
 	for i := range out {
 		out[i] = alpha*r[i] + (1-alpha)*c[i]
@@ -152,31 +169,49 @@ type Reranker struct {
 	graphs *GraphCache
 }
 
-// GraphCache memoises passage graphs by text; it is safe for concurrent use and can be
-// shared by rerankers (e.g. the variants of an evaluation).
+// GraphCache memoises passage graphs by text, up to a capacity past which the least
+// recently used graph is evicted; it is safe for concurrent use and can be shared by
+// rerankers (e.g. the variants of an evaluation).
 type GraphCache struct {
-	mu     sync.Mutex
-	parser *Parser
-	graphs map[string]*PassageGraph
+	mu       sync.Mutex
+	parser   *Parser
+	capacity int
+	recent   *list.List               // of *cachedGraph, most recently used first
+	byText   map[string]*list.Element // into recent
 }
 
-// NewGraphCache returns an empty cache.
-func NewGraphCache() *GraphCache {
-	return &GraphCache{parser: NewParser(), graphs: map[string]*PassageGraph{}}
+type cachedGraph struct {
+	text  string
+	graph *PassageGraph
+}
+
+// NewGraphCache returns an empty cache of DefaultGraphCache graphs.
+func NewGraphCache() *GraphCache { return NewGraphCacheSize(DefaultGraphCache) }
+
+// NewGraphCacheSize returns an empty cache of capacity graphs (at least 1).
+func NewGraphCacheSize(capacity int) *GraphCache {
+	return &GraphCache{parser: NewParser(), capacity: max(capacity, 1), recent: list.New(),
+		byText: map[string]*list.Element{}}
 }
 
 // Graph returns the (memoised) passage graph of text.
 func (c *GraphCache) Graph(text string) (*PassageGraph, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g, ok := c.graphs[text]; ok {
-		return g, nil
+	if e, ok := c.byText[text]; ok {
+		c.recent.MoveToFront(e)
+		return e.Value.(*cachedGraph).graph, nil
 	}
 	g, err := c.parser.Parse(text)
 	if err != nil {
 		return nil, err
 	}
-	c.graphs[text] = g
+	c.byText[text] = c.recent.PushFront(&cachedGraph{text, g})
+	for c.recent.Len() > c.capacity {
+		oldest := c.recent.Back()
+		c.recent.Remove(oldest)
+		delete(c.byText, oldest.Value.(*cachedGraph).text)
+	}
 	return g, nil
 }
 
@@ -188,7 +223,7 @@ func NewReranker(cfg Config, enc *Encoder) (*Reranker, error) {
 	if enc == nil {
 		return nil, errors.New("rerank: nil encoder")
 	}
-	return &Reranker{cfg: cfg, enc: enc, graphs: NewGraphCache()}, nil
+	return &Reranker{cfg: cfg, enc: enc, graphs: NewGraphCacheSize(cfg.GraphCache)}, nil
 }
 
 // NewUntrained returns a reranker whose encoder is freshly initialised from cfg.Encoder.
@@ -200,7 +235,8 @@ func NewUntrained(eng *engine.Engine, cfg Config) (*Reranker, error) {
 	return NewReranker(cfg, enc)
 }
 
-// ShareCache makes r use cache c for its passage graphs.
+// ShareCache makes r use cache c for its passage graphs (c's capacity, not
+// Config.GraphCache, then bounds it).
 func (r *Reranker) ShareCache(c *GraphCache) { r.graphs = c }
 
 // Config returns the configuration.
@@ -217,7 +253,7 @@ func (r *Reranker) Scores(texts []string, relevance []float64) ([]float64, error
 		return nil, fmt.Errorf("rerank: %d texts, %d relevance scores", len(texts), len(relevance))
 	}
 	if r.cfg.Alpha == 1 || len(texts) < 2 {
-		return minMax(relevance), nil
+		return minMaxFlatToZero(relevance), nil
 	}
 	pgs := make([]*PassageGraph, len(texts))
 	for i, t := range texts {

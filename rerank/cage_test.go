@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		func(c *Config) { c.Aggregation = "max" },
 		func(c *Config) { c.Encoder.Beta = 0.5 },
 		func(c *Config) { c.Encoder.Hidden = 0 },
+		func(c *Config) { c.GraphCache = 0 },
 	} {
 		c := DefaultConfig()
 		mod(&c)
@@ -67,7 +68,7 @@ func TestCoherencePromotesTheConnectedPassage(t *testing.T) {
 	s, err = r1.Scores(texts, []float64{0.1, 0.9, 0.5})
 	require.NoError(t, err)
 	assert.Equal(t, []float64{0, 1, 0.5}, s)
-	assert.Empty(t, r1.graphs.graphs)
+	assert.Empty(t, r1.graphs.byText)
 	_, err = r.Scores(texts, []float64{1})
 	assert.Error(t, err)
 }
@@ -129,4 +130,69 @@ func TestRetrieverReranksCandidates(t *testing.T) {
 	assert.InDelta(t, 1, res.Passages[0].Score, 1e-9)
 	assert.InDelta(t, 0, res.Passages[1].Score, 1e-9)
 	assert.InDelta(t, 0, res.Passages[2].Score, 1e-9)
+}
+
+// minMaxFlatToZero follows CAGE's reranker: a signal with no spread over the candidates
+// (one candidate, or all tied) becomes all zeros, so it adds nothing to the fused score.
+func TestMinMaxFlatToZero(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want []float64
+	}{
+		{"empty", nil, []float64{}},
+		{"one entry", []float64{0.3}, []float64{0}},
+		{"constant", []float64{0.7, 0.7, 0.7}, []float64{0, 0, 0}},
+		{"spread", []float64{2, 4, 3}, []float64{0, 1, 0.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := minMaxFlatToZero(tc.in)
+			assert.Len(t, got, len(tc.want))
+			assert.InDeltaSlice(t, tc.want, got, 1e-15)
+		})
+	}
+	// Through Fuse: tied relevance leaves the ranking to coherence alone.
+	assert.InDeltaSlice(t, []float64{0.2, 0, 0.1}, Fuse([]float64{5, 5, 5}, []float64{1, -1, 0}, 0.8), 1e-12)
+}
+
+// GraphCache keeps at most its capacity of graphs and evicts the least recently used:
+// a hit refreshes an entry, so after a, b, a, c the one to go is b.
+func TestGraphCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := NewGraphCacheSize(2)
+	a, b, d := "Ada Lovelace wrote the first program.", "Bristol lies on the Avon.", "The guild met in Bath."
+	cached := func(text string) bool { _, ok := c.byText[text]; return ok }
+	graph := func(text string) *PassageGraph {
+		g, err := c.Graph(text)
+		require.NoError(t, err)
+		return g
+	}
+
+	ga := graph(a)
+	gb := graph(b)
+	assert.Same(t, ga, graph(a), "a hit returns the memoised graph and makes a the most recent")
+	graph(d)
+	assert.Equal(t, 2, c.recent.Len())
+	assert.True(t, cached(a))
+	assert.False(t, cached(b), "b was the least recently used")
+	assert.True(t, cached(d))
+
+	gb2 := graph(b) // parsed again; now a is the least recently used
+	assert.NotSame(t, gb, gb2)
+	assert.Equal(t, gb, gb2, "the same text parses to the same graph")
+	assert.False(t, cached(a))
+	assert.True(t, cached(b))
+	assert.True(t, cached(d))
+	assert.Len(t, c.byText, 2)
+
+	assert.Equal(t, DefaultGraphCache, NewGraphCache().capacity)
+	assert.Equal(t, 1, NewGraphCacheSize(0).capacity, "capacity is at least 1")
+}
+
+// A Reranker's own cache takes its capacity from Config.GraphCache.
+func TestRerankerGraphCacheCapacity(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GraphCache = 3
+	r, err := NewReranker(cfg, &Encoder{})
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.graphs.capacity)
 }

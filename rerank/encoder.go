@@ -284,16 +284,12 @@ func (e *Encoder) encodeBatch(gs []*kernels.Graph) ([][]float32, error) {
 	}
 	inputs := b.Tensors()
 	outs, err := exe.Call(inputs...)
-	for _, t := range inputs {
-		t.FinalizeAll()
-	}
+	engine.Finalize(inputs...)
 	if err != nil {
 		return nil, fmt.Errorf("rerank: encode: %w", err)
 	}
 	rows := tensors.MustCopyFlatData[float32](outs[0])
-	for _, t := range outs {
-		t.FinalizeAll()
-	}
+	engine.Finalize(outs...)
 	flat, err := b.PerGraph(rows, e.cfg.Hidden)
 	if err != nil {
 		return nil, err

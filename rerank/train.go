@@ -247,17 +247,13 @@ func (t contrastiveTask) evaluate(eng *engine.Engine, bs []pairBatch) (train.Met
 		}
 		inputs, _ := pb.Inputs()
 		outs, err := exe.Call(inputs...)
-		for _, x := range inputs {
-			x.FinalizeAll()
-		}
+		engine.Finalize(inputs...)
 		if err != nil {
 			return m, fmt.Errorf("rerank: evaluate: %w", err)
 		}
 		loss := tensors.MustCopyFlatData[float32](outs[0])[0]
 		z := tensors.MustCopyFlatData[float32](outs[1])
-		for _, x := range outs {
-			x.FinalizeAll()
-		}
+		engine.Finalize(outs...)
 		real := 0
 		for _, w := range pb.weights {
 			if w > 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// A fusion gives, entry by entry and as vectors, the bits fuse (or minMax, without
+// A fusion gives, entry by entry and as vectors, the bits fuse (or minMaxFlatToOne, without
 // lexical scores) gives over the widened dense scores.
 func TestFusionMatchesFuse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -34,8 +34,8 @@ func TestFusionMatchesFuse(t *testing.T) {
 		lex   []float64
 		want  []float64
 	}{
-		{"dense alone", dense, nil, minMax(nil, wide)},
-		{"no lexical match", dense, make([]float64, len(dense)), minMax(nil, wide)},
+		{"dense alone", dense, nil, minMaxFlatToOne(nil, wide)},
+		{"no lexical match", dense, make([]float64, len(dense)), minMaxFlatToOne(nil, wide)},
 		{"fused", dense, sparseLex, fuse(nil, wide, sparseLex, 0.3)},
 		{"equal dense scores", constant, sparseLex, nil},
 		{"empty", nil, nil, nil},
@@ -62,5 +62,27 @@ func TestFusionMatchesFuse(t *testing.T) {
 	raw := rawFusion(dense)
 	for i, x := range dense {
 		assert.Equal(t, float64(x), raw.at(i))
+	}
+}
+
+// minMaxFlatToOne follows HippoRAG 2's min_max_normalize: a vector with no spread (one
+// entry, or all tied) becomes all ones.
+func TestMinMaxFlatToOne(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want []float64
+	}{
+		{"empty", nil, nil},
+		{"one entry", []float64{0.3}, []float64{1}},
+		{"constant", []float64{0.7, 0.7, 0.7}, []float64{1, 1, 1}},
+		{"constant zero", []float64{0, 0}, []float64{1, 1}},
+		{"spread", []float64{2, 4, 3}, []float64{0, 1, 0.5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := minMaxFlatToOne(nil, tc.in)
+			assert.Len(t, got, len(tc.want))
+			assert.InDeltaSlice(t, tc.want, got, 1e-15)
+		})
 	}
 }

@@ -83,7 +83,7 @@ func (r hyperRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 		for i, id := range ids {
 			vals[i] = sims[id]
 		}
-		norm := minMax(nil, vals)
+		norm := minMaxFlatToOne(nil, vals)
 		for _, nb := range kernels.TopK(toF32(nil, norm), top) {
 			reset[node(ids[nb.Index])] += norm[nb.Index]
 		}
@@ -100,7 +100,7 @@ func (r hyperRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 	for i, nb := range top {
 		vals[i] = float64(nb.Score)
 	}
-	for i, v := range minMax(nil, vals) {
+	for i, v := range minMaxFlatToOne(nil, vals) {
 		reset[g.ns.Chunk(top[i].Index)] += v * s.cfg.HyperChunkWeight
 	}
 	p := &pprQuery{bm25: bm25, dense: toF64(sc, dense), reset: reset}

@@ -64,7 +64,7 @@ func validFusion(m string) error {
 // text is ranked by the embedder as in the papers.
 func fuse(sc *scratch, dense, lex []float64, lambda float64) []float64 {
 	if allZero(lex) || len(dense) == 0 {
-		return minMax(sc, dense)
+		return minMaxFlatToOne(sc, dense)
 	}
 	dlo, dhi := bounds(dense)
 	llo, lhi := bounds(lex)

@@ -387,9 +387,12 @@ func (s *Searcher) factTriple(f int32) []string {
 	return []string{s.ix.Entities[x.Subject].Name, x.Predicate, s.ix.Entities[x.Object].Name}
 }
 
-// minMax normalises v to [0,1]; a constant vector becomes all ones (HippoRAG's
-// min_max_normalize).
-func minMax(sc *scratch, v []float64) []float64 {
+// minMaxFlatToOne normalises v to [0,1] over its own range; a constant vector (no
+// spread: one candidate, or all tied) becomes all ones. This is HippoRAG 2's convention
+// (min_max_normalize in its utils/misc_utils.py returns np.ones_like(x) when max = min):
+// a tied seed set keeps full weight rather than vanishing from the PPR reset vector. The
+// reranker's helper (rerank.minMaxFlatToZero) maps the same vector to zeros instead.
+func minMaxFlatToOne(sc *scratch, v []float64) []float64 {
 	if len(v) == 0 {
 		return v
 	}

@@ -333,7 +333,7 @@ func TestFuse(t *testing.T) {
 	lex := []float64{3, 0, 1}
 	got := fuse(nil, dense, lex, 0.5)
 	assert.InDeltaSlice(t, []float64{0.5, 0.25, 0.6666666666666666}, got, 1e-12)
-	assert.Equal(t, minMax(nil, dense), fuse(nil, dense, []float64{0, 0, 0}, 0.5), "no lexical match leaves the dense ranking")
+	assert.Equal(t, minMaxFlatToOne(nil, dense), fuse(nil, dense, []float64{0, 0, 0}, 0.5), "no lexical match leaves the dense ranking")
 }
 
 func TestLexicalModeFollowsEmbedder(t *testing.T) {

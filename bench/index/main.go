@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/x448/float16"
+
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
@@ -189,25 +191,11 @@ func writeLightRAG(dir string, ix *graphio.Index, vectors bool) error {
 func f16zlib(v []float32) string {
 	raw := make([]byte, 2*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint16(raw[2*i:], f32to16(x))
+		binary.LittleEndian.PutUint16(raw[2*i:], float16.Fromfloat32(x).Bits())
 	}
 	var b bytes.Buffer
 	zw := zlib.NewWriter(&b)
 	zw.Write(raw)
 	zw.Close()
 	return base64.StdEncoding.EncodeToString(b.Bytes())
-}
-
-func f32to16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int((b>>23)&0xff) - 127 + 15
-	mant := b & 0x7fffff
-	switch {
-	case exp <= 0:
-		return sign
-	case exp >= 31:
-		return sign | 0x7c00
-	}
-	return sign | uint16(exp)<<10 | uint16(mant>>13)
 }

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/x448/float16"
+
 	"github.com/graphloom/graphloom/graphio"
 )
 
@@ -491,7 +493,7 @@ func decodeFloat16Vector(s string) ([]float32, error) {
 	}
 	out := make([]float32, len(raw)/2)
 	for i := range out {
-		out[i] = halfToFloat(binary.LittleEndian.Uint16(raw[2*i:]))
+		out[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
 	}
 	return out, nil
 }
@@ -504,11 +506,12 @@ type f16Encoder struct {
 	zw  *zlib.Writer
 }
 
-// encode is the inverse of decodeFloat16Vector.
+// encode is the inverse of decodeFloat16Vector. Values round to the nearest float16,
+// ties to even, as numpy's astype does (x448/float16; out of range → ±Inf).
 func (e *f16Encoder) encode(v []float32) string {
 	e.raw = e.raw[:0]
 	for _, x := range v {
-		e.raw = binary.LittleEndian.AppendUint16(e.raw, floatToHalf(x))
+		e.raw = binary.LittleEndian.AppendUint16(e.raw, float16.Fromfloat32(x).Bits())
 	}
 	e.buf.Reset()
 	if e.zw == nil {
@@ -522,58 +525,6 @@ func (e *f16Encoder) encode(v []float32) string {
 }
 
 func encodeFloat16Vector(v []float32) string { return new(f16Encoder).encode(v) }
-
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0 && man == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		f := float32(man) / 1024 / 16384
-		if sign != 0 {
-			f = -f
-		}
-		return f
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | man<<13)
-	}
-	return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-}
-
-// floatToHalf rounds to the nearest float16 (ties to even), as numpy's astype does.
-func floatToHalf(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int32(b>>23&0xff) - 127 + 15
-	man := b & 0x7fffff
-	switch {
-	case b&0x7fffffff > 0x7f800000: // NaN
-		return sign | 0x7e00
-	case exp >= 0x1f:
-		return sign | 0x7c00
-	case exp <= 0:
-		if exp < -10 {
-			return sign
-		}
-		man |= 0x800000
-		shift := uint32(14 - exp)
-		half := man >> shift
-		rem := man & (1<<shift - 1)
-		mid := uint32(1) << (shift - 1)
-		if rem > mid || (rem == mid && half&1 == 1) {
-			half++
-		}
-		return sign | uint16(half)
-	}
-	half := uint32(exp)<<10 | man>>13
-	rem := man & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && half&1 == 1) {
-		half++ // may carry into the exponent, which is still correct rounding
-	}
-	return sign | uint16(half)
-}
 
 func md5hex(s string) string {
 	sum := md5.Sum([]byte(s))

@@ -1,8 +1,13 @@
 package interop
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -323,20 +328,101 @@ func TestLightRAGExportNative(t *testing.T) {
 	assert.InDeltaSlice(t, ix.Embeddings[graphio.KindChunk].Row(0), h, 1e-3)
 }
 
+// TestFloat16 holds LightRAG's vector codec to hand-derived float16 bit patterns:
+// round to nearest with ties to even (numpy's astype), subnormals, overflow to ±Inf,
+// signed zeros, infinities and the canonical NaN, in both directions.
 func TestFloat16(t *testing.T) {
-	for _, tc := range []struct {
+	f32 := math.Float32frombits
+	encodeCases := []struct {
 		f float32
 		h uint16
-	}{{0, 0}, {1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {1e6, 0x7c00}, {6.1035156e-05, 0x0400}, {5.9604645e-08, 0x0001}, {0.33333334, 0x3555}} {
-		assert.Equal(t, tc.h, floatToHalf(tc.f), "%v", tc.f)
-		if tc.h != 0x7c00 {
-			assert.InDelta(t, tc.f, halfToFloat(tc.h), math.Abs(float64(tc.f))*1e-3+1e-12, "%#x", tc.h)
-		}
+	}{
+		{0, 0x0000}, {f32(0x80000000), 0x8000}, {1, 0x3c00}, {-2, 0xc000},
+		{0.33333334, 0x3555},
+		{1 + 1.0/2048, 0x3c00}, // a tie: to even (1)
+		{1 + 3.0/2048, 0x3c02}, // a tie: to even (1 + 2⁻⁹)
+		{65504, 0x7bff},        // the largest half
+		{65520, 0x7c00},        // a tie between 65504 and 2¹⁶: to even, Inf
+		{1e6, 0x7c00}, {-1e6, 0xfc00},
+		{6.1035156e-05, 0x0400}, // 2⁻¹⁴, the smallest normal
+		{3.0517578e-05, 0x0200}, // 2⁻¹⁵, subnormal
+		{5.9604645e-08, 0x0001}, // 2⁻²⁴, the smallest subnormal
+		{2.9802322e-08, 0x0000}, // 2⁻²⁵: a tie to even, 0
+		{8.940697e-08, 0x0002},  // 3·2⁻²⁵: a tie to even, 2·2⁻²⁴
+		{1e-10, 0x0000}, {-1e-10, 0x8000},
+		{float32(math.Inf(1)), 0x7c00}, {float32(math.Inf(-1)), 0xfc00},
+		{f32(0x7fc00000), 0x7e00}, // the canonical NaN
 	}
+	var in []float32
+	for _, tc := range encodeCases {
+		in = append(in, tc.f)
+	}
+	raw := unpackFloat16(t, encodeFloat16Vector(in))
+	require.Len(t, raw, len(encodeCases))
+	for i, tc := range encodeCases {
+		assert.Equal(t, tc.h, raw[i], "%v (%#08x)", tc.f, math.Float32bits(tc.f))
+	}
+
+	decodeCases := []struct {
+		h uint16
+		f uint32 // float32 bits
+	}{
+		{0x0000, 0}, {0x8000, 0x80000000}, {0x3c00, math.Float32bits(1)}, {0xc000, math.Float32bits(-2)},
+		{0x3555, math.Float32bits(0.333251953125)}, {0x7bff, math.Float32bits(65504)},
+		{0x0400, math.Float32bits(6.1035156e-05)},
+		{0x0001, math.Float32bits(5.9604645e-08)}, {0x8001, math.Float32bits(-5.9604645e-08)},
+		{0x03ff, math.Float32bits(1023 * 5.9604645e-08)}, // the largest subnormal
+		{0x7c00, 0x7f800000}, {0xfc00, 0xff800000}, {0x7e00, 0x7fc00000},
+	}
+	var hs []uint16
+	for _, tc := range decodeCases {
+		hs = append(hs, tc.h)
+	}
+	got, err := decodeFloat16Vector(packFloat16(hs))
+	require.NoError(t, err)
+	require.Len(t, got, len(decodeCases))
+	for i, tc := range decodeCases {
+		assert.Equal(t, tc.f, math.Float32bits(got[i]), "%#04x", tc.h)
+	}
+	// A NaN with another payload stays a NaN (its payload bits are the library's).
+	got, err = decodeFloat16Vector(packFloat16(unpackFloat16(t, encodeFloat16Vector([]float32{f32(0x7f800001), f32(0xffc12345)}))))
+	require.NoError(t, err)
+	assert.True(t, math.IsNaN(float64(got[0])) && math.IsNaN(float64(got[1])), "%v", got)
+
 	v := []float32{0.5, -0.25, 0.125, 3}
-	got, err := decodeFloat16Vector(encodeFloat16Vector(v))
+	got, err = decodeFloat16Vector(encodeFloat16Vector(v))
 	require.NoError(t, err)
 	assert.Equal(t, v, got)
+}
+
+// packFloat16 and unpackFloat16 write and read LightRAG's vector format (base64 of
+// zlib of little-endian float16) with the standard library, independently of the codec.
+func packFloat16(hs []uint16) string {
+	var raw []byte
+	for _, h := range hs {
+		raw = binary.LittleEndian.AppendUint16(raw, h)
+	}
+	var b bytes.Buffer
+	zw := zlib.NewWriter(&b)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+func unpackFloat16(t *testing.T, s string) []uint16 {
+	t.Helper()
+	z, err := base64.StdEncoding.DecodeString(s)
+	require.NoError(t, err)
+	zr, err := zlib.NewReader(bytes.NewReader(z))
+	require.NoError(t, err)
+	raw, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Zero(t, len(raw)%2)
+	out := make([]uint16, len(raw)/2)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	}
+	return out
 }
 
 func TestLightRAGBadInput(t *testing.T) {

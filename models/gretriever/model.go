@@ -391,13 +391,13 @@ func (m *Model) Loss(eng *engine.Engine, exs []Example) (float64, error) {
 		}
 		in, _ := x.Inputs()
 		outs, err := exe.Call(in...)
-		finalize(in)
+		engine.Finalize(in...)
 		if err != nil {
 			return 0, fmt.Errorf("gretriever: loss: %w", err)
 		}
 		sum += float64(tensors.MustCopyFlatData[float32](outs[0])[0]) * float64(x.tokens)
 		count += x.tokens
-		finalize(outs)
+		engine.Finalize(outs...)
 	}
 	if count == 0 {
 		return 0, errors.New("gretriever: no examples")
@@ -437,11 +437,11 @@ func (m *Model) GraphTokens(eng *engine.Engine, exs []Example) ([][]float32, err
 	}
 	in := append(g.Tensors(), tensors.FromFlatDataAndDimensions(slot, b))
 	outs, err := exe.Call(in...)
-	finalize(in)
+	engine.Finalize(in...)
 	if err != nil {
 		return nil, fmt.Errorf("gretriever: graph token: %w", err)
 	}
-	defer finalize(outs)
+	defer engine.Finalize(outs...)
 	flat := tensors.MustCopyFlatData[float32](outs[0])
 	h := m.cfg.LMHidden
 	res := make([][]float32, len(exs))
@@ -503,10 +503,4 @@ func (m *Model) answer(eng *engine.Engine, exs []Example, withToken bool) ([]str
 		}
 	}
 	return out, nil
-}
-
-func finalize(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		_ = t.FinalizeAll()
-	}
 }

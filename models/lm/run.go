@@ -156,7 +156,7 @@ func (m *Model) ForwardEmbeds(eng *engine.Engine, seqs [][][]float32) ([][][]flo
 		return nil, fmt.Errorf("lm: forward: %w", err)
 	}
 	flat, err := tensors.CopyFlatData[float32](outs[0])
-	finalize(outs)
+	engine.Finalize(outs...)
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +190,6 @@ func (m *Model) embedAll(ids [][]int32) ([][][]float32, error) {
 		seqs[i] = e
 	}
 	return seqs, nil
-}
-
-func finalize(ts []*tensors.Tensor) {
-	for _, t := range ts {
-		if t != nil {
-			_ = t.FinalizeAll()
-		}
-	}
 }
 
 // GenerateOptions configures generation: greedy by default, sampled with
@@ -281,9 +273,9 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		return ids
 	}
 	next := pick(outs[0], outs[1])
-	finalize(outs[:2])
+	engine.Finalize(outs[:2]...)
 	cacheK, cacheV := outs[2], outs[3]
-	defer func() { finalize([]*tensors.Tensor{cacheK, cacheV}) }()
+	defer func() { engine.Finalize(cacheK, cacheV) }()
 	cmask := make([]int32, b*c)
 	for i := range b {
 		for j := range int(lens[i]) {
@@ -335,7 +327,7 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 			return nil, fmt.Errorf("lm: generate: step %d: %w", s, err)
 		}
 		next = pick(outs[0], outs[1])
-		finalize([]*tensors.Tensor{outs[0], outs[1], cacheK, cacheV})
+		engine.Finalize(outs[0], outs[1], cacheK, cacheV)
 		cacheK, cacheV = outs[2], outs[3]
 	}
 }

@@ -60,6 +60,51 @@ type LogRecord struct {
 	Seconds   float64  `json:"seconds"`
 }
 
+// MarshalJSON writes the record; a NaN or infinite value (a diverged loss, a gradient
+// norm that overflowed) is written as null, since JSON has neither.
+func (r LogRecord) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Step      int        `json:"step"`
+		Loss      *nullFloat `json:"loss,omitempty"`
+		LR        *nullFloat `json:"lr,omitempty"`
+		GradNorm  *nullFloat `json:"grad_norm,omitempty"`
+		Eval      *Metrics   `json:"eval,omitempty"`
+		TrainLoss *nullFloat `json:"train_loss,omitempty"`
+		Seconds   nullFloat  `json:"seconds"`
+	}{r.Step, (*nullFloat)(r.Loss), (*nullFloat)(r.LR), (*nullFloat)(r.GradNorm), r.Eval,
+		(*nullFloat)(r.TrainLoss), nullFloat(r.Seconds)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: an absent field stays nil, a null one
+// reads back as NaN.
+func (r *LogRecord) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Step      int             `json:"step"`
+		Loss      json.RawMessage `json:"loss"`
+		LR        json.RawMessage `json:"lr"`
+		GradNorm  json.RawMessage `json:"grad_norm"`
+		Eval      *Metrics        `json:"eval"`
+		TrainLoss json.RawMessage `json:"train_loss"`
+		Seconds   nullFloat       `json:"seconds"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	out := LogRecord{Step: w.Step, Eval: w.Eval, Seconds: float64(w.Seconds)}
+	for _, f := range []struct {
+		raw json.RawMessage
+		dst **float64
+	}{{w.Loss, &out.Loss}, {w.LR, &out.LR}, {w.GradNorm, &out.GradNorm}, {w.TrainLoss, &out.TrainLoss}} {
+		v, err := optFloat(f.raw)
+		if err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	*r = out
+	return nil
+}
+
 // Run runs the loop. At the end the weights of the best evaluation are restored (when
 // any evaluation improved) and the result lists every evaluation.
 func (l Loop) Run(ctx context.Context, h Hooks) (*Result, error) {

@@ -132,3 +132,62 @@ func TestLoopLogAndCurves(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "\x89PNG", string(data[:4]))
 }
+
+// A diverged run still writes its log: NaN and ±Inf metrics become JSON null, and
+// null reads back as NaN while an absent field stays absent.
+func TestLoopLogNaNMetrics(t *testing.T) {
+	var log bytes.Buffer
+	steps := []train.StepStats{
+		{Loss: 0.5, LR: 0.01, GradNorm: 2},
+		{Loss: math.NaN(), LR: 0.01, GradNorm: math.Inf(1)},
+	}
+	_, err := train.Loop{Steps: 2, EvalEvery: 2, Log: &log}.Run(t.Context(), train.Hooks{
+		Step: func(i int) (train.StepStats, error) { return steps[i], nil },
+		Eval: func() (train.Metrics, error) {
+			return train.Metrics{Loss: math.NaN(), Accuracy: math.Inf(-1), AUC: math.NaN(), N: 3}, nil
+		},
+		Snapshot: func() error { return nil },
+		Restore:  func() error { return nil },
+	})
+	require.NoError(t, err)
+
+	// The lines as generic JSON (seconds vary, so they are checked for presence only).
+	want := []map[string]any{
+		{"step": 1.0, "loss": 0.5, "lr": 0.01, "grad_norm": 2.0},
+		{"step": 2.0, "loss": nil, "lr": 0.01, "grad_norm": nil},
+		{"step": 2.0, "train_loss": nil, "eval": map[string]any{"loss": nil, "accuracy": nil, "auc": nil, "n": 3.0}},
+	}
+	lines := bytes.Split(bytes.TrimSpace(log.Bytes()), []byte("\n"))
+	require.Len(t, lines, len(want))
+	for i, line := range lines {
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(line, &got), "line %d: %s", i+1, line)
+		assert.Contains(t, got, "seconds", "line %d", i+1)
+		delete(got, "seconds")
+		assert.Equal(t, want[i], got, "line %d: %s", i+1, line)
+	}
+
+	// Read back as LogRecords.
+	var recs []train.LogRecord
+	for _, line := range lines {
+		var r train.LogRecord
+		require.NoError(t, json.Unmarshal(line, &r))
+		recs = append(recs, r)
+	}
+	require.NotNil(t, recs[0].Loss)
+	assert.Equal(t, 0.5, *recs[0].Loss)
+	assert.Equal(t, 2.0, *recs[0].GradNorm)
+	assert.Nil(t, recs[0].Eval)
+	assert.Nil(t, recs[0].TrainLoss, "absent stays nil")
+	require.NotNil(t, recs[1].Loss)
+	assert.True(t, math.IsNaN(*recs[1].Loss), "null loss reads back as NaN")
+	assert.True(t, math.IsNaN(*recs[1].GradNorm), "+Inf was written as null")
+	assert.Equal(t, 0.01, *recs[1].LR)
+	require.NotNil(t, recs[2].Eval)
+	assert.Nil(t, recs[2].Loss)
+	assert.True(t, math.IsNaN(*recs[2].TrainLoss))
+	assert.True(t, math.IsNaN(recs[2].Eval.Loss))
+	assert.True(t, math.IsNaN(recs[2].Eval.Accuracy))
+	assert.True(t, math.IsNaN(recs[2].Eval.AUC))
+	assert.Equal(t, 3, recs[2].Eval.N)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models"
 	"github.com/graphloom/graphloom/models/train"
 )
 
@@ -197,7 +198,7 @@ func TestFrozenParametersUnchanged(t *testing.T) {
 	}
 	require.NotEmpty(t, frozen)
 	require.NotEmpty(t, free)
-	train.Freeze(m.Store(), frozen)
+	models.Freeze(m.Store(), frozen)
 	before := func(vs []*model.Variable) [][]float32 {
 		var out [][]float32
 		for _, v := range vs {
@@ -217,7 +218,8 @@ func TestFrozenParametersUnchanged(t *testing.T) {
 	assert.Equal(t, frozen0, before(frozen), "frozen variables are bit-identical after training")
 	assert.NotEqual(t, free0, before(free), "trainable variables moved")
 	for _, v := range frozen {
-		assert.True(t, train.Frozen(v))
+		assert.False(t, v.Trainable)
+		assert.True(t, models.IsFrozen(m.Store(), v))
 	}
 }
 

@@ -125,16 +125,26 @@ func (e *EarlyStopping) Best() float64 {
 	return e.best
 }
 
-// MarshalJSON writes a NaN AUC (one class only, or a task without one) as null:
-// JSON has no NaN.
+// MarshalJSON writes a NaN or infinite metric (an AUC with one class only, the loss of
+// a diverged run, any metric of an empty split) as null: JSON has neither.
 func (m Metrics) MarshalJSON() ([]byte, error) {
-	type plain Metrics
-	var auc *float64
-	if !math.IsNaN(m.AUC) {
-		auc = &m.AUC
+	return json.Marshal(metricsJSON{nullFloat(m.Loss), nullFloat(m.Accuracy), nullFloat(m.AUC), m.N})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a null metric reads back as NaN.
+func (m *Metrics) UnmarshalJSON(b []byte) error {
+	w := metricsJSON{nullFloat(math.NaN()), nullFloat(math.NaN()), nullFloat(math.NaN()), 0}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
 	}
-	return json.Marshal(struct {
-		plain
-		AUC *float64 `json:"auc"`
-	}{plain(m), auc})
+	*m = Metrics{Loss: float64(w.Loss), Accuracy: float64(w.Accuracy), AUC: float64(w.AUC), N: w.N}
+	return nil
+}
+
+// metricsJSON is Metrics on the wire.
+type metricsJSON struct {
+	Loss     nullFloat `json:"loss"`
+	Accuracy nullFloat `json:"accuracy"`
+	AUC      nullFloat `json:"auc"`
+	N        int       `json:"n"`
 }

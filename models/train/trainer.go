@@ -100,7 +100,9 @@ type Batch interface {
 // Task is a model plus its loss: the trainer owns the loop, the task builds, for
 // batches shaped like b, the scalar loss from their input nodes. Variables are the
 // weights (snapshotted for best-weights restore, saved in checkpoints); those marked
-// with Freeze are never updated.
+// with models.Freeze get no gradient and no update, do not count in the gradient norm
+// and keep whatever value they were loaded with. Freeze before the first step:
+// executables already compiled keep the variables they were built with.
 type Task interface {
 	Kind() string
 	Store() *model.Store
@@ -323,11 +325,11 @@ func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
 		return StepStats{}, fmt.Errorf("train: step: %w", err)
 	}
 	outs, err := exe.Call(inputs...)
-	finalize(inputs)
+	engine.Finalize(inputs...)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("train: step %d: %w", t.step, err)
 	}
-	defer finalize(outs)
+	defer engine.Finalize(outs...)
 	return StepStats{Loss: float64(tensors.MustCopyFlatData[float32](outs[0])[0]),
 		GradNorm: float64(tensors.MustCopyFlatData[float32](outs[1])[0])}, nil
 }
@@ -379,7 +381,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 			return StepStats{}, fmt.Errorf("train: micro-batch %d: %w", i, err)
 		}
 		outs, err := exe.Call(inputs...)
-		finalize(inputs)
+		engine.Finalize(inputs...)
 		if err != nil {
 			return StepStats{}, fmt.Errorf("train: step %d micro-batch %d: %w", t.step, i, err)
 		}
@@ -392,7 +394,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 			sum = make([]*tensors.Tensor, len(outs)-1)
 		}
 		if len(outs)-1 != len(acc) {
-			finalize(outs)
+			engine.Finalize(outs...)
 			return StepStats{}, fmt.Errorf("train: micro-batch %d trains %d variables, the first %d", i, len(outs)-1, len(acc))
 		}
 		for j, g := range outs[1:] {
@@ -406,7 +408,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 				acc[j][k] += d[k]
 			}
 		}
-		finalize(outs[:1])
+		engine.Finalize(outs[:1]...)
 		for j, g := range outs[1:] {
 			if sum[j] != g {
 				_ = g.FinalizeAll()
@@ -442,18 +444,12 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 		return StepStats{}, err
 	}
 	outs, err := exe.Call(grads...)
-	finalize(grads)
+	engine.Finalize(grads...)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("train: step %d: applying gradients: %w", t.step, err)
 	}
-	defer finalize(outs)
+	defer engine.Finalize(outs...)
 	return StepStats{Loss: loss / float64(len(bs)), GradNorm: float64(tensors.MustCopyFlatData[float32](outs[0])[0])}, nil
-}
-
-func finalize(ts []*tensors.Tensor) {
-	for _, x := range ts {
-		_ = x.FinalizeAll()
-	}
 }
 
 // MaskedBCE is the mean binary cross-entropy of logits [G] against labels [G] over the
@@ -529,11 +525,11 @@ func evalLogits(eng *engine.Engine, name string, store *model.Store, b *kernels.
 	}
 	inputs := b.Tensors()
 	outs, err := exe.Call(inputs...)
-	finalize(inputs)
+	engine.Finalize(inputs...)
 	if err != nil {
 		return nil, err
 	}
-	defer finalize(outs)
+	defer engine.Finalize(outs...)
 	return tensors.MustCopyFlatData[float32](outs[0]), nil
 }
 
@@ -595,7 +591,7 @@ func (t *Trainer) Fit(next func(step int) (Example, error), eval []Example) (*Re
 // evaluation's trainable variables are restored at the end (frozen ones never change).
 func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, error), eval func() (Metrics, error)) (*Result, error) {
 	var best []*tensors.Tensor
-	defer func() { finalize(best) }()
+	defer func() { engine.Finalize(best...) }()
 	loop := Loop{Steps: t.cfg.TotalSteps - t.step, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
 		Log: t.Log, Progress: t.Progress}
 	return loop.Run(ctx, Hooks{
@@ -608,7 +604,7 @@ func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, err
 		},
 		Eval: eval,
 		Snapshot: func() error {
-			finalize(best)
+			engine.Finalize(best...)
 			var err error
 			best, err = snapshot(t.trainable())
 			return err
@@ -664,14 +660,3 @@ func restore(vars []*model.Variable, snap []*tensors.Tensor) error {
 	}
 	return nil
 }
-
-// Freeze marks variables of store as frozen (models.Freeze): the training step
-// computes no gradient for them, the optimizer never updates them, they do not count
-// in the gradient norm, and checkpoints do not save them again. A frozen variable
-// keeps whatever value it was loaded with (e.g. a pretrained encoder's weights). Call
-// it before the first Step: executables already compiled keep the variables they were
-// built with.
-func Freeze(store *model.Store, vars []*model.Variable) { models.Freeze(store, vars) }
-
-// Frozen reports whether a variable is frozen (see Freeze).
-func Frozen(v *model.Variable) bool { return !v.Trainable }

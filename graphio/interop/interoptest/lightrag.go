@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/x448/float16"
 )
 
 // LRChunk is a LightRAG text chunk.
@@ -287,28 +289,15 @@ func writeDict(path string, recs [][2]any) error {
 }
 
 // float16Vector is base64(zlib(float16 little-endian bytes)), LightRAG's per-record
-// vector (values rounded toward zero to float16, enough for a fixture).
+// vector (values rounded to the nearest float16, as numpy writes them).
 func float16Vector(v []float32) string {
 	raw := make([]byte, 2*len(v))
 	for i, x := range v {
-		binary.LittleEndian.PutUint16(raw[2*i:], toHalf(x))
+		binary.LittleEndian.PutUint16(raw[2*i:], float16.Fromfloat32(x).Bits())
 	}
 	var buf bytes.Buffer
 	zw := zlib.NewWriter(&buf)
 	_, _ = zw.Write(raw)
 	_ = zw.Close()
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
-}
-
-func toHalf(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23&0xff) - 127 + 15
-	if exp <= 0 {
-		return sign
-	}
-	if exp >= 31 {
-		return sign | 0x7c00
-	}
-	return sign | uint16(exp)<<10 | uint16(b>>13&0x3ff)
 }
