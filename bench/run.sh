@@ -18,6 +18,9 @@
 #   9. frozen decoder LM (models/lm): forward time per token and KV-cache generation
 #      time per new token on a tiny random Llama-layout model
 #  10. G-Retriever: one training step's time per example through the tiny LM (pure Go)
+#  10b. the LM at Qwen2.5-0.5B shapes (4 of 24 layers; LMSCALE_LAYERS=24 for all): peak
+#      load memory ÷ weights, a training step's memory at V = 151,936, T = 512, B = 4,
+#      ms per new token and KV-cache bytes written per token
 #  11. scale: the 2Wiki corpus replicated with renamed names to 6K and 30K passages
 #      (SCALE_SIZES for more, e.g. 6000,30000,120000): indexing, memory, load, query
 #      latency, augment --plan, growth exponents and a log–log PNG
@@ -76,6 +79,9 @@ run go run ./bench/lm
 
 section "10. G-Retriever training step, tiny random LM, pure-Go backend (issue 12)"
 GOMLX_BACKEND=go run go run ./bench/gretriever
+
+section "10b. the LM at Qwen2.5-0.5B shapes: load memory, a training step at V = 151,936, generation (issue 43)"
+run go run ./bench/lmscale -layers "${LMSCALE_LAYERS:-4}"
 
 section "11. corpus scale (issue 16)"
 if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then

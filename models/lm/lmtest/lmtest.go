@@ -97,6 +97,11 @@ func Write(dir string, spec Spec) (*Model, error) {
 			return nil, fmt.Errorf("lmtest: a TokenizerDir needs Vocab")
 		}
 		vocab, bos, eos = s.Vocab, s.BOSID, s.EOSID
+	} else if s.Vocab > 0 {
+		if s.Vocab < vocab {
+			return nil, fmt.Errorf("lmtest: Vocab %d is below the tiny tokenizer's %d ids", s.Vocab, vocab)
+		}
+		vocab = s.Vocab // a real vocabulary size over the tiny tokenizer (its ids are the first)
 	}
 	m := &Model{Spec: s, Vocab: vocab, BOS: bos, EOS: eos, Weights: map[string]Tensor{}}
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed+17))

@@ -1,0 +1,241 @@
+// Command lmscale measures the frozen decoder LM of package models/lm at real widths:
+// a random model of Qwen2.5-0.5B's shapes (hidden 896, intermediate 4864, 14 heads /
+// 2 key-value heads of 64, vocabulary 151,936, tied embeddings, q/k/v biases, bf16
+// in two safetensors shards), written by the bench (nothing is downloaded), with
+// -layers of its 24 layers (default 4, so that a run fits a 2-core machine; the
+// figures it checks scale per layer). It prints, each against its goal from the
+// real-checkpoints issue:
+//
+//   - loading: peak anonymous RSS while lm.Load runs (mapped file pages not counted)
+//     ÷ the float32 weight bytes (goal ≤ 1.25);
+//   - one G-Retriever training step at V = 151,936, T = 512, B = 4: peak anonymous RSS
+//     minus that after loading (goal ≤ 3 GiB);
+//   - greedy generation: ms per new token at 64 and 1,024 tokens of context, and the
+//     key/value cache bytes the decode step writes per new token against one
+//     position's worth (the goal).
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/models/gretriever"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+func main() {
+	layers := flag.Int("layers", 4, "decoder layers of Qwen2.5-0.5B's 24")
+	seqLen := flag.Int("len", 512, "training sequence length T")
+	batch := flag.Int("batch", 4, "training batch B")
+	newTokens := flag.Int("new", 8, "tokens generated per timing")
+	backend := flag.String("backend", "", "backend (default $GOMLX_BACKEND or go)")
+	flag.Parse()
+	if err := run(*layers, *seqLen, *batch, *newTokens, *backend); err != nil {
+		fmt.Fprintln(os.Stderr, "lmscale:", err)
+		os.Exit(1)
+	}
+}
+
+// rssAnon reads RssAnon from /proc/self/status, in bytes (0 where unavailable).
+func rssAnon() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if rest, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// peakDuring runs fn while sampling RssAnon every 2 ms and returns the peak.
+func peakDuring(fn func() error) (int64, error) {
+	var peak atomic.Int64
+	peak.Store(rssAnon())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if r := rssAnon(); r > peak.Load() {
+					peak.Store(r)
+				}
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	wg.Wait()
+	if r := rssAnon(); r > peak.Load() {
+		peak.Store(r)
+	}
+	return peak.Load(), err
+}
+
+func settle() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	return rssAnon()
+}
+
+const gib = float64(1 << 30)
+
+func run(layers, seqLen, batch, newTokens int, backend string) error {
+	dir, err := os.MkdirTemp("", "graphloom-bench-lmscale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	spec := lmtest.Spec{ModelType: "qwen2", Layers: layers, Hidden: 896, Intermediate: 4864, Heads: 14, KVHeads: 2,
+		Tied: true, BF16: true, Shards: 2, Vocab: 151936, MaxPositions: 32768, RopeTheta: 1e6, Seed: 1}
+	t0 := time.Now()
+	tiny, err := lmtest.Write(dir, spec)
+	if err != nil {
+		return err
+	}
+	var params int64
+	for _, w := range tiny.Weights {
+		n := int64(1)
+		for _, d := range w.Shape {
+			n *= int64(d)
+		}
+		params += n
+	}
+	tiny = nil
+	fmt.Printf("Qwen2.5-0.5B shapes, %d of 24 layers: %d parameters (%.2f GiB in float32), written as bf16 in %.1f s\n",
+		layers, params, float64(params*4)/gib, time.Since(t0).Seconds())
+
+	eng, err := engine.New(engine.Config{Backend: backend})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	before := settle()
+	var l *lm.Model
+	t0 = time.Now()
+	peak, err := peakDuring(func() error {
+		var err error
+		l, err = lm.Load(dir, model.NewStore(), lm.Options{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ratio := float64(peak-before) / float64(params*4)
+	fmt.Printf("load: %.1f s, peak anonymous RSS +%.2f GiB = %.2f × the float32 weights (goal ≤ 1.25: %s)\n",
+		time.Since(t0).Seconds(), float64(peak-before)/gib, ratio, verdict(ratio <= 1.25))
+
+	// One G-Retriever training step through the LM at V = 151,936.
+	cfg := gretriever.DefaultConfig(64)
+	cfg.BatchSize, cfg.Epochs, cfg.WarmupEpochs, cfg.Patience, cfg.ProjectorHidden = batch, 1, 0, 0, 256
+	cfg.MaxTextTokens, cfg.MaxNewTokens = seqLen, 8
+	m, err := gretriever.New(l, cfg)
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	exs := examples(batch+1, 64, seqLen, rng)
+	loaded := settle()
+	t0 = time.Now()
+	peak, err = peakDuring(func() error {
+		_, err := m.Train(context.Background(), eng, exs[:batch], exs[batch:], gretriever.TrainOptions{Steps: 1})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	step := float64(peak-loaded) / gib
+	fmt.Printf("training step (B %d, T ≈ %d, V %d; compile, one step and two validation passes): %.1f s, peak anonymous RSS beyond the loaded model +%.2f GiB (goal ≤ 3 GiB: %s)\n",
+		batch, lm.SeqBucket(seqLen), spec.Vocab, time.Since(t0).Seconds(), step, verdict(step <= 3))
+
+	// Generation at two context lengths: (time of 1+N new tokens − time of 1) / N.
+	c := l.Config()
+	for _, ctx := range []int{64, 1024} {
+		prompt := make([]int32, ctx)
+		for i := range prompt {
+			prompt[i] = int32(rng.IntN(256))
+		}
+		timeGen := func(n int) (time.Duration, error) {
+			opts := lm.GenerateOptions{MaxNewTokens: n, EOS: []int32{}}
+			if _, err := l.GenerateIDs(eng, [][]int32{prompt}, opts); err != nil { // compile
+				return 0, err
+			}
+			t0 := time.Now()
+			_, err := l.GenerateIDs(eng, [][]int32{prompt}, opts)
+			return time.Since(t0), err
+		}
+		one, err := timeGen(1)
+		if err != nil {
+			return err
+		}
+		more, err := timeGen(1 + newTokens)
+		if err != nil {
+			return err
+		}
+		cache := lm.SeqBucket(ctx + 1 + newTokens)
+		written := int64(2 * c.Layers * cache * c.KVHeads * c.HeadDim * 4)
+		onePos := int64(2 * c.Layers * c.KVHeads * c.HeadDim * 4)
+		fmt.Printf("generation, context %d (cache %d slots): %.1f ms/new token; cache bytes written per token %d = %d positions' worth (goal: 1, %d bytes)\n",
+			ctx, cache, float64((more-one).Microseconds())/1000/float64(newTokens), written, written/onePos, onePos)
+	}
+	return nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// examples are n random subgraphs with a textualised subgraph of about textTokens
+// tokens of the tiny tokenizer and a short answer.
+func examples(n, dim, textTokens int, rng *rand.Rand) []gretriever.Example {
+	out := make([]gretriever.Example, n)
+	for i := range out {
+		const nodes, edges = 12, 16
+		g := &kernels.Graph{NumNodes: nodes, X: make([]float32, nodes*dim), EdgeAttr: make([]float32, edges*dim)}
+		for j := range g.X {
+			g.X[j] = float32(rng.NormFloat64())
+		}
+		for j := range g.EdgeAttr {
+			g.EdgeAttr[j] = float32(rng.NormFloat64())
+		}
+		for range edges {
+			g.Src, g.Dst = append(g.Src, int32(rng.IntN(nodes))), append(g.Dst, int32(rng.IntN(nodes)))
+		}
+		var text strings.Builder
+		for text.Len() < 3*textTokens {
+			fmt.Fprintf(&text, "%d,entity %d\n", rng.IntN(100), rng.IntN(1000))
+		}
+		out[i] = gretriever.Example{Question: fmt.Sprintf("which entity is %d?", i), Answer: fmt.Sprintf("entity %d", rng.IntN(1000)), Graph: g, Text: text.String()}
+	}
+	return out
+}
