@@ -24,6 +24,8 @@
 #  11. scale: the 2Wiki corpus replicated with renamed names to 6K and 30K passages
 #      (SCALE_SIZES for more, e.g. 6000,30000,120000): indexing, memory, load, query
 #      latency, augment --plan, growth exponents and a log–log PNG
+#  12. sentence encoder at bge-small shapes (12 layers, 384 wide, 512 tokens, random
+#      weights): passages per second against a BERT-shaped PyTorch encoder, and the ratio
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -90,5 +92,8 @@ if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
 else
 	echo "skipped: needs $corpora/2wikimultihopqa_corpus.json"
 fi
+
+section "12. sentence encoder at bge-small shapes vs PyTorch (issue 44)"
+run "$root/bench/embed.sh" --out "$out/embed"
 
 exit $status

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,35 @@ func TestLMTokenizeMatchesTransformers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLMTokenizeUnigram runs `lm tokenize` on a committed Unigram fixture (XLM-R's
+// layout, Precompiled charsmap) and compares with transformers.js's ids for the text
+// that exercises the charsmap most (full-width forms, ligatures, circled digits).
+func TestLMTokenizeUnigram(t *testing.T) {
+	dir := filepath.Join("..", "..", "models", "lm", "testdata", "unigram", "xlmr")
+	type unigramCase struct {
+		Text    string  `json:"text"`
+		IDs     []int32 `json:"ids"`
+		Special []int32 `json:"ids_with_special_tokens"`
+	}
+	var cases []unigramCase
+	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &cases))
+	i := slices.IndexFunc(cases, func(c unigramCase) bool { return strings.HasPrefix(c.Text, "Ｆｕｌｌｗｉｄｔｈ") })
+	require.GreaterOrEqual(t, i, 0, "the full-width case of expected.json")
+	c := cases[i]
+	r := run(t, nil, "lm", "tokenize", "--lm", dir, "--json", c.Text)
+	require.Equal(t, 0, r.code, r.stderr)
+	got := []int32{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, c.IDs, got)
+	r = run(t, nil, "lm", "tokenize", "--lm", dir, "--special", "--json", c.Text)
+	require.Equal(t, 0, r.code, r.stderr)
+	got = []int32{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	assert.Equal(t, c.Special, got)
 }
 
 // TestLMPromptMatchesApplyChatTemplate prints every conversation of chat.json with

@@ -2,7 +2,7 @@
 // hidden states into sentence embeddings, as sentence-transformers does, from a local
 // Hugging Face folder: config.json, the weights in *.safetensors (read tensor by
 // tensor through lm.Checkpoint; bf16, f16 or f32, held as float32) and tokenizer.json
-// (WordPiece or byte-level BPE, lm.Tokenizer). Weights are never downloaded.
+// (WordPiece, byte-level BPE or Unigram, lm.Tokenizer). Weights are never downloaded.
 //
 // Architectures (config.json model_type): "bert" (bge-*-en-v1.5, e5-*-v2,
 // all-MiniLM-L6/L12-v2, gte-base/large), "roberta" (all-roberta-large-v1) and

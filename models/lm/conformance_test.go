@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -89,6 +90,33 @@ func TestChatTemplateConformance(t *testing.T) {
 				text, err := tok.Decode(ids, false)
 				require.NoError(t, err)
 				require.Equal(t, c.Prompt, text, "round trip of conversation %d", i)
+			}
+		})
+	}
+}
+
+// TestUnigramConformance reproduces the ids transformers.js produces from the Unigram
+// fixtures of testdata/unigram (a real SentencePiece model with its Precompiled
+// charsmap, in ALBERT's and XLM-R's tokenizer.json layouts; gen.mjs wrote them).
+func TestUnigramConformance(t *testing.T) {
+	for _, name := range []string{"albert", "xlmr"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "unigram", name)
+			tok, err := LoadTokenizer(dir)
+			require.NoError(t, err)
+			var cases []expectedIDs
+			readJSON(t, filepath.Join(dir, "expected.json"), &cases)
+			require.Len(t, cases, 36)
+			for _, c := range cases {
+				got, err := tok.Encode(c.Text, false)
+				require.NoError(t, err, c.Text)
+				if got == nil {
+					got = []int32{}
+				}
+				assert.Equal(t, c.IDs, got, "ids of %q", c.Text)
+				got, err = tok.Encode(c.Text, true)
+				require.NoError(t, err, c.Text)
+				assert.Equal(t, c.IDsWithSpecials, got, "ids with special tokens of %q", c.Text)
 			}
 		})
 	}

@@ -32,8 +32,8 @@
 //
 // The tokenizer also reads BERT's WordPiece tokenizer.json (BertNormalizer,
 // BertPreTokenizer, [CLS] … [SEP]) and RoBERTa's byte-level BPE with <s> … </s>, for
-// the sentence encoders of package models/encoder; Unigram (SentencePiece) files are
-// refused at load.
+// the sentence encoders of package models/encoder, and SentencePiece Unigram files
+// (XLM-RoBERTa, ALBERT, T5: the Precompiled normaliser's charsmap, Metaspace).
 //
 // The tokenizer is implemented here rather than with github.com/sugarme/tokenizer
 // v0.3.0 (which builds with our pins): its ByteLevel pre-tokenizer drops GPT-2's

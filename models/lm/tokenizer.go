@@ -18,17 +18,19 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Tokenizer encodes and decodes text with a Hugging Face tokenizer.json BPE or
-// WordPiece model: byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen2), SentencePiece-style
-// BPE with byte fallback (Llama 2) or BERT's WordPiece (tokenizer_wordpiece.go).
+// Tokenizer encodes and decodes text with a Hugging Face tokenizer.json BPE, WordPiece
+// or Unigram model: byte-level BPE (GPT-2, RoBERTa, Llama 3, Qwen2), SentencePiece-style
+// BPE with byte fallback (Llama 2), BERT's WordPiece (tokenizer_wordpiece.go) or
+// SentencePiece's Unigram (XLM-RoBERTa, ALBERT, T5; tokenizer_unigram.go).
 // Pre-tokenizer split patterns run on a regex engine with look-ahead (regexp2), as
 // Qwen2's and Llama 3's need.
 //
 // Supported components: normalizers NFC, NFKC, NFD, NFKD, Lowercase, Prepend, Replace,
-// BertNormalizer, StripAccents and Sequence; pre-tokenizers ByteLevel, Split,
+// BertNormalizer, StripAccents, Precompiled, Strip and Sequence; pre-tokenizers ByteLevel, Split,
 // Metaspace, Digits, BertPreTokenizer, WhitespaceSplit and Sequence; the BPE model
 // (byte_fallback, ignore_merges, fuse_unk, unk_token) and the WordPiece model
-// (continuing_subword_prefix, max_input_chars_per_word, unk_token); post-processors
+// (continuing_subword_prefix, max_input_chars_per_word, unk_token), the Unigram model
+// (unk_id, byte_fallback); post-processors
 // TemplateProcessing (single sequences), BertProcessing, RobertaProcessing and
 // ByteLevel; decoders ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip,
 // WordPiece and Sequence. Anything else is a load error.
@@ -49,7 +51,8 @@ type Tokenizer struct {
 	suffix  []int32 // and after it
 	byteEnc [256]rune
 	byteDec map[rune]byte
-	wp      *wordPiece // the WordPiece model; nil for BPE
+	wp      *wordPiece // the WordPiece model; nil for BPE and Unigram
+	uni     *unigram   // the Unigram model; nil for BPE and WordPiece
 }
 
 // addedToken is an entry of tokenizer.json's added_tokens with the flags Hugging Face
@@ -141,6 +144,10 @@ type component struct {
 	Individual    bool            `json:"individual_digits"`
 	Start         int             `json:"start"`
 	Stop          int             `json:"stop"`
+	// Precompiled (base64; null = no rules), Strip normalizer
+	Charsmap   *string `json:"precompiled_charsmap"`
+	StripLeft  bool    `json:"strip_left"`
+	StripRight bool    `json:"strip_right"`
 	// BertNormalizer (nil = the tokenizers default), WordPiece decoder
 	CleanText     *bool  `json:"clean_text"`
 	HandleChinese *bool  `json:"handle_chinese_chars"`
@@ -187,6 +194,7 @@ type tokenizerFile struct {
 		EndOfWordSufx *string         `json:"end_of_word_suffix"`
 		Dropout       *float64        `json:"dropout"`
 		MaxInputChars *int            `json:"max_input_chars_per_word"`
+		UnkID         *int            `json:"unk_id"` // Unigram
 	} `json:"model"`
 }
 
@@ -200,12 +208,23 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	m := f.Model
-	wordPieceModel := m.Type == "WordPiece"
-	if m.Type != "BPE" && !wordPieceModel && !(m.Type == "" && m.Vocab != nil) {
-		return nil, fmt.Errorf("tokenizer: model type %q not supported (want BPE or WordPiece)", m.Type)
+	wordPieceModel, unigramModel := m.Type == "WordPiece", m.Type == "Unigram"
+	if m.Type != "BPE" && !wordPieceModel && !unigramModel && !(m.Type == "" && m.Vocab != nil) {
+		return nil, fmt.Errorf("tokenizer: model type %q not supported (want BPE, WordPiece or Unigram)", m.Type)
 	}
 	var vocab map[string]int32
-	if len(m.Vocab) > 0 {
+	var uni *unigram
+	if unigramModel {
+		var pieces []string
+		var err error
+		if uni, pieces, err = newUnigram(m.Vocab, m.UnkID, m.ByteFallback); err != nil {
+			return nil, err
+		}
+		vocab = make(map[string]int32, len(pieces))
+		for i, p := range pieces {
+			vocab[p] = int32(i)
+		}
+	} else if len(m.Vocab) > 0 {
 		if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
 			return nil, fmt.Errorf("tokenizer: model.vocab: want an object of token → id: %w", err)
 		}
@@ -218,7 +237,7 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 	}
 	var err error
 	t := &Tokenizer{vocab: map[string]int32{}, ranks: map[[2]string]int{}, byteFB: m.ByteFallback,
-		ignoreM: m.IgnoreMerges, fuseUnk: m.FuseUnk, special: map[int32]bool{}}
+		ignoreM: m.IgnoreMerges, fuseUnk: m.FuseUnk, special: map[int32]bool{}, uni: uni}
 	if m.UnkToken != nil {
 		t.unk = *m.UnkToken
 	}
@@ -251,12 +270,16 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 	for s, id := range t.vocab {
 		t.inv[id] = s
 	}
-	if wordPieceModel {
+	switch {
+	case wordPieceModel:
 		if t.wp, err = newWordPiece(t, m.ContinuingPfx, m.MaxInputChars); err != nil {
 			return nil, err
 		}
-	} else if err := t.parseMerges(m.Merges); err != nil {
-		return nil, err
+	case unigramModel: // built above, with the vocabulary
+	default:
+		if err := t.parseMerges(m.Merges); err != nil {
+			return nil, err
+		}
 	}
 	t.byteEnc, t.byteDec = byteLevelTables()
 	if f.Normalizer != nil {
@@ -357,6 +380,26 @@ func (t *Tokenizer) normalizers(c component) ([]normalizer, error) {
 		return []normalizer{norm.NFD.String}, nil
 	case "Lowercase":
 		return []normalizer{strings.ToLower}, nil
+	case "Precompiled":
+		if c.Charsmap == nil || *c.Charsmap == "" {
+			return nil, nil
+		}
+		m, err := parsePrecompiled(*c.Charsmap)
+		if err != nil {
+			return nil, err
+		}
+		return []normalizer{m.normalize}, nil
+	case "Strip":
+		left, right := c.StripLeft, c.StripRight
+		return []normalizer{func(s string) string {
+			if left {
+				s = strings.TrimLeftFunc(s, unicode.IsSpace)
+			}
+			if right {
+				s = strings.TrimRightFunc(s, unicode.IsSpace)
+			}
+			return s
+		}}, nil
 	case "Prepend":
 		p := c.Prepend
 		return []normalizer{func(s string) string {
@@ -885,9 +928,12 @@ func (t *Tokenizer) encodeSegment(s string, first bool) ([]int32, error) {
 		}
 		var got []int32
 		var err error
-		if t.wp != nil {
+		switch {
+		case t.wp != nil:
 			got, err = t.wp.encode(p)
-		} else {
+		case t.uni != nil:
+			got, err = t.uni.encode(p)
+		default:
 			got, err = t.bpe(p)
 		}
 		if err != nil {

@@ -128,7 +128,9 @@ func TestTokenizerErrors(t *testing.T) {
 		name, json, want string
 	}{
 		{"not json", "{", "tokenizer:"},
-		{"unigram", `{"model":{"type":"Unigram","vocab":[]}}`, `model type "Unigram" not supported (want BPE or WordPiece)`},
+		{"unknown model", `{"model":{"type":"WordLevel","vocab":{}}}`, `model type "WordLevel" not supported (want BPE, WordPiece or Unigram)`},
+		{"empty unigram", `{"model":{"type":"Unigram","vocab":[]}}`, `Unigram model.vocab is empty`},
+		{"unigram vocab as a map", `{"model":{"type":"Unigram","vocab":{"a":0}}}`, `want a list of [piece, score]`},
 		{"wordpiece without unk", `{"model":{"type":"WordPiece","vocab":{"a":0}}}`, `WordPiece unk_token "[UNK]" is not in the vocabulary`},
 		{"unknown pre-tokenizer", `{"pre_tokenizer":{"type":"UnicodeScripts"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `pre-tokenizer "UnicodeScripts" not supported`},
 		{"bert processing id mismatch", `{"post_processor":{"type":"BertProcessing","cls":["a",3],"sep":["a",0]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `BertProcessing.cls: token "a" has id 0 in the vocabulary, 3 here`},
