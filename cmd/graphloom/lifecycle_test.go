@@ -66,4 +66,10 @@ func TestIndexAddAndDelete(t *testing.T) {
 	ix, err = graphio.ReadFile(idx)
 	require.NoError(t, err)
 	assert.Len(t, ix.Documents, 6)
+
+	r = run(t, nil, "stats", "--index", idx, "--documents")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^add 20\d\d-[0-9T:-]+Z: 2 documents, 2 chunks$`, r.stdout)
+	assert.Regexp(t, `(?m)^delete 20\d\d-[0-9T:-]+Z: 1 documents, 1 chunks\n  doc-[0-9a-f]{32}\tOrlen Ford$`, r.stdout)
+	assert.NotContains(t, r.stdout, "\tOrlen Ford\t", "deleted: no longer listed among the documents")
 }
