@@ -69,19 +69,30 @@ func (r *Rule) Name() string { return "rule" }
 
 // Extract implements Extractor.
 func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) ([]Result, error) {
+	ts := make([]string, len(chunks))
+	for i, c := range chunks {
+		ts[i] = c.Title
+	}
+	return r.ExtractTitled(ctx, chunks, ts, progress)
+}
+
+// ExtractTitled is Extract with the title gazetteer built from corpusTitles (the
+// titles of every chunk of the corpus) instead of the titles of chunks: a result is
+// then the one Extract gives that chunk within the whole corpus, which is how chunks
+// added to an index are extracted.
+func (r *Rule) ExtractTitled(ctx context.Context, chunks []Chunk, corpusTitles []string, progress Progress) ([]Result, error) {
 	workers := r.cfg.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(chunks)))
 	out := make([]Result, len(chunks))
+	if len(chunks) == 0 {
+		return out, nil
+	}
 	var titles *Titles
 	if r.cfg.Titles {
-		ts := make([]string, len(chunks))
-		for i, c := range chunks {
-			ts[i] = c.Title
-		}
-		titles = NewTitles(ts)
+		titles = NewTitles(corpusTitles)
 	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -125,6 +136,50 @@ func (r *Rule) Extract(ctx context.Context, chunks []Chunk, progress Progress) (
 		}
 	}
 	return out, nil
+}
+
+// TitleSensitive reports, for each text, whether its extraction may differ between a
+// corpus whose chunk titles are before and one whose titles are after: whether it holds
+// every word of a gazetteer entry that only one of the two has. It is false for every
+// text when the gazetteer is off. A text it reports false for extracts the same under
+// both (the gazetteer is the only corpus-wide input of the rule extractor).
+func (r *Rule) TitleSensitive(before, after []string, texts []string) []bool {
+	out := make([]bool, len(texts))
+	if !r.cfg.Titles {
+		return out
+	}
+	a, b := NewTitles(before), NewTitles(after)
+	var changed [][]string
+	for k := range a.keys {
+		if _, ok := b.keys[k]; !ok {
+			changed = append(changed, strings.Fields(k))
+		}
+	}
+	for k := range b.keys {
+		if _, ok := a.keys[k]; !ok {
+			changed = append(changed, strings.Fields(k))
+		}
+	}
+	if len(changed) == 0 {
+		return out
+	}
+	for i, t := range texts {
+		words := map[string]bool{}
+		for _, w := range titleWords(t) {
+			words[w] = true
+		}
+		for _, key := range changed {
+			all := true
+			for _, w := range key {
+				all = all && words[w]
+			}
+			if all {
+				out[i] = true
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ruleWorker holds one goroutine's state (the tagger is shared).

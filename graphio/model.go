@@ -57,6 +57,9 @@ type Meta struct {
 	Created   string `json:"created"`             // RFC 3339 time the index was first built
 	Corpus    string `json:"corpus,omitempty"`    // the corpus path it was built from
 	Tokenizer string `json:"tokenizer,omitempty"` // tokenizer used for chunking, e.g. "cl100k_base"
+	// Chunking records the chunking settings (ingest.Config.Describe); "" in an index
+	// written before it was recorded.
+	Chunking  string `json:"chunking,omitempty"`
 	Extractor string `json:"extractor,omitempty"` // extractor identity, e.g. "rule" or "llm:gpt-4o-mini"
 	Embedder  string `json:"embedder,omitempty"`  // embedder identity; all embedding matrices share it
 	// EntityFilter records the entity-hygiene settings the graph was built with.

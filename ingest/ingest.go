@@ -30,6 +30,12 @@ func DefaultConfig() Config {
 	return Config{ChunkTokens: 1200, OverlapTokens: 100, Encoding: "cl100k_base"}
 }
 
+// Describe names the chunking settings, as recorded in graphio.Meta.Chunking: an index
+// grows only with chunks cut the same way.
+func (c Config) Describe() string {
+	return fmt.Sprintf("chunk-tokens=%d overlap-tokens=%d encoding=%s", c.ChunkTokens, c.OverlapTokens, c.Encoding)
+}
+
 // Report summarises an ingestion.
 type Report struct {
 	Records    int       `json:"records"`    // input records read, skipped ones included
@@ -55,6 +61,7 @@ func Build(ctx context.Context, path string, cfg Config, progress Progress) (*gr
 		Created:   time.Now().UTC().Format(time.RFC3339),
 		Corpus:    path,
 		Tokenizer: cfg.Encoding,
+		Chunking:  cfg.Describe(),
 	}}
 	if err := AddPassages(ctx, ix, passages, cfg, progress, rep); err != nil {
 		return nil, rep, err

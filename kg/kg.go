@@ -101,15 +101,13 @@ func (p Progress) stage(name string) func(done, total int) {
 
 // Build extracts and embeds the knowledge graph of ix, whose documents and chunks are
 // already ingested, replacing any graph it had. A nil embedder uses the built-in
-// hashed embedder fitted on the chunks.
+// hashed embedder fitted on the chunks. The extraction results are kept in the index
+// (see StoreResults), so that documents can later be added and deleted without
+// extracting the other chunks again.
 func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb embed.Embedder, cfg Config, progress Progress) (*Report, error) {
 	if len(ix.Chunks) == 0 {
 		return nil, fmt.Errorf("kg: the index has no chunks")
 	}
-	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
-	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms, ix.Embeddings = nil, nil, nil, nil, nil, nil
-	stage := func(name string, t0 time.Time) { rep.StageSeconds[name] = round3(time.Since(t0).Seconds()) }
-
 	t0 := time.Now()
 	in := make([]extract.Chunk, len(ix.Chunks))
 	for i, c := range ix.Chunks {
@@ -117,12 +115,37 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 	}
 	results, err := ex.Extract(ctx, in, progress.stage("extract"))
 	if err != nil {
-		return rep, fmt.Errorf("kg: extract: %w", err)
+		return &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}, fmt.Errorf("kg: extract: %w", err)
 	}
 	ix.Meta.Extractor = ex.Name()
-	stage("extract", t0)
+	extractSeconds := round3(time.Since(t0).Seconds())
+	rep, err := Rebuild(ctx, ix, results, emb, cfg, progress)
+	if rep != nil {
+		rep.StageSeconds["extract"] = extractSeconds
+	}
+	return rep, err
+}
 
-	t0 = time.Now()
+// Rebuild replaces the graph of ix by the one its chunks' extraction results (one per
+// chunk, in chunk order) give: the entity filter, the merge, the embeddings and the
+// synonym edges are computed over the whole corpus, exactly as Build does after
+// extracting. It stores results in the index. Runs (augmentations) are not replayed:
+// see Add and Delete.
+func Rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, emb embed.Embedder, cfg Config, progress Progress) (*Report, error) {
+	if len(ix.Chunks) == 0 {
+		return nil, fmt.Errorf("kg: the index has no chunks")
+	}
+	if len(results) != len(ix.Chunks) {
+		return nil, fmt.Errorf("kg: %d extraction results for %d chunks", len(results), len(ix.Chunks))
+	}
+	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
+	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms, ix.Embeddings = nil, nil, nil, nil, nil, nil
+	stage := func(name string, t0 time.Time) { rep.StageSeconds[name] = round3(time.Since(t0).Seconds()) }
+	if err := StoreResults(ix, results); err != nil {
+		return rep, err
+	}
+
+	t0 := time.Now()
 	b := graphio.NewBuilder(ix, "")
 	filter := newEntityFilter(results, cfg)
 	filtered := map[string]string{}
@@ -150,12 +173,15 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 		if err != nil {
 			return rep, err
 		}
+		emb = h
+	}
+	if h, ok := emb.(*embed.Hashed); ok {
+		// The built-in embedder's IDF is a corpus statistic: fitted on the chunks.
 		texts := make([]string, len(ix.Chunks))
 		for i := range ix.Chunks {
 			texts[i] = ix.Chunks[i].Content()
 		}
 		h.Fit(texts)
-		emb = h
 	}
 	t0 = time.Now()
 	if err := EmbedAll(ctx, ix, emb, cfg.EmbedBatch, progress.stage("embed")); err != nil {

@@ -24,22 +24,39 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor, embedder, fromDataset, hyper string
+	var corpus, out, extractor, embedder, fromDataset, hyper, addPath, indexPath string
 	var asJSON, noGraph, wait, allowPartial, force bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
-		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX",
+		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index --add PATH --index INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
-.txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.`,
+.txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.
+
+With --add, add a corpus's documents to an existing --index: only the new chunks are
+extracted (no old chunk is sent to an LLM again), the graph, embeddings, synonym edges
+and BM25 postings are rebuilt over the whole corpus and the file is replaced atomically.
+A document already in the index (same title and text) is skipped and counted. The
+extractor, embedder and chunking must be the index's own (by default they are).`,
 		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
+  graphloom index --add new-docs/ --index docs.gl
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
     graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			liveIndexGC()
+			if addPath != "" || indexPath != "" {
+				if addPath == "" || indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
+					return usageError{fmt.Errorf("index: --add CORPUS goes with --index INDEX (and neither --corpus nor --out)")}
+				}
+				if err := kgHyperedges(hyper, &kcfg, &xcfg); err != nil {
+					return err
+				}
+				return runIndexAdd(cmd, addOptions{corpus: addPath, index: indexPath, icfg: cfg, kcfg: kcfg, xcfg: xcfg,
+					extractor: extractor, embedder: embedder, lf: &lf, wait: wait, allowPartial: allowPartial, asJSON: asJSON})
+			}
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err
 			}
@@ -81,15 +98,8 @@ func newIndexCmd() *cobra.Command {
 				if !cmd.Flags().Changed("extractor") && lf.chatConfigured() {
 					extractor = "llm"
 				}
-				switch hyper {
-				case "auto": // rule: one per sentence; llm: no extra EXT++ call
-					kcfg.Hyperedges, xcfg.Hyperedges = true, false
-				case "true":
-					kcfg.Hyperedges, xcfg.Hyperedges = true, true
-				case "false":
-					kcfg.Hyperedges, xcfg.Hyperedges = false, false
-				default:
-					return usageError{fmt.Errorf("index: --hyperedges %q: want auto, true or false", hyper)}
+				if err := kgHyperedges(hyper, &kcfg, &xcfg); err != nil {
+					return err
 				}
 				ex, err := newExtractor(extractor, &lf, xcfg)
 				if err != nil {
@@ -141,6 +151,8 @@ func newIndexCmd() *cobra.Command {
 	f.StringVar(&corpus, "corpus", "", "corpus file or directory")
 	f.StringVar(&fromDataset, "corpus-from-dataset", "", "build the corpus from a QA dataset's own contexts (HotpotQA, MuSiQue, HippoRAG, … formats)")
 	f.StringVar(&out, "out", "", "index file to write")
+	f.StringVar(&addPath, "add", "", "add this corpus's documents to --index")
+	f.StringVar(&indexPath, "index", "", "the index --add adds to (replaced in place)")
 	f.BoolVar(&cfg.Strict, "strict", false, "fail on any unusable input instead of skipping it")
 	f.IntVar(&cfg.ChunkTokens, "chunk-tokens", cfg.ChunkTokens, "most tokens per chunk")
 	f.IntVar(&cfg.OverlapTokens, "overlap-tokens", cfg.OverlapTokens, "most tokens a chunk repeats from the previous one")
@@ -160,6 +172,21 @@ func newIndexCmd() *cobra.Command {
 	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))
 	limitFlag(cmd, "synonym-threshold", flagRange{lo: 0, hi: 1, loOpen: true})
 	return cmd
+}
+
+// kgHyperedges applies --hyperedges to the graph and LLM extraction settings.
+func kgHyperedges(hyper string, kcfg *kg.Config, xcfg *extract.LLMConfig) error {
+	switch hyper {
+	case "auto": // rule: one per sentence; llm: no extra EXT++ call
+		kcfg.Hyperedges, xcfg.Hyperedges = true, false
+	case "true":
+		kcfg.Hyperedges, xcfg.Hyperedges = true, true
+	case "false":
+		kcfg.Hyperedges, xcfg.Hyperedges = false, false
+	default:
+		return usageError{fmt.Errorf("index: --hyperedges %q: want auto, true or false", hyper)}
+	}
+	return nil
 }
 
 // checkLostChunks refuses an index whose extraction failed for every chunk, and one
@@ -225,7 +252,7 @@ func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progr
 	if err != nil {
 		return nil, &ingest.Report{}, err
 	}
-	ix := &graphio.Index{Meta: graphio.Meta{Created: time.Now().UTC().Format(time.RFC3339), Corpus: path, Tokenizer: cfg.Encoding}}
+	ix := &graphio.Index{Meta: graphio.Meta{Created: time.Now().UTC().Format(time.RFC3339), Corpus: path, Tokenizer: cfg.Encoding, Chunking: cfg.Describe()}}
 	rep := &ingest.Report{Records: len(ps)}
 	if err := ingest.AddPassages(ctx, ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err

@@ -12,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 )
 
 func newStatsCmd() *cobra.Command {
 	var path string
-	var asJSON, full bool
+	var asJSON, full, docs bool
 	var top int
 	cmd := &cobra.Command{
 		Use:   "stats --index INDEX",
@@ -32,6 +33,13 @@ func newStatsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			history, err := kg.History(ix)
+			if err != nil {
+				return fmt.Errorf("stats: %s: %w", path, err)
+			}
+			if docs {
+				return printDocuments(cmd, ix, history, asJSON)
+			}
 			s := graphio.ComputeStats(ix, top)
 			if st, err := os.Stat(path); err == nil {
 				s.SizeBytes = st.Size()
@@ -39,11 +47,21 @@ func newStatsCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			return printStats(cmd, path, s, full)
+			if err := printStats(cmd, path, s, full); err != nil {
+				return err
+			}
+			if len(history) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "history\t%d add/delete operations\n", len(history))
+			}
+			for _, h := range history {
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s\t%s: %d documents, %d chunks\n", h.Op, h.Created, len(h.Documents), h.Chunks)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&path, "index", "", "index file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&docs, "documents", false, "list the documents (id, title, source) and the add/delete history instead (with --json: {documents, history})")
 	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
 	cmd.Flags().BoolVar(&full, "full", false, fmt.Sprintf("print entity names whole (otherwise names over %d characters are cut; --json is always whole)", maxNameRunes))
 	limitFlag(cmd, "top", atLeast0(1e6))
@@ -125,4 +143,22 @@ func sumCounts(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// printDocuments lists an index's documents and its add/delete history.
+func printDocuments(cmd *cobra.Command, ix *graphio.Index, history []kg.Change, asJSON bool) error {
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"documents": ix.Documents, "history": history})
+	}
+	w := cmd.OutOrStdout()
+	for _, d := range ix.Documents {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", d.ID, d.Title, d.Source)
+	}
+	for _, h := range history {
+		fmt.Fprintf(w, "%s %s: %d documents, %d chunks\n", h.Op, h.Created, len(h.Documents), h.Chunks)
+		for _, d := range h.Documents {
+			fmt.Fprintf(w, "  %s\t%s\n", d.ID, d.Title)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+// addOptions carries `index --add`'s flags.
+type addOptions struct {
+	corpus, index, extractor, embedder string
+	icfg                               ingest.Config
+	kcfg                               kg.Config
+	xcfg                               extract.LLMConfig
+	lf                                 *llmFlags
+	wait, allowPartial, asJSON         bool
+}
+
+// runIndexAdd adds a corpus's documents to an index in place (kg.Add), under the
+// index's writer lock, and replaces the file atomically.
+func runIndexAdd(cmd *cobra.Command, o addOptions) error {
+	if err := guardOutput(cmd, outSpec{name: "--index", path: o.index, kind: outIndex, what: "index file", inPlace: "--index"},
+		inSpec{"--index", o.index}, inSpec{"--add", o.corpus}); err != nil {
+		return err
+	}
+	unlock, err := lockIndex(cmd, o.index, o.wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ix, err := graphio.ReadFile(o.index)
+	if err != nil {
+		return err
+	}
+	flags := cmd.Flags()
+	// By default the index's own chunking, extractor and embedder.
+	if ch := ix.Meta.Chunking; ch != "" && !flags.Changed("chunk-tokens") && !flags.Changed("overlap-tokens") {
+		var enc string
+		if _, err := fmt.Sscanf(ch, "chunk-tokens=%d overlap-tokens=%d encoding=%s", &o.icfg.ChunkTokens, &o.icfg.OverlapTokens, &enc); err != nil {
+			return fmt.Errorf("index: %s: unreadable chunking %q: %w", o.index, ch, err)
+		}
+		o.icfg.Encoding = enc
+	}
+	if !flags.Changed("extractor") {
+		o.extractor = "rule"
+		if strings.HasPrefix(ix.Meta.Extractor, "llm") {
+			o.extractor = "llm"
+		}
+		if !flags.Changed("hyperedges") && strings.HasSuffix(ix.Meta.Extractor, "+ext++") {
+			o.xcfg.Hyperedges = true
+		}
+	}
+	ex, err := newExtractor(o.extractor, o.lf, o.xcfg)
+	if err != nil {
+		return err
+	}
+	var emb embed.Embedder
+	switch {
+	case flags.Changed("embedder"):
+		emb, err = o.lf.embedder(cmd.Context(), o.embedder)
+	case embed.IsHashed(ix.Meta.Embedder):
+	case embed.IsLocal(ix.Meta.Embedder):
+		emb, err = embed.ForIndex(ix, nil)
+	default:
+		emb, err = o.lf.embedder(cmd.Context(), "api")
+	}
+	if err != nil {
+		return err
+	}
+	passages, skipped, err := ingest.Load(o.corpus, o.icfg.Strict)
+	for _, s := range skipped {
+		cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	stages, endStages := stageBars(cmd, o.lf.live)
+	ch, err := kg.Add(cmd.Context(), ix, passages, o.icfg, ex, emb, o.kcfg, stages)
+	endStages()
+	defer o.lf.report(cmd.ErrOrStderr())
+	if err != nil {
+		return fmt.Errorf("index: add %s to %s: %w", o.corpus, o.index, err)
+	}
+	if ch.Failed > 0 && !o.allowPartial {
+		return fmt.Errorf("index: the extraction failed for %d of the %d new chunks (%s); not replacing %s: rerun (answered calls are cached), or pass --allow-partial",
+			ch.Failed, ch.Extracted, o.lf.failureSummary(), o.index)
+	}
+	if ch.Chunks > 0 {
+		retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+		ix.Meta.Graphloom = buildVersion()
+		if err := graphio.WriteFile(o.index, ix); err != nil {
+			return err
+		}
+	}
+	if o.asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"index": o.index, "change": ch, "llm": o.lf.usage()})
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "added %s → %s: %d documents (%d already present, %d duplicates merged), %d chunks extracted",
+		o.corpus, o.index, len(ch.Documents), ch.Present, ch.Duplicates, ch.Extracted)
+	if ch.Reextracted > 0 {
+		fmt.Fprintf(w, ", %d old chunks extracted again offline (new titles they name)", ch.Reextracted)
+	}
+	fmt.Fprintln(w)
+	if ch.Chunks == 0 {
+		fmt.Fprintln(w, "nothing new: the index was left as it was")
+		return nil
+	}
+	printChange(w, ch)
+	return nil
+}
+
+func printChange(w io.Writer, ch *kg.Change) {
+	kinds := [][2]string{{"document", "documents"}, {"chunk", "chunks"}, {"entity", "entities"}, {"fact", "facts"}, {"hyperedge", "hyperedges"}, {"synonym", "synonym edges"}}
+	list := func(m map[string]int) string {
+		var parts []string
+		for _, k := range kinds {
+			parts = append(parts, fmt.Sprintf("%d %s", m[k[0]], k[1]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "added: %s\nremoved: %s\n%d facts kept with fewer citations\n", list(ch.Added), list(ch.Removed), ch.Trimmed)
+	for _, run := range slices.Sorted(maps.Keys(ch.RunRecordsRemoved)) {
+		fmt.Fprintf(w, "run %s: %d augmented facts/hyperedges removed (they cited a deleted chunk)\n", run, ch.RunRecordsRemoved[run])
+	}
+}
+
+func newDeleteCmd() *cobra.Command {
+	var path, out, title, idsFile string
+	var docs []string
+	var plan, wait, asJSON, force bool
+	kcfg := kg.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "delete --index INDEX (--doc ID | --title T | --ids FILE) [--plan] [--out NEW]",
+		Short: "Delete documents from an index, with every record that rests only on them",
+		Long: `Delete documents and their chunks from an index. Every fact, hyperedge, entity,
+mention, synonym edge, embedding and BM25 posting that rested only on them goes; a fact
+also stated elsewhere stays with its remaining citations. Augmented facts (augment runs)
+that cite a deleted chunk are removed, counted per run; a later augment --rollback of
+the run removes exactly what remains of it. The graph is rebuilt from the stored
+extraction results of the remaining chunks: nothing is sent to an LLM.`,
+		Example: `  graphloom delete --index harbour.gl --title "Port Keswyn" --plan
+  graphloom delete --index harbour.gl --ids gone.txt --out harbour-smaller.gl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			liveIndexGC()
+			if err := requireFlags(cmd, "index"); err != nil {
+				return err
+			}
+			if n := btoi(len(docs) > 0) + btoi(title != "") + btoi(idsFile != ""); n != 1 {
+				return usageError{fmt.Errorf("delete: give one of --doc, --title and --ids")}
+			}
+			if out == "" {
+				out = path
+			}
+			if !plan {
+				if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
+					inSpec{"--index", path}, inSpec{"--ids", idsFile}); err != nil {
+					return err
+				}
+				unlock, err := lockIndex(cmd, out, wait)
+				if err != nil {
+					return err
+				}
+				defer unlock()
+			}
+			if idsFile != "" {
+				var err error
+				if docs, err = readIDs(idsFile); err != nil {
+					return err
+				}
+			}
+			ix, err := graphio.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sel, err := selectDocs(ix, docs, title)
+			if err != nil {
+				return fmt.Errorf("delete: %s: %w", path, err)
+			}
+			var ex extract.Extractor
+			if ix.Meta.Extractor == "rule" {
+				ex = extract.NewRule(extract.DefaultRuleConfig()) // offline: for the title gazetteer's changes
+			}
+			ch, err := kg.Delete(cmd.Context(), ix, sel, ex, nil, kcfg)
+			if err != nil {
+				return fmt.Errorf("delete: %s: %w", path, err)
+			}
+			if !plan {
+				retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+				ix.Meta.Graphloom = buildVersion()
+				if err := graphio.WriteFile(out, ix); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": path, "out": out, "plan": plan, "change": ch})
+			}
+			w := cmd.OutOrStdout()
+			verb := "deleted"
+			if plan {
+				verb = "would delete (plan: nothing written)"
+			}
+			fmt.Fprintf(w, "%s %d documents, %d chunks from %s", verb, len(ch.Documents), ch.Chunks, path)
+			if !plan {
+				fmt.Fprintf(w, " → %s", out)
+			}
+			fmt.Fprintln(w)
+			printChange(w, ch)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&path, "index", "", "index file")
+	f.StringArrayVar(&docs, "doc", nil, "document id to delete (doc-…; repeatable; graphloom stats --documents lists them)")
+	f.StringVar(&title, "title", "", "delete every document with this exact title")
+	f.StringVar(&idsFile, "ids", "", "file of document ids to delete, one per line")
+	f.StringVar(&out, "out", "", "write the smaller index here instead of replacing --index")
+	f.BoolVar(&plan, "plan", false, "count what would go; write nothing")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	addForce(cmd, &force)
+	return cmd
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readIDs reads document ids, one per line (blank lines and # comments skipped).
+func readIDs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			ids = append(ids, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s: no document ids", path)
+	}
+	return ids, nil
+}
+
+// selectDocs returns the positions of the documents with the given ids, or with the
+// given title; an id or title that matches nothing is an error.
+func selectDocs(ix *graphio.Index, ids []string, title string) ([]int32, error) {
+	var sel []int32
+	if title != "" {
+		for i, d := range ix.Documents {
+			if d.Title == title {
+				sel = append(sel, int32(i))
+			}
+		}
+		if len(sel) == 0 {
+			return nil, fmt.Errorf("no document titled %q", title)
+		}
+		return sel, nil
+	}
+	at := map[string]int32{}
+	for i, d := range ix.Documents {
+		at[d.ID] = int32(i)
+	}
+	for _, id := range ids {
+		i, ok := at[id]
+		if !ok {
+			return nil, fmt.Errorf("no document %q", id)
+		}
+		sel = append(sel, i)
+	}
+	return sel, nil
+}

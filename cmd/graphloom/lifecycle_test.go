@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// TestIndexAddAndDelete: `index --add` grows an index in place (a document already
+// present is skipped and counted), another chunking is refused naming both, `delete
+// --plan` writes nothing, `delete --out` leaves the input as it was, and `delete`
+// in place removes the document's chunks.
+func TestIndexAddAndDelete(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 5), "--out", idx).code)
+	more := filepath.Join(dir, "more.json")
+	require.NoError(t, os.WriteFile(more, []byte(`[{"title":"Passage 0","text":"Mara Vell0 founded Quillhaven0 in 1800. Mara Vell0 was born in Ostrid0. Quillhaven0 lies near Orlen Ford0."},
+ {"title":"Harl Dunmere","text":"Harl Dunmere built the mill of Quillhaven0 in 1821."},
+ {"title":"Orlen Ford","text":"Orlen Ford is a crossing of the river Tey."}]`), 0o644))
+
+	r := run(t, nil, "index", "--add", more, "--index", idx, "--chunk-tokens", "600")
+	require.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "chunk-tokens=1200")
+	assert.Contains(t, r.stderr, "chunk-tokens=600")
+
+	r = run(t, nil, "index", "--add", more, "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 documents (1 already present, 0 duplicates merged), 2 chunks extracted")
+	ix, err := graphio.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Len(t, ix.Documents, 7)
+
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	r = run(t, nil, "delete", "--index", idx, "--title", "Harl Dunmere", "--plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "would delete (plan: nothing written) 1 documents, 1 chunks")
+	after, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--plan writes nothing")
+
+	smaller := filepath.Join(dir, "smaller.gl")
+	r = run(t, nil, "delete", "--index", idx, "--title", "Harl Dunmere", "--out", smaller)
+	require.Equal(t, 0, r.code, r.stderr)
+	after, err = os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--out leaves the input as it was")
+	out, err := graphio.ReadFile(smaller)
+	require.NoError(t, err)
+	assert.Len(t, out.Documents, 6)
+	for _, c := range out.Chunks {
+		assert.NotEqual(t, "Harl Dunmere", c.Title)
+	}
+
+	r = run(t, nil, "delete", "--index", idx, "--doc", "doc-0000")
+	require.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, `no document "doc-0000"`)
+	r = run(t, nil, "delete", "--index", idx, "--title", "Orlen Ford")
+	require.Equal(t, 0, r.code, r.stderr)
+	ix, err = graphio.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Len(t, ix.Documents, 6)
+
+	r = run(t, nil, "stats", "--index", idx, "--documents")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^add 20\d\d-[0-9T:-]+Z: 2 documents, 2 chunks$`, r.stdout)
+	assert.Regexp(t, `(?m)^delete 20\d\d-[0-9T:-]+Z: 1 documents, 1 chunks\n  doc-[0-9a-f]{32}\tOrlen Ford$`, r.stdout)
+	assert.NotContains(t, r.stdout, "\tOrlen Ford\t", "deleted: no longer listed among the documents")
+}

@@ -1,0 +1,637 @@
+package kg
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+)
+
+// The index lifecycle: documents added to and deleted from a built index.
+//
+// Design (the simplest correct one): the index keeps every chunk's extraction result
+// (resultsBlob). Adding or deleting documents changes the chunk list, extracts only
+// the chunks that are new, and rebuilds everything derived from the results over the
+// whole corpus — the entity filter, the merged graph, the embeddings, the synonym
+// edges — as Build does; the caller then rewrites the file atomically. The derived
+// structures therefore equal those of a fresh build of the resulting corpus, at the
+// cost of a rebuild that is linear in the index (no LLM call, no extraction of old
+// chunks): the append-friendly layout of immutable segments plus a manifest, which a
+// change in time proportional to its size needs, is not implemented.
+//
+// Two corpus-wide inputs make "only the new chunks" need care:
+//   - the rule extractor's title gazetteer (extract.Titles): an old chunk that holds
+//     every word of a title that arrives or leaves is extracted again, offline (the
+//     LLM extractor has no corpus-wide input, so nothing old is ever sent to it);
+//   - the built-in hashed embedder's IDF table, fitted on the chunks: it is fitted
+//     again on the new chunk list and everything is embedded again (offline, cheap).
+//     Any other embedder's vectors do not depend on the corpus: old rows are reused
+//     by text and only new texts are embedded.
+//
+// Runs (augmentations) are replayed on the rebuilt graph in their order, as they were
+// merged (tagged with their run, so a later rollback removes exactly what remains of
+// them); a run's fact or hyperedge citing a deleted chunk is dropped (a cross-chunk
+// fact rests on all of its evidence), and counted per run.
+
+// resultsBlob is where an index keeps its chunks' extraction results.
+const resultsBlob = "extract.results"
+
+// embedderBlob is where embed.Store keeps an embedder's state.
+const embedderBlob = "embedder"
+
+// historyBlob is where an index keeps the history of its add and delete operations.
+const historyBlob = "lifecycle.history"
+
+type storedResults struct {
+	Chunks  []string         `json:"chunks"` // chunk ids, in index order
+	Results []extract.Result `json:"results"`
+}
+
+// StoreResults keeps the extraction results of ix's chunks (one per chunk, in order)
+// in the index, gzip-compressed JSON.
+func StoreResults(ix *graphio.Index, results []extract.Result) error {
+	sr := storedResults{Chunks: make([]string, len(ix.Chunks)), Results: results}
+	for i, c := range ix.Chunks {
+		sr.Chunks[i] = c.ID
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(sr); err != nil {
+		return fmt.Errorf("kg: store extraction results: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("kg: store extraction results: %w", err)
+	}
+	if ix.Blobs == nil {
+		ix.Blobs = map[string][]byte{}
+	}
+	ix.Blobs[resultsBlob] = buf.Bytes()
+	return nil
+}
+
+// Results returns the extraction result of every chunk of ix, in chunk order, and
+// whether they are the extractor's own (stored by Build). An index without stored
+// results (written before they were kept, or imported) gets results reconstructed
+// from its extracted graph: each chunk's mentioned entities, the facts and hyperedges
+// citing it. Rebuilding from those gives the same graph except that facts' weights
+// count citing chunks rather than occurrences and names the entity filter removed
+// are not known.
+func Results(ix *graphio.Index) ([]extract.Result, bool, error) {
+	if blob := ix.Blobs[resultsBlob]; blob != nil {
+		zr, err := gzip.NewReader(bytes.NewReader(blob))
+		if err != nil {
+			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
+		}
+		var sr storedResults
+		if err := json.Unmarshal(raw, &sr); err != nil {
+			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
+		}
+		if len(sr.Chunks) == len(ix.Chunks) && len(sr.Results) == len(ix.Chunks) &&
+			slices.EqualFunc(sr.Chunks, ix.Chunks, func(id string, c graphio.Chunk) bool { return id == c.ID }) {
+			return sr.Results, true, nil
+		}
+	}
+	out := make([]extract.Result, len(ix.Chunks))
+	for _, m := range ix.Mentions {
+		if m.Run == "" {
+			e := ix.Entities[m.Entity]
+			out[m.Chunk].Entities = append(out[m.Chunk].Entities, extract.Entity{Text: e.Name, Type: e.Type})
+		}
+	}
+	for _, f := range ix.Facts {
+		if f.Run != "" {
+			continue
+		}
+		for _, c := range f.Chunks {
+			out[c].Triples = append(out[c].Triples, extract.Triple{Subject: ix.Entities[f.Subject].Name, Predicate: f.Predicate, Object: ix.Entities[f.Object].Name})
+		}
+	}
+	for _, h := range ix.Hyperedges {
+		if h.Run != "" {
+			continue
+		}
+		names := make([]string, len(h.Entities))
+		for i, e := range h.Entities {
+			names[i] = ix.Entities[e].Name
+		}
+		for _, c := range h.Chunks {
+			out[c].Hyperedges = append(out[c].Hyperedges, extract.Hyperedge{Text: h.Text, Entities: names, Score: h.Score})
+		}
+	}
+	return out, false, nil
+}
+
+// A titledExtractor has corpus-wide input (the rule extractor's title gazetteer).
+type titledExtractor interface {
+	ExtractTitled(ctx context.Context, chunks []extract.Chunk, corpusTitles []string, progress extract.Progress) ([]extract.Result, error)
+	TitleSensitive(before, after, texts []string) []bool
+}
+
+// Change reports one add or delete.
+type Change struct {
+	Op      string `json:"op"` // "add" or "delete"
+	Created string `json:"created"`
+	// Documents lists the documents added or deleted.
+	Documents []DocRef `json:"documents"`
+	// Present counts documents of an add already in the index (same content), skipped;
+	// Duplicates the copies within the added corpus merged into one (ingest's count).
+	Present    int `json:"already_present"`
+	Duplicates int `json:"duplicates"`
+	Chunks     int `json:"chunks"` // chunks added or deleted
+	// Extracted counts the new chunks sent to the extractor; Reextracted the old chunks
+	// extracted again offline because the rule extractor's title gazetteer changed.
+	Extracted   int `json:"extracted"`
+	Reextracted int `json:"reextracted"`
+	// Failed counts the new chunks whose extraction failed.
+	Failed int `json:"failed"`
+	// Removed and Added count records by kind between the index before and after
+	// (entities by name, facts and hyperedges by id, synonym edges by their names);
+	// Trimmed counts facts that stay with fewer citations.
+	Added   map[string]int `json:"added"`
+	Removed map[string]int `json:"removed"`
+	Trimmed int            `json:"facts_trimmed"`
+	// RunRecordsRemoved counts, per augmentation run, its facts and hyperedges dropped
+	// because a chunk they cite was deleted.
+	RunRecordsRemoved map[string]int `json:"run_records_removed,omitempty"`
+	Graph             *Report        `json:"graph,omitempty"`
+}
+
+// DocRef names a document in a Change.
+type DocRef struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Source string `json:"source"`
+}
+
+// History returns the add and delete operations recorded in ix, oldest first (nil for
+// an index that never had one). The graph report of each is not kept.
+func History(ix *graphio.Index) ([]Change, error) {
+	blob := ix.Blobs[historyBlob]
+	if blob == nil {
+		return nil, nil
+	}
+	var h []Change
+	if err := json.Unmarshal(blob, &h); err != nil {
+		return nil, fmt.Errorf("kg: index history: %w", err)
+	}
+	return h, nil
+}
+
+func appendHistory(ix *graphio.Index, c Change) error {
+	h, err := History(ix)
+	if err != nil {
+		return err
+	}
+	c.Graph = nil
+	h = append(h, c)
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	ix.Blobs[historyBlob] = b
+	return nil
+}
+
+// Add ingests passages into ix (chunked with icfg, which must be the index's chunking),
+// extracts the new chunks only, and rebuilds the graph (see the package's lifecycle
+// notes). A passage whose document is already in ix is skipped and counted as Present.
+// ex must be the index's extractor and emb its embedder (nil for the built-in one).
+func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg ingest.Config, ex extract.Extractor, emb embed.Embedder, cfg Config, progress Progress) (*Change, error) {
+	if err := CheckCompatible(ix, icfg, ex, emb); err != nil {
+		return nil, err
+	}
+	ch := &Change{Op: "add", Created: time.Now().UTC().Format(time.RFC3339)}
+	have := map[string]bool{}
+	for _, d := range ix.Documents {
+		have[d.ID] = true
+	}
+	var fresh []ingest.Passage
+	for _, p := range passages {
+		if have[graphio.DocumentID(p.Title, p.Text)] {
+			ch.Present++
+			continue
+		}
+		fresh = append(fresh, p)
+	}
+	results, _, err := Results(ix)
+	if err != nil {
+		return nil, err
+	}
+	oldEmb, err := reuseEmbedder(ix, emb)
+	if err != nil {
+		return nil, err
+	}
+	old := *ix
+	nd, nc := len(ix.Documents), len(ix.Chunks)
+	irep := &ingest.Report{}
+	if err := ingest.AddPassages(ctx, ix, fresh, icfg, nil, irep); err != nil {
+		return nil, err
+	}
+	ch.Duplicates, ch.Chunks = irep.Duplicates, len(ix.Chunks)-nc
+	for _, d := range ix.Documents[nd:] {
+		ch.Documents = append(ch.Documents, DocRef{ID: d.ID, Title: d.Title, Source: d.Source})
+	}
+	if ch.Chunks == 0 {
+		return ch, nil
+	}
+	titles := func(cs []graphio.Chunk) []string {
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.Title
+		}
+		return out
+	}
+	in := make([]extract.Chunk, 0, len(ix.Chunks)-nc)
+	for _, c := range ix.Chunks[nc:] {
+		in = append(in, extract.Chunk{ID: c.ID, Title: c.Title, Text: c.Text})
+	}
+	var fresult []extract.Result
+	if te, ok := ex.(titledExtractor); ok {
+		fresult, err = te.ExtractTitled(ctx, in, titles(ix.Chunks), progress.stage("extract"))
+		if err == nil {
+			err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), results, ch)
+		}
+	} else {
+		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kg: add: extract: %w", err)
+	}
+	ch.Extracted = len(in)
+	for _, r := range fresult {
+		if r.Failed != "" {
+			ch.Failed++
+		}
+	}
+	results = append(slices.Clip(results), fresult...)
+	identity := make([]int32, nc)
+	for i := range identity {
+		identity[i] = int32(i)
+	}
+	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, progress, ch); err != nil {
+		return nil, err
+	}
+	return ch, appendHistory(ix, *ch)
+}
+
+// Delete removes documents (by position in ix.Documents) and their chunks from ix and
+// rebuilds the graph from the remaining chunks' results (see the package's lifecycle
+// notes): facts, hyperedges, entities, mentions, synonym edges and embeddings that
+// rested only on the deleted chunks go, a fact also stated elsewhere keeps its other
+// citations, and augmentation records citing a deleted chunk go. ex (may be nil) is
+// used only to extract again, offline, the chunks the rule extractor's title gazetteer
+// makes depend on a deleted title; emb must be the index's embedder, or nil (the
+// built-in one, or the vectors already in the index).
+func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Extractor, emb embed.Embedder, cfg Config) (*Change, error) {
+	if ix.Meta.Extractor != "" && ex != nil && ex.Name() != ix.Meta.Extractor {
+		return nil, fmt.Errorf("kg: delete: the index was extracted with %q, not %q", ix.Meta.Extractor, ex.Name())
+	}
+	ch := &Change{Op: "delete", Created: time.Now().UTC().Format(time.RFC3339)}
+	gone := make([]bool, len(ix.Documents))
+	for _, d := range docs {
+		if d < 0 || int(d) >= len(ix.Documents) {
+			return nil, fmt.Errorf("kg: delete: document %d of %d", d, len(ix.Documents))
+		}
+		gone[d] = true
+	}
+	results, _, err := Results(ix)
+	if err != nil {
+		return nil, err
+	}
+	oldEmb, err := reuseEmbedder(ix, emb)
+	if err != nil {
+		return nil, err
+	}
+	old := *ix
+	docMap := make([]int32, len(ix.Documents))
+	var keptDocs []graphio.Document
+	for i, d := range ix.Documents {
+		if gone[i] {
+			docMap[i] = -1
+			ch.Documents = append(ch.Documents, DocRef{ID: d.ID, Title: d.Title, Source: d.Source})
+			continue
+		}
+		docMap[i] = int32(len(keptDocs))
+		keptDocs = append(keptDocs, d)
+	}
+	chunkMap := make([]int32, len(ix.Chunks))
+	var keptChunks []graphio.Chunk
+	var keptResults []extract.Result
+	var before, after []string
+	for i, c := range ix.Chunks {
+		before = append(before, c.Title)
+		if docMap[c.Doc] < 0 {
+			chunkMap[i] = -1
+			ch.Chunks++
+			continue
+		}
+		after = append(after, c.Title)
+		chunkMap[i] = int32(len(keptChunks))
+		c.Doc = docMap[c.Doc]
+		keptChunks = append(keptChunks, c)
+		keptResults = append(keptResults, results[i])
+	}
+	if len(keptChunks) == 0 {
+		return nil, fmt.Errorf("kg: delete: that would delete every document of the index")
+	}
+	ix.Documents, ix.Chunks = keptDocs, keptChunks
+	if te, ok := ex.(titledExtractor); ok && ch.Chunks > 0 {
+		if err := reextract(ctx, te, keptChunks, before, after, keptResults, ch); err != nil {
+			return nil, fmt.Errorf("kg: delete: extract: %w", err)
+		}
+	}
+	if err := rebuildAndReplay(ctx, &old, ix, keptResults, chunkMap, oldEmb, cfg, nil, ch); err != nil {
+		return nil, err
+	}
+	return ch, appendHistory(ix, *ch)
+}
+
+// reextract extracts again, in place in results, the chunks whose rule extraction may
+// differ between a corpus of titles before and one of titles after.
+func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, before, after []string, results []extract.Result, ch *Change) error {
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	var idx []int
+	var in []extract.Chunk
+	for i, s := range te.TitleSensitive(before, after, texts) {
+		if s {
+			idx = append(idx, i)
+			in = append(in, extract.Chunk{ID: chunks[i].ID, Title: chunks[i].Title, Text: chunks[i].Text})
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	out, err := te.ExtractTitled(ctx, in, after, nil)
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		results[i] = out[j]
+	}
+	ch.Reextracted = len(in)
+	return nil
+}
+
+// rebuildAndReplay rebuilds ix's graph from results, replays old's runs with chunk
+// positions mapped by chunkMap (old chunk → new, -1 when deleted) and fills in ch's
+// counts against old.
+func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []extract.Result, chunkMap []int32, emb embed.Embedder, cfg Config, progress Progress, ch *Change) error {
+	rep, err := Rebuild(ctx, ix, results, emb, cfg, progress)
+	if err != nil {
+		return err
+	}
+	ch.Graph = rep
+	if r, ok := emb.(*reusing); ok && r.state != nil {
+		ix.Blobs[embedderBlob] = r.state // Store dropped the state of the embedder r wraps
+	}
+	for _, r := range old.Runs {
+		n, err := replayRun(ctx, old, ix, r.ID, chunkMap, emb, cfg)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if ch.RunRecordsRemoved == nil {
+				ch.RunRecordsRemoved = map[string]int{}
+			}
+			ch.RunRecordsRemoved[r.ID] = n
+		}
+	}
+	ch.Added, ch.Removed, ch.Trimmed = diffRecords(old, ix)
+	return nil
+}
+
+// replayRun merges the facts and hyperedges run added to old into ix, as the
+// augmentation merged them (entities created and tagged as needed, mentions in the
+// cited chunks, the new records embedded, synonym edges for the run's new entities).
+// A record citing a chunk chunkMap maps to -1 is dropped; it returns how many were.
+func replayRun(ctx context.Context, old, ix *graphio.Index, run string, chunkMap []int32, emb embed.Embedder, cfg Config) (int, error) {
+	oldEnt := len(ix.Entities)
+	b := graphio.NewBuilder(ix, run)
+	entity := func(e int32) int32 {
+		oe := old.Entities[e]
+		name := oe.Name
+		if len(oe.Surface) > 0 {
+			name = oe.Surface[0]
+		}
+		return b.Entity(name, oe.Type)
+	}
+	mapChunks := func(cs []int32) ([]int32, bool) {
+		out := make([]int32, len(cs))
+		for i, c := range cs {
+			if out[i] = chunkMap[c]; out[i] < 0 {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	dropped := 0
+	for _, f := range old.Facts {
+		if f.Run != run {
+			continue
+		}
+		cs, ok := mapChunks(f.Chunks)
+		if !ok {
+			dropped++
+			continue
+		}
+		s, o := entity(f.Subject), entity(f.Object)
+		if s < 0 || o < 0 || s == o {
+			continue
+		}
+		for _, c := range cs {
+			b.AddMention(s, c)
+			b.AddMention(o, c)
+		}
+		if _, _, err := b.AddFactIDs(s, f.Predicate, o, cs); err != nil {
+			return 0, fmt.Errorf("kg: replay run %s: %w", run, err)
+		}
+	}
+	for _, h := range old.Hyperedges {
+		if h.Run != run {
+			continue
+		}
+		cs, ok := mapChunks(h.Chunks)
+		if !ok {
+			dropped++
+			continue
+		}
+		var ents []int32
+		for _, e := range h.Entities {
+			if id := entity(e); id >= 0 {
+				ents = append(ents, id)
+			}
+		}
+		for _, c := range cs {
+			b.AddHyperedge(h.Text, ents, c, h.Score)
+		}
+	}
+	if err := EmbedNew(ctx, ix, emb, cfg.EmbedBatch); err != nil {
+		return 0, fmt.Errorf("kg: replay run %s: %w", run, err)
+	}
+	if _, err := AddSynonyms(ix, run, oldEnt, cfg); err != nil {
+		return 0, fmt.Errorf("kg: replay run %s: %w", run, err)
+	}
+	return dropped, nil
+}
+
+// diffRecords counts records of each kind in after and not before (added) and the
+// other way round (removed), and facts in both with fewer citations in after.
+func diffRecords(before, after *graphio.Index) (added, removed map[string]int, trimmed int) {
+	keys := func(ix *graphio.Index) map[string]map[string]int {
+		m := map[string]map[string]int{"entity": {}, "fact": {}, "hyperedge": {}, "synonym": {}, "chunk": {}, "document": {}}
+		for _, d := range ix.Documents {
+			m["document"][d.ID] = 1
+		}
+		for _, c := range ix.Chunks {
+			m["chunk"][c.ID] = 1
+		}
+		for _, e := range ix.Entities {
+			m["entity"][e.Name] = 1
+		}
+		for _, f := range ix.Facts {
+			m["fact"][f.ID] = len(f.Chunks)
+		}
+		for _, h := range ix.Hyperedges {
+			m["hyperedge"][h.ID] = 1
+		}
+		for _, s := range ix.Synonyms {
+			m["synonym"][ix.Entities[s.A].Name+"\x00"+ix.Entities[s.B].Name] = 1
+		}
+		return m
+	}
+	b, a := keys(before), keys(after)
+	added, removed = map[string]int{}, map[string]int{}
+	for kind, bm := range b {
+		for k, n := range bm {
+			if m, ok := a[kind][k]; !ok {
+				removed[kind]++
+			} else if kind == "fact" && m < n {
+				trimmed++
+			}
+		}
+		for k := range a[kind] {
+			if _, ok := bm[k]; !ok {
+				added[kind]++
+			}
+		}
+	}
+	return added, removed, trimmed
+}
+
+// CheckCompatible refuses to add to ix with a chunking, extractor or embedder other
+// than the index's own, naming both.
+func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor, emb embed.Embedder) error {
+	if got := icfg.Describe(); ix.Meta.Chunking != "" && ix.Meta.Chunking != got {
+		return fmt.Errorf("kg: the index was chunked with %s, this run would chunk with %s; give the index's chunking", ix.Meta.Chunking, got)
+	}
+	if ix.Meta.Tokenizer != "" && ix.Meta.Tokenizer != icfg.Encoding {
+		return fmt.Errorf("kg: the index was chunked in %s tokens, this run would chunk in %s", ix.Meta.Tokenizer, icfg.Encoding)
+	}
+	if ex == nil || ex.Name() != ix.Meta.Extractor {
+		name := "none"
+		if ex != nil {
+			name = ex.Name()
+		}
+		return fmt.Errorf("kg: the index was extracted with %q, this run would extract with %q; use the index's extractor", ix.Meta.Extractor, name)
+	}
+	want := ix.Meta.Embedder
+	switch {
+	case embed.IsHashed(want):
+		if emb != nil {
+			if _, ok := emb.(*embed.Hashed); !ok {
+				return fmt.Errorf("kg: the index was embedded with the built-in embedder (%s), this run would embed with %q", want, emb.Identity())
+			}
+		}
+	case emb == nil:
+		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with the built-in embedder (hash); give the index's embedder", want)
+	case emb.Identity() != want:
+		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with %q", want, emb.Identity())
+	}
+	return nil
+}
+
+// reuseEmbedder returns the embedder a rebuild of ix embeds with: the built-in
+// embedder restored from the index (Rebuild fits it again), or emb (the index's own,
+// possibly nil) answering from the vectors already in ix for texts it embedded before.
+func reuseEmbedder(ix *graphio.Index, emb embed.Embedder) (embed.Embedder, error) {
+	if embed.IsHashed(ix.Meta.Embedder) {
+		return embed.ForIndex(ix, nil)
+	}
+	if ix.Meta.Embedder == "" {
+		return nil, fmt.Errorf("kg: the index has no embeddings")
+	}
+	r := &reusing{inner: emb, id: ix.Meta.Embedder, state: ix.Blobs[embedderBlob], cache: map[string][]float32{}}
+	add := func(k graphio.NodeKind, n int, text func(i int) string) {
+		m := ix.Embeddings[k]
+		if m == nil {
+			return
+		}
+		r.dim = m.Dim
+		for i := range min(n, m.Rows()) {
+			r.cache[text(i)] = m.RowInto(i, make([]float32, m.Dim))
+		}
+	}
+	add(graphio.KindChunk, len(ix.Chunks), func(i int) string { return ix.Chunks[i].Content() })
+	add(graphio.KindEntity, len(ix.Entities), func(i int) string { return ix.Entities[i].Name })
+	add(graphio.KindFact, len(ix.Facts), func(i int) string { return FactText(ix, &ix.Facts[i]) })
+	add(graphio.KindHyperedge, len(ix.Hyperedges), func(i int) string { return ix.Hyperedges[i].Text })
+	return r, nil
+}
+
+// reusing is an embedder whose vectors do not depend on the corpus, answering the
+// texts it already embedded from the index and the others through inner.
+type reusing struct {
+	inner embed.Embedder // nil: every text must be known
+	id    string
+	dim   int
+	state []byte // the index's embedder state (a local model's settings), kept as it was
+	cache map[string][]float32
+}
+
+func (r *reusing) Identity() string { return r.id }
+func (r *reusing) Dim() int         { return r.dim }
+
+// Embed implements embed.Embedder.
+func (r *reusing) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var miss []string
+	var at []int
+	for i, t := range texts {
+		if v, ok := r.cache[t]; ok {
+			out[i] = v
+		} else {
+			miss, at = append(miss, t), append(at, i)
+		}
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	if r.inner == nil {
+		return nil, fmt.Errorf("kg: %d texts are new and the index's embedder %q is not configured", len(miss), r.id)
+	}
+	vs, err := r.inner.Embed(ctx, miss)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = vs[j]
+		r.cache[miss[j]] = vs[j]
+	}
+	return out, nil
+}

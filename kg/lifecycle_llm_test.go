@@ -1,0 +1,54 @@
+package kg
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
+)
+
+// TestAddSendsOnlyNewChunksToLLM: an index of 12 chunks built with the LLM extractor
+// (two calls per chunk: NER, then triples), then Add of 3 documents, with no answer
+// cache: exactly 3 × 2 calls are sent, each about a new chunk, and the old chunks'
+// facts are still there.
+func TestAddSendsOnlyNewChunksToLLM(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	var old, added []ingest.Passage
+	for i := range 15 {
+		key := fmt.Sprintf("item%02d", i)
+		script(srv, key, []string{"Keeper " + key, "Town " + key}, [][3]string{{"Keeper " + key, "lives in", "Town " + key}}, "unused")
+		p := ingest.Passage{Title: "Doc " + key, Text: fmt.Sprintf("Keeper %s lives in Town %s, %s.", key, key, key)}
+		if i < 12 {
+			old = append(old, p)
+		} else {
+			added = append(added, p)
+		}
+	}
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m"}) // no CacheDir: nothing is answered from a cache
+	require.NoError(t, err)
+	ex := extract.NewLLM(c, extract.LLMConfig{MaxTokens: 512})
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, old, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err = Build(context.Background(), ix, ex, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 12*2, srv.Count())
+
+	ch, err := Add(context.Background(), ix, append(added, old[0]), ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	sent := srv.Requests()[12*2:]
+	assert.Len(t, sent, 3*2, "two calls for each of the 3 new chunks, none for the 12 old ones")
+	for _, r := range sent {
+		assert.Regexp(t, `item1[234]`, r.LastUser(), "only new chunks are sent")
+	}
+	assert.Equal(t, 1, ch.Present, "the old document given again is skipped")
+	assert.Equal(t, 3, ch.Extracted)
+	assert.Len(t, ix.Facts, 15, "one scripted fact per chunk, old ones kept")
+}

@@ -1,0 +1,285 @@
+package kg_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/retrieve"
+)
+
+func rule() extract.Extractor { return extract.NewRule(extract.DefaultRuleConfig()) }
+
+// fresh builds an index of passages from scratch, as `graphloom index` does offline.
+func fresh(t *testing.T, ps []ingest.Passage) *graphio.Index {
+	t.Helper()
+	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err := kg.Build(context.Background(), ix, rule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+	return ix
+}
+
+// roundTrip writes and reads an index, as the CLI does between commands.
+func roundTrip(t *testing.T, ix *graphio.Index) *graphio.Index {
+	t.Helper()
+	p := t.TempDir() + "/x.gl"
+	require.NoError(t, graphio.WriteFile(p, ix))
+	out, err := graphio.ReadFile(p)
+	require.NoError(t, err)
+	return out
+}
+
+func harbour(t *testing.T) (a, b []ingest.Passage, questions []string) {
+	t.Helper()
+	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
+	require.NoError(t, err)
+	raw, err := os.ReadFile("../examples/harbour/questions.json")
+	require.NoError(t, err)
+	var qs []struct{ Question string }
+	require.NoError(t, json.Unmarshal(raw, &qs))
+	for _, q := range qs {
+		questions = append(questions, q.Question)
+	}
+	cut := len(ps) * 2 / 3
+	return ps[:cut], ps[cut:], questions
+}
+
+// graphOf lists an index's records by content (names, ids, cited chunk ids), so two
+// indices built in different ways compare independently of internal numbering.
+func graphOf(ix *graphio.Index) map[string][]string {
+	g := map[string][]string{}
+	add := func(k, v string) { g[k] = append(g[k], v) }
+	for _, d := range ix.Documents {
+		add("documents", fmt.Sprintf("%s %d", d.ID, d.Count))
+	}
+	for _, c := range ix.Chunks {
+		add("chunks", c.ID)
+	}
+	for _, e := range ix.Entities {
+		add("entities", fmt.Sprintf("%s %q %s %s", e.Name, e.Surface, e.Type, e.Run))
+	}
+	chunks := func(cs []int32) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, ix.Chunks[c].ID)
+		}
+		return out
+	}
+	for _, f := range ix.Facts {
+		add("facts", fmt.Sprintf("%s %v %g %s", f.ID, chunks(f.Chunks), f.Weight, f.Run))
+	}
+	for _, h := range ix.Hyperedges {
+		var ents []string
+		for _, e := range h.Entities {
+			ents = append(ents, ix.Entities[e].Name)
+		}
+		add("hyperedges", fmt.Sprintf("%s %v %v %s", h.ID, ents, chunks(h.Chunks), h.Run))
+	}
+	for _, m := range ix.Mentions {
+		add("mentions", ix.Entities[m.Entity].Name+" "+ix.Chunks[m.Chunk].ID+" "+m.Run)
+	}
+	for _, s := range ix.Synonyms {
+		add("synonyms", fmt.Sprintf("%s|%s %.6f %s", ix.Entities[s.A].Name, ix.Entities[s.B].Name, s.Cosine, s.Run))
+	}
+	for k := range g {
+		sort.Strings(g[k])
+	}
+	g["embedder"] = []string{ix.Meta.Embedder}
+	return g
+}
+
+var retrievers = []string{"bm25", "dense", "triples", "ppr", "hyperppr", "pcst"}
+
+// rankings returns, per retriever and question, the top-10 passages' chunk ids.
+func rankings(t *testing.T, ix *graphio.Index, questions []string) map[string][]string {
+	t.Helper()
+	s, err := retrieve.Open(ix, nil, retrieve.DefaultConfig(), nil)
+	require.NoError(t, err)
+	out := map[string][]string{}
+	for _, name := range retrievers {
+		r, err := s.Retriever(name)
+		require.NoError(t, err, name)
+		for _, q := range questions {
+			res, err := r.Retrieve(context.Background(), q, 10)
+			require.NoError(t, err, name)
+			var ids []string
+			for _, p := range res.Passages {
+				ids = append(ids, fmt.Sprintf("%s %.6f", p.ChunkID, p.Score))
+			}
+			out[name+": "+q] = ids
+		}
+	}
+	return out
+}
+
+func counts(ix *graphio.Index) graphio.Stats {
+	st := graphio.ComputeStats(ix, 10)
+	st.SizeBytes = 0
+	return st
+}
+
+// TestAddEqualsFreshBuild: index(A) then Add(B) has the records, the statistics and,
+// for every retriever and every question of the example corpus, the rankings (and
+// scores) of index(A ∪ B) built from scratch; B's chunks only are extracted.
+func TestAddEqualsFreshBuild(t *testing.T) {
+	a, b, qs := harbour(t)
+	want := fresh(t, append(append([]ingest.Passage{}, a...), b...))
+
+	ix := roundTrip(t, fresh(t, a))
+	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.Validate())
+
+	assert.Equal(t, len(b), len(ch.Documents))
+	assert.Equal(t, len(b), ch.Extracted, "one chunk per harbour passage: only B's are extracted")
+	assert.Equal(t, graphOf(want), graphOf(ix))
+	assert.Equal(t, counts(want), counts(ix))
+	assert.Equal(t, rankings(t, want, qs), rankings(t, ix, qs))
+
+	// Adding the same corpus again changes nothing and counts every document as present.
+	ch, err = kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, len(b), ch.Present)
+	assert.Zero(t, ch.Chunks)
+	assert.Equal(t, graphOf(want), graphOf(ix))
+
+	h, err := kg.History(ix)
+	require.NoError(t, err)
+	require.Len(t, h, 1, "an add that found nothing new changed nothing, history included")
+	assert.Equal(t, "add", h[0].Op)
+	assert.Len(t, h[0].Documents, len(b))
+}
+
+// TestDeleteEqualsFreshBuild: index(A ∪ B) then Delete(B) equals index(A) built from
+// scratch, records, statistics and rankings.
+func TestDeleteEqualsFreshBuild(t *testing.T) {
+	a, b, qs := harbour(t)
+	want := fresh(t, a)
+	ix := roundTrip(t, fresh(t, append(append([]ingest.Passage{}, a...), b...)))
+	var docs []int32
+	for i := len(a); i < len(a)+len(b); i++ {
+		docs = append(docs, int32(i))
+	}
+	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, kg.DefaultConfig())
+	require.NoError(t, err)
+	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.Validate())
+	assert.Equal(t, len(b), ch.Chunks)
+	assert.Equal(t, graphOf(want), graphOf(ix))
+	assert.Equal(t, counts(want), counts(ix))
+	assert.Equal(t, rankings(t, want, qs), rankings(t, ix, qs))
+}
+
+// TestTitleGazetteerChange: the rule extractor takes every document title for an
+// entity wherever it occurs, so a new document titled "Fenmouth Quay" changes what an
+// old chunk naming Fenmouth Quay yields. Add extracts that old chunk again (offline)
+// and only it; Delete does the same when the title leaves.
+func TestTitleGazetteerChange(t *testing.T) {
+	a := []ingest.Passage{
+		{Title: "Ada Brell", Text: "Ada Brell sailed from Fenmouth Quay to Aldwick in 1790. She kept a ledger."},
+		{Title: "Aldwick", Text: "Aldwick is a market town on the river Dole. Its mill grinds barley."},
+	}
+	b := []ingest.Passage{{Title: "Fenmouth Quay", Text: "Fenmouth Quay is the old landing of Fenmouth. Fishing boats unload there."}}
+	want := fresh(t, append(append([]ingest.Passage{}, a...), b...))
+	ix := fresh(t, a)
+	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, ch.Reextracted, "Ada Brell's chunk names the new title")
+	assert.Equal(t, graphOf(want), graphOf(ix))
+
+	_, err = kg.Delete(context.Background(), ix, []int32{2}, rule(), nil, kg.DefaultConfig())
+	require.NoError(t, err)
+	assert.Equal(t, graphOf(fresh(t, a)), graphOf(ix))
+}
+
+// TestDeleteAugmentedFacts: an augmentation run adds a cross-chunk fact citing a
+// chunk of A and one of B, and a fact citing two chunks of A. Deleting B removes the
+// first (counted for the run) and keeps the second, tagged with the run; rolling the
+// run back then gives index(A) from scratch.
+func TestDeleteAugmentedFacts(t *testing.T) {
+	a, b, _ := harbour(t)
+	ix := fresh(t, append(append([]ingest.Passage{}, a...), b...))
+	const run = "aug-test"
+	oldEnt := len(ix.Entities)
+	bl := graphio.NewBuilder(ix, run)
+	s, o := bl.Entity("Tomas Brell", ""), bl.Entity("Widow's Lantern", "")
+	_, isNew, err := bl.AddFactIDs(s, "rested beside", o, []int32{0, int32(len(a))}) // A's first chunk, B's first
+	require.NoError(t, err)
+	require.True(t, isNew)
+	s2 := bl.Entity("harbour ledger keeper", "")
+	_, isNew, err = bl.AddFactIDs(s2, "wrote of", s, []int32{0, 1})
+	require.NoError(t, err)
+	require.True(t, isNew)
+	for _, c := range []int32{0, 1} {
+		bl.AddMention(s2, c)
+	}
+	ix.Runs = append(ix.Runs, graphio.Run{ID: run, Kind: "augment"})
+	require.NoError(t, kg.EmbedNew(context.Background(), ix, mustEmbedder(t, ix), 64))
+	_, err = kg.AddSynonyms(ix, run, oldEnt, kg.DefaultConfig())
+	require.NoError(t, err)
+
+	var docs []int32
+	for i := len(a); i < len(a)+len(b); i++ {
+		docs = append(docs, int32(i))
+	}
+	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, kg.DefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, ix.Validate())
+	assert.Equal(t, map[string]int{run: 1}, ch.RunRecordsRemoved)
+	var runFacts []string
+	for _, f := range ix.Facts {
+		if f.Run == run {
+			runFacts = append(runFacts, kg.FactText(ix, &f))
+		}
+	}
+	assert.Equal(t, []string{"harbour ledger keeper wrote of tomas brell"}, runFacts)
+
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.RemoveRun(run))
+	want := fresh(t, a)
+	assert.Equal(t, graphOf(want), graphOf(ix))
+	assert.Equal(t, want.Embeddings[graphio.KindEntity].Rows(), ix.Embeddings[graphio.KindEntity].Rows())
+}
+
+// TestAddRefusesAnotherSetup: another chunking, extractor or embedder is refused with
+// a message naming the index's and the requested one.
+func TestAddRefusesAnotherSetup(t *testing.T) {
+	a, b, _ := harbour(t)
+	ix := fresh(t, a[:3])
+	other := ingest.DefaultConfig()
+	other.ChunkTokens = 600
+	_, err := kg.Add(context.Background(), ix, b, other, rule(), nil, kg.DefaultConfig(), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "chunk-tokens=1200")
+	assert.Contains(t, err.Error(), "chunk-tokens=600")
+	c, err := llm.New(llm.Config{BaseURL: "http://127.0.0.1:1/v1", Model: "m"}) // never called
+	require.NoError(t, err)
+	_, err = kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), extract.NewLLM(c, extract.LLMConfig{}), nil, kg.DefaultConfig(), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"rule"`)
+	assert.Contains(t, err.Error(), `"llm`)
+}
+
+func mustEmbedder(t *testing.T, ix *graphio.Index) embed.Embedder {
+	t.Helper()
+	e, err := embed.ForIndex(ix, nil)
+	require.NoError(t, err)
+	return e
+}
