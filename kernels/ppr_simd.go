@@ -7,16 +7,17 @@ import (
 	"unsafe"
 )
 
-// pprSIMDAvailable reports whether the AVX-512 tile kernel can run on this CPU.
-func pprSIMDAvailable() bool { return archsimd.X86.AVX512() }
-
 // pprTilePassSIMD is pprTilePass with AVX-512, the whole pass over slices [s0, s1) in
 // one assembly loop (pprTilePassAVX512): the 8 rows of a slice accumulate in 8
 // registers, each entry costing one 64-byte load of the neighbour's 8 lanes and one
 // fused multiply-add, and the node update is one register per node. Row i's reset is
 // row sidx[i] of the compacted reset tile sT, which holds np+1 rows
 // (pprCompactResets writes only indices ≤ np).
-func pprTilePassSIMD(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+func pprTilePassSIMD(p KernelPath, l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+	if p != KernelsAVX512 {
+		pprTilePass(l, sT, sidx, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
+		return
+	}
 	if s1 <= s0 {
 		*res, *zsum = pprLaneSums{}, pprLaneSums{}
 		return
@@ -55,9 +56,9 @@ func pprCheckPass(l *pprLayout, s0, s1, stride int, node ...[]float64) int {
 // assembly loop (pprPassAVX512): the 8 rows of a slice are reduced in the 8 lanes of
 // one register with one VGATHERDPD per group of entries (package archsimd has no
 // gather), and the node update is vectorised over the slice's 8 rows, which are 8
-// consecutive internal nodes. simd = false runs pprPass1.
-func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
-	if !simd {
+// consecutive internal nodes. Other paths run pprPass1.
+func pprPass1SIMD(p KernelPath, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
+	if p != KernelsAVX512 {
 		return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
 	}
 	if s1 <= s0 {
@@ -101,8 +102,8 @@ func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32,
 // and every row within sT (newPPRLayout builds them so, and TestPPRInterleaveOrder
 // holds it to that); sT shorter than the rows or a reset shorter than n panics. It
 // reports false, writing nothing, when the AVX-512 kernel does not run.
-func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
-	if !simd || len(resets) > pprLanes {
+func pprInterleaveSIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
+	if p != KernelsAVX512 || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || len(sT) < len(nodes)*pprLanes {
@@ -117,8 +118,8 @@ func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64
 // rounded to float32, in lane b of the half that s32 starts at (lanes 0–7 from row 0's
 // first entry, 8–15 from its ninth), 0 in the lanes past len(resets). It reports false,
 // writing nothing, when the AVX-512 kernel does not run.
-func pprInterleave32SIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
-	if !simd || len(resets) > pprLanes {
+func pprInterleave32SIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
+	if p != KernelsAVX512 || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || (len(nodes) > 0 && len(s32) < (len(nodes)-1)*pprLanes32+pprLanes) {
@@ -150,8 +151,8 @@ func pprInterleaveRun(nodes, rows []int32, n int, resets [][]float64, scales []f
 // scattered in one instruction; outputs of eliminated nodes are left to the caller.
 // Every row must be < len(full) and its lanes within y (newPPRLayout). It reports false,
 // writing nothing, when the AVX-512 kernel does not run.
-func pprExtractSIMD(simd bool, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
-	if !simd {
+func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
+	if p != KernelsAVX512 {
 		return false
 	}
 	if j0 < 0 || j1 > len(pos) || len(y) < len(full)*pprLanes {
@@ -184,9 +185,9 @@ func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]u
 
 // pprCompactResetsSIMD is pprCompactResets with AVX-512: a row's 8 lanes are scaled
 // (one multiply, rounded as the scalar one) and tested for zero bits in two
-// instructions; cur nil is left alone. simd = false runs pprCompactResets.
-func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
-	if !simd {
+// instructions; cur nil is left alone. Other paths run pprCompactResets.
+func pprCompactResetsSIMD(p KernelPath, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprCompactResets(s, cur, sidx, inv, pprLanes, np, lo, hi)
 		return
 	}
@@ -216,9 +217,9 @@ func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []floa
 
 // pprTileTotalsSIMD is pprTileTotals with the 8 lanes of a row in one register: one
 // multiply and one add a row, each lane's operations in pprTileTotals's order.
-// simd = false runs pprTileTotals.
-func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
-	if !simd {
+// Other paths run pprTileTotals.
+func pprTileTotalsSIMD(p KernelPath, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	if p != KernelsAVX512 {
 		return pprTileTotals(y, mass, perm, lo, hi)
 	}
 	y, mass, perm = y[:hi*pprLanes], mass[:hi], perm[:hi]
@@ -238,9 +239,9 @@ func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [
 // pprTilePass32SIMD is pprTilePass32 with AVX-512, the whole pass over slices
 // [s0, s1) in one assembly loop (pprTilePass32AVX512): pprTilePassAVX512's loop in
 // float32 with 16 lanes a register, the lanes not in active masked out of the stores.
-// simd = false runs pprTilePass32.
-func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
-	if !simd {
+// Other paths run pprTilePass32.
+func pprTilePass32SIMD(p KernelPath, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
+	if p != KernelsAVX512 {
 		pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
 		return
 	}
@@ -268,10 +269,10 @@ func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, 
 func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2]pprLaneSums32, sidx *uint32)
 
 // pprCompactResets32SIMD is pprCompactResets32 with a row's 16 lanes in one
-// register (the multiply rounded as the scalar one). simd = false runs
+// register (the multiply rounded as the scalar one). Other paths run
 // pprCompactResets32.
-func pprCompactResets32SIMD(simd bool, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
-	if !simd {
+func pprCompactResets32SIMD(p KernelPath, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprCompactResets32(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
@@ -294,9 +295,9 @@ func pprCompactResets32SIMD(simd bool, s, cur []float32, sidx []uint32, inv []fl
 }
 
 // pprSplitTile32SIMD is pprSplitTile32 with 8 lanes converted in one instruction
-// (rounded as float64(x) is: exactly). simd = false runs pprSplitTile32.
-func pprSplitTile32SIMD(simd bool, cur []float64, half []float32, lo, hi int) {
-	if !simd {
+// (rounded as float64(x) is: exactly). Other paths run pprSplitTile32.
+func pprSplitTile32SIMD(p KernelPath, cur []float64, half []float32, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprSplitTile32(cur, half, lo, hi)
 		return
 	}
@@ -311,9 +312,9 @@ func pprSplitTile32SIMD(simd bool, cur []float64, half []float32, lo, hi int) {
 }
 
 // pprWidenHalfSIMD is pprWidenHalf with 8 lanes converted in one instruction.
-// simd = false runs pprWidenHalf.
-func pprWidenHalfSIMD(simd bool, half []float32, cur []float64, lo, hi int) {
-	if !simd {
+// Other paths run pprWidenHalf.
+func pprWidenHalfSIMD(p KernelPath, half []float32, cur []float64, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprWidenHalf(half, cur, lo, hi)
 		return
 	}
