@@ -14,7 +14,7 @@ import (
 // row sidx[i] of the compacted reset tile sT, which holds np+1 rows
 // (pprCompactResets writes only indices ≤ np).
 func pprTilePassSIMD(p KernelPath, l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		pprTilePass(l, sT, sidx, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
 		return
 	}
@@ -27,7 +27,11 @@ func pprTilePassSIMD(p KernelPath, l *pprLayout, sT []float64, sidx []uint32, d,
 		panic("kernels: PPR tile pass over a short reset tile")
 	}
 	var sums [2][pprLanes]float64
-	pprTilePassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+	pass := pprTilePassAVX512
+	if p == KernelsAVX2 {
+		pass = pprTilePassAVX2
+	}
+	pass(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
 		s0*pprSellRows, d, omega, cheb, &sums, &sidx[s0*pprSellRows])
 	*res, *zsum = sums[0], sums[1]
@@ -58,7 +62,7 @@ func pprCheckPass(l *pprLayout, s0, s1, stride int, node ...[]float64) int {
 // gather), and the node update is vectorised over the slice's 8 rows, which are 8
 // consecutive internal nodes. Other paths run pprPass1.
 func pprPass1SIMD(p KernelPath, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
 	}
 	if s1 <= s0 {
@@ -66,7 +70,11 @@ func pprPass1SIMD(p KernelPath, l *pprLayout, sv []float64, d, omega float64, ch
 	}
 	g0 := pprCheckPass(l, s0, s1, 1, cur, sv, nxt)
 	var sums [2][pprSellRows]float64
-	pprPassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+	pass := pprPassAVX512
+	if p == KernelsAVX2 {
+		pass = pprPassAVX2
+	}
+	pass(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sv), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
 		s0*pprSellRows, d, omega, cheb, &sums)
 	for r := range sums[0] {
@@ -83,6 +91,18 @@ func pprPass1SIMD(p KernelPath, l *pprLayout, sv []float64, d, omega float64, ch
 //
 //go:noescape
 func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
+
+// pprPassAVX2 is pprPassAVX512 in 256-bit registers (ppr_avx2_amd64.s): the same
+// operations in the same order, so the same bits.
+//
+//go:noescape
+func pprPassAVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
+
+// pprTilePassAVX2 is pprTilePassAVX512 in 256-bit registers (ppr_avx2_amd64.s), a
+// slice's rows in two sweeps of 4: the same bits.
+//
+//go:noescape
+func pprTilePassAVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64, sidx *uint32)
 
 // pprTilePassAVX512 runs one pass of pprTilePassSIMD over nslices slices from
 // slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and
@@ -241,7 +261,7 @@ func pprTileTotalsSIMD(p KernelPath, y, mass []float64, perm []int32, lo, hi int
 // float32 with 16 lanes a register, the lanes not in active masked out of the stores.
 // Other paths run pprTilePass32.
 func pprTilePass32SIMD(p KernelPath, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
 		return
 	}
@@ -255,9 +275,19 @@ func pprTilePass32SIMD(p KernelPath, l *pprLayout, sT []float32, sidx []uint32, 
 		panic("kernels: PPR float32 tile pass over a short array")
 	}
 	var sums [2]pprLaneSums32
-	pprTilePass32AVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
-		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
-		s0*pprSellRows, d, omega, active, &sums, &sidx[s0*pprSellRows])
+	if p == KernelsAVX2 {
+		var masks [pprLanes32]int32
+		for b := range masks {
+			masks[b] = -int32(active >> b & 1)
+		}
+		pprTilePass32AVX2(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+			unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
+			s0*pprSellRows, d, omega, &masks, &sums, &sidx[s0*pprSellRows])
+	} else {
+		pprTilePass32AVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+			unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
+			s0*pprSellRows, d, omega, active, &sums, &sidx[s0*pprSellRows])
+	}
 	*res, *zsum = sums[0], sums[1]
 }
 
@@ -267,6 +297,12 @@ func pprTilePass32SIMD(p KernelPath, l *pprLayout, sT []float32, sidx []uint32, 
 //
 //go:noescape
 func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2]pprLaneSums32, sidx *uint32)
+
+// pprTilePass32AVX2 is pprTilePass32AVX512 in 256-bit registers (ppr_avx2_amd64.s),
+// the active lanes given as masks (−1 active, 0 not): the same bits.
+//
+//go:noescape
+func pprTilePass32AVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, masks *[pprLanes32]int32, sums *[2]pprLaneSums32, sidx *uint32)
 
 // pprCompactResets32SIMD is pprCompactResets32 with a row's 16 lanes in one
 // register (the multiply rounded as the scalar one). Other paths run
