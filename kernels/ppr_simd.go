@@ -205,10 +205,15 @@ func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]u
 
 // pprCompactResetsSIMD is pprCompactResets with AVX-512: a row's 8 lanes are scaled
 // (one multiply, rounded as the scalar one) and tested for zero bits in two
-// instructions; cur nil is left alone. Other paths run pprCompactResets.
+// instructions; cur nil is left alone. AVX2 does the same on half-rows
+// (pprCompactResetsAVX2); the portable path runs pprCompactResets.
 func pprCompactResetsSIMD(p KernelPath, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
-	if p != KernelsAVX512 {
+	switch p {
+	case KernelsPortable:
 		pprCompactResets(s, cur, sidx, inv, pprLanes, np, lo, hi)
+		return
+	case KernelsAVX2:
+		pprCompactResetsAVX2(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
 	keep := cur == nil
@@ -229,6 +234,37 @@ func pprCompactResetsSIMD(p KernelPath, s, cur []float64, sidx []uint32, inv []f
 		}
 		if k != i {
 			row.Store((*[pprLanes]float64)(s[k*pprLanes:]))
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}
+
+// pprCompactResetsAVX2 is pprCompactResetsSIMD with a row's lanes in two 4-lane
+// registers.
+func pprCompactResetsAVX2(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	keep := cur == nil
+	if !keep {
+		cur = cur[:hi*pprLanes]
+	}
+	s, sidx, inv = s[:hi*pprLanes], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint64x4(0)
+	k := lo
+	for i := lo; i < hi; i++ {
+		a := archsimd.LoadFloat64x4((*[4]float64)(s[i*pprLanes:]))
+		b := archsimd.LoadFloat64x4((*[4]float64)(s[i*pprLanes+4:]))
+		if !keep {
+			w := archsimd.BroadcastFloat64x4(inv[i])
+			a.Mul(w).Store((*[4]float64)(cur[i*pprLanes:]))
+			b.Mul(w).Store((*[4]float64)(cur[i*pprLanes+4:]))
+		}
+		if a.AsUint64x4().Or(b.AsUint64x4()).Equal(zero).ToBits() == 0b1111 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			a.Store((*[4]float64)(s[k*pprLanes:]))
+			b.Store((*[4]float64)(s[k*pprLanes+4:]))
 		}
 		sidx[i] = uint32(k)
 		k++
@@ -305,11 +341,15 @@ func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float3
 func pprTilePass32AVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, masks *[pprLanes32]int32, sums *[2]pprLaneSums32, sidx *uint32)
 
 // pprCompactResets32SIMD is pprCompactResets32 with a row's 16 lanes in one
-// register (the multiply rounded as the scalar one). Other paths run
-// pprCompactResets32.
+// register (the multiply rounded as the scalar one), or in two on AVX2. The portable
+// path runs pprCompactResets32.
 func pprCompactResets32SIMD(p KernelPath, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
-	if p != KernelsAVX512 {
+	switch p {
+	case KernelsPortable:
 		pprCompactResets32(s, cur, sidx, inv, np, lo, hi)
+		return
+	case KernelsAVX2:
+		pprCompactResets32AVX2(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
 	s, cur, sidx, inv = s[:hi*pprLanes32], cur[:hi*pprLanes32], sidx[:hi], inv[:hi]
@@ -324,6 +364,30 @@ func pprCompactResets32SIMD(p KernelPath, s, cur []float32, sidx []uint32, inv [
 		}
 		if k != i {
 			row.Store((*[pprLanes32]float32)(s[k*pprLanes32:]))
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}
+
+// pprCompactResets32AVX2 is pprCompactResets32SIMD with a row in two 8-lane registers.
+func pprCompactResets32AVX2(s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	s, cur, sidx, inv = s[:hi*pprLanes32], cur[:hi*pprLanes32], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint32x8(0)
+	k := lo
+	for i := lo; i < hi; i++ {
+		a := archsimd.LoadFloat32x8((*[8]float32)(s[i*pprLanes32:]))
+		b := archsimd.LoadFloat32x8((*[8]float32)(s[i*pprLanes32+8:]))
+		w := archsimd.BroadcastFloat32x8(inv[i])
+		a.Mul(w).Store((*[8]float32)(cur[i*pprLanes32:]))
+		b.Mul(w).Store((*[8]float32)(cur[i*pprLanes32+8:]))
+		if a.AsUint32x8().Or(b.AsUint32x8()).Equal(zero).ToBits() == 0xff {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			a.Store((*[8]float32)(s[k*pprLanes32:]))
+			b.Store((*[8]float32)(s[k*pprLanes32+8:]))
 		}
 		sidx[i] = uint32(k)
 		k++
