@@ -4,6 +4,5 @@ package kernels
 
 func dot(a, b []float32) float32 { return dotGeneric(a, b) }
 
-// Vectorized reports whether the AVX-512 kernels run: never in a build without
-// GOEXPERIMENT=simd on amd64.
-func Vectorized() bool { return false }
+// cpuKernels returns the paths a build without GOEXPERIMENT=simd on amd64 offers.
+func cpuKernels() []KernelPath { return []KernelPath{KernelsPortable} }

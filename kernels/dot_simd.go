@@ -4,8 +4,18 @@ package kernels
 
 import "simd/archsimd"
 
-var hasAVX512 = archsimd.X86.AVX512()
-var hasAVX2 = archsimd.X86.AVX2()
+// cpuKernels returns the paths the CPU offers: AVX2 needs FMA as well, for the PPR
+// passes' fused multiply-adds.
+func cpuKernels() []KernelPath {
+	p := []KernelPath{KernelsPortable}
+	if archsimd.X86.AVX2() && archsimd.X86.FMA() {
+		p = append(p, KernelsAVX2)
+	}
+	if archsimd.X86.AVX512() {
+		p = append(p, KernelsAVX512)
+	}
+	return p
+}
 
 func dot(a, b []float32) float32 {
 	switch {
@@ -56,8 +66,3 @@ func dot8(a, b []float32) float32 {
 	}
 	return s
 }
-
-// Vectorized reports whether the AVX-512 kernels run: the build has them
-// (GOEXPERIMENT=simd on amd64) and the CPU has AVX-512. Benchmarks print it, since
-// the portable kernels they otherwise time are several times slower.
-func Vectorized() bool { return hasAVX512 }

@@ -237,7 +237,7 @@ type PPRSolver struct {
 	cfg   PPRConfig
 	omega []float64
 	lay   *pprLayout
-	simd  bool // use the AVX-512 kernels
+	path  KernelPath // the kernels the solver runs (Kernels(), or a test's choice)
 	// work recycles the internal vectors of single solves (pprWork): a solve over a
 	// large graph would otherwise allocate and zero three node-sized vectors (120K
 	// passages: 20 MB) per query. tiles recycles batch tiles (*pprTile, 16 floats a
@@ -276,13 +276,17 @@ func (s *PPRSolver) getWork() *pprWork {
 const pprChunkCost = 8192
 
 // NewPPRSolver checks csr (structure, non-negative finite weights, symmetry) and
-// precomputes strengths and the matrix layout.
+// precomputes strengths and the matrix layout. It refuses a KernelsEnv override this
+// CPU cannot run (KernelsError).
 func NewPPRSolver(csr *CSR, cfg PPRConfig) (*PPRSolver, error) {
 	return newPPRSolver(csr, cfg, pprChunkCost)
 }
 
 // newPPRSolver is NewPPRSolver with a given chunk size (tests use small chunks).
 func newPPRSolver(csr *CSR, cfg PPRConfig, chunkCost int) (*PPRSolver, error) {
+	if kernelsErr != nil {
+		return nil, kernelsErr
+	}
 	cfg, err := cfg.resolve()
 	if err != nil {
 		return nil, err
@@ -310,7 +314,7 @@ func newPPRSolver(csr *CSR, cfg PPRConfig, chunkCost int) (*PPRSolver, error) {
 		elim = cfg.Damping
 	}
 	return &PPRSolver{n: csr.N, cfg: cfg, omega: cfg.omegas(), lay: newPPRLayout(csr, pprSellSigma, chunkCost, sor, elim),
-		simd: pprSIMDAvailable()}, nil
+		path: kernelPath}, nil
 }
 
 // Config returns the solver's configuration with defaults filled in.
@@ -610,7 +614,7 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			omega := s.omega[ms.Iterations]
 			r, z := res[ms.Iterations%2], zsum[ms.Iterations%2]
 			s.teamSweep(t, func(c int) {
-				r[c], z[c] = pprPass1SIMD(s.simd, lay, sv, d, omega, relax, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
+				r[c], z[c] = pprPass1SIMD(s.path, lay, sv, d, omega, relax, cur, nxt, int(lay.chunk[c]), int(lay.chunk[c+1]))
 			})
 			ms.Iterations++
 			cur, nxt = nxt, cur
@@ -674,7 +678,7 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
 		if stride == pprLanes {
-			all := pprTileTotalsSIMD(s.simd, y, lay.mass, lay.perm, lo, hi)
+			all := pprTileTotalsSIMD(s.path, y, lay.mass, lay.perm, lo, hi)
 			var sum [pprLanes]float64
 			for i, b := range lanes {
 				sum[i] = all[b]
@@ -714,7 +718,7 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 	s.forChunks(func(c int) {
 		j0, j1 := c*m/nc, (c+1)*m/nc
 		// A tile's full result: the rows' scores in one vector pass, the leaves below.
-		rows := nodes == nil && stride == pprLanes && pprExtractSIMD(s.simd, lay.pos, j0, j1, y, lay.full, lanes, &inv, xs)
+		rows := nodes == nil && stride == pprLanes && pprExtractSIMD(s.path, lay.pos, j0, j1, y, lay.full, lanes, &inv, xs)
 		for j := j0; j < j1; j++ {
 			v := int32(j)
 			if nodes != nil {
@@ -776,7 +780,10 @@ func pprRatio(res, zsum []float64, extra float64) float64 {
 	return r / (z + extra)
 }
 
-// Vectorized reports whether the solver runs its AVX-512 kernels on this CPU (they need
+// Vectorized reports whether the solver runs vector kernels (AVX2 or AVX-512; they need
 // GOEXPERIMENT=simd at build time); otherwise it runs the portable Go loops. Results
-// agree to rounding (the AVX-512 kernels use fused multiply-adds).
-func (s *PPRSolver) Vectorized() bool { return s.simd }
+// agree to rounding (the vector passes use fused multiply-adds).
+func (s *PPRSolver) Vectorized() bool { return s.path != KernelsPortable }
+
+// Kernels returns the kernel path the solver runs (see KernelsEnv).
+func (s *PPRSolver) Kernels() KernelPath { return s.path }

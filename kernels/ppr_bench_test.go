@@ -33,7 +33,7 @@ func BenchmarkPPRSingle(b *testing.B) {
 			b.Fatal(err)
 		}
 		if workers < 0 {
-			s.simd = false
+			s.path = KernelsPortable
 		}
 		b.Run(map[int]string{1: "w1", 2: "w2", -1: "w1-portable"}[workers], func(b *testing.B) {
 			it := 0

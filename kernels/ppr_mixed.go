@@ -96,7 +96,7 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 	mass := s.foldTile32(s32, jobs)
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
-		pprCompactResets32SIMD(s.simd, s32, c32, t.sidx, lay.inv32, np, lo, hi)
+		pprCompactResets32SIMD(s.path, s32, c32, t.sidx, lay.inv32, np, lo, hi)
 	})
 	var active uint16
 	for h, j := range jobs {
@@ -107,7 +107,7 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 	passes := s.float32Passes(s32, t.sidx, c32, workers, active, &mass)
 	s.forChunkRange(workers, 0, nc, func(c int) {
 		lo, hi := s.chunkRows(c)
-		pprSplitTile32SIMD(s.simd, t.cur, half, lo, hi)
+		pprSplitTile32SIMD(s.path, t.cur, half, lo, hi)
 	})
 	for h, j := range jobs {
 		if len(j.resets) == 0 {
@@ -116,7 +116,7 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 		if h == 1 {
 			s.forChunkRange(workers, 0, nc, func(c int) {
 				lo, hi := s.chunkRows(c)
-				pprWidenHalfSIMD(s.simd, half, t.cur, lo, hi)
+				pprWidenHalfSIMD(s.path, half, t.cur, lo, hi)
 			})
 		}
 		leafMass := s.setupTile(t, workers, j.resets, j.scales, true)
@@ -129,7 +129,7 @@ func (s *PPRSolver) solvePair(t *pprTile, workers int, ra, rb pprTileJob, nodes 
 // gathers them.
 func (s *PPRSolver) interleave32(j pprTileJob, s32 []float32, lo, hi int) {
 	lay := s.lay
-	if pprInterleave32SIMD(s.simd, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, j.resets, j.scales, s32) {
+	if pprInterleave32SIMD(s.path, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, j.resets, j.scales, s32) {
 		return
 	}
 	for i := lo; i < hi; i++ {
@@ -228,7 +228,7 @@ func (s *PPRSolver) float32Passes(s32 []float32, sidx []uint32, cur []float32, w
 			r, z := res[iter%2], zsum[iter%2]
 			s.teamSweep(tm, func(c int) {
 				s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
-				pprTilePass32SIMD(s.simd, lay, s32, sidx, d, omega, mask, cur, s0, s1, &r[c], &z[c])
+				pprTilePass32SIMD(s.path, lay, s32, sidx, d, omega, mask, cur, s0, s1, &r[c], &z[c])
 			})
 			iter++
 			for l := range pprLanes32 {

@@ -9,13 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The AVX-512 float32 pass computes the portable pass's values to float32 rounding
-// (it fuses multiply-adds), over every slice in order, and leaves the lanes outside
-// its mask untouched, bit for bit.
+// The vector float32 passes compute the portable pass's values to float32 rounding
+// (they fuse multiply-adds), over every slice in order, and leave the lanes outside
+// the mask untouched, bit for bit; the AVX2 and AVX-512 passes give the same bits.
 func TestPPRTilePass32(t *testing.T) {
-	if !pprSIMDAvailable() {
-		t.Skip("no AVX-512 tile kernel on this CPU or build")
-	}
 	rng := rand.New(rand.NewPCG(41, 42))
 	const n = 4000
 	csr := pprCSR(t, n, pprRandomEdges(rng, n, 3*n, 40))
@@ -43,30 +40,46 @@ func TestPPRTilePass32(t *testing.T) {
 	}
 	const active = 0b1011_0111_1110_1101
 	nsl := len(lay.slicePtr) - 1
-	want, got := append([]float32(nil), cur...), append([]float32(nil), cur...)
-	var rw, zw, rg, zg pprLaneSums32
+	want := append([]float32(nil), cur...)
+	var rw, zw pprLaneSums32
 	pprTilePass32(lay, lay.str32, lay.inv32, sT, sidx, 0.5, 1.07, active, want, 0, nsl, &rw, &zw)
-	pprTilePass32SIMD(true, lay, sT, sidx, 0.5, 1.07, active, got, 0, nsl, &rg, &zg)
-	changed := 0
-	for i := range np {
-		for b := range pprLanes32 {
-			j := i*pprLanes32 + b
-			if active&(1<<b) == 0 {
-				require.Equal(t, math.Float32bits(cur[j]), math.Float32bits(got[j]), "row %d lane %d outside the mask", i, b)
-				continue
-			}
-			if got[j] != cur[j] {
-				changed++
-			}
-			// The update ω·(jy − y) + y cancels: the rounding is the terms'.
-			tol := 1e-6 * (math.Abs(float64(want[j])) + math.Abs(float64(cur[j])))
-			require.InDelta(t, want[j], got[j], tol+1e-12, "row %d lane %d", i, b)
+	var vec []float32 // the first vector path's result
+	var vr, vz pprLaneSums32
+	for _, path := range CPUKernels()[1:] {
+		if !pprFusedPath(path) {
+			continue
 		}
-	}
-	assert.Greater(t, changed, np, "the active lanes are updated")
-	for b := range pprLanes32 {
-		assert.InDelta(t, rw[b], rg[b], 1e-4*float64(rw[b]), "residual lane %d", b)
-		assert.InDelta(t, zw[b], zg[b], 1e-4*float64(zw[b]), "Σz lane %d", b)
+		got := append([]float32(nil), cur...)
+		var rg, zg pprLaneSums32
+		pprTilePass32SIMD(path, lay, sT, sidx, 0.5, 1.07, active, got, 0, nsl, &rg, &zg)
+		changed := 0
+		for i := range np {
+			for b := range pprLanes32 {
+				j := i*pprLanes32 + b
+				if active&(1<<b) == 0 {
+					require.Equal(t, math.Float32bits(cur[j]), math.Float32bits(got[j]), "%v: row %d lane %d outside the mask", path, i, b)
+					continue
+				}
+				if got[j] != cur[j] {
+					changed++
+				}
+				// The update ω·(jy − y) + y cancels: the rounding is the terms'.
+				tol := 1e-6 * (math.Abs(float64(want[j])) + math.Abs(float64(cur[j])))
+				require.InDelta(t, want[j], got[j], tol+1e-12, "%v: row %d lane %d", path, i, b)
+			}
+		}
+		assert.Greater(t, changed, np, "%v: the active lanes are updated", path)
+		for b := range pprLanes32 {
+			assert.InDelta(t, rw[b], rg[b], 1e-4*float64(rw[b]), "%v: residual lane %d", path, b)
+			assert.InDelta(t, zw[b], zg[b], 1e-4*float64(zw[b]), "%v: Σz lane %d", path, b)
+		}
+		if vec == nil {
+			vec, vr, vz = got, rg, zg
+			continue
+		}
+		require.Equal(t, vec, got, "%v: the vector paths' bits", path)
+		assert.Equal(t, vr, rg, "%v: residuals", path)
+		assert.Equal(t, vz, zg, "%v: Σz", path)
 	}
 }
 
@@ -147,8 +160,9 @@ func TestPPRMixedFallsBackOnExtremeWeights(t *testing.T) {
 }
 
 // FuzzPPRBatch builds a small graph and a batch of resets from the input and checks
-// every query of SolveBatch (its float32 start included) and of Solve against the
-// dense reference, to the error bound the tolerance gives, at dampings 0.5, 0.85 and
+// every query of SolveBatch (its float32 start included) and of Solve, on every kernel
+// path this CPU offers (the vector paths to the same bits), against the dense
+// reference, to the error bound the tolerance gives, at dampings 0.5, 0.85 and
 // 0.95: odd shapes (stars, paths,
 // isolated nodes, self-loops, parallel edges, all mass on leaves) and batch sizes
 // around the tile and pair boundaries.
@@ -174,8 +188,6 @@ func FuzzPPRBatch(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		s, err := newPPRSolver(csr, PPRConfig{Workers: workers, Damping: damping}, 16)
-		require.NoError(t, err)
 		resets := make([][]float64, batch)
 		for i := range resets {
 			r := make([]float64, n)
@@ -194,16 +206,34 @@ func FuzzPPRBatch(f *testing.F) {
 			}
 			resets[i] = r
 		}
-		xs, stats, err := s.SolveBatch(resets)
-		require.NoError(t, err)
-		bound := 2*DefaultPPRTol/(1-damping) + 1e-12
+		wants := make([][]float64, batch)
 		for i, r := range resets {
-			want := pprDenseRef(t, n, edges, r, damping)
-			require.True(t, stats[i].Converged, "query %d: %+v", i, stats[i])
-			require.Less(t, pprL1(xs[i], want), bound, "query %d of %d (%+v)", i, batch, stats[i])
-			x, _, err := s.Solve(r)
+			wants[i] = pprDenseRef(t, n, edges, r, damping)
+		}
+		bound := 2*DefaultPPRTol/(1-damping) + 1e-12
+		var fused [][]float64 // the first fused path's batch and single results
+		for _, path := range CPUKernels() {
+			s, err := newPPRSolver(csr, PPRConfig{Workers: workers, Damping: damping}, 16)
 			require.NoError(t, err)
-			require.Less(t, pprL1(x, want), bound, "query %d, Solve", i)
+			s.path = path
+			xs, stats, err := s.SolveBatch(resets)
+			require.NoError(t, err)
+			for i, r := range resets {
+				require.True(t, stats[i].Converged, "%v query %d: %+v", path, i, stats[i])
+				require.Less(t, pprL1(xs[i], wants[i]), bound, "%v query %d of %d (%+v)", path, i, batch, stats[i])
+				x, _, err := s.Solve(r)
+				require.NoError(t, err)
+				require.Less(t, pprL1(x, wants[i]), bound, "%v query %d, Solve", path, i)
+				xs = append(xs, x)
+			}
+			if !pprFusedPath(path) {
+				continue
+			}
+			if fused == nil {
+				fused = xs
+				continue
+			}
+			require.Equal(t, fused, xs, "%v: the vector paths' bits", path)
 		}
 	})
 }

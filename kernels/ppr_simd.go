@@ -7,16 +7,17 @@ import (
 	"unsafe"
 )
 
-// pprSIMDAvailable reports whether the AVX-512 tile kernel can run on this CPU.
-func pprSIMDAvailable() bool { return archsimd.X86.AVX512() }
-
 // pprTilePassSIMD is pprTilePass with AVX-512, the whole pass over slices [s0, s1) in
 // one assembly loop (pprTilePassAVX512): the 8 rows of a slice accumulate in 8
 // registers, each entry costing one 64-byte load of the neighbour's 8 lanes and one
 // fused multiply-add, and the node update is one register per node. Row i's reset is
 // row sidx[i] of the compacted reset tile sT, which holds np+1 rows
 // (pprCompactResets writes only indices ≤ np).
-func pprTilePassSIMD(l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+func pprTilePassSIMD(p KernelPath, l *pprLayout, sT []float64, sidx []uint32, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int, res, zsum *pprLaneSums) {
+	if p == KernelsPortable {
+		pprTilePass(l, sT, sidx, d, omega, cheb, cur, nxt, s0, s1, res, zsum)
+		return
+	}
 	if s1 <= s0 {
 		*res, *zsum = pprLaneSums{}, pprLaneSums{}
 		return
@@ -26,7 +27,11 @@ func pprTilePassSIMD(l *pprLayout, sT []float64, sidx []uint32, d, omega float64
 		panic("kernels: PPR tile pass over a short reset tile")
 	}
 	var sums [2][pprLanes]float64
-	pprTilePassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+	pass := pprTilePassAVX512
+	if p == KernelsAVX2 {
+		pass = pprTilePassAVX2
+	}
+	pass(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
 		s0*pprSellRows, d, omega, cheb, &sums, &sidx[s0*pprSellRows])
 	*res, *zsum = sums[0], sums[1]
@@ -55,9 +60,9 @@ func pprCheckPass(l *pprLayout, s0, s1, stride int, node ...[]float64) int {
 // assembly loop (pprPassAVX512): the 8 rows of a slice are reduced in the 8 lanes of
 // one register with one VGATHERDPD per group of entries (package archsimd has no
 // gather), and the node update is vectorised over the slice's 8 rows, which are 8
-// consecutive internal nodes. simd = false runs pprPass1.
-func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
-	if !simd {
+// consecutive internal nodes. Other paths run pprPass1.
+func pprPass1SIMD(p KernelPath, l *pprLayout, sv []float64, d, omega float64, cheb bool, cur, nxt []float64, s0, s1 int) (res, zsum float64) {
+	if p == KernelsPortable {
 		return pprPass1(l, sv, d, omega, cheb, cur, nxt, s0, s1)
 	}
 	if s1 <= s0 {
@@ -65,7 +70,11 @@ func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb 
 	}
 	g0 := pprCheckPass(l, s0, s1, 1, cur, sv, nxt)
 	var sums [2][pprSellRows]float64
-	pprPassAVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+	pass := pprPassAVX512
+	if p == KernelsAVX2 {
+		pass = pprPassAVX2
+	}
+	pass(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
 		unsafe.SliceData(cur), unsafe.SliceData(sv), unsafe.SliceData(l.str), unsafe.SliceData(l.inv), unsafe.SliceData(nxt),
 		s0*pprSellRows, d, omega, cheb, &sums)
 	for r := range sums[0] {
@@ -82,6 +91,18 @@ func pprPass1SIMD(simd bool, l *pprLayout, sv []float64, d, omega float64, cheb 
 //
 //go:noescape
 func pprPassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
+
+// pprPassAVX2 is pprPassAVX512 in 256-bit registers (ppr_avx2_amd64.s): the same
+// operations in the same order, so the same bits.
+//
+//go:noescape
+func pprPassAVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprSellRows]float64)
+
+// pprTilePassAVX2 is pprTilePassAVX512 in 256-bit registers (ppr_avx2_amd64.s), a
+// slice's rows in two sweeps of 4: the same bits.
+//
+//go:noescape
+func pprTilePassAVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv, nxt *float64, i0 int, d, omega float64, relax bool, sums *[2][pprLanes]float64, sidx *uint32)
 
 // pprTilePassAVX512 runs one pass of pprTilePassSIMD over nslices slices from
 // slicePtr's, the first of them holding nodes i0…i0+7 (ppr_gather_amd64.s). cols and
@@ -101,8 +122,8 @@ func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32,
 // and every row within sT (newPPRLayout builds them so, and TestPPRInterleaveOrder
 // holds it to that); sT shorter than the rows or a reset shorter than n panics. It
 // reports false, writing nothing, when the AVX-512 kernel does not run.
-func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
-	if !simd || len(resets) > pprLanes {
+func pprInterleaveSIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
+	if p != KernelsAVX512 || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || len(sT) < len(nodes)*pprLanes {
@@ -117,8 +138,8 @@ func pprInterleaveSIMD(simd bool, nodes, rows []int32, n int, resets [][]float64
 // rounded to float32, in lane b of the half that s32 starts at (lanes 0–7 from row 0's
 // first entry, 8–15 from its ninth), 0 in the lanes past len(resets). It reports false,
 // writing nothing, when the AVX-512 kernel does not run.
-func pprInterleave32SIMD(simd bool, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
-	if !simd || len(resets) > pprLanes {
+func pprInterleave32SIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
+	if p != KernelsAVX512 || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || (len(nodes) > 0 && len(s32) < (len(nodes)-1)*pprLanes32+pprLanes) {
@@ -150,8 +171,8 @@ func pprInterleaveRun(nodes, rows []int32, n int, resets [][]float64, scales []f
 // scattered in one instruction; outputs of eliminated nodes are left to the caller.
 // Every row must be < len(full) and its lanes within y (newPPRLayout). It reports false,
 // writing nothing, when the AVX-512 kernel does not run.
-func pprExtractSIMD(simd bool, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
-	if !simd {
+func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
+	if p != KernelsAVX512 {
 		return false
 	}
 	if j0 < 0 || j1 > len(pos) || len(y) < len(full)*pprLanes {
@@ -184,10 +205,15 @@ func pprExtractAVX512(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]u
 
 // pprCompactResetsSIMD is pprCompactResets with AVX-512: a row's 8 lanes are scaled
 // (one multiply, rounded as the scalar one) and tested for zero bits in two
-// instructions; cur nil is left alone. simd = false runs pprCompactResets.
-func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
-	if !simd {
+// instructions; cur nil is left alone. AVX2 does the same on half-rows
+// (pprCompactResetsAVX2); the portable path runs pprCompactResets.
+func pprCompactResetsSIMD(p KernelPath, s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	switch p {
+	case KernelsPortable:
 		pprCompactResets(s, cur, sidx, inv, pprLanes, np, lo, hi)
+		return
+	case KernelsAVX2:
+		pprCompactResetsAVX2(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
 	keep := cur == nil
@@ -214,11 +240,42 @@ func pprCompactResetsSIMD(simd bool, s, cur []float64, sidx []uint32, inv []floa
 	}
 }
 
+// pprCompactResetsAVX2 is pprCompactResetsSIMD with a row's lanes in two 4-lane
+// registers.
+func pprCompactResetsAVX2(s, cur []float64, sidx []uint32, inv []float64, np, lo, hi int) {
+	keep := cur == nil
+	if !keep {
+		cur = cur[:hi*pprLanes]
+	}
+	s, sidx, inv = s[:hi*pprLanes], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint64x4(0)
+	k := lo
+	for i := lo; i < hi; i++ {
+		a := archsimd.LoadFloat64x4((*[4]float64)(s[i*pprLanes:]))
+		b := archsimd.LoadFloat64x4((*[4]float64)(s[i*pprLanes+4:]))
+		if !keep {
+			w := archsimd.BroadcastFloat64x4(inv[i])
+			a.Mul(w).Store((*[4]float64)(cur[i*pprLanes:]))
+			b.Mul(w).Store((*[4]float64)(cur[i*pprLanes+4:]))
+		}
+		if a.AsUint64x4().Or(b.AsUint64x4()).Equal(zero).ToBits() == 0b1111 {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			a.Store((*[4]float64)(s[k*pprLanes:]))
+			b.Store((*[4]float64)(s[k*pprLanes+4:]))
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}
+
 // pprTileTotalsSIMD is pprTileTotals with the 8 lanes of a row in one register: one
 // multiply and one add a row, each lane's operations in pprTileTotals's order.
-// simd = false runs pprTileTotals.
-func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
-	if !simd {
+// Other paths run pprTileTotals.
+func pprTileTotalsSIMD(p KernelPath, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	if p != KernelsAVX512 {
 		return pprTileTotals(y, mass, perm, lo, hi)
 	}
 	y, mass, perm = y[:hi*pprLanes], mass[:hi], perm[:hi]
@@ -238,9 +295,9 @@ func pprTileTotalsSIMD(simd bool, y, mass []float64, perm []int32, lo, hi int) [
 // pprTilePass32SIMD is pprTilePass32 with AVX-512, the whole pass over slices
 // [s0, s1) in one assembly loop (pprTilePass32AVX512): pprTilePassAVX512's loop in
 // float32 with 16 lanes a register, the lanes not in active masked out of the stores.
-// simd = false runs pprTilePass32.
-func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
-	if !simd {
+// Other paths run pprTilePass32.
+func pprTilePass32SIMD(p KernelPath, l *pprLayout, sT []float32, sidx []uint32, d, omega float32, active uint16, cur []float32, s0, s1 int, res, zsum *pprLaneSums32) {
+	if p == KernelsPortable {
 		pprTilePass32(l, l.str32, l.inv32, sT, sidx, d, omega, active, cur, s0, s1, res, zsum)
 		return
 	}
@@ -254,9 +311,19 @@ func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, 
 		panic("kernels: PPR float32 tile pass over a short array")
 	}
 	var sums [2]pprLaneSums32
-	pprTilePass32AVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
-		unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
-		s0*pprSellRows, d, omega, active, &sums, &sidx[s0*pprSellRows])
+	if p == KernelsAVX2 {
+		var masks [pprLanes32]int32
+		for b := range masks {
+			masks[b] = -int32(active >> b & 1)
+		}
+		pprTilePass32AVX2(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+			unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
+			s0*pprSellRows, d, omega, &masks, &sums, &sidx[s0*pprSellRows])
+	} else {
+		pprTilePass32AVX512(&l.slicePtr[s0], s1-s0, unsafe.SliceData(l.col[g0:]), unsafe.SliceData(l.val[g0:]),
+			unsafe.SliceData(cur), unsafe.SliceData(sT), unsafe.SliceData(l.str32), unsafe.SliceData(l.inv32),
+			s0*pprSellRows, d, omega, active, &sums, &sidx[s0*pprSellRows])
+	}
 	*res, *zsum = sums[0], sums[1]
 }
 
@@ -267,12 +334,22 @@ func pprTilePass32SIMD(simd bool, l *pprLayout, sT []float32, sidx []uint32, d, 
 //go:noescape
 func pprTilePass32AVX512(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, active uint16, sums *[2]pprLaneSums32, sidx *uint32)
 
+// pprTilePass32AVX2 is pprTilePass32AVX512 in 256-bit registers (ppr_avx2_amd64.s),
+// the active lanes given as masks (−1 active, 0 not): the same bits.
+//
+//go:noescape
+func pprTilePass32AVX2(slicePtr *int32, nslices int, cols *int32, vals *float32, y, sv, str, inv *float32, i0 int, d, omega float32, masks *[pprLanes32]int32, sums *[2]pprLaneSums32, sidx *uint32)
+
 // pprCompactResets32SIMD is pprCompactResets32 with a row's 16 lanes in one
-// register (the multiply rounded as the scalar one). simd = false runs
-// pprCompactResets32.
-func pprCompactResets32SIMD(simd bool, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
-	if !simd {
+// register (the multiply rounded as the scalar one), or in two on AVX2. The portable
+// path runs pprCompactResets32.
+func pprCompactResets32SIMD(p KernelPath, s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	switch p {
+	case KernelsPortable:
 		pprCompactResets32(s, cur, sidx, inv, np, lo, hi)
+		return
+	case KernelsAVX2:
+		pprCompactResets32AVX2(s, cur, sidx, inv, np, lo, hi)
 		return
 	}
 	s, cur, sidx, inv = s[:hi*pprLanes32], cur[:hi*pprLanes32], sidx[:hi], inv[:hi]
@@ -293,10 +370,34 @@ func pprCompactResets32SIMD(simd bool, s, cur []float32, sidx []uint32, inv []fl
 	}
 }
 
+// pprCompactResets32AVX2 is pprCompactResets32SIMD with a row in two 8-lane registers.
+func pprCompactResets32AVX2(s, cur []float32, sidx []uint32, inv []float32, np, lo, hi int) {
+	s, cur, sidx, inv = s[:hi*pprLanes32], cur[:hi*pprLanes32], sidx[:hi], inv[:hi]
+	zero := archsimd.BroadcastUint32x8(0)
+	k := lo
+	for i := lo; i < hi; i++ {
+		a := archsimd.LoadFloat32x8((*[8]float32)(s[i*pprLanes32:]))
+		b := archsimd.LoadFloat32x8((*[8]float32)(s[i*pprLanes32+8:]))
+		w := archsimd.BroadcastFloat32x8(inv[i])
+		a.Mul(w).Store((*[8]float32)(cur[i*pprLanes32:]))
+		b.Mul(w).Store((*[8]float32)(cur[i*pprLanes32+8:]))
+		if a.AsUint32x8().Or(b.AsUint32x8()).Equal(zero).ToBits() == 0xff {
+			sidx[i] = uint32(np)
+			continue
+		}
+		if k != i {
+			a.Store((*[8]float32)(s[k*pprLanes32:]))
+			b.Store((*[8]float32)(s[k*pprLanes32+8:]))
+		}
+		sidx[i] = uint32(k)
+		k++
+	}
+}
+
 // pprSplitTile32SIMD is pprSplitTile32 with 8 lanes converted in one instruction
-// (rounded as float64(x) is: exactly). simd = false runs pprSplitTile32.
-func pprSplitTile32SIMD(simd bool, cur []float64, half []float32, lo, hi int) {
-	if !simd {
+// (rounded as float64(x) is: exactly). Other paths run pprSplitTile32.
+func pprSplitTile32SIMD(p KernelPath, cur []float64, half []float32, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprSplitTile32(cur, half, lo, hi)
 		return
 	}
@@ -311,9 +412,9 @@ func pprSplitTile32SIMD(simd bool, cur []float64, half []float32, lo, hi int) {
 }
 
 // pprWidenHalfSIMD is pprWidenHalf with 8 lanes converted in one instruction.
-// simd = false runs pprWidenHalf.
-func pprWidenHalfSIMD(simd bool, half []float32, cur []float64, lo, hi int) {
-	if !simd {
+// Other paths run pprWidenHalf.
+func pprWidenHalfSIMD(p KernelPath, half []float32, cur []float64, lo, hi int) {
+	if p != KernelsAVX512 {
 		pprWidenHalf(half, cur, lo, hi)
 		return
 	}

@@ -278,18 +278,15 @@ func TestPPRBatchEqualsSingle(t *testing.T) {
 			resets[i] = pprRandomReset(rng, n, kinds[i%len(kinds)])
 		}
 		for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
-			for _, simd := range []bool{false, true} {
-				if simd && !pprSIMDAvailable() {
-					continue
-				}
+			for _, path := range CPUKernels() {
 				for _, f64 := range []bool{true, false} {
 					s, err := NewPPRSolver(csr, PPRConfig{Method: method, Float64Batch: f64})
 					require.NoError(t, err)
-					s.simd = simd
+					s.path = path
 					xs, stats, err := s.SolveBatch(resets)
 					require.NoError(t, err)
 					require.Len(t, xs, batch)
-					msg := fmt.Sprintf("%v batch %d simd %v float64 %v", method, batch, simd, f64)
+					msg := fmt.Sprintf("%v batch %d kernels %v float64 %v", method, batch, path, f64)
 					for i, r := range resets {
 						x, st, err := s.Solve(r)
 						require.NoError(t, err)
@@ -362,26 +359,23 @@ func TestPPRSolveNodesAndReuse(t *testing.T) {
 	resets := [][]float64{pprRandomReset(rng, n, "seeds"), pprRandomReset(rng, n, "dense"), pprRandomReset(rng, n, "one")}
 	nodes := []int32{n - 1, 0, 17, 17, int32(n / 2)}
 	for _, method := range []PPRMethod{PPRSOR, PPRChebyshev, PPRPower} {
-		for _, simd := range []bool{false, true} {
-			if simd && !pprSIMDAvailable() {
-				continue
-			}
+		for _, path := range CPUKernels() {
 			fresh := make([][]float64, len(resets))
 			for i, r := range resets {
 				s, err := NewPPRSolver(csr, PPRConfig{Method: method})
 				require.NoError(t, err)
-				s.simd = simd
+				s.path = path
 				fresh[i], _, err = s.Solve(r)
 				require.NoError(t, err)
 			}
 			s, err := NewPPRSolver(csr, PPRConfig{Method: method})
 			require.NoError(t, err)
-			s.simd = simd
+			s.path = path
 			for round := range 2 {
 				for i, r := range resets {
 					x, _, err := s.Solve(r)
 					require.NoError(t, err)
-					assert.Equal(t, fresh[i], x, "%v simd %v round %d reset %d: reused workspace", method, simd, round, i)
+					assert.Equal(t, fresh[i], x, "%v kernels %v round %d reset %d: reused workspace", method, path, round, i)
 					sub, st, err := s.SolveNodes(r, nodes)
 					require.NoError(t, err)
 					assert.True(t, st.Converged)
@@ -950,10 +944,7 @@ func TestPPRCompactResets(t *testing.T) {
 		11: {9, 9, 9, 9, 9, 9, 9, 9}, // outside [lo, hi)
 		0:  {7, 0, 0, 0, 0, 0, 0, 0}, // outside [lo, hi)
 	}
-	for _, simd := range []bool{false, true} {
-		if simd && !pprSIMDAvailable() {
-			continue
-		}
+	for _, path := range CPUKernels() {
 		s := make([]float64, (np+1)*pprLanes)
 		for i, r := range rows {
 			copy(s[i*pprLanes:], r[:])
@@ -965,28 +956,28 @@ func TestPPRCompactResets(t *testing.T) {
 		}
 		cur := make([]float64, np*pprLanes)
 		sidx := make([]uint32, np)
-		pprCompactResetsSIMD(simd, s, cur, sidx, inv, np, lo, hi)
+		pprCompactResetsSIMD(path, s, cur, sidx, inv, np, lo, hi)
 		kept := []uint32{}
 		for i := lo; i < hi; i++ {
 			for b := range pprLanes {
 				want := orig[i*pprLanes+b]
-				assert.Equal(t, math.Float64bits(want), math.Float64bits(s[int(sidx[i])*pprLanes+b]), "simd %v row %d lane %d", simd, i, b)
-				assert.Equal(t, math.Float64bits(want*inv[i]), math.Float64bits(cur[i*pprLanes+b]), "simd %v y0 row %d lane %d", simd, i, b)
+				assert.Equal(t, math.Float64bits(want), math.Float64bits(s[int(sidx[i])*pprLanes+b]), "kernels %v row %d lane %d", path, i, b)
+				assert.Equal(t, math.Float64bits(want*inv[i]), math.Float64bits(cur[i*pprLanes+b]), "kernels %v y0 row %d lane %d", path, i, b)
 			}
 			if _, ok := rows[i]; ok {
 				kept = append(kept, sidx[i])
 			} else {
-				assert.Equal(t, uint32(np), sidx[i], "simd %v zero row %d", simd, i)
+				assert.Equal(t, uint32(np), sidx[i], "kernels %v zero row %d", path, i)
 			}
 		}
-		assert.Equal(t, []uint32{lo, lo + 1, lo + 2, lo + 3, lo + 4}, kept, "simd %v: rows 3, 4, 6, 7, 10 packed in order", simd)
+		assert.Equal(t, []uint32{lo, lo + 1, lo + 2, lo + 3, lo + 4}, kept, "kernels %v: rows 3, 4, 6, 7, 10 packed in order", path)
 		assert.Equal(t, orig[:lo*pprLanes], s[:lo*pprLanes], "rows before the chunk")
 		assert.Equal(t, orig[hi*pprLanes:], s[hi*pprLanes:], "rows after the chunk and the zero row")
 	}
 }
 
-// TestPPRTileTotals holds the vector totals of a tile's lanes to the portable ones bit
-// for bit (a fused multiply-add would change the last bits), padding rows skipped.
+// TestPPRTileTotals holds the totals of a tile's lanes on every kernel path to the
+// portable ones bit for bit (a fused multiply-add would change the last bits), padding rows skipped.
 func TestPPRTileTotals(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const np = 203
@@ -1011,10 +1002,10 @@ func TestPPRTileTotals(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ref, want)
-	if pprSIMDAvailable() {
-		got := pprTileTotalsSIMD(true, y, mass, perm, 3, 197)
+	for _, path := range CPUKernels() {
+		got := pprTileTotalsSIMD(path, y, mass, perm, 3, 197)
 		for b := range got {
-			assert.Equal(t, math.Float64bits(want[b]), math.Float64bits(got[b]), "lane %d", b)
+			assert.Equal(t, math.Float64bits(want[b]), math.Float64bits(got[b]), "kernels %v lane %d", path, b)
 		}
 	}
 }

@@ -152,7 +152,7 @@ func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scale
 		if !sor {
 			clear(t.nxt[lo*pprLanes : hi*pprLanes])
 		}
-		if pprInterleaveSIMD(s.simd, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, resets, scales, t.s[lo*pprLanes:hi*pprLanes]) {
+		if pprInterleaveSIMD(s.path, lay.ilvNode[lo:hi], lay.ilvRow[lo:hi], lay.n, resets, scales, t.s[lo*pprLanes:hi*pprLanes]) {
 			return
 		}
 		for i := lo; i < hi; i++ {
@@ -173,7 +173,7 @@ func (s *PPRSolver) setupTile(t *pprTile, workers int, resets [][]float64, scale
 		if keep {
 			cur = nil
 		}
-		pprCompactResetsSIMD(s.simd, t.s, cur, t.sidx, lay.inv, lay.np, lo, hi)
+		pprCompactResetsSIMD(s.path, t.s, cur, t.sidx, lay.inv, lay.np, lo, hi)
 	})
 	return leafMass
 }
@@ -214,11 +214,7 @@ func (s *PPRSolver) iterateTile(t *pprTile, workers, nq int, out [][]float64, st
 			r, z := res[iter%2], zsum[iter%2]
 			s.teamSweep(tm, func(c int) {
 				s0, s1 := int(lay.chunk[c]), int(lay.chunk[c+1])
-				if s.simd {
-					pprTilePassSIMD(lay, t.s, t.sidx, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
-				} else {
-					pprTilePass(lay, t.s, t.sidx, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
-				}
+				pprTilePassSIMD(s.path, lay, t.s, t.sidx, d, omega, relax, cur, nxt, s0, s1, &r[c], &z[c])
 			})
 			iter++
 			if !sor {

@@ -73,6 +73,7 @@ type goReport struct {
 	Damping, Tol               float64
 	GOMAXPROCS                 int
 	SIMD                       string
+	Kernels                    string // the kernel path timed: avx512, avx2 or portable
 	LoadBefore, LoadAfter      string
 	SetupMS                    float64
 	Timings                    []timing
@@ -171,10 +172,8 @@ func run(o options) error {
 		return err
 	}
 	rep.SetupMS = ms(time.Since(t0))
-	rep.SIMD = "portable Go tile kernel (no AVX-512, or built without GOEXPERIMENT=simd)"
-	if solver.Vectorized() {
-		rep.SIMD = "AVX-512 tile kernel"
-	}
+	rep.Kernels = solver.Kernels().String()
+	rep.SIMD = fmt.Sprintf("kernels %s (offered %v; $%s chooses)", rep.Kernels, kernels.CPUKernels(), kernels.KernelsEnv)
 	fmt.Fprintf(os.Stderr, "graph: %d nodes, %d edges, nnz %d, %d isolated; solver setup %.1f ms\n",
 		o.n, o.m, rep.NNZ, rep.Isolated, rep.SetupMS)
 

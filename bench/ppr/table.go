@@ -101,8 +101,8 @@ func printTable(w io.Writer, dir string) error {
 	p("    tile) = %.2f MB/query; random, so they come from L2/L3/DRAM, not from the stream.\n", float64(8*rep.NNZ)/1e6)
 	p("  The first floor uses the bandwidth measured on an array of the working set's size (%s); the second adds\n", lastLevelCache())
 	p("  the gathers at DRAM bandwidth.\n\n")
-	p("| kernel | passes | compulsory MB/pass | floor @ in-cache BW (ms) | + gathers @ DRAM BW (ms) | measured (ms) | measured / floor | measured / floor incl. gathers |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| kernel | path | passes | compulsory MB/pass | floor @ in-cache BW (ms) | + gathers @ DRAM BW (ms) | measured (ms) | measured / floor | measured / floor incl. gathers |\n")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, t := range rep.Timings {
 		if t.BytesPass == 0 {
 			continue
@@ -113,7 +113,7 @@ func printTable(w io.Writer, dir string) error {
 		}
 		fc := t.BytesPass * t.Iterations / bw / 1e6
 		fg := (t.BytesPass + float64(8*rep.NNZ)) * t.Iterations / dram / 1e6
-		p("| %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t.Name, t.Iterations, t.BytesPass/1e6, fc, fg, t.MedianMS, t.MedianMS/fc, t.MedianMS/fg)
+		p("| %s | %s | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", t.Name, rep.Kernels, t.Iterations, t.BytesPass/1e6, fc, fg, t.MedianMS, t.MedianMS/fc, t.MedianMS/fg)
 	}
 	if haveIG {
 		goal := func(prefix string, want float64) string {

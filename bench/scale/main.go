@@ -105,12 +105,10 @@ func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora boo
 	retrievers := []string{"bm25", "dense", "ppr", "hyperppr"}
 	fmt.Printf("base corpus %s: %d passages; sizes %v\n", filepath.Base(corpusPath), len(base), ns)
 	// The query latencies are timed in this process: its kernels, not the binary's.
-	if kernels.Vectorized() {
-		fmt.Print("query kernels: AVX-512\n\n")
-	} else {
-		fmt.Print("query kernels: portable Go (no AVX-512, or this program built without GOEXPERIMENT=simd: " +
-			"its query latencies are not the binary's)\n\n")
+	if err := kernels.KernelsError(); err != nil {
+		return err
 	}
+	fmt.Printf("query kernels: %s (offered %v; $%s chooses)\n\n", kernels.Kernels(), kernels.CPUKernels(), kernels.KernelsEnv)
 	var rows []row
 	for _, n := range ns {
 		r := row{N: n, P50: map[string]float64{}, P99: map[string]float64{}}

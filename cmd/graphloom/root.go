@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kernels"
 )
 
 func newRootCmd() *cobra.Command {
@@ -27,7 +28,12 @@ func newRootCmd() *cobra.Command {
 		Version:       buildVersion(),
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkFlags(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := kernels.KernelsError(); err != nil {
+			return err // an override this CPU cannot run: refused before any work
+		}
+		return checkFlags(cmd)
+	}
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
 	root.AddCommand(newIndexCmd(), newDeleteCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newSynthCmd(), newServeCmd(), newImportCmd(), newExportCmd(), newTrainCmd(), newLMCmd(), newVersionCmd())
 	decimalFlags(root)
