@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 // Aggregations of a passage's structural alignment with the other candidates.
@@ -91,18 +92,8 @@ func minMaxFlatToZero(v []float64) []float64 {
 	return out
 }
 
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
-}
+// cosine is retrieve.Cosine.
+func cosine(a, b []float32) float64 { return retrieve.Cosine(a, b) }
 
 // Coherence returns each candidate's aggregated alignment cos(Z_i, Z_j) with the other
 // candidates (see AggMean, AggRelevance; relevance is the first-stage score, used by

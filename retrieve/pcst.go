@@ -218,7 +218,7 @@ func (s *Searcher) pcst(ctx context.Context, q string, byRelation bool) (PCSTSub
 			return PCSTSubgraph{}, err
 		}
 		for i, v := range vecs {
-			edgeSim[i] = cosine(qv, v)
+			edgeSim[i] = Cosine(qv, v)
 		}
 	} else {
 		for i, f := range g.facts {

@@ -57,9 +57,9 @@ func (s *Searcher) RelationVectors(ctx context.Context, preds []string) ([][]flo
 	return out, nil
 }
 
-// cosine is the cosine similarity of a and b in float64 (0 when either is zero), as
-// torch.nn.CosineSimilarity computes G-Retriever's prizes.
-func cosine(a, b []float32) float64 {
+// Cosine is the cosine similarity of a and b in float64 (0 when either is zero), as
+// torch.nn.CosineSimilarity computes G-Retriever's prizes and CAGE its relevance.
+func Cosine(a, b []float32) float64 {
 	var dot, na, nb float64
 	for i := range a {
 		dot += float64(a[i]) * float64(b[i])

@@ -631,7 +631,7 @@ func TestPCSTByRelation(t *testing.T) {
 	for _, f := range g.facts {
 		v, err := s.RelationVectors(ctx, []string{ix.Facts[f].Predicate})
 		require.NoError(t, err)
-		if c := cosine(qv[0], v[0]); c > bestSim {
+		if c := Cosine(qv[0], v[0]); c > bestSim {
 			best, bestSim = f, c
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/graphloom/graphloom/models"
@@ -116,31 +114,9 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	full := b.prefix + name
-	shape, ok := b.ws.Shape(full)
-	if !ok {
-		b.err = fmt.Errorf("weights: tensor %s missing", full)
-		return nil
-	}
-	if fmt.Sprint(shape) != fmt.Sprint(dims) {
-		b.err = fmt.Errorf("weights: tensor %s has shape %v, config.json implies %v", full, shape, dims)
-		return nil
-	}
-	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
-	var rerr error
-	t.MustMutableFlatData(func(flat any) { rerr = b.ws.ReadFloat32(full, flat.([]float32)) })
-	if rerr != nil {
-		b.err = fmt.Errorf("weights: %w", rerr)
-		return nil
-	}
-	parts := strings.Split(name, ".")
-	sc := b.root
-	for _, p := range parts[:len(parts)-1] {
-		sc = sc.At("%s", p)
-	}
-	v, err := sc.CreateVariable(parts[len(parts)-1], t)
+	v, err := lm.NewWeightVariable(b.root, b.ws, b.prefix+name, name, dims...)
 	if err != nil {
-		b.err = fmt.Errorf("creating variable for %s: %w", full, err)
+		b.err = err
 		return nil
 	}
 	b.n.vars = append(b.n.vars, v)

@@ -567,7 +567,7 @@ func TestLoadErrors(t *testing.T) {
 					"num_attention_heads":4,"num_key_value_heads":2}`)
 			})
 			return d
-		}, "model.layers.0.mlp.gate_proj.weight has shape [128 64], the config implies [96 64]"},
+		}, "model.layers.0.mlp.gate_proj.weight has shape [128 64], config.json implies [96 64]"},
 		{"missing tensor", func(t *testing.T) string {
 			d := write(t, lmtest.Spec{Tied: true})
 			edit(filepath.Join(d, "config.json"), func(b []byte) []byte {

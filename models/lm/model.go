@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -211,34 +212,43 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	shape, ok := b.ws.Shape(name)
-	if !ok {
-		b.err = fmt.Errorf("weights: tensor %s missing", name)
+	v, err := NewWeightVariable(b.root, b.ws, name, name, dims...)
+	if err != nil {
+		b.err = err
 		return nil
 	}
-	if fmt.Sprint(shape) != fmt.Sprint(dims) {
-		b.err = fmt.Errorf("weights: tensor %s has shape %v, the config implies %v", name, shape, dims)
-		return nil
+	b.m.vars = append(b.m.vars, v)
+	return v
+}
+
+// NewWeightVariable creates under root the variable of the Hugging Face tensor name
+// of ws, at the scope path the dots of scopeName give ("model.layers.0.mlp.up_proj.weight"
+// → root/model/layers/0/mlp/up_proj/weight), after checking its shape against dims
+// (what config.json implies), converting it straight into the variable's buffer.
+func NewWeightVariable(root *model.Scope, ws WeightSource, name, scopeName string, dims ...int) (*model.Variable, error) {
+	shape, ok := ws.Shape(name)
+	if !ok {
+		return nil, fmt.Errorf("weights: tensor %s missing", name)
+	}
+	if !slices.Equal(shape, dims) {
+		return nil, fmt.Errorf("weights: tensor %s has shape %v, config.json implies %v", name, shape, dims)
 	}
 	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
 	var rerr error
-	t.MustMutableFlatData(func(flat any) { rerr = b.ws.ReadFloat32(name, flat.([]float32)) })
+	t.MustMutableFlatData(func(flat any) { rerr = ws.ReadFloat32(name, flat.([]float32)) })
 	if rerr != nil {
-		b.err = fmt.Errorf("weights: %w", rerr)
-		return nil
+		return nil, fmt.Errorf("weights: %w", rerr)
 	}
-	parts := strings.Split(name, ".")
-	sc := b.root
+	parts := strings.Split(scopeName, ".")
+	sc := root
 	for _, p := range parts[:len(parts)-1] {
 		sc = sc.At("%s", p)
 	}
 	v, err := sc.CreateVariable(parts[len(parts)-1], t)
 	if err != nil {
-		b.err = fmt.Errorf("creating variable for %s: %w", name, err)
-		return nil
+		return nil, fmt.Errorf("creating variable for %s: %w", name, err)
 	}
-	b.m.vars = append(b.m.vars, v)
-	return v
+	return v, nil
 }
 
 // Kind returns Kind.
