@@ -326,6 +326,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.Float64Var(&rcfg.PCSTEdgeCost, "pcst-cost-e", rcfg.PCSTEdgeCost, "edge cost (cost_e)")
 	pcstProfileFlag(cmd, &rcfg)
 	lf.register(cmd)
+	lf.registerOpen(cmd)
 	limitChoices(cmd, "variant", gretriever.Variants...)
 	limitChoices(cmd, "encoder", models.GTProfileGRetriever, models.GTProfileSeed004)
 	limitChoices(cmd, "prompt-format", append([]string{""}, lm.PromptFormats...)...)

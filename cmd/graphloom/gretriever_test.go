@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm/llmtest"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
 
@@ -257,4 +258,31 @@ func TestTrainGRetrieverQwen3ChatTemplate(t *testing.T) {
 			assert.Equal(t, first, ask(), "a reload answers the same")
 		})
 	}
+}
+
+// TestTrainGRetrieverOnAnAPIEmbeddedIndex trains G-Retriever on an index whose
+// vectors come from an embedding API (the scripted server): the searcher opens with
+// that embedder, so the relation vectors and question match the index's space.
+func TestTrainGRetrieverOnAnAPIEmbeddedIndex(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_EMBED_MODEL=test-embed"}
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	r := run(t, env, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx, "--extractor", "rule", "--embedder", "api")
+	require.Equal(t, 0, r.code, r.stderr)
+	lmDir := filepath.Join(dir, "lm")
+	_, err := lmtest.Write(lmDir, lmtest.Spec{Seed: 5})
+	require.NoError(t, err)
+	out := filepath.Join(dir, "model")
+	r = run(t, env, "train", "gretriever", "--index", idx, "--train", "../../examples/harbour/questions.json", "--lm", lmDir, "--out", out,
+		"--epochs", "1", "--gt-layers", "1", "--gt-hidden", "16", "--projector-hidden", "16", "--max-text-tokens", "32",
+		"--max-new-tokens", "4", "--batch-size", "4", "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "validation loss")
+	assert.Positive(t, srv.CountMatching(llmtest.EndpointIs(llmtest.Embeddings)), "questions and relations embedded through the API")
+	// Without the embedding model the index cannot be opened: a clear refusal, not a silent mismatch.
+	r = run(t, nil, "train", "gretriever", "--index", idx, "--train", "../../examples/harbour/questions.json", "--lm", lmDir,
+		"--out", filepath.Join(dir, "other"), "--epochs", "1", "--quiet")
+	assert.NotEqual(t, 0, r.code)
+	assert.NotContains(t, r.stderr, "panic")
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,6 +47,28 @@ func TestLocalEmbedderEndToEnd(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = run(t, nil, "serve", "--index", idx, "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
+	// serve answers a dense query with the index's own local model: the passages the
+	// CLI's query gives.
+	r = run(t, nil, "query", "--index", idx, "--retriever", "dense", "--top-k", "3", "--json", "Where was Tomas Brell born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	var cliRes struct{ Passages []struct{ Title string } }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &cliRes), r.stdout)
+	srv := cli(t, nil, "serve", "--index", idx, "--addr", "127.0.0.1:0")
+	stdout, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	url := strings.Fields(line[strings.Index(line, "http://"):])[0]
+	resp, err := http.Post(url+"/v1/query", "application/json", strings.NewReader(`{"question": "Where was Tomas Brell born?", "retriever": "dense", "top_k": 3}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	var srvRes struct{ Passages []struct{ Title string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&srvRes))
+	require.NotEmpty(t, srvRes.Passages)
+	assert.Equal(t, cliRes.Passages, srvRes.Passages, "serve ranks as query does")
 
 	for _, c := range []struct {
 		name string
