@@ -3,6 +3,7 @@ package augment
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,9 +91,12 @@ func TestPlanted(t *testing.T) {
 
 	for _, r := range rows {
 		if r.Selector == "gnn" && r.RootEnds > 0 {
-			assert.InDelta(t, 0.5, r.RootEndAUC, 0.5)
-			assert.InDelta(t, 0.5, r.RootEndAUCWithinDegree, 0.5)
-			assert.InDelta(t, 0.5, r.RootEndDegreeAUC, 0.5)
+			// The AUC arithmetic is checked by hand in TestStratifiedAUC and train's
+			// ROCAUC tests; here only that the diagnostics were computed (a NaN would
+			// mean an empty class slipped through).
+			for _, v := range []float64{r.RootEndAUC, r.RootEndAUCWithinDegree, r.RootEndDegreeAUC} {
+				assert.False(t, math.IsNaN(v), "root-end diagnostics of %s", r.Class)
+			}
 		}
 		if r.Selector != "gnn" {
 			assert.Zero(t, r.RootEnds, "no scores to diagnose")
