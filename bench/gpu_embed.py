@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sentence-transformers twin of the GPU job's embedder step (gpujob embed): loads the
-same folder with SentenceTransformer, embeds the probe texts gpujob wrote (--go FILE)
+same folder with SentenceTransformer, embeds the probe texts gpujob wrote (--go FILE, if present)
 and reports the smallest cosine and largest difference to graphloom's embeddings, then
 times passages per second on texts of random letter words that fill max_seq_length
 (batch 8, like gpujob).
@@ -9,6 +9,7 @@ Usage: gpu_embed.py --dir ENCODER_DIR [--go embed_go.json] [--passages 64] [--de
 """
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -26,7 +27,7 @@ def main():
     args = ap.parse_args()
     model = SentenceTransformer(args.dir, device=args.device)
     rec = {"bench": "embed", "impl": "sentence-transformers", "device": args.device}
-    if args.go:
+    if args.go and os.path.exists(args.go):
         go = json.load(open(args.go))
         ref = model.encode(go["texts"], convert_to_tensor=True).float().cpu()
         mine = torch.tensor(go["embeddings"], dtype=torch.float32)

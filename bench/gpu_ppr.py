@@ -3,7 +3,7 @@
 z <- (1-d)*s + d * A D^-1 z on the undirected weighted graph `gpujob inputs` wrote
 (ppr_graph.json.gz), all reset vectors as one [N, B] dense matrix, on the GPU. Stops
 when the L1 change / L1 norm is below the file's tolerance (or after 100 passes).
-With --go FILE (gpujob ppr -out: float32 [B][N]) it reports the largest difference of
+With --go FILE (gpujob ppr -out: float32 [B][N]; skipped if absent) it reports the largest difference of
 the column-normalised scores.
 
 Usage: gpu_ppr.py --graph ppr_graph.json.gz [--go ppr_go.f32] [--reps 5] [--device cuda]
@@ -11,6 +11,7 @@ Usage: gpu_ppr.py --graph ppr_graph.json.gz [--go ppr_go.f32] [--reps 5] [--devi
 import argparse
 import gzip
 import json
+import os
 import statistics
 import sys
 import time
@@ -62,7 +63,7 @@ def main():
     med = statistics.median(times)
     rec = {"bench": "ppr", "impl": "torch.sparse", "device": dev, "n": n, "batch": s.shape[1],
            "ms_per_batch": med, "ms_per_query": med / s.shape[1], "ms_min": min(times), "iterations": iters}
-    if args.go:
+    if args.go and os.path.exists(args.go):
         import array
         a = array.array("f")
         with open(args.go, "rb") as f:
