@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""PyTorch Geometric twin of bench/rgcn and bench/gt on a GPU: the CrossAug scorer with
-PyG RGCNConv (full training step with Adam) and G-Retriever's GraphTransformer with PyG
-TransformerConv (forward + backward), on the batches the Go benchmarks dumped.
+"""PyTorch Geometric twin of the GPU job's GNN steps (bench/gpujob, bench/gpu.sh): the
+CrossAug scorer with PyG RGCNConv (full training step with Adam), G-Retriever's
+GraphTransformer with PyG TransformerConv (forward + backward), and a G-Retriever
+training step (GraphTransformer encoder, MLP projector, graph token through a frozen
+transformers causal LM, AdamW), on the batches and examples `gpujob inputs` wrote.
 Prints one JSON line per benchmark.
 
-Usage: gpu_pyg.py --rgcn RGCN_BATCHES.json --gt GT_BATCHES.json [--steps 20] [--device cuda]
+Usage: gpu_pyg.py [--rgcn RGCN_BATCHES.json] [--gt GT_BATCHES.json]
+                  [--gretriever GRETRIEVER.json --lm LM_DIR] [--steps 20] [--device cuda]
 """
 import argparse
 import json
@@ -129,10 +132,79 @@ def bench_gt(path, device, steps, warmup):
     return {"bench": "gt", "impl": "pyg", "device": device, "ms_per_step": med, "ms_min": mn}
 
 
+def bench_gretriever(path, lm_dir, device, warmup):
+    """G-Retriever's training step (src/model/graph_llm.py) on the tiny LM folder: the
+    graph token after BOS, then the textualised subgraph (truncated), the question and
+    the answer + EOS; loss on the answer tokens only; clip 0.1; AdamW."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    data = json.load(open(path))
+    tok = AutoTokenizer.from_pretrained(lm_dir)
+    llm = AutoModelForCausalLM.from_pretrained(lm_dir, dtype=torch.float32).to(device)
+    for p in llm.parameters():
+        p.requires_grad_(False)
+    embed = llm.get_input_embeddings()
+    dim, hid = data["dim"], llm.config.hidden_size
+    gnn = GraphTransformer(dim, data["gt_layers"], data["gt_heads"]).to(device).train()
+    proj = nn.Sequential(nn.Linear(dim, data["projector_hidden"]), nn.Sigmoid(),
+                         nn.Linear(data["projector_hidden"], hid)).to(device)
+    params = list(gnn.parameters()) + list(proj.parameters())
+    opt = torch.optim.AdamW(params, lr=data["lr"], weight_decay=data["weight_decay"])
+    bos = [tok.bos_token_id if tok.bos_token_id is not None else llm.config.bos_token_id]
+    bos = [b for b in bos if b is not None]
+    eos = tok.eos_token_id if tok.eos_token_id is not None else llm.config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    batches = []
+    exs = data["train"]
+    for i in range(0, len(exs), data["batch"]):
+        chunk = exs[i:i + data["batch"]]
+        n, src, dst, _, _, gid, _ = concat(chunk)
+        seqs = []
+        for e in chunk:
+            text = tok(e["text"], add_special_tokens=False)["input_ids"][:data["max_text_tokens"]]
+            q = tok(data["question"] % e["question"], add_special_tokens=False)["input_ids"]
+            a = tok(e["answer"], add_special_tokens=False)["input_ids"] + ([eos] if eos is not None else [])
+            seqs.append((text + q, a))
+        batches.append({
+            "x": torch.randn(n, dim, device=device), "edge_attr": torch.randn(len(src), dim, device=device),
+            "edge_index": torch.tensor([src, dst], device=device), "batch": torch.tensor(gid, device=device),
+            "seqs": seqs,
+        })
+
+    def step(i):
+        b = batches[i % len(batches)]
+        opt.zero_grad(set_to_none=True)
+        g = proj(global_mean_pool(gnn(b["x"], b["edge_index"], b["edge_attr"]), b["batch"]))
+        rows, labels = [], []
+        for k, (prompt, ans) in enumerate(b["seqs"]):
+            ids = torch.tensor(bos + prompt + ans, device=device)
+            e = embed(ids)
+            nb = len(bos)
+            rows.append(torch.cat([e[:nb], g[k:k + 1], e[nb:]]))
+            labels.append([-100] * (nb + 1 + len(prompt)) + ans)
+        t = max(r.shape[0] for r in rows)
+        x = torch.zeros(len(rows), t, hid, device=device)
+        mask = torch.zeros(len(rows), t, dtype=torch.long, device=device)
+        y = torch.full((len(rows), t), -100, dtype=torch.long, device=device)
+        for k, r in enumerate(rows):
+            x[k, :r.shape[0]] = r
+            mask[k, :r.shape[0]] = 1
+            y[k, :r.shape[0]] = torch.tensor(labels[k], device=device)
+        loss = llm(inputs_embeds=x, attention_mask=mask, labels=y).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 0.1)
+        opt.step()
+
+    med, mn = timed(step, len(batches), warmup, max(len(batches), 4), device)
+    return {"bench": "gretriever", "impl": "pytorch", "device": device, "lm": lm_dir, "ms_per_step": med, "ms_min": mn}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rgcn")
     ap.add_argument("--gt")
+    ap.add_argument("--gretriever")
+    ap.add_argument("--lm")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--device", default="cuda")
@@ -142,6 +214,10 @@ def main():
         print(json.dumps(bench_rgcn(args.rgcn, args.device, args.steps, args.warmup)), flush=True)
     if args.gt:
         print(json.dumps(bench_gt(args.gt, args.device, max(3, args.steps // 2), args.warmup)), flush=True)
+    if args.gretriever:
+        if not args.lm:
+            ap.error("--gretriever needs --lm LM_DIR")
+        print(json.dumps(bench_gretriever(args.gretriever, args.lm, args.device, args.warmup)), flush=True)
 
 
 if __name__ == "__main__":
