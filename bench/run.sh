@@ -10,7 +10,9 @@
 #   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
 #   4. CrossAug: sampling + training + scoring time against the whole augment run;
-#      the scorer's test-split ROC-AUC next to shortcut baselines
+#      the scorer's test-split ROC-AUC next to shortcut baselines, its calibration
+#      error; seed stability (ROC-AUC, count ≥ θ, Jaccard of the selected sets) of a
+#      single scorer against the ensemble over 5 seeds (issue 50)
 #   5. CrossAug planted missingness: GNN vs random and facts selectors, deleted facts recovered
 #   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 #   7. serve: loopback load test of the HTTP API
