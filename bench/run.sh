@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, each printing its figures against a reference run in the
-# same invocation. Long: budget 45–75 minutes on 2 cores (the planted-missingness runs on
-# the 2Wiki corpus train three scorers and complete thousands of subgraphs, ≈ 5 min; the
+# same invocation. Long: budget 60–90 minutes on 2 cores (section 4's seed stability trains
+# 20 scorers, ≈ 10–15 min; STABILITY_SEEDS="42 1 2" shortens it; the planted-missingness runs on
+# the 2Wiki corpus train 3 seeds × the default ensemble of 3 scorers and complete thousands
+# of subgraphs, ≈ 15 min (≈ 5 with one scorer per seed, before issue 50); the
 # scale section indexes 6K and 30K passages, ≈ 20 min; SCALE_SIZES=6000 shortens it).
 #   bench/run.sh BIN CORPORA OUTDIR
 #
