@@ -132,7 +132,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	stage("graph", t0)
 
 	// Scorer: load a matching checkpoint or train.
-	var sc Scorer
+	var sc *ensemble
 	if !cfg.RandomSelector && !cfg.FactsSelector {
 		t0 = time.Now()
 		sc, rep.Training, err = obtainScorer(ctx, ix, g, feat, cands, opts)
@@ -267,16 +267,19 @@ func FormatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// scoreSubgraphs returns the missingness probability of every subgraph, in batches.
-func scoreSubgraphs(ctx context.Context, feat *featurizer, sc Scorer, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
+// scoreSubgraphs returns the ensemble's missingness probability of every subgraph,
+// in batches.
+func scoreSubgraphs(ctx context.Context, feat *featurizer, sc *ensemble, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
 	const batch = scoreChunk
-	if p, ok := sc.(batchPreparer); ok {
-		var shapes [][]*kernels.Graph
-		for lo := 0; lo < len(subs); lo += batch {
-			shapes = append(shapes, shapeGraphs(subs[lo:min(lo+batch, len(subs))]))
-		}
-		if err := p.Prepare(shapes); err != nil {
-			return nil, fmt.Errorf("augment: score: %w", err)
+	var shapes [][]*kernels.Graph
+	for lo := 0; lo < len(subs); lo += batch {
+		shapes = append(shapes, shapeGraphs(subs[lo:min(lo+batch, len(subs))]))
+	}
+	for _, m := range sc.members {
+		if p, ok := m.(batchPreparer); ok {
+			if err := p.Prepare(shapes); err != nil {
+				return nil, fmt.Errorf("augment: score: %w", err)
+			}
 		}
 	}
 	out := make([]float64, 0, len(subs))
@@ -289,13 +292,11 @@ func scoreSubgraphs(ctx context.Context, feat *featurizer, sc Scorer, subs []*su
 		for _, s := range subs[lo:hi] {
 			gs = append(gs, feat.graph(s, nil))
 		}
-		logits, err := sc.Logits(gs)
+		probs, err := sc.probs(gs)
 		if err != nil {
 			return nil, fmt.Errorf("augment: score: %w", err)
 		}
-		for _, z := range logits {
-			out = append(out, sigmoid(float64(z)))
-		}
+		out = append(out, probs...)
 		if progress != nil {
 			progress(hi, len(subs))
 		}

@@ -260,6 +260,7 @@ func TestValidateCitations(t *testing.T) {
 func testOptions(c Completer) Options {
 	cfg := DefaultConfig()
 	cfg.Epochs, cfg.EvalEvery, cfg.Budget, cfg.Roots, cfg.Threshold = 5, 5, 3, 20, 0
+	cfg.Ensemble = 1 // TestObtainEnsemble tests more members
 	return Options{Config: cfg, Completer: c, KG: kg.DefaultConfig(),
 		NewScorer: func(int, Config) (Scorer, error) { return &fakeScorer{}, nil }}
 }

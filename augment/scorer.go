@@ -59,13 +59,24 @@ type TrainReport struct {
 	TestRanking  float64 `json:"test_ranking_accuracy"`
 	// Baselines is the test ROC-AUC of shortcut classifiers that see only a view's
 	// structure (shortcutBaselines); BestBaseline the highest of them.
-	Baselines     map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
-	BestBaseline  float64            `json:"best_shortcut_baseline"`
-	Seconds       float64            `json:"seconds"`
-	Compilations  int64              `json:"compilations"` // executables the scorer compiled while training
-	History       []EvalRow          `json:"history"`
-	Fingerprint   string             `json:"fingerprint"`
-	ChecksumError string             `json:"-"`
+	Baselines    map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
+	BestBaseline float64            `json:"best_shortcut_baseline"`
+	// Calibration is each ensemble member's Platt scaling (fitted on its validation
+	// split; the identity without Config.Calibrate). TestECE and TestECECalibrated
+	// are the expected calibration error (10 equal-width bins) on the test split of
+	// the mean probability before and after it. With more than one member the test
+	// metrics above are the ensemble's (its mean calibrated probability), the
+	// validation metrics the members' mean, epochs member 0's; Members holds each
+	// member's own report.
+	Calibration       []train.Platt `json:"calibration,omitempty"`
+	TestECE           float64       `json:"test_ece"`
+	TestECECalibrated float64       `json:"test_ece_calibrated"`
+	Members           []TrainReport `json:"members,omitempty"`
+	Seconds           float64       `json:"seconds"`
+	Compilations      int64         `json:"compilations"` // executables the scorer compiled while training
+	History           []EvalRow     `json:"history"`
+	Fingerprint       string        `json:"fingerprint"`
+	ChecksumError     string        `json:"-"`
 
 	result *train.Result // the loop's result, for the curves
 }
@@ -119,71 +130,146 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		H         int
 		D         float64
 		S         int64
+		K         int
+		CB        bool
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 3, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 3, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
-// obtainScorer loads the checkpoint when it was trained for this graph and settings
-// (its sidecar report holds the fingerprint), or trains a new scorer and saves it.
-func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *featurizer, cands []int32, opts Options) (Scorer, TrainReport, error) {
-	fp := fingerprint(ix, opts.Config)
+// memberPath is where ensemble member k's checkpoint lives: member 0 at path itself
+// (a single scorer's checkpoint), the others beside it.
+func memberPath(path string, k int) string {
+	if k == 0 {
+		return path
+	}
+	return fmt.Sprintf("%s.m%d", path, k)
+}
+
+// obtainScorer loads the checkpoints when they were trained for this graph and
+// settings (the sidecar report holds the fingerprint and the calibration), or trains
+// the ensemble's members one after another, calibrates them and saves them.
+func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *featurizer, cands []int32, opts Options) (*ensemble, TrainReport, error) {
+	cfg := opts.Config
+	fp := fingerprint(ix, cfg)
 	if opts.Checkpoint != "" && opts.LoadScorer != nil {
-		if data, err := os.ReadFile(opts.Checkpoint + ".json"); err == nil {
-			var tr TrainReport
-			if json.Unmarshal(data, &tr) == nil && tr.Fingerprint == fp {
-				if sc, err := opts.LoadScorer(opts.Checkpoint); err == nil {
-					tr.Reused = true
-					return sc, tr, nil
-				}
-			}
+		if e, tr, ok := loadEnsemble(opts, fp); ok {
+			return e, tr, nil
 		}
 	}
 	if opts.NewScorer == nil {
 		return nil, TrainReport{}, fmt.Errorf("augment: no scorer constructor")
 	}
-	sc, err := opts.NewScorer(feat.dim, opts.Config)
-	if err != nil {
-		return nil, TrainReport{}, err
-	}
-	logs := trainLogs{text: opts.Log}
-	if opts.Progress != nil {
-		logs.progress = opts.Progress("train")
-	}
+	t0 := time.Now()
+	e := &ensemble{}
+	var runs []memberRun
+	var reports []TrainReport
 	var jsonl bytes.Buffer
-	if opts.Checkpoint != "" {
-		logs.jsonl = &jsonl
+	var test []int8
+	for k := range cfg.Ensemble {
+		mcfg := cfg
+		mcfg.Seed = memberSeed(cfg.Seed, k)
+		sc, err := opts.NewScorer(feat.dim, mcfg)
+		if err != nil {
+			return nil, TrainReport{}, err
+		}
+		logs := trainLogs{text: opts.Log}
+		if opts.Progress != nil {
+			stage := "train"
+			if cfg.Ensemble > 1 {
+				stage = fmt.Sprintf("train %d/%d", k+1, cfg.Ensemble)
+			}
+			logs.progress = opts.Progress(stage)
+		}
+		if opts.Checkpoint != "" && k == 0 {
+			logs.jsonl = &jsonl // member 0's log and curves go beside the checkpoint
+		}
+		if opts.Log != nil && cfg.Ensemble > 1 {
+			fmt.Fprintf(opts.Log, "ensemble member %d of %d (seed %d)\n", k+1, cfg.Ensemble, mcfg.Seed)
+		}
+		tr, run, err := trainMember(ctx, g, feat, cands, sc, cfg, k, test, logs)
+		if err != nil {
+			return nil, tr, err
+		}
+		if k == 0 {
+			test = run.part
+		}
+		e.members = append(e.members, sc)
+		runs = append(runs, run)
+		reports = append(reports, tr)
 	}
-	tr, err := trainScorer(ctx, g, feat, cands, sc, opts.Config, logs)
-	if err != nil {
+	tr := reports[0]
+	if cfg.Ensemble > 1 {
+		tr.Members = reports
+		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = 0, 0, 0, 0
+		tr.Compilations = 0
+		n := float64(len(reports))
+		for _, m := range reports {
+			tr.EvalBCE += m.EvalBCE / n
+			tr.EvalAccuracy += m.EvalAccuracy / n
+			tr.EvalAUC += m.EvalAUC / n
+			tr.RankingAcc += m.RankingAcc / n
+			tr.Compilations += m.Compilations
+		}
+	}
+	if err := e.calibrate(runs, runs[0].testViews, cfg, &tr); err != nil {
 		return nil, tr, err
 	}
-	if opts.Checkpoint != "" {
-		// The training log (one JSON line per epoch and evaluation) and the loss / ROC-AUC
-		// curves go beside the checkpoint.
-		if err := graphio.AtomicWrite(opts.Checkpoint+".log.jsonl", func(w io.Writer) error { _, err := w.Write(jsonl.Bytes()); return err }); err != nil {
-			return nil, tr, err
-		}
-		if tr.result != nil && len(tr.result.History) > 0 {
-			if err := train.WriteCurves(opts.Checkpoint+".png", "CrossAug missingness scorer", tr.result); err != nil {
-				return nil, tr, err
-			}
-		}
+	tr.Seconds = round3(time.Since(t0).Seconds())
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "scorer (%d member(s), calibrated %v): test ROC-AUC %.3f, ranking %.3f; expected calibration error %.3f → %.3f\n",
+			cfg.Ensemble, cfg.Calibrate, tr.TestAUC, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
 	}
 	tr.Fingerprint = fp
-	if opts.Checkpoint != "" {
-		if err := sc.Save(opts.Checkpoint); err != nil {
-			return nil, tr, err
-		}
-		data, _ := json.MarshalIndent(tr, "", "  ")
-		if err := graphio.AtomicWrite(opts.Checkpoint+".json", func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if opts.Checkpoint == "" {
+		return e, tr, nil
+	}
+	// The training log (one JSON line per epoch and evaluation) and the loss / ROC-AUC
+	// curves go beside the checkpoint.
+	if err := graphio.AtomicWrite(opts.Checkpoint+".log.jsonl", func(w io.Writer) error { _, err := w.Write(jsonl.Bytes()); return err }); err != nil {
+		return nil, tr, err
+	}
+	if res := reports[0].result; res != nil && len(res.History) > 0 {
+		if err := train.WriteCurves(opts.Checkpoint+".png", "CrossAug missingness scorer", res); err != nil {
 			return nil, tr, err
 		}
 	}
-	return sc, tr, nil
+	for k, sc := range e.members {
+		if err := sc.Save(memberPath(opts.Checkpoint, k)); err != nil {
+			return nil, tr, err
+		}
+	}
+	data, _ := json.MarshalIndent(tr, "", "  ")
+	if err := graphio.AtomicWrite(opts.Checkpoint+".json", func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		return nil, tr, err
+	}
+	return e, tr, nil
+}
+
+// loadEnsemble loads the members and calibration of a checkpoint trained for
+// fingerprint fp; ok is false when there is none or it does not match.
+func loadEnsemble(opts Options, fp string) (*ensemble, TrainReport, bool) {
+	data, err := os.ReadFile(opts.Checkpoint + ".json")
+	if err != nil {
+		return nil, TrainReport{}, false
+	}
+	var tr TrainReport
+	if json.Unmarshal(data, &tr) != nil || tr.Fingerprint != fp || len(tr.Calibration) != opts.Config.Ensemble {
+		return nil, TrainReport{}, false
+	}
+	e := &ensemble{calib: tr.Calibration}
+	for k := range opts.Config.Ensemble {
+		sc, err := opts.LoadScorer(memberPath(opts.Checkpoint, k))
+		if err != nil {
+			return nil, TrainReport{}, false
+		}
+		e.members = append(e.members, sc)
+	}
+	tr.Reused = true
+	return e, tr, true
 }
 
 // trainScorer is CrossAug's self-supervised training (anchors §D.1, §D.4): every epoch
@@ -207,15 +293,43 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 // walk graph is partitioned into train, validation and test regions (partition) and
 // each split samples only inside its region.
 func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
+	tr, _, err := trainMember(ctx, g, feat, cands, sc, cfg, 0, nil, logs)
+	return tr, err
+}
+
+// memberRun is what the training of one ensemble member leaves for the ensemble: its
+// partition (member 0's test region is every member's), its validation logits and
+// labels (for its calibration) and its logits on the shared test views.
+type memberRun struct {
+	part                  []int8
+	valLogits, valLabels  []float32
+	testLogits, testLabel []float32
+	testViews             []view
+}
+
+// memberSeed is the seed of ensemble member k: views, partition, initialisation and
+// dropout of member 0 are those of a single scorer with the command's seed.
+func memberSeed(seed int64, k int) int64 { return seed + int64(k)*1000003 }
+
+// trainMember is trainScorer for ensemble member k: everything it draws comes from
+// memberSeed(cfg.Seed, k) except the test views, drawn with cfg.Seed in the test
+// region of test (member 0's partition; nil for member 0, which partitions as a single
+// scorer does), so that every member is tested on the same views, which none of them
+// trained or chose its epoch on.
+func trainMember(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8, logs trainLogs) (TrainReport, memberRun, error) {
 	t0 := time.Now()
 	tr := TrainReport{}
+	var run memberRun
+	cfg := base
+	cfg.Seed = memberSeed(base.Seed, k)
 	// Partition; on a small graph a partition may leave a split without views: try
 	// a few partition seeds.
 	var graphs [3]*minerGraph
 	var roots [3][]int32
 	var valViews, testViews []view
 	for attempt := range partitionAttempts {
-		part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729+int64(attempt))
+		part := g.partitionAround(test, cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729+int64(attempt))
+		run.part = part
 		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
 		for split := range 3 {
 			graphs[split] = g.restrict(part, int8(split))
@@ -234,7 +348,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 			}
 		}
 		valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(cfg.Seed+15485863)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(base.Seed+15485863)))
 		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, cfg, rand.New(rand.NewSource(cfg.Seed)))
 		if len(valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
 			break
@@ -242,7 +356,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 	}
 	tooSparse := fmt.Errorf("augment: too few training views: subgraphs need ≥ %d nodes and ≥ %d fact edges in each of the train, validation and test regions (roots %v); the graph is too small or sparse", cfg.MinNodes, cfg.MinFactEdges, tr.SplitRoots)
 	if len(valViews) == 0 || len(testViews) == 0 {
-		return tr, tooSparse
+		return tr, run, tooSparse
 	}
 	tr.EvalViews, tr.TestViews = len(valViews), len(testViews)
 	gTrain := graphs[splitTrain]
@@ -258,7 +372,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 		}
 	}
 	if len(sizing) == 0 {
-		return tr, tooSparse
+		return tr, run, tooSparse
 	}
 	tr.Baselines = shortcutBaselines(feat, baseTrain, valViews, testViews)
 	for _, v := range tr.Baselines {
@@ -269,7 +383,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 		sizingBatches = append(sizingBatches, miniBatches(vs, cfg.MiniBatches, sizeRng)...)
 	}
 	if err := prepareShapes(sc, sizingBatches, [][]view{valViews, testViews}); err != nil {
-		return tr, err
+		return tr, run, err
 	}
 	valGraphs, valLabels := graphsOf(feat, valViews)
 	compiled := func() int64 { return 0 }
@@ -301,7 +415,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 			return train.StepStats{Step: i, Loss: loss, LR: cfg.LearningRate}, nil
 		},
 		Eval: func() (train.Metrics, error) {
-			row, err := evaluate(sc, valGraphs, valLabels, valViews)
+			row, _, err := evaluate(sc, valGraphs, valLabels, valViews)
 			if err != nil {
 				return train.Metrics{}, err
 			}
@@ -324,7 +438,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 		Restore:  sc.Restore,
 	})
 	if err != nil {
-		return tr, err
+		return tr, run, err
 	}
 	for i, h := range res.History {
 		if i < len(tr.History) {
@@ -333,17 +447,19 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 	}
 	tr.result = res
 	bestEpoch := res.BestStep
-	row, err := evaluate(sc, valGraphs, valLabels, valViews)
+	row, valLogits, err := evaluate(sc, valGraphs, valLabels, valViews)
 	if err != nil {
-		return tr, err
+		return tr, run, err
 	}
+	run.valLogits, run.valLabels = valLogits, valLabels
 	tr.BestEpoch = bestEpoch
 	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	testGraphs, testLabels := graphsOf(feat, testViews)
-	row, err = evaluate(sc, testGraphs, testLabels, testViews)
+	row, testLogits, err := evaluate(sc, testGraphs, testLabels, testViews)
 	if err != nil {
-		return tr, err
+		return tr, run, err
 	}
+	run.testLogits, run.testLabel, run.testViews = testLogits, testLabels, testViews
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	tr.Compilations = compiled() - compiledBefore
@@ -356,7 +472,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 		}
 		fmt.Fprintln(log)
 	}
-	return tr, nil
+	return tr, run, nil
 }
 
 // miniBatches shuffles an epoch's views and deals them into n batches of nearly equal
@@ -419,15 +535,21 @@ func graphsOf(feat *featurizer, views []view) ([]*kernels.Graph, []float32) {
 
 // evaluate scores the evaluation views: BCE, accuracy at 0.5, ROC-AUC and ranking
 // accuracy (within a root, each corrupted view against the clean one).
-func evaluate(sc Scorer, gs []*kernels.Graph, labels []float32, views []view) (EvalRow, error) {
+func evaluate(sc Scorer, gs []*kernels.Graph, labels []float32, views []view) (EvalRow, []float32, error) {
 	var logits []float32
 	for lo := 0; lo < len(gs); lo += evalChunk {
 		z, err := sc.Logits(gs[lo:min(lo+evalChunk, len(gs))])
 		if err != nil {
-			return EvalRow{}, fmt.Errorf("augment: evaluate: %w", err)
+			return EvalRow{}, nil, fmt.Errorf("augment: evaluate: %w", err)
 		}
 		logits = append(logits, z...)
 	}
+	row, err := scoreRow(logits, labels, views)
+	return row, logits, err
+}
+
+// scoreRow is evaluate's metrics of given logits.
+func scoreRow(logits, labels []float32, views []view) (EvalRow, error) {
 	m, err := train.Evaluate(logits, labels)
 	if err != nil {
 		return EvalRow{}, err

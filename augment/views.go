@@ -375,15 +375,30 @@ const (
 // Subgraphs of a split are then sampled on the walk graph restricted to it
 // (restrict), so the test subgraphs share no entity with training subgraphs.
 func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
+	return g.partitionAround(nil, valFrac, testFrac, seed)
+}
+
+// partitionAround is partition with the test region given: the entities test assigns
+// to splitTest stay there (nil: none), and the others are dealt into train and
+// validation regions as partition deals them, the shares counted over all entities.
+// Ensemble members partition around member 0's test region, so that the test split
+// shares no entity with any member's training or validation split.
+func (g *minerGraph) partitionAround(test []int8, valFrac, testFrac float64, seed int64) []int8 {
 	n := len(g.adj)
+	fixed := func(u int32) bool { return test != nil && test[u] == splitTest }
 	rng := rand.New(rand.NewSource(seed))
 	region := make([]int32, n)
 	for i := range region {
 		region[i] = -1
 	}
 	var active []int32
+	fixedN := 0
 	for u := range g.adj {
-		if len(g.adj[u]) > 0 {
+		switch {
+		case len(g.adj[u]) == 0:
+		case fixed(int32(u)):
+			fixedN++
+		default:
 			active = append(active, int32(u))
 		}
 	}
@@ -406,7 +421,7 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 				if claimed >= regionSize {
 					break
 				}
-				if region[nb.to] < 0 {
+				if region[nb.to] < 0 && !fixed(nb.to) {
 					region[nb.to] = id
 					claimed++
 					queue = append(queue, nb.to)
@@ -419,9 +434,10 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 	// fragments (under half a region) to training.
 	order := rng.Perm(len(sizes))
 	split := make([]int8, len(sizes))
-	total := float64(len(active))
+	total := float64(len(active) + fixedN)
 	target := [3]float64{(1 - valFrac - testFrac) * total, valFrac * total, testFrac * total}
 	var have [3]float64
+	have[splitTest] = float64(fixedN)
 	for _, r := range order {
 		if sizes[r] < regionSize/2 {
 			split[r] = splitTrain
@@ -432,8 +448,11 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 		if sizes[r] < regionSize/2 {
 			continue
 		}
-		best := splitTest
-		for _, sp := range []int{splitVal, splitTrain} {
+		best, others := splitTest, []int{splitVal, splitTrain}
+		if test != nil {
+			best, others = splitVal, []int{splitTrain}
+		}
+		for _, sp := range others {
 			if target[sp]-have[sp] > target[best]-have[best] {
 				best = sp
 			}
@@ -443,7 +462,10 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 	}
 	part := make([]int8, n)
 	for u := range part {
-		if region[u] >= 0 {
+		switch {
+		case fixed(int32(u)):
+			part[u] = splitTest
+		case region[u] >= 0:
 			part[u] = split[region[u]]
 		}
 	}

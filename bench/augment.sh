@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # CrossAug timing: the scorer's share (sampling + training + scoring) of a whole
 # augment run, offline (extractive completer), on the example corpus and, with
-# ../shared, a --plan run on the 2Wiki corpus (6,119 passages).
+# ../shared, a --plan run on the 2Wiki corpus (6,119 passages); then the seed
+# stability of a single scorer against the ensemble (bench/augment_stability.sh) on
+# the example corpus, over STABILITY_SEEDS (default 42 1 2 3 4) seeds of the whole
+# command, with the ensemble size STABILITY_K (default: augment's --ensemble default).
 #   bench/augment.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1
@@ -22,6 +25,7 @@ print(f"  sampling + training + scoring: {gnn:.1f}s of {total:.1f}s ({100*gnn/ma
 b = t["shortcut_baselines_test_roc_auc"]
 print(f"  scorer: {t['epochs']} epochs (best {t['best_epoch']}), {t['compilations']} compilations; test split (disjoint entities) ROC-AUC {t['test_roc_auc']:.3f}, ranking {t['test_ranking_accuracy']:.3f}")
 print(f"  shortcut baselines (test ROC-AUC): " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(b.items())))
+print(f"  expected calibration error (test split, 10 bins): {t.get('test_ece', float('nan')):.3f} uncalibrated, {t.get('test_ece_calibrated', float('nan')):.3f} calibrated; {max(1, len(t.get('members') or []))} scorer(s)")
 q = r.get("score_quantiles") or []
 print(f"  missingness score quantiles (min, 25%, 50%, 75%, max): {q}; {r['subgraphs_above_threshold']} of {r['sampled_subgraphs']} ≥ θ")
 print(f"  {r['completion_calls']} completion calls, {r.get('planned_prompt_tokens', 0)} planned prompt tokens, {r['added']['triples']} triples added")
@@ -39,3 +43,16 @@ if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
 	"$bin" augment --index "$out/2wiki.gl" --plan --no-checkpoint --json --quiet >"$out/2wiki.json"
 	stages "$out/2wiki.json"
 fi
+
+seeds=${STABILITY_SEEDS:-42 1 2 3 4}
+k=${STABILITY_K:-}
+kflag=()
+[[ -n "$k" ]] && kflag=(--ensemble "$k")
+dir=$(cd "$(dirname "$0")" && pwd)
+# A fresh index: the timing run above augmented harbour.gl in place.
+"$bin" index --corpus examples/harbour/corpus.json --out "$out/harbour-stability.gl" --quiet >/dev/null
+echo "seed stability, example corpus, augment --plan --no-checkpoint --roots 100 --budget 40, seeds $seeds:"
+echo " single scorer (--ensemble 1):"
+"$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-single" "$seeds" --roots 100 --budget 40 --ensemble 1
+echo " ensemble (${k:-default} members):"
+"$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-ensemble" "$seeds" --roots 100 --budget 40 "${kflag[@]}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make bench: every benchmark, each printing its figures against a reference run in the
-# same invocation. Long: budget 45–75 minutes on 2 cores (the planted-missingness runs on
-# the 2Wiki corpus train three scorers and complete thousands of subgraphs, ≈ 5 min; the
+# same invocation. Long: budget 60–90 minutes on 2 cores (section 4's seed stability trains
+# 20 scorers, ≈ 10–15 min; STABILITY_SEEDS="42 1 2" shortens it; the planted-missingness runs on
+# the 2Wiki corpus train 3 seeds × the default ensemble of 3 scorers and complete thousands
+# of subgraphs, ≈ 15 min (≈ 5 with one scorer per seed, before issue 50); the
 # scale section indexes 6K and 30K passages, ≈ 20 min; SCALE_SIZES=6000 shortens it).
 #   bench/run.sh BIN CORPORA OUTDIR
 #
@@ -10,7 +12,9 @@
 #   2. Personalized PageRank vs python-igraph PRPACK (100K nodes / 300K edges)
 #   3. R-GCN scorer training step vs PyTorch; Graph Transformer forward + backward
 #   4. CrossAug: sampling + training + scoring time against the whole augment run;
-#      the scorer's test-split ROC-AUC next to shortcut baselines
+#      the scorer's test-split ROC-AUC next to shortcut baselines, its calibration
+#      error; seed stability (ROC-AUC, count ≥ θ, Jaccard of the selected sets) of a
+#      single scorer against the ensemble over 5 seeds (issue 50)
 #   5. CrossAug planted missingness: GNN vs random and facts selectors, deleted facts recovered
 #   6. interop: import of a 2Wiki-sized LightRAG index (written from section 1's index)
 #   7. serve: loopback load test of the HTTP API

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# CrossAug seed stability: runs the whole `augment --plan --no-checkpoint` command
+# once per seed and reports, over the seeds, the mean and standard deviation of the
+# scorer's test ROC-AUC, of the number of subgraphs ≥ θ and of the test expected
+# calibration error before and after calibration, and the mean pairwise Jaccard of
+# the selected subgraph sets (a subgraph named by its root entity).
+#   bench/augment_stability.sh BIN INDEX OUTDIR "SEEDS" [augment flags…]
+set -euo pipefail
+bin=$1
+index=$2
+out=$3
+seeds=$4
+shift 4
+mkdir -p "$out"
+files=()
+for s in $seeds; do
+	f="$out/seed$s.json"
+	"$bin" augment --index "$index" --plan --no-checkpoint --json --quiet --seed "$s" "$@" >"$f"
+	files+=("$f")
+done
+/usr/bin/env python3 - "${files[@]}" <<'PY'
+import itertools, json, statistics, sys
+rows = []
+for path in sys.argv[1:]:
+    r = json.load(open(path))["report"]
+    t = r["training"]
+    rows.append(dict(auc=t["test_roc_auc"], base=t["best_shortcut_baseline"], above=r["subgraphs_above_threshold"],
+                     sampled=r["sampled_subgraphs"], ece=t.get("test_ece", float("nan")), ecec=t.get("test_ece_calibrated", float("nan")),
+                     sel={s["root"] for s in r.get("selected") or []}, secs=float(r["stage_seconds"].get("train", 0))))
+def ms(k):
+    xs = [r[k] for r in rows]
+    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    return f"{statistics.mean(xs):.3f} ± {sd:.3f}"
+jac = [len(a["sel"] & b["sel"]) / max(1, len(a["sel"] | b["sel"])) for a, b in itertools.combinations(rows, 2)]
+for r, p in zip(rows, sys.argv[1:]):
+    print(f"  {p.rsplit('/', 1)[-1]}: test ROC-AUC {r['auc']:.3f} (best shortcut {r['base']:.3f}), {r['above']} of {r['sampled']} ≥ θ, {len(r['sel'])} selected, ECE {r['ece']:.3f} → {r['ecec']:.3f}, train {r['secs']:.0f}s")
+print(f"  over {len(rows)} seeds: test ROC-AUC {ms('auc')}; ≥ θ {ms('above')}; best shortcut {ms('base')}; ECE {ms('ece')} uncalibrated, {ms('ecec')} calibrated")
+if jac:
+    print(f"  mean pairwise Jaccard of the selected sets: {statistics.mean(jac):.3f} (min {min(jac):.3f})")
+PY
