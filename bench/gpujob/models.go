@@ -12,8 +12,8 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/graphloom/graphloom/bench/internal/grdata"
 	"github.com/graphloom/graphloom/engine"
-	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/encoder"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
@@ -34,31 +34,6 @@ type exampleJSON struct {
 	N        int     `json:"n"`
 	Src      []int32 `json:"src"`
 	Dst      []int32 `json:"dst"`
-}
-
-// grExamples draws n examples (seed 1): random features, a CSV textualisation.
-func grExamples(rng *rand.Rand, n int) []gretriever.Example {
-	out := make([]gretriever.Example, n)
-	for i := range out {
-		g := &kernels.Graph{NumNodes: grNodes, X: make([]float32, grNodes*grDim), EdgeAttr: make([]float32, grEdges*grDim)}
-		for j := range g.X {
-			g.X[j] = float32(rng.NormFloat64())
-		}
-		for j := range g.EdgeAttr {
-			g.EdgeAttr[j] = float32(rng.NormFloat64())
-		}
-		for range grEdges {
-			g.Src, g.Dst = append(g.Src, int32(rng.IntN(grNodes))), append(g.Dst, int32(rng.IntN(grNodes)))
-		}
-		var text strings.Builder
-		text.WriteString("node_id,node_attr\n")
-		for j := range grNodes {
-			fmt.Fprintf(&text, "%d,entity %d\n", j, rng.IntN(1000))
-		}
-		out[i] = gretriever.Example{Question: fmt.Sprintf("which entity is %d?", i),
-			Answer: fmt.Sprintf("entity %d", rng.IntN(1000)), Graph: g, Text: text.String()}
-	}
-	return out
 }
 
 // grSets returns the training set (grSteps·grBatch examples) and a one-example validation set.
@@ -247,4 +222,9 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// grExamples draws n examples of the job's subgraph size.
+func grExamples(rng *rand.Rand, n int) []gretriever.Example {
+	return grdata.Examples(rng, n, grDim, grNodes, grEdges, 0)
 }

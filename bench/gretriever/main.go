@@ -11,13 +11,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/graphloom/graphloom/bench/internal/grdata"
 	"github.com/graphloom/graphloom/engine"
-	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
@@ -35,29 +34,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gretriever:", err)
 		os.Exit(1)
 	}
-}
-
-func examples(n, dim, nodes, edges int, rng *rand.Rand) []gretriever.Example {
-	out := make([]gretriever.Example, n)
-	for i := range out {
-		g := &kernels.Graph{NumNodes: nodes, X: make([]float32, nodes*dim), EdgeAttr: make([]float32, edges*dim)}
-		for j := range g.X {
-			g.X[j] = float32(rng.NormFloat64())
-		}
-		for j := range g.EdgeAttr {
-			g.EdgeAttr[j] = float32(rng.NormFloat64())
-		}
-		for range edges {
-			g.Src, g.Dst = append(g.Src, int32(rng.IntN(nodes))), append(g.Dst, int32(rng.IntN(nodes)))
-		}
-		var text strings.Builder
-		text.WriteString("node_id,node_attr\n")
-		for j := range nodes {
-			fmt.Fprintf(&text, "%d,entity %d\n", j, rng.IntN(1000))
-		}
-		out[i] = gretriever.Example{Question: fmt.Sprintf("which entity is %d?", i), Answer: fmt.Sprintf("entity %d", rng.IntN(1000)), Graph: g, Text: text.String()}
-	}
-	return out
 }
 
 func run(dim, nodes, edges, batch, steps int, backend string) error {
@@ -87,7 +63,7 @@ func run(dim, nodes, edges, batch, steps int, backend string) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	// One epoch of steps·batch examples is `steps` optimizer steps, evaluated once on
 	// a one-example validation set (timed apart and subtracted).
-	trainSet, val := examples(steps*batch, dim, nodes, edges, rng), examples(1, dim, nodes, edges, rng)
+	trainSet, val := grdata.Examples(rng, steps*batch, dim, nodes, edges, 0), grdata.Examples(rng, 1, dim, nodes, edges, 0)
 	ctx := context.Background()
 	t0 := time.Now()
 	if _, err := m.Train(ctx, eng, trainSet[:batch], val, gretriever.TrainOptions{Steps: 1}); err != nil { // compile

@@ -32,8 +32,8 @@ import (
 
 	"github.com/gomlx/gomlx/ml/model"
 
+	"github.com/graphloom/graphloom/bench/internal/grdata"
 	"github.com/graphloom/graphloom/engine"
-	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
@@ -161,7 +161,7 @@ func run(layers, seqLen, batch, newTokens int, backend string) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	exs := examples(batch+1, 64, seqLen, rng)
+	exs := grdata.Examples(rng, batch+1, 64, 12, 16, 3*seqLen) // about seqLen tokens of text
 	loaded := settle()
 	t0 = time.Now()
 	peak, err = peakDuring(func() error {
@@ -213,29 +213,4 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "NOT met"
-}
-
-// examples are n random subgraphs with a textualised subgraph of about textTokens
-// tokens of the tiny tokenizer and a short answer.
-func examples(n, dim, textTokens int, rng *rand.Rand) []gretriever.Example {
-	out := make([]gretriever.Example, n)
-	for i := range out {
-		const nodes, edges = 12, 16
-		g := &kernels.Graph{NumNodes: nodes, X: make([]float32, nodes*dim), EdgeAttr: make([]float32, edges*dim)}
-		for j := range g.X {
-			g.X[j] = float32(rng.NormFloat64())
-		}
-		for j := range g.EdgeAttr {
-			g.EdgeAttr[j] = float32(rng.NormFloat64())
-		}
-		for range edges {
-			g.Src, g.Dst = append(g.Src, int32(rng.IntN(nodes))), append(g.Dst, int32(rng.IntN(nodes)))
-		}
-		var text strings.Builder
-		for text.Len() < 3*textTokens {
-			fmt.Fprintf(&text, "%d,entity %d\n", rng.IntN(100), rng.IntN(1000))
-		}
-		out[i] = gretriever.Example{Question: fmt.Sprintf("which entity is %d?", i), Answer: fmt.Sprintf("entity %d", rng.IntN(1000)), Graph: g, Text: text.String()}
-	}
-	return out
 }
