@@ -53,15 +53,15 @@ func Describe(dir string) (Info, error) {
 		info.Parameters += int64(numel(shape))
 		info.StoredDTypes[ck.DType(n)]++
 	}
-	tok, err := LoadTokenizer(dir)
-	if err != nil {
-		return Info{}, err
-	}
-	info.TokenizerVoc = tok.VocabSize()
 	tc, err := ReadTokenizerConfig(dir)
 	if err != nil {
 		return Info{}, err
 	}
+	tok, err := loadTokenizer(dir, tc)
+	if err != nil {
+		return Info{}, err
+	}
+	info.TokenizerVoc = tok.VocabSize()
 	info.ChatTemplate = tc.Path
 	gen, ok, err := ReadGenerationConfig(dir)
 	if err != nil {

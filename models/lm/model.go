@@ -77,9 +77,13 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc, err := ReadTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
 	var tok *Tokenizer
 	if !opts.SkipTokenizer {
-		if tok, err = LoadTokenizer(dir); err != nil {
+		if tok, err = loadTokenizer(dir, tc); err != nil {
 			return nil, err
 		}
 	}
@@ -92,10 +96,7 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lm: %s: %w", dir, err)
 	}
-	m.Tokenizer = tok
-	if m.TokConfig, err = ReadTokenizerConfig(dir); err != nil {
-		return nil, err
-	}
+	m.Tokenizer, m.TokConfig = tok, tc
 	gen, ok, err := ReadGenerationConfig(dir)
 	if err != nil {
 		return nil, err

@@ -43,16 +43,19 @@ type Tokenizer struct {
 	ignoreM bool
 	fuseUnk bool
 	added   []addedToken // longest first
-	special map[int32]bool
-	norms   []normalizer
-	pres    []preTokenizer
-	decs    []decoder
-	prefix  []int32 // post-processor ids before the sequence
-	suffix  []int32 // and after it
-	byteEnc [256]rune
-	byteDec map[rune]byte
-	wp      *wordPiece // the WordPiece model; nil for BPE and Unigram
-	uni     *unigram   // the Unigram model; nil for BPE and WordPiece
+	// addedRaw and addedNorm are added's tokens matched in the raw and in the
+	// normalised text (normalized=false / true), longest first.
+	addedRaw, addedNorm []*addedToken
+	special             map[int32]bool
+	norms               []normalizer
+	pres                []preTokenizer
+	decs                []decoder
+	prefix              []int32 // post-processor ids before the sequence
+	suffix              []int32 // and after it
+	byteEnc             [256]rune
+	byteDec             map[rune]byte
+	wp                  *wordPiece // the WordPiece model; nil for BPE and Unigram
+	uni                 *unigram   // the Unigram model; nil for BPE and WordPiece
 }
 
 // addedToken is an entry of tokenizer.json's added_tokens with the flags Hugging Face
@@ -77,8 +80,18 @@ type preTokenizer func(pieces []string, first bool) ([]string, error)
 
 type decoder func(tokens []string) []string
 
-// LoadTokenizer reads dir/tokenizer.json.
+// LoadTokenizer reads dir/tokenizer.json (and the add_bos_token / add_eos_token of
+// dir's tokenizer_config.json).
 func LoadTokenizer(dir string) (*Tokenizer, error) {
+	tc, err := ReadTokenizerConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return loadTokenizer(dir, tc)
+}
+
+// loadTokenizer is LoadTokenizer with dir's tokenizer configuration already read.
+func loadTokenizer(dir string, tc TokenizerConfig) (*Tokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -90,10 +103,6 @@ func LoadTokenizer(dir string) (*Tokenizer, error) {
 	t, err := ParseTokenizer(data)
 	if err != nil {
 		return nil, fmt.Errorf("lm: %s: %w", path, err)
-	}
-	tc, err := ReadTokenizerConfig(dir)
-	if err != nil {
-		return nil, err
 	}
 	t.applyConfig(tc)
 	return t, nil
@@ -266,6 +275,13 @@ func ParseTokenizer(data []byte) (*Tokenizer, error) {
 		}
 	}
 	sort.SliceStable(t.added, func(i, j int) bool { return len(t.added[i].content) > len(t.added[j].content) })
+	for i := range t.added {
+		if t.added[i].normalized {
+			t.addedNorm = append(t.addedNorm, &t.added[i])
+		} else {
+			t.addedRaw = append(t.addedRaw, &t.added[i])
+		}
+	}
 	t.inv = make([]string, maxID+1)
 	for s, id := range t.vocab {
 		t.inv[id] = s
@@ -900,11 +916,11 @@ func startsWithWordChar(s string) bool {
 // whose normalized flag is normalized.
 func (t *Tokenizer) nextAdded(s string, normalized bool) (int, *addedToken) {
 	best, bestTok := len(s), (*addedToken)(nil)
-	for i := range t.added {
-		a := &t.added[i]
-		if a.normalized != normalized {
-			continue
-		}
+	cands := t.addedRaw
+	if normalized {
+		cands = t.addedNorm
+	}
+	for _, a := range cands {
 		if j := strings.Index(s[:min(len(s), best+len(a.content))], a.content); j >= 0 && (j < best || (j == best && bestTok != nil && len(a.content) > len(bestTok.content))) {
 			best, bestTok = j, a
 		}
