@@ -171,6 +171,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	var resume bool
 	var lf llmFlags
 	encoder := models.GTProfileGRetriever
+	promptFormat := "auto" // gretriever.Config.PromptFormat "" (resolved by New)
 	cmd := &cobra.Command{
 		Use:     spec.use,
 		Short:   spec.short,
@@ -208,6 +209,9 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			trainSet, val, err := grExamples(cmd, b, spec.dataFlag, trainPath, valPath)
 			if err != nil {
 				return err
+			}
+			if promptFormat != "auto" {
+				cfg.PromptFormat = promptFormat
 			}
 			layers := cfg.GT.Layers
 			if cfg.GT, err = models.GTProfile(encoder, b.Dim()); err != nil {
@@ -313,7 +317,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.IntVar(&cfg.GradSteps, "grad-steps", cfg.GradSteps, "batches between learning-rate updates (train.py grad_steps; the optimizer steps after every batch)")
 	f.IntVar(&cfg.Patience, "patience", cfg.Patience, "epochs without a lower validation loss before stopping (0 = never)")
 	f.StringVar(&encoder, "encoder", encoder, `Graph Transformer as a source sets it: "g-retriever" (4 layers, 4 heads, BatchNorm, dropout 0) or "seed004" (4 layers, 8 heads, residual, LayerNorm, dropout 0.1)`)
-	f.StringVar(&cfg.PromptFormat, "prompt-format", "", "how the LM's user turn is written: template (the LM's chat template), llama2 (G-Retriever's [INST]), chatml, plain; default: the LM's template, else llama2")
+	f.StringVar(&promptFormat, "prompt-format", "auto", "how the LM's user turn is written: auto (the LM's chat template, else llama2), template (the LM's chat template), llama2 (G-Retriever's [INST]), chatml, plain")
 	f.IntVar(&cfg.LoRA, "lora", 0, "rank of LoRA adapters trained in the LM (G-Retriever's LoRA variant: α 16, dropout 0.05, q_proj and v_proj; 0 = frozen LM); saved also in PEFT's layout under --out/adapter")
 	f.IntVar(&cfg.GT.Layers, "gt-layers", cfg.GT.Layers, "Graph Transformer layers")
 	f.IntVar(&gtHidden, "gt-hidden", 0, "Graph Transformer width (default: the embedding width, as G-Retriever)")
@@ -329,7 +333,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	lf.registerOpen(cmd)
 	limitChoices(cmd, "variant", gretriever.Variants...)
 	limitChoices(cmd, "encoder", models.GTProfileGRetriever, models.GTProfileSeed004)
-	limitChoices(cmd, "prompt-format", append([]string{""}, lm.PromptFormats...)...)
+	limitChoices(cmd, "prompt-format", append([]string{"auto"}, lm.PromptFormats...)...)
 	limitChoices(cmd, "text", gretriever.TextCSV, gretriever.TextVerbal)
 	limitFlag(cmd, "epochs", atLeast1(1e4))
 	limitFlag(cmd, "warmup-epochs", atLeast0(1e4))
