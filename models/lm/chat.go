@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/graphloom/graphloom/internal/jsonmsg"
 )
 
 // Message is one turn of a conversation, as apply_chat_template takes it.
@@ -357,13 +359,13 @@ func mergeEOS(gen, cfg []int) []int {
 func ParseMessages(name string, data []byte) ([]Message, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: want a JSON array of {\"role\", \"content\"} messages: %w", name, jsonProblem(err))
+		return nil, fmt.Errorf("%s: want a JSON array of {\"role\", \"content\"} messages: %s", name, jsonmsg.Describe(err))
 	}
 	msgs := make([]Message, len(raw))
 	for i, r := range raw {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(r, &obj); err != nil {
-			return nil, fmt.Errorf("%s: message %d: want an object with \"role\" and \"content\" strings, got %s", name, i+1, jsonKind(r))
+			return nil, fmt.Errorf("%s: message %d: want an object with \"role\" and \"content\" strings, got %s", name, i+1, jsonmsg.Kind(r))
 		}
 		for _, f := range []struct {
 			key string
@@ -374,7 +376,7 @@ func ParseMessages(name string, data []byte) ([]Message, error) {
 				return nil, fmt.Errorf("%s: message %d: field %q missing", name, i+1, f.key)
 			}
 			if err := json.Unmarshal(v, f.dst); err != nil || string(v) == "null" {
-				return nil, fmt.Errorf("%s: message %d: field %q: want a string, got %s", name, i+1, f.key, jsonKind(v))
+				return nil, fmt.Errorf("%s: message %d: field %q: want a string, got %s", name, i+1, f.key, jsonmsg.Kind(v))
 			}
 		}
 		if msgs[i].Role == "" {
@@ -382,37 +384,4 @@ func ParseMessages(name string, data []byte) ([]Message, error) {
 		}
 	}
 	return msgs, nil
-}
-
-// jsonKind names the JSON type of a value for messages.
-func jsonKind(v json.RawMessage) string {
-	s := strings.TrimSpace(string(v))
-	switch {
-	case s == "":
-		return "nothing"
-	case s == "null":
-		return "null"
-	case s == "true" || s == "false":
-		return "a boolean"
-	case s[0] == '"':
-		return "a string"
-	case s[0] == '[':
-		return "an array"
-	case s[0] == '{':
-		return "an object"
-	}
-	return "a number"
-}
-
-// jsonProblem says what is wrong with malformed JSON without Go type names.
-func jsonProblem(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("malformed JSON at byte %d: %v", se.Offset, se)
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Errorf("got a JSON %s", te.Value)
-	}
-	return err
 }
