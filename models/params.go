@@ -96,3 +96,15 @@ func (p *Params) Fill(name string, trainable bool, value float32, dims ...int) *
 	}
 	return p.create(name, trainable, vals, dims...)
 }
+
+// Values creates a variable holding values (row-major, shaped dims): a starting point
+// a caller chooses, such as a ranker that begins as a known ranking.
+func (p *Params) Values(name string, trainable bool, values []float32, dims ...int) *model.Variable {
+	if len(values) != size(dims) {
+		if p.st.err == nil {
+			p.st.err = fmt.Errorf("models: variable %s/%s: %d values for shape %v", p.scope.Scope(), name, len(values), dims)
+		}
+		return nil
+	}
+	return p.create(name, trainable, append([]float32(nil), values...), dims...)
+}

@@ -166,7 +166,17 @@ type BatchRetriever interface {
 // kernels.PPRTileQueries), so the results do not depend on the block size; what they bound is memory, a node-sized
 // reset vector per question in flight (120K passages: 6.7 MB each).
 func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k int, prepare preparer) ([]Result, error) {
-	out := make([]Result, len(qs))
+	return solveBatchWith(ctx, s, g, qs, prepare, func(_ int, p *pprQuery, sc *scratch, x []float64, ok bool) Result {
+		return p.finish(s, sc, x, ok, k)
+	})
+}
+
+// solveBatchWith is solveBatch with the last step given: fin(i, p, sc, x, ok) makes
+// result i from question i's prepared query p, its scratch sc and the chunks' PPR
+// scores x (ok false and x nil when the question had no reset, the fallback case).
+func solveBatchWith[T any](ctx context.Context, s *Searcher, g *graphView, qs []string, prepare preparer,
+	fin func(i int, p *pprQuery, sc *scratch, x []float64, ok bool) T) ([]T, error) {
+	out := make([]T, len(qs))
 	var pending []*pprQuery
 	var scs []*scratch // the scratch of each pending query
 	var at []int       // question of each pending query
@@ -188,7 +198,7 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 			g.release(p.reset)
 			p.reset = nil
 			if err == nil {
-				out[at[j]] = p.finish(s, scs[j], xs[j], true, k)
+				out[at[j]] = fin(at[j], p, scs[j], xs[j], true)
 			}
 			scs[j].done()
 		}
@@ -210,7 +220,7 @@ func solveBatch(ctx context.Context, s *Searcher, g *graphView, qs []string, k i
 				g.release(p.reset)
 				p.reset = nil
 			}
-			out[i] = p.fallback(s, k)
+			out[i] = fin(i, p, sc, nil, false)
 			sc.done()
 			continue
 		}

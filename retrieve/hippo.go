@@ -35,10 +35,11 @@ func (r hippoRetriever) RetrieveBatch(ctx context.Context, qs []string, k int) (
 
 // pprQuery is a question's state between seeding and the PPR solve.
 type pprQuery struct {
-	bm25  []float64  // the question's BM25 scores when lexical scoring is on, else nil
-	dense []float64  // passage scores, the fallback ranking
-	facts [][]string // linked facts
-	reset []float64  // from graphView.newReset; nil: no PPR, rank by dense
+	bm25   []float64  // the question's BM25 scores when lexical scoring is on, else nil
+	dense  []float64  // passage scores, the fallback ranking
+	facts  [][]string // linked facts
+	linked []int32    // their indices (ppr; nil for hyperppr)
+	reset  []float64  // from graphView.newReset; nil: no PPR, rank by dense
 }
 
 func (p *pprQuery) fallback(s *Searcher, k int) Result {
@@ -117,6 +118,7 @@ func (r hippoRetriever) prepare(ctx context.Context, sc *scratch, g *graphView, 
 	}
 	for _, f := range top {
 		p.facts = append(p.facts, s.factTriple(f))
+		p.linked = append(p.linked, f)
 	}
 	// 3. Entity seeds: fact score ÷ number of chunks holding the entity, averaged over
 	// the entity's occurrences among the kept facts; only the top LinkingTopK survive.

@@ -114,6 +114,13 @@ type Config struct {
 	HyperChunkTopK int
 	// HyperChunkWeight (w_chunk) scales the normalised dense chunk seeds; HyperGraphRAG: 0.5.
 	HyperChunkWeight float64
+
+	// Calibration says whether ppr and hyperppr use the calibration stored in the
+	// index by `graphloom calibrate` (see CalibrationBlob): CalibrationAuto (default;
+	// "" means the same) applies the variant it chose, CalibrationOff ignores it, and a
+	// variant name (VariantFusion, VariantNoGate, VariantRanker, VariantDefaults)
+	// forces that variant, for ablations. A graphloom addition, not in the papers.
+	Calibration string
 }
 
 // DefaultConfig returns the papers' defaults.
@@ -125,6 +132,7 @@ func DefaultConfig() Config {
 		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
 		HyperChunkTopK: 100, HyperChunkWeight: 0.5,
 		PCSTTopK: 3, PCSTTopKEdges: 5, PCSTEdgeCost: 0.5, PCSTSeeds: 20, PCSTHops: 2, PCSTMaxNodes: 2000, PCSTText: PCSTTextCSV,
+		Calibration: CalibrationAuto,
 	}
 }
 
@@ -208,6 +216,12 @@ type Searcher struct {
 
 	entChunks [][]int32
 	entOnce   sync.Once
+
+	cal      *Calibration // applied to ppr and hyperppr (nil: none)
+	warnings []string
+
+	longestOnce sync.Once
+	longest     int32
 }
 
 // NewSearcher prepares retrieval over ix with the embedder that made its vectors.
@@ -236,7 +250,25 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 			return nil, fmt.Errorf("retrieve: the index has no %s embeddings; rebuild it with `graphloom index`", k)
 		}
 	}
-	return &Searcher{ix: ix, emb: emb, cfg: cfg, llm: chat}, nil
+	if err := CheckCalibration(cfg.Calibration); err != nil {
+		return nil, err
+	}
+	s := &Searcher{ix: ix, emb: emb, cfg: cfg, llm: chat}
+	if cfg.Calibration != CalibrationOff {
+		cal, err := ReadCalibration(ix)
+		if err != nil {
+			return nil, err
+		}
+		if cal != nil {
+			if stale, why := cal.Stale(ix); stale {
+				s.warnings = append(s.warnings, why)
+			}
+			s.cal = cal
+		} else if cfg.Calibration != "" && cfg.Calibration != CalibrationAuto {
+			return nil, fmt.Errorf("retrieve: --calibration %s needs a calibration in the index; run `graphloom calibrate` first", cfg.Calibration)
+		}
+	}
+	return s, nil
 }
 
 // Embedder returns the embedder that made the index's vectors.
@@ -305,6 +337,9 @@ func (s *Searcher) Retriever(name string) (Retriever, error) {
 				return nil, fmt.Errorf("retrieve: %s needs the %s embeddings, which this index was read without", name, k)
 			}
 		}
+	}
+	if r := s.calibrated(name); r != nil {
+		return r, nil
 	}
 	switch name {
 	case "bm25":

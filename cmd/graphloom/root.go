@@ -35,7 +35,7 @@ func newRootCmd() *cobra.Command {
 		return checkFlags(cmd)
 	}
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
-	root.AddCommand(newIndexCmd(), newDeleteCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newSynthCmd(), newServeCmd(), newImportCmd(), newExportCmd(), newTrainCmd(), newLMCmd(), newVersionCmd())
+	root.AddCommand(newIndexCmd(), newDeleteCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newSynthCmd(), newCalibrateCmd(), newServeCmd(), newImportCmd(), newExportCmd(), newTrainCmd(), newLMCmd(), newVersionCmd())
 	decimalFlags(root)
 	return root
 }

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphloom/graphloom/calibrate"
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/retrieve"
+	"github.com/graphloom/graphloom/synth"
+)
+
+func newCalibrateCmd() *cobra.Command {
+	cfg := calibrate.DefaultConfig()
+	rcfg := retrieve.DefaultConfig()
+	var lf llmFlags
+	var path, out, generator, retrievers string
+	var asJSON, wait, force bool
+	cmd := &cobra.Command{
+		Use:   "calibrate --index INDEX [--out NEW] [--generator template|llm]",
+		Short: "Fit the graph retrievers' final ranking on the corpus's own synthetic questions",
+		Long: `Fit how ppr and hyperppr rank passages to this corpus, without labelled data:
+synthetic questions are generated from the index's graph (SelfGraphRAG's two-hop paths
+and in-neighbour summaries; offline templates, or the LLM with --generator llm), split
+by evidence chunk into fitting and validation questions, and on the fitting ones
+graphloom fits the final PPR/BM25 fusion (grid search) and a linear ranker over
+per-passage features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
+question-entity and linked-fact hits, title match, length), with and without a
+per-question gate, trained with a pairwise loss. The variant that does best on the
+held-out questions is stored in the index and used by query, eval and serve — only if
+it beats the uncalibrated defaults there; otherwise the defaults stay (stats says
+which). --calibration off on those commands ignores it. Only the index is read.`,
+		Example: `  graphloom calibrate --index harbour.gl
+  graphloom calibrate --index harbour.gl --out harbour-calibrated.gl --json
+  graphloom stats --index harbour.gl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			liveIndexGC()
+			if err := requireFlags(cmd, "index"); err != nil {
+				return err
+			}
+			if generator != "template" && generator != "llm" {
+				return usageError{fmt.Errorf("calibrate: --generator %q: want template or llm", generator)}
+			}
+			cfg.Retrievers = nil
+			for _, r := range strings.Split(retrievers, ",") {
+				if r = strings.TrimSpace(r); r != "" {
+					cfg.Retrievers = append(cfg.Retrievers, r)
+				}
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			if out == "" {
+				out = path
+			}
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
+				inSpec{"--index", path}); err != nil {
+				return err
+			}
+			unlock, err := lockIndex(cmd, out, wait)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			ix, err := graphio.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			api, err := lf.apiEmbedder(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rcfg.Calibration = retrieve.CalibrationOff
+			rcfg.RecognitionMemory = false // offline, as eval --no-recognition: no LLM call per question
+			s, err := retrieve.Open(ix, api, rcfg, nil)
+			if err != nil {
+				return err
+			}
+			var gen synth.Generator = synth.Template{}
+			if generator == "llm" {
+				c, err := lf.chat()
+				if err != nil {
+					return err
+				}
+				defer lf.report(cmd.ErrOrStderr())
+				gen = &synth.LLMGenerator{C: c}
+			}
+			eng, err := engine.New(engine.Config{})
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			logf := func(string) {}
+			if !asJSON {
+				logf = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "calibrate:", s) }
+			}
+			cal, rep, err := calibrate.Run(cmd.Context(), s, gen, eng, cfg, logf)
+			if err != nil {
+				return fmt.Errorf("calibrate: %s: %w", path, err)
+			}
+			if cal.Report, err = json.Marshal(rep); err != nil {
+				return err
+			}
+			if err := retrieve.WriteCalibration(ix, cal); err != nil {
+				return err
+			}
+			ix.Meta.Graphloom = buildVersion()
+			if err := graphio.WriteFile(out, ix); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": path, "out": out, "report": rep})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "calibrated %s → %s\n", path, out)
+			printCalibration(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&path, "index", "", "index file")
+	f.StringVar(&out, "out", "", "write the calibrated index here instead of replacing --index")
+	f.StringVar(&generator, "generator", "template", "synthetic questions from relation templates (offline) or the LLM (SelfGraphRAG's SynthGen)")
+	f.StringVar(&retrievers, "retrievers", strings.Join(cfg.Retrievers, ","), "graph retrievers to calibrate")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the split, the negatives and the batches")
+	f.Uint64Var(&cfg.Synth.Seed, "synth-seed", cfg.Synth.Seed, "seed of the synthetic question sample")
+	f.IntVar(&cfg.MaxQuestions, "max-questions", cfg.MaxQuestions, "most synthetic questions kept")
+	f.IntVar(&cfg.Folds, "folds", cfg.Folds, "cross-validation folds (split by evidence chunk)")
+	f.IntVar(&cfg.K, "k", cfg.K, "recall cut-off the fitting and the selection compare (R@k)")
+	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "most training steps of each ranker")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
+	addForce(cmd, &force)
+	lf.register(cmd)
+	limitFlag(cmd, "max-questions", atLeast1(1e6))
+	limitFlag(cmd, "folds", atLeast1(20))
+	limitFlag(cmd, "steps", atLeast1(1e6))
+	limitFlag(cmd, "k", atLeast1(1e3))
+	return cmd
+}
+
+// printCalibration renders a calibration report for people.
+func printCalibration(w io.Writer, rep *calibrate.Report) {
+	fmt.Fprintf(w, "synthetic questions (%s): %d generated, %d kept (%d multi-passage), %d-fold cross-validation split by evidence chunk\n",
+		rep.Generator, rep.Generated, rep.Questions, rep.Multi, rep.Folds)
+	if rep.TooSmall != "" {
+		fmt.Fprintf(w, "not calibrated: too small — %s\n", rep.TooSmall)
+	}
+	for _, rf := range rep.Fits {
+		fmt.Fprintf(w, "%s: uses %s — %s\n", rf.Retriever, rf.Use, rf.Why)
+		if rf.Validation == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  R@%d cross-validated:", rep.K)
+		for _, v := range retrieve.Variants {
+			fmt.Fprintf(w, " %s %.1f", v, rf.Validation[v])
+		}
+		fmt.Fprintf(w, " (fusion %s μ=%.2f; evidence in pools %.1f%%)\n", rf.Fusion.Kind, rf.Fusion.Mu, rf.Coverage)
+		names := make([]string, 0, len(rf.Features))
+		for n := range rf.Features {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool { return rf.Features[names[i]] > rf.Features[names[j]] })
+		fmt.Fprintf(w, "  features alone (R@%d):", rep.K)
+		for _, n := range names {
+			fmt.Fprintf(w, " %s %.1f", n, rf.Features[n])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%.1f s\n", rep.Seconds)
+}
