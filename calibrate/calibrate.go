@@ -158,8 +158,8 @@ type RFit struct {
 	Validated  int                `json:"validation_questions"` // questions with every evidence chunk in one fold
 	// Gain is each variant's mean held-out gain over the defaults divided by its
 	// standard error (paired over the validation questions).
-	Gain map[string]float64 `json:"gain_t"`
-	Fitting    map[string]float64 `json:"fitting"`
+	Gain    map[string]float64 `json:"gain_t"`
+	Fitting map[string]float64 `json:"fitting"`
 	// Features is R@K (%) ranking by each feature alone, over every question.
 	Features map[string]float64 `json:"features_alone"`
 	Fusion   retrieve.Fusion    `json:"fusion"`

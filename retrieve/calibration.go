@@ -254,7 +254,9 @@ func (f *Fitted) Score(v string, cs *CandidateSet) []float64 {
 	for i := range out {
 		switch v {
 		case VariantFusion:
-			if f.Fusion.Kind == FusionLinear {
+			if cs.Z[GateGraph] == 0 { // no PPR: the fallback ranking, as uncalibrated
+				out[i] = -float64(cs.DefaultRank[i])
+			} else if f.Fusion.Kind == FusionLinear {
 				out[i] = (1-f.Fusion.Mu)*cs.Graph[i] + f.Fusion.Mu*cs.BM25[i]
 			} else {
 				out[i] = rrfScore(f.Fusion.Mu, cs.GraphRank[i], cs.BM25Rank[i])

@@ -175,3 +175,11 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 	}
 	fmt.Fprintf(w, "%.1f s\n", rep.Seconds)
 }
+
+// warnSearcher prints what the searcher says its user should know (a stale
+// calibration) to stderr.
+func warnSearcher(cmd *cobra.Command, s *retrieve.Searcher) {
+	for _, w := range s.Warnings() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "graphloom: warning:", w)
+	}
+}

@@ -160,6 +160,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				if err != nil {
 					return err
 				}
+				warnSearcher(cmd, s)
 				var src eval.Retrievers = s
 				if withGR {
 					gr, eng, err := gf.open(s)

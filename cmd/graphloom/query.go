@@ -81,6 +81,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			if err != nil {
 				return err
 			}
+			warnSearcher(cmd, s)
 			var r retrieve.Retriever
 			if gen {
 				gr, eng, err := gf.open(s)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphloom/graphloom/calibrate"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 func newStatsCmd() *cobra.Command {
@@ -44,11 +47,43 @@ func newStatsCmd() *cobra.Command {
 			if st, err := os.Stat(path); err == nil {
 				s.SizeBytes = st.Size()
 			}
+			cal, err := retrieve.ReadCalibration(ix)
+			if err != nil {
+				return fmt.Errorf("stats: %s: %w", path, err)
+			}
+			var cs *calibrationStats
+			if cal != nil {
+				cs = &calibrationStats{}
+				cs.Stale, cs.StaleWhy = cal.Stale(ix)
+				if len(cal.Report) > 0 {
+					if err := json.Unmarshal(cal.Report, &cs.Report); err != nil {
+						return fmt.Errorf("stats: %s: calibration report: %w", path, err)
+					}
+				}
+			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), s)
+				return printJSON(cmd.OutOrStdout(), struct {
+					graphio.Stats
+					Calibration *calibrationStats `json:"calibration,omitempty"`
+				}{s, cs})
 			}
 			if err := printStats(cmd, path, s, full); err != nil {
 				return err
+			}
+			if cs != nil {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "calibration	fitted %s", cs.Report.Created)
+				if cs.Stale {
+					fmt.Fprintf(w, " — STALE: %s", cs.StaleWhy)
+				}
+				fmt.Fprintln(w)
+				var b strings.Builder
+				printCalibration(&b, &cs.Report)
+				for _, l := range strings.SplitAfter(b.String(), "\n") {
+					if l != "" {
+						fmt.Fprint(w, "  "+l)
+					}
+				}
 			}
 			if len(history) > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "history\t%d add/delete operations\n", len(history))
@@ -162,3 +197,11 @@ func printDocuments(cmd *cobra.Command, ix *graphio.Index, history []kg.Change, 
 	}
 	return nil
 }
+
+// calibrationStats is the calibration section of stats.
+type calibrationStats struct {
+	Stale    bool             `json:"stale"`
+	StaleWhy string           `json:"stale_reason,omitempty"`
+	Report   calibrate.Report `json:"report"`
+}
+
