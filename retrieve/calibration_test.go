@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 
@@ -121,19 +122,11 @@ func TestCandidateFeatures(t *testing.T) {
 		for rank, p := range res.Passages {
 			i, ok := at[p.ChunkID]
 			require.True(t, ok, "%s's rank %d not in the pool", name, rank+1)
-			assert.InDelta(t, 1/sqrt(float64(rank+1)), cs.X[i][feat], 1e-12, "%s rank %d", name, rank+1)
+			assert.InDelta(t, 1/math.Sqrt(float64(rank+1)), cs.X[i][feat], 1e-12, "%s rank %d", name, rank+1)
 		}
 	}
 	assert.Equal(t, 1.0, cs.Z[GateBias])
 	assert.Equal(t, 1.0, cs.Z[GateGraph])
-}
-
-func sqrt(x float64) float64 {
-	r := x
-	for range 60 {
-		r = (r + x/r) / 2
-	}
-	return r
 }
 
 // TestCalibrationBlobErrors: a malformed blob, another graphloom's features and an

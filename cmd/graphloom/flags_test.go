@@ -50,14 +50,15 @@ func flagWalkBase(t *testing.T, dir, idx, corpus string) map[string][]string {
 	lightrag := filepath.Join(dir, "lightrag")
 	require.NoError(t, interoptest.Sample().Write(lightrag))
 	return map[string][]string{
-		"import":  {"import", "--from", "lightrag", lightrag, "--out", filepath.Join(dir, "walk-import.gl")},
-		"index":   {"index", "--corpus", corpus, "--out", filepath.Join(dir, "walk.gl")},
-		"stats":   {"stats", "--index", idx},
-		"query":   {"query", "--index", idx, "Where was Mara Vell1 born?"},
-		"augment": {"augment", "--index", idx, "--out", filepath.Join(dir, "walk-aug.gl"), "--selector", "random", "--no-checkpoint"},
-		"eval":    {"eval", "--index", idx, "--dataset", qs, "--retrievers", "bm25,ppr"},
-		"serve":   {"serve", "--index", idx, "--dry-run"},
-		"synth":   {"synth", "--index", idx, "--out", filepath.Join(dir, "walk-qa.jsonl"), "--generator", "template"},
+		"import":    {"import", "--from", "lightrag", lightrag, "--out", filepath.Join(dir, "walk-import.gl")},
+		"index":     {"index", "--corpus", corpus, "--out", filepath.Join(dir, "walk.gl")},
+		"stats":     {"stats", "--index", idx},
+		"query":     {"query", "--index", idx, "Where was Mara Vell1 born?"},
+		"augment":   {"augment", "--index", idx, "--out", filepath.Join(dir, "walk-aug.gl"), "--selector", "random", "--no-checkpoint"},
+		"eval":      {"eval", "--index", idx, "--dataset", qs, "--retrievers", "bm25,ppr"},
+		"serve":     {"serve", "--index", idx, "--dry-run"},
+		"synth":     {"synth", "--index", idx, "--out", filepath.Join(dir, "walk-qa.jsonl"), "--generator", "template"},
+		"calibrate": {"calibrate", "--index", idx, "--out", filepath.Join(dir, "walk-cal.gl"), "--force"},
 	}
 }
 
