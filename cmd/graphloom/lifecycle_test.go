@@ -73,3 +73,76 @@ func TestIndexAddAndDelete(t *testing.T) {
 	assert.Regexp(t, `(?m)^delete 20\d\d-[0-9T:-]+Z: 1 documents, 1 chunks\n  doc-[0-9a-f]{32}\tOrlen Ford$`, r.stdout)
 	assert.NotContains(t, r.stdout, "\tOrlen Ford\t", "deleted: no longer listed among the documents")
 }
+
+// TestIndexSync: `index --sync` on a folder whose files were edited, removed and
+// added: --plan counts and names the changes and writes nothing, --out writes the
+// synced index and leaves --index as it was, in place it replaces --index; the synced
+// index has the documents, chunks and graph of a fresh index of the folder, and a
+// second sync finds nothing to do.
+func TestIndexSync(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "docs")
+	write := func(name, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(docs, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(docs, name), []byte(text), 0o644))
+	}
+	write("a.md", "# Mara Vell\n\nMara Vell founded Quillhaven in 1800. Mara Vell was born in Ostrid.")
+	write("sub/b.md", "# Harl Dunmere\n\nHarl Dunmere built the mill of Quillhaven in 1821.")
+	write("c.txt", "Orlen Ford is a crossing of the river Tey near Quillhaven.")
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", docs, "--out", idx).code)
+
+	write("sub/b.md", "# Harl Dunmere\n\nHarl Dunmere built the mill of Quillhaven in 1821. His son Ewan Dunmere ran it.")
+	require.NoError(t, os.Remove(filepath.Join(docs, "c.txt")))
+	write("d.txt", "Ostrid is a village on the river Tey.")
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+
+	r := run(t, nil, "index", "--sync", docs, "--index", idx, "--plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "1 documents added, 1 changed, 1 deleted, 1 unchanged; 2 new chunks, 2 chunks dropped")
+	assert.Contains(t, r.stdout, "  add\td.txt\td\n")
+	assert.Contains(t, r.stdout, "  index again\tsub/b.md\tHarl Dunmere\n")
+	assert.Contains(t, r.stdout, "  delete\tc.txt\tc\n")
+	after, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--plan writes nothing")
+
+	synced := filepath.Join(dir, "synced.gl")
+	r = run(t, nil, "index", "--sync", docs, "--index", idx, "--out", synced)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 chunks extracted")
+	after, err = os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--out leaves the input as it was")
+
+	r = run(t, nil, "index", "--sync", docs, "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	freshPath := filepath.Join(dir, "fresh.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", docs, "--out", freshPath).code)
+	want, err := graphio.ReadFile(freshPath)
+	require.NoError(t, err)
+	for _, p := range []string{synced, idx} {
+		got, err := graphio.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want.Documents, got.Documents, p)
+		assert.Equal(t, want.Chunks, got.Chunks, p)
+		assert.Equal(t, want.Entities, got.Entities, p)
+		assert.Equal(t, want.Facts, got.Facts, p)
+		assert.Equal(t, []string{"a.md", "d.txt", "sub/b.md"}, []string{got.Documents[0].Key, got.Documents[1].Key, got.Documents[2].Key})
+	}
+
+	r = run(t, nil, "index", "--sync", docs, "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "nothing to do: the index matches the corpus")
+
+	r = run(t, nil, "stats", "--index", idx, "--documents")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^sync 20\d\d-[0-9T:-]+Z: 1 documents added, 1 changed, 1 deleted, 2 new chunks, 2 chunks dropped$`, r.stdout)
+	assert.Regexp(t, `(?m)^  changed\tdoc-[0-9a-f]{32}\tsub/b.md\tHarl Dunmere$`, r.stdout)
+	assert.Regexp(t, `(?m)^doc-[0-9a-f]{32}\tHarl Dunmere\t\S+sub/b.md\tsub/b.md\t20\d\d-`, r.stdout)
+
+	r = run(t, nil, "index", "--sync", docs, "--add", docs, "--index", idx)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "give one of --add and --sync")
+}
