@@ -223,3 +223,25 @@ func TestIndexAddKilledAndRerun(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "the rerun's index is the one a clean add gives")
 }
+
+// TestStaleModelWarns: a CAGE encoder trained on an index records the index's
+// generation; querying with it warns of nothing until documents are added, and then
+// says that the encoder is stale.
+func TestStaleModelWarns(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 8), "--out", idx).code)
+	r := run(t, nil, "train", "cage", "--index", idx, "--steps", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	query := []string{"query", "--index", idx, "--retriever", "bm25", "--candidates", "4", "--rerank", "cage", "--top-k", "2", "Where was Mara Vell3 born?"}
+	r = run(t, nil, query...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "stale")
+
+	more := filepath.Join(dir, "more.json")
+	require.NoError(t, os.WriteFile(more, []byte(`[{"title":"Harl Dunmere","text":"Harl Dunmere built the mill of Quillhaven3 in 1821."}]`), 0o644))
+	require.Equal(t, 0, run(t, nil, "index", "--add", more, "--index", idx).code)
+	r = run(t, nil, query...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `warning: the CAGE encoder \S+x\.gl\.cage is stale: it was trained on index generation g0-[0-9a-f]{12} and the index is now g1-[0-9a-f]{12}`, r.stderr)
+}
