@@ -16,6 +16,7 @@ import (
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/models/train"
 )
 
@@ -76,7 +77,9 @@ type TrainReport struct {
 	Compilations      int64         `json:"compilations"` // executables the scorer compiled while training
 	History           []EvalRow     `json:"history"`
 	Fingerprint       string        `json:"fingerprint"`
-	ChecksumError     string        `json:"-"`
+	// IndexGeneration is the kg.Generation of the index the scorer was trained on.
+	IndexGeneration string `json:"index_generation,omitempty"`
+	ChecksumError   string `json:"-"`
 
 	result *train.Result // the loop's result, for the curves
 }
@@ -159,6 +162,9 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		if e, tr, ok := loadEnsemble(opts, fp); ok {
 			return e, tr, nil
 		}
+		if w := staleCheckpoint(ix, opts.Checkpoint); w != "" && opts.Log != nil {
+			fmt.Fprintln(opts.Log, w+" (training a new scorer)")
+		}
 	}
 	if opts.NewScorer == nil {
 		return nil, TrainReport{}, fmt.Errorf("augment: no scorer constructor")
@@ -223,7 +229,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		fmt.Fprintf(opts.Log, "scorer (%d member(s), calibrated %v): test ROC-AUC %.3f, ranking %.3f; expected calibration error %.3f → %.3f\n",
 			cfg.Ensemble, cfg.Calibrate, tr.TestAUC, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
 	}
-	tr.Fingerprint = fp
+	tr.Fingerprint, tr.IndexGeneration = fp, kg.Generation(ix)
 	if opts.Checkpoint == "" {
 		return e, tr, nil
 	}
@@ -247,6 +253,20 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		return nil, tr, err
 	}
 	return e, tr, nil
+}
+
+// staleCheckpoint returns the warning for a scorer checkpoint at path trained on
+// another generation of ix (kg.StaleWarning), or "" when there is none or it is not.
+func staleCheckpoint(ix *graphio.Index, path string) string {
+	data, err := os.ReadFile(path + ".json")
+	if err != nil {
+		return ""
+	}
+	var tr TrainReport
+	if json.Unmarshal(data, &tr) != nil {
+		return ""
+	}
+	return kg.StaleWarning(ix, tr.IndexGeneration, "the CrossAug scorer checkpoint "+path)
 }
 
 // loadEnsemble loads the members and calibration of a checkpoint trained for

@@ -30,6 +30,9 @@
 // process touches page-cache pages only, and a streaming reader neither inflates nor
 // decodes them. Version 2 files hold zstd-compressed matrices, dense ("emb.<kind>") or
 // in compressed rows ("embs.<kind>"); version 1 files only dense ones. Both are read
-// as before. Files are written atomically (temporary file, fsync, rename) and read as
+// as before. Optional sections a reader does not know are skipped: documents' keys
+// ("dockeys", see [Document.Key]) are one, written only when some document has a key,
+// so files of every version without it still read (with empty keys). Files are
+// written atomically (temporary file, fsync, rename) and read as
 // a stream, one section at a time, or mapped. See [Write], [Read] and [ReadFileWith].
 package graphio

@@ -3,6 +3,7 @@ package graphio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -157,6 +158,32 @@ func TestRoundTripAndDeterminism(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ix, got)
 	assert.Equal(t, data, encode(t, got), "re-encoding a decoded index gives the same bytes")
+}
+
+// TestDocumentKeys: document keys survive a round trip; an index without any is
+// written without the key section (as before keys were kept) and reads with empty
+// keys; a key section of the wrong length is corrupt.
+func TestDocumentKeys(t *testing.T) {
+	ix := sampleIndex(t)
+	require.NotEmpty(t, ix.Documents)
+	plain := encode(t, ix)
+	assert.NotContains(t, string(plain), docKeysSection)
+	for i := range ix.Documents {
+		ix.Documents[i].Key = fmt.Sprintf("dir/doc%d.md", i)
+	}
+	keyed := encode(t, ix)
+	got, err := Read(bytes.NewReader(keyed))
+	require.NoError(t, err)
+	assert.Equal(t, ix.Documents, got.Documents)
+	got, err = Read(bytes.NewReader(plain))
+	require.NoError(t, err)
+	for _, d := range got.Documents {
+		assert.Empty(t, d.Key)
+	}
+	bad := &Index{Documents: ix.Documents[:1]}
+	e := &enc{}
+	require.NoError(t, encDocKeys(ix, e))
+	assert.ErrorContains(t, decDocKeys(bad, &dec{b: e.b}), "document keys for 1 documents")
 }
 
 func TestWriteFileAtomic(t *testing.T) {

@@ -75,6 +75,11 @@ type Document struct {
 	Title  string
 	Source string // where it came from: file path, with "#n" for the n-th record of a JSON/JSONL file
 	Count  int    // how many identical copies the input held (≥ 1)
+	// Key names the document stably across edits (the ID changes with its text): the
+	// file's path below the corpus folder, or a corpus record's id (its title when it
+	// has none); see ingest.Passage.Key. Empty in indices written before keys were
+	// kept, and in imported ones (kg.DocumentKey derives one).
+	Key string
 }
 
 // Chunk is a retrieval unit: a whole passage, or a piece of a long one.

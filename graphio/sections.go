@@ -96,6 +96,32 @@ func decDocuments(ix *Index, d *dec) error {
 	return d.done("documents")
 }
 
+// docKeysSection holds the documents' keys (Document.Key), one string per document.
+// It is optional, written only when some document has a key, so an index without keys
+// is written as before; a reader that does not know it skips it (keys are then derived
+// again), and an index written before keys were kept reads with empty keys. Being an
+// addition that older readers can skip, it does not change the format version.
+const docKeysSection = "dockeys"
+
+func encDocKeys(ix *Index, e *enc) error {
+	n := len(ix.Documents)
+	e.uvarint(uint64(n))
+	e.strs(n, func(i int) string { return ix.Documents[i].Key })
+	return nil
+}
+
+func decDocKeys(ix *Index, d *dec) error {
+	n := d.count("document keys", 1)
+	if d.err == nil && n != len(ix.Documents) {
+		d.fail("%d document keys for %d documents", n, len(ix.Documents))
+	}
+	if d.err != nil {
+		return d.done(docKeysSection)
+	}
+	d.strs(n, func(i int, s string) { ix.Documents[i].Key = s })
+	return d.done(docKeysSection)
+}
+
 func encChunks(ix *Index, e *enc) error {
 	n := len(ix.Chunks)
 	e.uvarint(uint64(n))
@@ -296,6 +322,9 @@ func optionalSections(ix *Index) []section {
 		out = append(out, section{name: rawPrefix + k.String(),
 			pieces: func(_ *Index, off int64) [][]byte { return rawPieces(m, off) }})
 	}
+	if slices.ContainsFunc(ix.Documents, func(d Document) bool { return d.Key != "" }) {
+		out = append(out, section{name: docKeysSection, encode: encDocKeys})
+	}
 	names := make([]string, 0, len(ix.Blobs))
 	for n := range ix.Blobs {
 		names = append(names, n)
@@ -436,6 +465,8 @@ func decodeOptional(ix *Index, name string, payload []byte, pe *parsedEmbedding)
 		return true, nil
 	case strings.HasPrefix(name, densePrefix) || strings.HasPrefix(name, sparsePrefix) || strings.HasPrefix(name, rawPrefix):
 		return false, nil // an unknown kind
+	case name == docKeysSection:
+		return true, decDocKeys(ix, &dec{b: payload})
 	case strings.HasPrefix(name, "blob."):
 		if ix.Blobs == nil {
 			ix.Blobs = map[string][]byte{}

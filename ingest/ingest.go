@@ -85,6 +85,7 @@ func AddPassages(ctx context.Context, ix *graphio.Index, passages []Passage, cfg
 			rep.Duplicates++
 			continue
 		}
+		ix.Documents[d].Key = p.Key
 		unique = append(unique, p)
 		docs = append(docs, d)
 	}

@@ -26,24 +26,28 @@ func TestLoadFormats(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, content string
 		titles              []string
+		keys                []string // document keys (Passage.Key)
 		skipped             int
 	}{
-		{"json array", "a.json", `[{"title":"A","text":"Alpha text."},{"title":"B","text":"Beta text."}]`, []string{"A", "B"}, 0},
-		{"jsonl with optional fields", "b.jsonl", "{\"id\":\"x1\",\"text\":\"One.\"}\n\n{\"title\":\"T\",\"text\":\"Two.\"}\n{\"text\":\"Three.\"}\n", []string{"x1", "T", ""}, 0},
-		{"jsonl in .json", "c.json", "{\"title\":\"A\",\"text\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n", []string{"A", "B"}, 0},
-		{"gfm-rag object", "d.json", `{"Paris": "Capital of France.", "Lyon": "A city."}`, []string{"Paris", "Lyon"}, 0},
-		{"bom and bad records", "e.json", "\ufeff[{\"title\":\"A\",\"text\":\"ok\"},{\"title\":\"B\"},{\"title\":\"C\",\"text\":\"  \"},{\"title\":\"D\",\"text\":\"bad \xff\xfe\"}]", []string{"A"}, 3},
-		{"jsonl malformed line", "f.jsonl", "{\"text\":\"ok\"}\n{\"text\": oops}\n", []string{""}, 1},
+		{"json array", "a.json", `[{"title":"A","text":"Alpha text."},{"title":"B","text":"Beta text."}]`, []string{"A", "B"}, []string{"A", "B"}, 0},
+		{"jsonl with optional fields", "b.jsonl", "{\"id\":\"x1\",\"text\":\"One.\"}\n\n{\"title\":\"T\",\"text\":\"Two.\"}\n{\"text\":\"Three.\"}\n", []string{"x1", "T", ""}, []string{"x1", "T", ":4"}, 0},
+		{"jsonl in .json", "c.json", "{\"title\":\"A\",\"text\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n", []string{"A", "B"}, []string{"A", "B"}, 0},
+		{"gfm-rag object", "d.json", `{"Paris": "Capital of France.", "Lyon": "A city."}`, []string{"Paris", "Lyon"}, []string{"Paris", "Lyon"}, 0},
+		{"bom and bad records", "e.json", "\ufeff[{\"title\":\"A\",\"text\":\"ok\"},{\"title\":\"B\"},{\"title\":\"C\",\"text\":\"  \"},{\"title\":\"D\",\"text\":\"bad \xff\xfe\"}]", []string{"A"}, []string{"A"}, 3},
+		{"jsonl malformed line", "f.jsonl", "{\"text\":\"ok\"}\n{\"text\": oops}\n", []string{""}, []string{":1"}, 1},
+		{"id is the key, not the title", "g.json", `[{"id":7,"title":"A","text":"a"},{"id":"k","title":"A","text":"b"}]`, []string{"A", "A"}, []string{"7", "k"}, 0},
+		{"a repeated key of another text is numbered", "h.json", `[{"title":"A","text":"a"},{"title":"A","text":"b"},{"title":"A","text":"a"},{"title":"A","text":"c"}]`, []string{"A", "A", "A", "A"}, []string{"A", "A #2", "A", "A #3"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := write(t, dir, tc.file, tc.content)
 			ps, skipped, err := Load(p, false)
 			require.NoError(t, err)
-			var titles []string
+			var titles, keys []string
 			for _, x := range ps {
-				titles = append(titles, x.Title)
+				titles, keys = append(titles, x.Title), append(keys, x.Key)
 			}
 			assert.Equal(t, tc.titles, titles)
+			assert.Equal(t, tc.keys, keys)
 			assert.Len(t, skipped, tc.skipped)
 			if tc.skipped > 0 {
 				_, _, err := Load(p, true)
@@ -70,11 +74,30 @@ func TestLoadDirectory(t *testing.T) {
 	assert.Equal(t, "Plain text file.", ps[0].Text)
 	assert.Equal(t, "The Heading", ps[1].Title)
 	assert.Equal(t, "c", ps[2].Title)
+	assert.Equal(t, []string{"a.txt", "sub/b.md", "sub/c.md"}, []string{ps[0].Key, ps[1].Key, ps[2].Key}, "a file's key is its path below the corpus folder")
+	for _, p := range ps {
+		assert.Equal(t, p.Key, SourceKey(p.Source, p.Title, dir), "derived from the source, for indices without keys")
+	}
 	reasons := map[string]string{}
 	for _, s := range skipped {
 		reasons[filepath.Base(s.Source)] = s.Reason
 	}
 	assert.Equal(t, map[string]string{"bin.txt": "binary content (NUL bytes)", "latin1.txt": "not valid UTF-8", "empty.md": "empty text"}, reasons)
+}
+
+// TestSourceKey: the key of a document of an index written before keys were kept.
+func TestSourceKey(t *testing.T) {
+	for _, tc := range []struct{ source, title, root, want string }{
+		{"corpus.json#3", "Port Keswyn", "corpus.json", "Port Keswyn"},
+		{"data/c.jsonl:12", "", "data/c.jsonl", ":12"},
+		{"docs/a/b.md", "B", "docs", "a/b.md"},
+		{"docs/a/b.md", "B", "./docs/", "a/b.md"},
+		{"notes.txt", "notes", "notes.txt", "notes.txt"},
+		{"elsewhere/x.txt", "x", "docs", "elsewhere/x.txt"},
+		{"docs/x#2.txt", "x", "docs", "x#2.txt"},
+	} {
+		assert.Equal(t, tc.want, SourceKey(tc.source, tc.title, tc.root), tc.source)
+	}
 }
 
 func TestLoadErrors(t *testing.T) {

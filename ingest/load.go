@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/internal/jsonmsg"
 )
 
@@ -22,6 +23,12 @@ type Passage struct {
 	Title  string
 	Text   string
 	Source string // "path#i" for the i-th element of a JSON file, "path:n" for line n of JSONL, or the file path
+	// Key names the document stably across edits of its text, for `index --sync`: a
+	// file's path below the corpus folder (slash-separated; a single text file's name),
+	// a JSON or JSONL record's "id" (its title when it has none, "#i" or ":n" when it
+	// has neither), the key of a {title: text} object. Keys are unique within a corpus:
+	// a repeated key of a different text gets " #2", " #3", … in corpus order.
+	Key string
 }
 
 // Skipped is an input that was left out, and why.
@@ -61,6 +68,7 @@ func Load(path string, strict bool) ([]Passage, []Skipped, error) {
 	if len(l.passages) == 0 {
 		return nil, l.skipped, fmt.Errorf("ingest: %s: %w (%d inputs skipped)", path, ErrNoPassages, len(l.skipped))
 	}
+	uniqueKeys(l.passages)
 	return l.passages, l.skipped, nil
 }
 
@@ -73,8 +81,38 @@ func (l *loader) skip(source, reason string) {
 	l.skipped = append(l.skipped, Skipped{Source: source, Reason: reason})
 }
 
-// add validates and keeps one record.
-func (l *loader) add(source, title, text string) {
+// uniqueKeys makes the keys of passages with different texts distinct: the second
+// passage of a key, in order, gets " #2", the third " #3", and so on. Copies of one
+// passage (same title and text) keep one key: they are one document.
+func uniqueKeys(ps []Passage) {
+	first := map[string]string{} // key → document id of its first passage
+	used := map[string]bool{}
+	for _, p := range ps {
+		used[p.Key] = true
+	}
+	seen := map[string]int{}
+	for i := range ps {
+		p := &ps[i]
+		id := graphio.DocumentID(p.Title, p.Text)
+		if d, ok := first[p.Key]; !ok {
+			first[p.Key] = id
+			continue
+		} else if d == id {
+			continue
+		}
+		base := p.Key
+		for n := max(seen[base], 1) + 1; ; n++ {
+			if k := fmt.Sprintf("%s #%d", base, n); !used[k] {
+				seen[base], p.Key, used[k] = n, k, true
+				first[k] = id
+				break
+			}
+		}
+	}
+}
+
+// addKeyed validates and keeps one record with its document key.
+func (l *loader) addKeyed(key, source, title, text string) {
 	switch {
 	case !utf8.ValidString(text) || !utf8.ValidString(title):
 		l.skip(source, "not valid UTF-8")
@@ -83,7 +121,7 @@ func (l *loader) add(source, title, text string) {
 	case strings.TrimSpace(text) == "":
 		l.skip(source, "empty text")
 	default:
-		l.passages = append(l.passages, Passage{Title: title, Text: text, Source: source})
+		l.passages = append(l.passages, Passage{Title: title, Text: text, Source: source, Key: key})
 	}
 }
 
@@ -97,7 +135,7 @@ func (l *loader) dir(root string) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	var files []string
+	var files, keys []string
 	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -118,26 +156,31 @@ func (l *loader) dir(root string) error {
 			case st.IsDir():
 				l.skip(shown, "symbolic link to a directory: not followed (it may loop); pass that directory as its own corpus or copy its files in")
 			case textExts[strings.ToLower(filepath.Ext(p))]:
-				files = append(files, shown)
+				files, keys = append(files, shown), append(keys, filepath.ToSlash(rel))
 			}
 			return nil
 		}
 		if !d.IsDir() && textExts[strings.ToLower(filepath.Ext(p))] {
-			files = append(files, shown)
+			files, keys = append(files, shown), append(keys, filepath.ToSlash(rel))
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("ingest: %s: %w", root, err)
 	}
-	sort.Strings(files)
-	for _, p := range files {
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return files[order[a]] < files[order[b]] })
+	for _, i := range order {
+		p := files[i]
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("ingest: %w", err)
 		}
 		text := strings.TrimSpace(string(bytes.TrimPrefix(b, bom)))
-		l.add(p, fileTitle(p, text), text)
+		l.addKeyed(keys[i], p, fileTitle(p, text), text)
 	}
 	return nil
 }
@@ -173,7 +216,7 @@ func (l *loader) file(path string) error {
 			return fmt.Errorf("ingest: %s: %w", path, err)
 		}
 		text := strings.TrimSpace(string(b))
-		l.add(path, fileTitle(path, text), text)
+		l.addKeyed(filepath.Base(path), path, fileTitle(path, text), text)
 		return nil
 	}
 	if ext == ".jsonl" || ext == ".ndjson" {
@@ -226,9 +269,10 @@ type record struct {
 	Text  *string         `json:"text"`
 }
 
-// addRecord decodes one raw JSON record. encoding/json silently replaces invalid UTF-8
+// addRecord decodes one raw JSON record, the at-th of its file ("#i" or ":n", its key
+// when it has neither id nor title). encoding/json silently replaces invalid UTF-8
 // with U+FFFD, so the raw bytes are checked first.
-func (l *loader) addRecord(source string, raw []byte) {
+func (l *loader) addRecord(source, at string, raw []byte) {
 	if !utf8.Valid(raw) {
 		l.skip(source, "not valid UTF-8")
 		return
@@ -246,18 +290,28 @@ func (l *loader) addRecord(source string, raw []byte) {
 		l.skip(source, `record has no "text" string`)
 		return
 	}
-	title := ""
-	if r.Title != nil {
-		title = *r.Title
-	} else if len(r.ID) > 0 {
+	title, id := "", ""
+	if len(r.ID) > 0 && string(r.ID) != "null" {
 		var s string
 		if json.Unmarshal(r.ID, &s) == nil {
-			title = s
+			id = s
 		} else {
-			title = string(r.ID)
+			id = string(r.ID)
 		}
 	}
-	l.add(source, title, *r.Text)
+	if r.Title != nil {
+		title = *r.Title
+	} else {
+		title = id
+	}
+	key := id
+	if key == "" {
+		key = title
+	}
+	if key == "" {
+		key = at
+	}
+	l.addKeyed(key, source, title, *r.Text)
 }
 
 func (l *loader) jsonArray(path string, r io.Reader) error {
@@ -275,7 +329,7 @@ func (l *loader) jsonArray(path string, r io.Reader) error {
 		if err := dec.Decode(&raw); err != nil {
 			return syntaxError(path, data, dec.InputOffset(), err)
 		}
-		l.addRecord(fmt.Sprintf("%s#%d", path, i), raw)
+		l.addRecord(fmt.Sprintf("%s#%d", path, i), fmt.Sprintf("#%d", i), raw)
 	}
 	if _, err := dec.Token(); err != nil {
 		return syntaxError(path, data, dec.InputOffset(), err)
@@ -300,7 +354,7 @@ func (l *loader) jsonl(path string, r io.Reader) error {
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			l.addRecord(fmt.Sprintf("%s:%d", path, n), bytes.TrimSpace(line))
+			l.addRecord(fmt.Sprintf("%s:%d", path, n), fmt.Sprintf(":%d", n), bytes.TrimSpace(line))
 		}
 		if err == io.EOF {
 			return nil
@@ -334,11 +388,40 @@ func (l *loader) jsonObject(path string, data []byte) error {
 		} else if json.Unmarshal(raw, &text) != nil {
 			l.skip(source, "value is not a string")
 		} else {
-			l.add(source, title, text)
+			key := title
+			if key == "" {
+				key = fmt.Sprintf("#%d", i)
+			}
+			l.addKeyed(key, source, title, text)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
 		return syntaxError(path, data, dec.InputOffset(), err)
 	}
 	return nil
+}
+
+// SourceKey derives a document's key (see Passage.Key) from what an index written
+// before keys were kept holds, its source and title, for a corpus loaded from root: a
+// record of a JSON or JSONL file is keyed by its title (its id was not kept), a file
+// by its path below root (its name when it is root itself), or by its source as
+// recorded when it is not below root.
+func SourceKey(source, title, root string) string {
+	if i := strings.LastIndexAny(source, "#:"); i > 0 && i < len(source)-1 && strings.Trim(source[i+1:], "0123456789") == "" {
+		if ext := strings.ToLower(filepath.Ext(source[:i])); ext == ".json" || ext == ".jsonl" || ext == ".ndjson" {
+			if title != "" {
+				return title
+			}
+			return source[i:]
+		}
+	}
+	if root != "" {
+		if rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(source)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			if rel == "." {
+				return filepath.Base(source)
+			}
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(source)
 }

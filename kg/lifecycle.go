@@ -140,17 +140,28 @@ type titledExtractor interface {
 	TitleSensitive(before, after, texts []string) []bool
 }
 
-// Change reports one add or delete.
+// Change reports one add, delete or sync.
 type Change struct {
-	Op      string `json:"op"` // "add" or "delete"
+	Op      string `json:"op"` // "add", "delete" or "sync"
 	Created string `json:"created"`
-	// Documents lists the documents added or deleted.
+	// Documents lists the documents added or deleted (a sync's new documents).
 	Documents []DocRef `json:"documents"`
+	// Changed lists the documents a sync indexed again because their text changed
+	// under the same key (the new version; the old one is gone), Deleted the documents
+	// it removed because their key left the corpus. Unchanged counts the documents it
+	// kept, and Rekeyed those of them whose key was stored or changed (a file moved, or
+	// an index written before keys were kept).
+	Changed   []DocRef `json:"changed,omitempty"`
+	Deleted   []DocRef `json:"deleted,omitempty"`
+	Unchanged int      `json:"unchanged,omitempty"`
+	Rekeyed   int      `json:"rekeyed,omitempty"`
 	// Present counts documents of an add already in the index (same content), skipped;
 	// Duplicates the copies within the added corpus merged into one (ingest's count).
 	Present    int `json:"already_present"`
 	Duplicates int `json:"duplicates"`
-	Chunks     int `json:"chunks"` // chunks added or deleted
+	Chunks     int `json:"chunks"` // chunks added or deleted (a sync's new chunks)
+	// ChunksDeleted counts the chunks a sync removed.
+	ChunksDeleted int `json:"chunks_deleted,omitempty"`
 	// Extracted counts the new chunks sent to the extractor; Reextracted the old chunks
 	// extracted again offline because the rule extractor's title gazetteer changed.
 	Extracted   int `json:"extracted"`
@@ -172,8 +183,13 @@ type Change struct {
 // DocRef names a document in a Change.
 type DocRef struct {
 	ID     string `json:"id"`
+	Key    string `json:"key,omitempty"`
 	Title  string `json:"title"`
 	Source string `json:"source"`
+}
+
+func docRef(d graphio.Document) DocRef {
+	return DocRef{ID: d.ID, Key: d.Key, Title: d.Title, Source: d.Source}
 }
 
 // History returns the add and delete operations recorded in ix, oldest first (nil for
@@ -242,7 +258,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	}
 	ch.Duplicates, ch.Chunks = irep.Duplicates, len(ix.Chunks)-nc
 	for _, d := range ix.Documents[nd:] {
-		ch.Documents = append(ch.Documents, DocRef{ID: d.ID, Title: d.Title, Source: d.Source})
+		ch.Documents = append(ch.Documents, docRef(d))
 	}
 	if ch.Chunks == 0 {
 		return ch, nil
@@ -321,7 +337,7 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	for i, d := range ix.Documents {
 		if gone[i] {
 			docMap[i] = -1
-			ch.Documents = append(ch.Documents, DocRef{ID: d.ID, Title: d.Title, Source: d.Source})
+			ch.Documents = append(ch.Documents, docRef(d))
 			continue
 		}
 		docMap[i] = int32(len(keptDocs))
@@ -537,11 +553,8 @@ func diffRecords(before, after *graphio.Index) (added, removed map[string]int, t
 // CheckCompatible refuses to add to ix with a chunking, extractor or embedder other
 // than the index's own, naming both.
 func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor, emb embed.Embedder) error {
-	if got := icfg.Describe(); ix.Meta.Chunking != "" && ix.Meta.Chunking != got {
-		return fmt.Errorf("kg: the index was chunked with %s, this run would chunk with %s; give the index's chunking", ix.Meta.Chunking, got)
-	}
-	if ix.Meta.Tokenizer != "" && ix.Meta.Tokenizer != icfg.Encoding {
-		return fmt.Errorf("kg: the index was chunked in %s tokens, this run would chunk in %s", ix.Meta.Tokenizer, icfg.Encoding)
+	if err := checkChunking(ix, icfg); err != nil {
+		return err
 	}
 	if ex == nil || ex.Name() != ix.Meta.Extractor {
 		name := "none"
@@ -562,6 +575,17 @@ func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with the built-in embedder (hash); give the index's embedder", want)
 	case emb.Identity() != want:
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with %q", want, emb.Identity())
+	}
+	return nil
+}
+
+// checkChunking refuses a chunking other than the index's own, naming both.
+func checkChunking(ix *graphio.Index, icfg ingest.Config) error {
+	if got := icfg.Describe(); ix.Meta.Chunking != "" && ix.Meta.Chunking != got {
+		return fmt.Errorf("kg: the index was chunked with %s, this run would chunk with %s; give the index's chunking", ix.Meta.Chunking, got)
+	}
+	if ix.Meta.Tokenizer != "" && ix.Meta.Tokenizer != icfg.Encoding {
+		return fmt.Errorf("kg: the index was chunked in %s tokens, this run would chunk in %s", ix.Meta.Tokenizer, icfg.Encoding)
 	}
 	return nil
 }

@@ -148,6 +148,7 @@ type Encoder struct {
 	conv   *models.RGCN
 	vars   []*model.Variable
 	bucket *kernels.Bucketer
+	meta   map[string]string // the checkpoint's metadata (LoadEncoder)
 }
 
 // encoderBuckets are the padded batch shapes: 64 graph slots, 256 … 8192 node rows.
@@ -202,11 +203,15 @@ func LoadEncoder(eng *engine.Engine, path string, override func(*EncoderConfig))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := models.LoadVariables(path, EncoderKind, e.store, e.vars, nil); err != nil {
+	if e.meta, err = models.LoadVariables(path, EncoderKind, e.store, e.vars, nil); err != nil {
 		return nil, fmt.Errorf("rerank: load encoder: %w", err)
 	}
 	return e, nil
 }
+
+// Meta returns the metadata of the checkpoint the encoder was loaded from (nil for a
+// new encoder): what `train cage` recorded, such as the index generation it saw.
+func (e *Encoder) Meta() map[string]string { return e.meta }
 
 // Save writes the weights and configuration atomically.
 func (e *Encoder) Save(path string, meta map[string]string) error {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -321,4 +322,85 @@ func TestReloadFailureKeepsTheIndex(t *testing.T) {
 	cfg.Retriever = "magic"
 	_, err = New(path, func() (*graphio.Index, error) { return graphio.ReadFile(path) }, nil, cfg)
 	assert.ErrorContains(t, err, "unknown default retriever")
+}
+
+// TestReloadAfterAdd: documents are added to the served index (kg.Add, as `index
+// --add` does, then an atomic rewrite) and the server reloads it while clients query
+// it with several retrievers: no request fails, requests keep being answered after
+// the reload, and the added documents are found.
+func TestReloadAfterAdd(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Token = "s3cret"
+	s, ts, path := newTestServer(t, 4, cfg)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var errs []string
+	answered, afterReload := 0, 0
+	var reloaded bool
+	for c, retriever := range []string{"bm25", "dense", "ppr", "hyperppr"} {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.Lock()
+				after := reloaded
+				mu.Unlock()
+				body := fmt.Sprintf(`{"question": "Where was Mara Vell%d born?", "retriever": %q}`, (c+i)%6, retriever)
+				req := jsonRequest("/v1/query", body)
+				req.Header.Set("Authorization", "Bearer s3cret")
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, req)
+				mu.Lock()
+				answered++
+				if after {
+					afterReload++
+				}
+				if rec.Code != http.StatusOK {
+					errs = append(errs, fmt.Sprintf("%s: %d %s", retriever, rec.Code, rec.Body.String()))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+
+	ix, err := graphio.ReadFile(path)
+	require.NoError(t, err)
+	var more []ingest.Passage
+	for i := 4; i < 6; i++ {
+		more = append(more, ingest.Passage{Title: fmt.Sprintf("Passage %d", i), Text: fmt.Sprintf("Mara Vell%d founded Quillhaven%d in %d. Mara Vell%d was born in Ostrid%d.", i, i, 1800+i, i, i)})
+	}
+	ch, err := kg.Add(context.Background(), ix, more, ingest.DefaultConfig(), extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, ch.Chunks)
+	require.NoError(t, graphio.WriteFile(path, ix))
+	code, v := postWith(t, ts.URL+"/v1/reload", `{}`, map[string]string{"Content-Type": "application/json", "Authorization": "Bearer s3cret"})
+	require.Equal(t, http.StatusOK, code, v)
+	assert.Equal(t, float64(6), v["chunks"])
+	mu.Lock()
+	reloaded = true
+	mu.Unlock()
+	for {
+		mu.Lock()
+		n := afterReload
+		mu.Unlock()
+		if n >= 40 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	assert.Empty(t, errs, "no request fails across the add and the reload")
+	assert.Positive(t, answered)
+
+	req := jsonRequest("/v1/query", `{"question": "Where was Mara Vell5 born?", "retriever": "bm25", "top_k": 1}`)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Contains(t, rec.Body.String(), `"title":"Passage 5"`)
 }

@@ -163,7 +163,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				warnSearcher(cmd, s)
 				var src eval.Retrievers = s
 				if withGR {
-					gr, eng, err := gf.open(s)
+					gr, eng, err := gf.open(s, ix, cmd.ErrOrStderr())
 					if err != nil {
 						finish()
 						return err

@@ -17,6 +17,7 @@ import (
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/gretrieve"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/models"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
@@ -57,8 +58,10 @@ func (g *gretrieverFlags) register(cmd *cobra.Command) {
 	f.StringVar(&g.lm, "lm", "", "local Hugging Face directory of the frozen LM the model was trained with (retriever gretriever)")
 }
 
-// open returns the gretriever retriever over s; the caller closes the engine.
-func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *engine.Engine, error) {
+// open returns the gretriever retriever over s, the searcher of ix; the caller closes
+// the engine. A model trained on another generation of ix is reported to stderr as
+// stale.
+func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr io.Writer) (*gretrieve.Retriever, *engine.Engine, error) {
 	if g.model == "" {
 		return nil, nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
 	}
@@ -70,9 +73,12 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher) (*gretrieve.Retriever, *eng
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("--model %s: %w: want a directory written by 'graphloom train gretriever'", g.model, err)
 	}
-	m, _, err := gretriever.Load(path, l)
+	m, meta, err := gretriever.Load(path, l)
 	if err != nil {
 		return nil, nil, err
+	}
+	if w := kg.StaleWarning(ix, meta[kg.GenerationMeta], "the G-Retriever model "+path); w != "" {
+		fmt.Fprintln(stderr, w)
 	}
 	b, err := gretrieve.NewBuilder(s, m.Config().TextForm) // the form it was trained on
 	if err != nil {
@@ -254,7 +260,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 					return err
 				}
 			}
-			meta := map[string]string{"index": indexPath, "lm": lmDir, "train": trainPath, "examples": strconv.Itoa(len(trainSet))}
+			meta := map[string]string{"index": indexPath, "lm": lmDir, "train": trainPath, "examples": strconv.Itoa(len(trainSet)),
+				kg.GenerationMeta: kg.Generation(ix)}
 			opts.OnEpoch = func(step int) error {
 				meta["step"] = strconv.Itoa(step)
 				return m.Save(filepath.Join(out, grLast), meta)

@@ -24,12 +24,12 @@ import (
 func newIndexCmd() *cobra.Command {
 	cfg := ingest.DefaultConfig()
 	kcfg := kg.DefaultConfig()
-	var corpus, out, extractor, embedder, fromDataset, hyper, addPath, indexPath string
-	var asJSON, noGraph, wait, allowPartial, force bool
+	var corpus, out, extractor, embedder, fromDataset, hyper, addPath, syncPath, indexPath string
+	var asJSON, noGraph, wait, allowPartial, force, plan bool
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
-		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index --add PATH --index INDEX",
+		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index (--add PATH | --sync PATH [--plan] [--out NEW]) --index INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
 .txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.
@@ -38,24 +38,46 @@ With --add, add a corpus's documents to an existing --index: only the new chunks
 extracted (no old chunk is sent to an LLM again), the graph, embeddings, synonym edges
 and BM25 postings are rebuilt over the whole corpus and the file is replaced atomically.
 A document already in the index (same title and text) is skipped and counted. The
-extractor, embedder and chunking must be the index's own (by default they are).`,
+extractor, embedder and chunking must be the index's own (by default they are).
+
+With --sync, make --index match a corpus folder or file as it is now: documents whose
+key is new are added, documents whose key left the corpus are deleted, and documents
+whose text changed under the same key are indexed again; the others are kept (a file
+that moved keeps its chunks). A document's key is its file's path below the corpus
+folder (a single file's name), or a corpus record's "id" (its "title" when it has
+none); an index written before keys were kept derives them from its documents'
+sources. Only new chunks are extracted. --plan counts what would change and writes
+nothing; --out writes the result there and leaves --index as it was.`,
 		Example: `  graphloom index --corpus examples/harbour/corpus.json --out harbour.gl
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
   graphloom index --add new-docs/ --index docs.gl
+  graphloom index --sync docs/ --index docs.gl --plan
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
     graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			liveIndexGC()
-			if addPath != "" || indexPath != "" {
-				if addPath == "" || indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
+			if addPath != "" || syncPath != "" || indexPath != "" {
+				switch {
+				case addPath != "" && syncPath != "":
+					return usageError{fmt.Errorf("index: give one of --add and --sync")}
+				case syncPath != "" && (indexPath == "" || corpus != "" || fromDataset != ""):
+					return usageError{fmt.Errorf("index: --sync CORPUS goes with --index INDEX (and neither --corpus nor --corpus-from-dataset)")}
+				case syncPath == "" && (addPath == "" || indexPath == "" || out != "" || corpus != "" || fromDataset != ""):
 					return usageError{fmt.Errorf("index: --add CORPUS goes with --index INDEX (and neither --corpus nor --out)")}
 				}
 				if err := kgHyperedges(hyper, &kcfg, &xcfg); err != nil {
 					return err
 				}
-				return runIndexAdd(cmd, addOptions{corpus: addPath, index: indexPath, icfg: cfg, kcfg: kcfg, xcfg: xcfg,
-					extractor: extractor, embedder: embedder, lf: &lf, wait: wait, allowPartial: allowPartial, asJSON: asJSON})
+				o := addOptions{corpus: addPath, index: indexPath, icfg: cfg, kcfg: kcfg, xcfg: xcfg,
+					extractor: extractor, embedder: embedder, lf: &lf, wait: wait, allowPartial: allowPartial, asJSON: asJSON}
+				if syncPath != "" {
+					o.corpus, o.sync, o.plan, o.out, o.force = syncPath, true, plan, out, force
+				}
+				return runIndexAdd(cmd, o)
+			}
+			if plan {
+				return usageError{fmt.Errorf("index: --plan goes with --sync")}
 			}
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err
@@ -152,7 +174,9 @@ extractor, embedder and chunking must be the index's own (by default they are).`
 	f.StringVar(&fromDataset, "corpus-from-dataset", "", "build the corpus from a QA dataset's own contexts (HotpotQA, MuSiQue, HippoRAG, … formats)")
 	f.StringVar(&out, "out", "", "index file to write")
 	f.StringVar(&addPath, "add", "", "add this corpus's documents to --index")
-	f.StringVar(&indexPath, "index", "", "the index --add adds to (replaced in place)")
+	f.StringVar(&indexPath, "index", "", "the index --add adds to or --sync syncs (replaced in place, or written to --out with --sync)")
+	f.StringVar(&syncPath, "sync", "", "make --index match this corpus: add new documents, delete vanished ones, index changed ones again (by document key)")
+	f.BoolVar(&plan, "plan", false, "with --sync: count what would be added, changed and deleted; write nothing")
 	f.BoolVar(&cfg.Strict, "strict", false, "fail on any unusable input instead of skipping it")
 	f.IntVar(&cfg.ChunkTokens, "chunk-tokens", cfg.ChunkTokens, "most tokens per chunk")
 	f.IntVar(&cfg.OverlapTokens, "overlap-tokens", cfg.OverlapTokens, "most tokens a chunk repeats from the previous one")

@@ -19,7 +19,7 @@ import (
 	"github.com/graphloom/graphloom/retrieve"
 )
 
-// addOptions carries `index --add`'s flags.
+// addOptions carries the flags of `index --add` and `index --sync`.
 type addOptions struct {
 	corpus, index, extractor, embedder string
 	icfg                               ingest.Config
@@ -27,20 +27,38 @@ type addOptions struct {
 	xcfg                               extract.LLMConfig
 	lf                                 *llmFlags
 	wait, allowPartial, asJSON         bool
+	// sync makes the index match the corpus (kg.Sync) instead of adding to it; plan
+	// only reports what it would do; out is where the result goes (default: --index).
+	sync, plan, force bool
+	out               string
 }
 
-// runIndexAdd adds a corpus's documents to an index in place (kg.Add), under the
-// index's writer lock, and replaces the file atomically.
+// runIndexAdd adds a corpus's documents to an index (kg.Add), or syncs the index with
+// the corpus (kg.Sync), under the output's writer lock, and replaces the file
+// atomically (in place, or at --out).
 func runIndexAdd(cmd *cobra.Command, o addOptions) error {
-	if err := guardOutput(cmd, outSpec{name: "--index", path: o.index, kind: outIndex, what: "index file", inPlace: "--index"},
-		inSpec{"--index", o.index}, inSpec{"--add", o.corpus}); err != nil {
-		return err
+	flag := "--add"
+	if o.sync {
+		flag = "--sync"
 	}
-	unlock, err := lockIndex(cmd, o.index, o.wait)
-	if err != nil {
-		return err
+	if o.out == "" {
+		o.out = o.index
 	}
-	defer unlock()
+	if !o.plan {
+		name := "--out"
+		if o.out == o.index {
+			name = "--index"
+		}
+		if err := guardOutput(cmd, outSpec{name: name, path: o.out, kind: outIndex, what: "index file", force: o.force, inPlace: "--index"},
+			inSpec{"--index", o.index}, inSpec{flag, o.corpus}); err != nil {
+			return err
+		}
+		unlock, err := lockIndex(cmd, o.out, o.wait)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	ix, err := graphio.ReadFile(o.index)
 	if err != nil {
 		return err
@@ -53,6 +71,9 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 			return fmt.Errorf("index: %s: unreadable chunking %q: %w", o.index, ch, err)
 		}
 		o.icfg.Encoding = enc
+	}
+	if o.plan {
+		return runSyncPlan(cmd, ix, o)
 	}
 	if !flags.Changed("extractor") {
 		o.extractor = "rule"
@@ -88,27 +109,45 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		return err
 	}
 	stages, endStages := stageBars(cmd, o.lf.live)
-	ch, err := kg.Add(cmd.Context(), ix, passages, o.icfg, ex, emb, o.kcfg, stages)
+	var ch *kg.Change
+	if o.sync {
+		ch, err = kg.Sync(cmd.Context(), ix, passages, o.corpus, o.icfg, ex, emb, o.kcfg, stages)
+	} else {
+		ch, err = kg.Add(cmd.Context(), ix, passages, o.icfg, ex, emb, o.kcfg, stages)
+	}
 	endStages()
 	defer o.lf.report(cmd.ErrOrStderr())
 	if err != nil {
-		return fmt.Errorf("index: add %s to %s: %w", o.corpus, o.index, err)
+		return fmt.Errorf("index: %s %s to %s: %w", strings.TrimPrefix(flag, "--"), o.corpus, o.index, err)
 	}
 	if ch.Failed > 0 && !o.allowPartial {
-		return fmt.Errorf("index: the extraction failed for %d of the %d new chunks (%s); not replacing %s: rerun (answered calls are cached), or pass --allow-partial",
-			ch.Failed, ch.Extracted, o.lf.failureSummary(), o.index)
+		return fmt.Errorf("index: the extraction failed for %d of the %d new chunks (%s); not writing %s: rerun (answered calls are cached), or pass --allow-partial",
+			ch.Failed, ch.Extracted, o.lf.failureSummary(), o.out)
 	}
-	if ch.Chunks > 0 {
-		retrieve.StoreBM25(ix, retrieve.DefaultConfig())
-		ix.Meta.Graphloom = buildVersion()
-		if err := graphio.WriteFile(o.index, ix); err != nil {
+	changed := ch.Chunks > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
+	if changed || o.out != o.index {
+		if changed {
+			retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+			ix.Meta.Graphloom = buildVersion()
+		}
+		if err := graphio.WriteFile(o.out, ix); err != nil {
 			return err
 		}
 	}
 	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), map[string]any{"index": o.index, "change": ch, "llm": o.lf.usage()})
+		return printJSON(cmd.OutOrStdout(), map[string]any{"index": o.index, "out": o.out, "change": ch, "llm": o.lf.usage()})
 	}
 	w := cmd.OutOrStdout()
+	if o.sync {
+		fmt.Fprintf(w, "synced %s with %s → %s: ", o.index, o.corpus, o.out)
+		printSyncCounts(w, ch)
+		if !changed {
+			fmt.Fprintln(w, "nothing to do: the index matches the corpus")
+			return nil
+		}
+		printChange(w, ch)
+		return nil
+	}
 	fmt.Fprintf(w, "added %s → %s: %d documents (%d already present, %d duplicates merged), %d chunks extracted",
 		o.corpus, o.index, len(ch.Documents), ch.Present, ch.Duplicates, ch.Extracted)
 	if ch.Reextracted > 0 {
@@ -121,6 +160,53 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	}
 	printChange(w, ch)
 	return nil
+}
+
+// runSyncPlan prints what `index --sync` would do, writing nothing and calling no
+// extractor.
+func runSyncPlan(cmd *cobra.Command, ix *graphio.Index, o addOptions) error {
+	passages, skipped, err := ingest.Load(o.corpus, o.icfg.Strict)
+	for _, s := range skipped {
+		cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	ch, err := kg.PlanSync(cmd.Context(), ix, passages, o.corpus, o.icfg)
+	if err != nil {
+		return fmt.Errorf("index: sync %s with %s: %w", o.index, o.corpus, err)
+	}
+	if o.asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"index": o.index, "plan": true, "change": ch})
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "plan (nothing written): sync %s with %s would: ", o.index, o.corpus)
+	printSyncCounts(w, ch)
+	for _, l := range []struct {
+		verb string
+		docs []kg.DocRef
+	}{{"add", ch.Documents}, {"index again", ch.Changed}, {"delete", ch.Deleted}} {
+		for _, d := range l.docs {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", l.verb, d.Key, d.Title)
+		}
+	}
+	return nil
+}
+
+// printSyncCounts prints a sync's document and chunk counts on one line.
+func printSyncCounts(w io.Writer, ch *kg.Change) {
+	fmt.Fprintf(w, "%d documents added, %d changed, %d deleted, %d unchanged", len(ch.Documents), len(ch.Changed), len(ch.Deleted), ch.Unchanged)
+	if ch.Rekeyed > 0 {
+		fmt.Fprintf(w, " (%d with a new key)", ch.Rekeyed)
+	}
+	fmt.Fprintf(w, "; %d new chunks, %d chunks dropped", ch.Chunks, ch.ChunksDeleted)
+	if ch.Extracted > 0 || ch.Reextracted > 0 {
+		fmt.Fprintf(w, "; %d chunks extracted", ch.Extracted)
+	}
+	if ch.Reextracted > 0 {
+		fmt.Fprintf(w, ", %d old chunks extracted again offline (titles they name came or went)", ch.Reextracted)
+	}
+	fmt.Fprintln(w)
 }
 
 func printChange(w io.Writer, ch *kg.Change) {

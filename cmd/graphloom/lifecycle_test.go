@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,4 +76,172 @@ func TestIndexAddAndDelete(t *testing.T) {
 	assert.Regexp(t, `(?m)^add 20\d\d-[0-9T:-]+Z: 2 documents, 2 chunks$`, r.stdout)
 	assert.Regexp(t, `(?m)^delete 20\d\d-[0-9T:-]+Z: 1 documents, 1 chunks\n  doc-[0-9a-f]{32}\tOrlen Ford$`, r.stdout)
 	assert.NotContains(t, r.stdout, "\tOrlen Ford\t", "deleted: no longer listed among the documents")
+}
+
+// TestIndexSync: `index --sync` on a folder whose files were edited, removed and
+// added: --plan counts and names the changes and writes nothing, --out writes the
+// synced index and leaves --index as it was, in place it replaces --index; the synced
+// index has the documents, chunks and graph of a fresh index of the folder, and a
+// second sync finds nothing to do.
+func TestIndexSync(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "docs")
+	write := func(name, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(docs, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(docs, name), []byte(text), 0o644))
+	}
+	write("a.md", "# Mara Vell\n\nMara Vell founded Quillhaven in 1800. Mara Vell was born in Ostrid.")
+	write("sub/b.md", "# Harl Dunmere\n\nHarl Dunmere built the mill of Quillhaven in 1821.")
+	write("c.txt", "Orlen Ford is a crossing of the river Tey near Quillhaven.")
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", docs, "--out", idx).code)
+
+	write("sub/b.md", "# Harl Dunmere\n\nHarl Dunmere built the mill of Quillhaven in 1821. His son Ewan Dunmere ran it.")
+	require.NoError(t, os.Remove(filepath.Join(docs, "c.txt")))
+	write("d.txt", "Ostrid is a village on the river Tey.")
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+
+	r := run(t, nil, "index", "--sync", docs, "--index", idx, "--plan")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "1 documents added, 1 changed, 1 deleted, 1 unchanged; 2 new chunks, 2 chunks dropped")
+	assert.Contains(t, r.stdout, "  add\td.txt\td\n")
+	assert.Contains(t, r.stdout, "  index again\tsub/b.md\tHarl Dunmere\n")
+	assert.Contains(t, r.stdout, "  delete\tc.txt\tc\n")
+	after, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--plan writes nothing")
+
+	synced := filepath.Join(dir, "synced.gl")
+	r = run(t, nil, "index", "--sync", docs, "--index", idx, "--out", synced)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 chunks extracted")
+	after, err = os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "--out leaves the input as it was")
+
+	r = run(t, nil, "index", "--sync", docs, "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	freshPath := filepath.Join(dir, "fresh.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", docs, "--out", freshPath).code)
+	want, err := graphio.ReadFile(freshPath)
+	require.NoError(t, err)
+	for _, p := range []string{synced, idx} {
+		got, err := graphio.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want.Documents, got.Documents, p)
+		assert.Equal(t, want.Chunks, got.Chunks, p)
+		assert.Equal(t, want.Entities, got.Entities, p)
+		assert.Equal(t, want.Facts, got.Facts, p)
+		assert.Equal(t, []string{"a.md", "d.txt", "sub/b.md"}, []string{got.Documents[0].Key, got.Documents[1].Key, got.Documents[2].Key})
+	}
+
+	r = run(t, nil, "index", "--sync", docs, "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "nothing to do: the index matches the corpus")
+
+	r = run(t, nil, "stats", "--index", idx, "--documents")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^sync 20\d\d-[0-9T:-]+Z: 1 documents added, 1 changed, 1 deleted, 2 new chunks, 2 chunks dropped$`, r.stdout)
+	assert.Regexp(t, `(?m)^  changed\tdoc-[0-9a-f]{32}\tsub/b.md\tHarl Dunmere$`, r.stdout)
+	assert.Regexp(t, `(?m)^doc-[0-9a-f]{32}\tHarl Dunmere\t\S+sub/b.md\tsub/b.md\t20\d\d-`, r.stdout)
+
+	r = run(t, nil, "index", "--sync", docs, "--add", docs, "--index", idx)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "give one of --add and --sync")
+}
+
+// TestIndexAddKilledAndRerun: `index --add` with the LLM extractor killed (SIGKILL)
+// half-way through its new chunks leaves the index as it was (byte for byte, and
+// valid); the rerun sends no request that was answered before the kill (the answer
+// cache) and gives the index a clean add gives.
+func TestIndexAddKilledAndRerun(t *testing.T) {
+	srv := extractionServer(t, 40*time.Millisecond)
+	dir := t.TempDir()
+	var a, b strings.Builder
+	for i := range 40 {
+		w := &b
+		if i < 6 {
+			w = &a
+		}
+		fmt.Fprintf(w, "{\"title\":\"Passage %d\",\"text\":\"Mara Vell%d founded Quillhaven%d in %d.\"}\n", i, i, i, 1800+i)
+	}
+	corpusA, corpusB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	require.NoError(t, os.WriteFile(corpusA, []byte(a.String()), 0o644))
+	require.NoError(t, os.WriteFile(corpusB, []byte(b.String()), 0o644))
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	idx, clean := filepath.Join(dir, "x.gl"), filepath.Join(dir, "clean.gl")
+	r := run(t, env, "index", "--corpus", corpusA, "--out", idx, "--llm-concurrency", "4")
+	require.Equal(t, 0, r.code, r.stderr)
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(clean, before, 0o644))
+
+	args := []string{"index", "--add", corpusB, "--index", idx, "--llm-concurrency", "2"}
+	start := srv.AnsweredCount()
+	cmd := cli(t, env, args...)
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.AnsweredCount() < start+20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	answered := map[string]bool{}
+	for _, q := range srv.Answered()[start:] {
+		answered[string(q.Body)] = true
+	}
+	time.Sleep(200 * time.Millisecond) // answers seen above are cached by now
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.GreaterOrEqual(t, len(answered), 20)
+	require.Less(t, srv.AnsweredCount()-start, 68, "killed before the 34 new chunks' 68 calls were all answered")
+	after, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a killed add leaves the index as it was")
+	_, err = graphio.ReadFile(idx)
+	require.NoError(t, err, "and valid")
+
+	sent := srv.Count()
+	r = run(t, env, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, q := range srv.Requests()[sent:] {
+		assert.False(t, answered[string(q.Body)], "answered before the kill, sent again: %s", q.LastUser())
+	}
+	assert.Contains(t, r.stdout, "34 documents (0 already present, 0 duplicates merged), 34 chunks extracted")
+
+	sent = srv.Count()
+	r = run(t, env, "index", "--add", corpusB, "--index", clean)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, sent, srv.Count(), "a clean add of the same documents is answered from the cache")
+	got, err := graphio.ReadFile(idx)
+	require.NoError(t, err)
+	want, err := graphio.ReadFile(clean)
+	require.NoError(t, err)
+	require.NoError(t, got.Validate())
+	assert.Len(t, got.Facts, 40)
+	for _, ix := range []*graphio.Index{got, want} {
+		delete(ix.Blobs, "lifecycle.history") // holds the time of the add
+	}
+	assert.Equal(t, want, got, "the rerun's index is the one a clean add gives")
+}
+
+// TestStaleModelWarns: a CAGE encoder trained on an index records the index's
+// generation; querying with it warns of nothing until documents are added, and then
+// says that the encoder is stale.
+func TestStaleModelWarns(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 8), "--out", idx).code)
+	r := run(t, nil, "train", "cage", "--index", idx, "--steps", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	query := []string{"query", "--index", idx, "--retriever", "bm25", "--candidates", "4", "--rerank", "cage", "--top-k", "2", "Where was Mara Vell3 born?"}
+	r = run(t, nil, query...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "stale")
+
+	more := filepath.Join(dir, "more.json")
+	require.NoError(t, os.WriteFile(more, []byte(`[{"title":"Harl Dunmere","text":"Harl Dunmere built the mill of Quillhaven3 in 1821."}]`), 0o644))
+	require.Equal(t, 0, run(t, nil, "index", "--add", more, "--index", idx).code)
+	r = run(t, nil, query...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `warning: the CAGE encoder \S+x\.gl\.cage is stale: it was trained on index generation g0-[0-9a-f]{12} and the index is now g1-[0-9a-f]{12}`, r.stderr)
 }

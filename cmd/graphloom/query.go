@@ -84,7 +84,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			warnSearcher(cmd, s)
 			var r retrieve.Retriever
 			if gen {
-				gr, eng, err := gf.open(s)
+				gr, eng, err := gf.open(s, ix, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

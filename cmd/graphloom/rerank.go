@@ -14,6 +14,7 @@ import (
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/models/checkpoint"
 	"github.com/graphloom/graphloom/models/train"
 	"github.com/graphloom/graphloom/rerank"
@@ -26,8 +27,9 @@ type cageFlags struct {
 	candidates  int
 	model       string // encoder checkpoint; default INDEX.cage
 	cfg         rerank.Config
-	pool        string // eval: "" (retrievers over the index) or "question"
-	distractors int    // eval --pool question: added distractor passages per question
+	pool        string           // eval: "" (retrievers over the index) or "question"
+	distractors int              // eval --pool question: added distractor passages per question
+	stderr      func() io.Writer // where a stale encoder is reported: the command's stderr
 }
 
 func (c *cageFlags) active() bool { return c.mode != "" && c.mode != "none" }
@@ -35,6 +37,7 @@ func (c *cageFlags) active() bool { return c.mode != "" && c.mode != "none" }
 // register binds the flags; withEval adds the per-question pool options.
 func (c *cageFlags) register(cmd *cobra.Command, withEval bool) {
 	c.cfg = rerank.DefaultConfig()
+	c.stderr = cmd.ErrOrStderr
 	f := cmd.Flags()
 	f.StringVar(&c.mode, "rerank", "", `rerank the retriever's candidates: "cage" (coherence-aware graph encoding) or "dense" (query–passage cosine only, the vanilla-RAG baseline)`)
 	f.IntVar(&c.candidates, "candidates", 20, "candidates the retriever passes to --rerank")
@@ -91,7 +94,7 @@ func cageModelPath(indexPath string, gcn bool) string {
 // reranker builds a CAGE reranker with cfg: from the checkpoint beside the index when
 // there is one (β, α and the aggregation come from cfg), else freshly initialised. The
 // note says which.
-func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, cfg rerank.Config) (*rerank.Reranker, string, error) {
+func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, ix *graphio.Index, cfg rerank.Config) (*rerank.Reranker, string, error) {
 	path, ok := c.modelPath(indexPath, cfg.Encoder.SingleRelation)
 	if !ok {
 		if c.model != "" && !cfg.Encoder.SingleRelation {
@@ -103,6 +106,9 @@ func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, cfg rerank.Co
 	enc, err := rerank.LoadEncoder(eng, path, func(e *rerank.EncoderConfig) { e.Beta, e.MaxNodes = cfg.Encoder.Beta, cfg.Encoder.MaxNodes })
 	if err != nil {
 		return nil, "", err
+	}
+	if w := kg.StaleWarning(ix, enc.Meta()[kg.GenerationMeta], "the CAGE encoder "+path); w != "" && c.stderr != nil {
+		fmt.Fprintln(c.stderr(), w)
 	}
 	r, err := rerank.NewReranker(cfg, enc)
 	return r, "encoder " + path, err
@@ -120,7 +126,7 @@ func (c *cageFlags) wrap(eng *engine.Engine, indexPath string, ix *graphio.Index
 	w := &rerank.Retriever{First: r, Embedder: emb, Candidates: c.candidates}
 	note := ""
 	if c.mode == "cage" {
-		if w.Reranker, note, err = c.reranker(eng, indexPath, c.cfg); err != nil {
+		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg); err != nil {
 			return nil, "", err
 		}
 	}
@@ -218,7 +224,7 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 		if v.cfg == nil {
 			return nil, nil
 		}
-		r, note, err := cf.reranker(eng, indexPath, *v.cfg)
+		r, note, err := cf.reranker(eng, indexPath, ix, *v.cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -410,7 +416,8 @@ curves (.png). 'graphloom query/eval --rerank cage' load it.`,
 			if err != nil {
 				return err
 			}
-			meta := map[string]string{"index": indexPath, "passages": fmt.Sprint(res.Passages), "best_step": fmt.Sprint(res.BestStep)}
+			meta := map[string]string{"index": indexPath, "passages": fmt.Sprint(res.Passages), "best_step": fmt.Sprint(res.BestStep),
+				kg.GenerationMeta: kg.Generation(ix)}
 			if err := enc.Save(out, meta); err != nil {
 				return err
 			}

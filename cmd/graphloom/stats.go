@@ -86,17 +86,17 @@ func newStatsCmd() *cobra.Command {
 				}
 			}
 			if len(history) > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "history\t%d add/delete operations\n", len(history))
+				fmt.Fprintf(cmd.OutOrStdout(), "history\t%d add/delete/sync operations\n", len(history))
 			}
 			for _, h := range history {
-				fmt.Fprintf(cmd.OutOrStdout(), "  %s\t%s: %d documents, %d chunks\n", h.Op, h.Created, len(h.Documents), h.Chunks)
+				fmt.Fprintf(cmd.OutOrStdout(), "  %s\t%s: %s\n", h.Op, h.Created, changeCounts(h))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&path, "index", "", "index file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&docs, "documents", false, "list the documents (id, title, source) and the add/delete history instead (with --json: {documents, history})")
+	cmd.Flags().BoolVar(&docs, "documents", false, "list the documents (id, title, source, key, when added) and the add/delete/sync history instead (with --json: {documents, history})")
 	cmd.Flags().IntVar(&top, "top", 10, "how many top entities to list")
 	cmd.Flags().BoolVar(&full, "full", false, fmt.Sprintf("print entity names whole (otherwise names over %d characters are cut; --json is always whole)", maxNameRunes))
 	limitFlag(cmd, "top", atLeast0(1e6))
@@ -180,19 +180,66 @@ func sumCounts(m map[string]int) int {
 	return n
 }
 
-// printDocuments lists an index's documents and its add/delete history.
+// changeCounts says in a few words what one add, delete or sync did.
+func changeCounts(h kg.Change) string {
+	if h.Op == "sync" {
+		return fmt.Sprintf("%d documents added, %d changed, %d deleted, %d new chunks, %d chunks dropped",
+			len(h.Documents), len(h.Changed), len(h.Deleted), h.Chunks, h.ChunksDeleted)
+	}
+	return fmt.Sprintf("%d documents, %d chunks", len(h.Documents), h.Chunks)
+}
+
+// docRow is one document as `stats --documents` lists it.
+type docRow struct {
+	ID     string `json:"id"` // content hash of title and text
+	Key    string `json:"key"`
+	Title  string `json:"title"`
+	Source string `json:"source"`
+	Count  int    `json:"count"`
+	Added  string `json:"added"` // when: the index's creation, or the add/sync that brought this content
+}
+
+// printDocuments lists an index's documents (id, title, source, key, when added) and
+// its add/delete/sync history.
 func printDocuments(cmd *cobra.Command, ix *graphio.Index, history []kg.Change, asJSON bool) error {
+	added := map[string]string{}
+	for _, h := range history {
+		for _, d := range append(append([]kg.DocRef{}, h.Documents...), h.Changed...) {
+			if h.Op != "delete" {
+				added[d.ID] = h.Created
+			}
+		}
+	}
+	rows := make([]docRow, len(ix.Documents))
+	for i := range ix.Documents {
+		d := &ix.Documents[i]
+		rows[i] = docRow{ID: d.ID, Key: kg.DocumentKey(d, ix.Meta.Corpus), Title: d.Title, Source: d.Source, Count: d.Count, Added: ix.Meta.Created}
+		if t, ok := added[d.ID]; ok {
+			rows[i].Added = t
+		}
+	}
 	if asJSON {
-		return printJSON(cmd.OutOrStdout(), map[string]any{"documents": ix.Documents, "history": history})
+		return printJSON(cmd.OutOrStdout(), map[string]any{"documents": rows, "history": history})
 	}
 	w := cmd.OutOrStdout()
-	for _, d := range ix.Documents {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", d.ID, d.Title, d.Source)
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Title, r.Source, r.Key, r.Added)
 	}
 	for _, h := range history {
-		fmt.Fprintf(w, "%s %s: %d documents, %d chunks\n", h.Op, h.Created, len(h.Documents), h.Chunks)
-		for _, d := range h.Documents {
-			fmt.Fprintf(w, "  %s\t%s\n", d.ID, d.Title)
+		fmt.Fprintf(w, "%s %s: %s\n", h.Op, h.Created, changeCounts(h))
+		if h.Op != "sync" {
+			for _, d := range h.Documents {
+				fmt.Fprintf(w, "  %s\t%s\n", d.ID, d.Title)
+			}
+			continue
+		}
+		for _, l := range []struct {
+			verb string
+			docs []kg.DocRef
+		}{{"added", h.Documents}, {"changed", h.Changed}, {"deleted", h.Deleted}} {
+			for _, d := range l.docs {
+				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", l.verb, d.ID, d.Key, d.Title)
+			}
 		}
 	}
 	return nil
