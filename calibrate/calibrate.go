@@ -160,7 +160,7 @@ type RFit struct {
 	// standard error (paired over the validation questions).
 	Gain    map[string]float64 `json:"gain_t"`
 	Fitting map[string]float64 `json:"fitting"`
-	// Features is R@K (%) ranking by each feature alone, over every question.
+	// Features is R@K (%) ranking by each feature alone, on the validation questions.
 	Features map[string]float64 `json:"features_alone"`
 	Fusion   retrieve.Fusion    `json:"fusion"`
 	// Steps is each ranker's best step (final fit); Pairs its training pairs.
@@ -198,13 +198,27 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 		Retrievers: map[string]*retrieve.Fitted{}}
 	var items []synth.Item
 	if len(ix.Facts) > 0 {
-		var srep *synth.Report
-		var err error
-		items, srep, err = synth.Run(ctx, ix, gen, cfg.Synth, nil)
-		if err != nil {
-			return nil, nil, fmt.Errorf("calibrate: %w", err)
+		// The configured shape, then the others while questions are short of
+		// MaxQuestions: three-fact paths and two-neighbour summaries.
+		seen := map[string]bool{}
+		var reps []*synth.Report
+		for i, sc := range shapes(cfg.Synth) {
+			if i > 0 && len(items) >= cfg.MaxQuestions {
+				break
+			}
+			got, srep, err := synth.Run(ctx, ix, gen, sc, nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("calibrate: %w", err)
+			}
+			reps = append(reps, srep)
+			for _, it := range got {
+				if !seen[it.Question] {
+					seen[it.Question] = true
+					items = append(items, it)
+				}
+			}
 		}
-		rep.Synth = srep
+		rep.Synth = reps
 	}
 	rep.Generated = len(items)
 	qs := questions(ix, items, cfg)
@@ -235,6 +249,21 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return cal, rep, nil
+}
+
+// shapes returns the synthetic-question shapes tried in turn: sc, then sc with paths
+// one fact longer, then with one in-neighbour fewer per summary (at least 2). The
+// items a later shape shares with an earlier one are dropped by question.
+func shapes(sc synth.Config) []synth.Config {
+	longer := sc
+	longer.PathLength++
+	fewer := sc
+	fewer.SumNeighbours = max(2, sc.SumNeighbours-1)
+	out := []synth.Config{sc, longer}
+	if fewer.SumNeighbours != sc.SumNeighbours {
+		out = append(out, fewer)
+	}
+	return out
 }
 
 // defaultRanker is a ranker that ranks as the uncalibrated defaults do.
@@ -368,6 +397,7 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	// Cross-validation: fold k's questions (every evidence chunk in fold k) scored by
 	// the variants fitted on the questions with no evidence chunk in fold k.
 	held := map[string][]float64{} // per variant, the held-out recall of each validation question
+	alone := map[string][]float64{} // per feature, the same ranking by the feature alone
 	nval := 0
 	for k := range cfg.Folds {
 		var trainQ, valQ []question
@@ -390,6 +420,12 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 			return fmt.Errorf("calibrate: %s: fold %d: %w", name, k+1, err)
 		}
 		nval += len(valQ)
+		for j, fname := range retrieve.FeatureNames {
+			for i := range valQ {
+				cs := &valS[i]
+				alone[fname] = append(alone[fname], recallAt(&valQ[i], cs, cs.Order(column(cs, j)), cfg.K))
+			}
+		}
 		for _, v := range retrieve.Variants {
 			for i := range valQ {
 				cs := &valS[i]
@@ -414,14 +450,8 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 		rf.Fitting[v] = meanRecall(qs, sets, cfg.K, func(cs *retrieve.CandidateSet) []float64 { return f.Score(v, cs) })
 		rf.Gain[v] = tGain(held[v], held[retrieve.VariantDefaults])
 	}
-	for j, fname := range retrieve.FeatureNames {
-		rf.Features[fname] = meanRecall(qs, sets, cfg.K, func(cs *retrieve.CandidateSet) []float64 {
-			out := make([]float64, len(cs.Chunks))
-			for i := range out {
-				out[i] = cs.X[i][j]
-			}
-			return out
-		})
+	for fname, r := range alone {
+		rf.Features[fname] = 100 * mean(r)
 	}
 	// The best variant by held-out recall, if its gain over the defaults is at least
 	// MinGainT standard errors of the paired per-question differences: a variant
@@ -463,6 +493,15 @@ func fitVariants(ctx context.Context, eng *engine.Engine, qs []question, sets []
 		}
 	}
 	return nil
+}
+
+// column returns feature j of every candidate of cs.
+func column(cs *retrieve.CandidateSet, j int) []float64 {
+	out := make([]float64, len(cs.Chunks))
+	for i := range out {
+		out[i] = cs.X[i][j]
+	}
+	return out
 }
 
 func mean(v []float64) float64 {
