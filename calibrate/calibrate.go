@@ -396,7 +396,7 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	rf.Coverage = coverage(qs, sets)
 	// Cross-validation: fold k's questions (every evidence chunk in fold k) scored by
 	// the variants fitted on the questions with no evidence chunk in fold k.
-	held := map[string][]float64{} // per variant, the held-out recall of each validation question
+	held := map[string][]float64{}  // per variant, the held-out recall of each validation question
 	alone := map[string][]float64{} // per feature, the same ranking by the feature alone
 	nval := 0
 	for k := range cfg.Folds {

@@ -87,6 +87,19 @@ for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 	evaluate "$name" "$ds"
 done
 
+# Learned fusion (issue 47): each index calibrated on its own synthetic questions
+# (graphloom calibrate), then ppr and hyperppr uncalibrated, calibrated and with each
+# fitted part forced, beside bm25.
+section "learned fusion: graphloom calibrate"
+{
+	sets=(harbour=examples/harbour/questions.json morehopqa="$corpora/morehopqa_150.json" pubmedqa="$corpora/pubmedqa/pqal_dev500.json")
+	for cs in biomed books movies university; do
+		sets+=("case_$cs=$corpora/case_study_$cs.json")
+	done
+	scripts/calibration.sh "$bin" "$out" "${sets[@]}"
+} | tee "$out/calibration.md"
+cat "$out/calibration.md" >>"$summary"
+
 # CAGE reranking (issue 14): the passage-graph encoder trained beside the index (and the
 # one-relation GCN ablation's), then each question's own passage pool and the
 # retrievers' top 20 candidates reranked: none / dense (cosine) / cage and the GCN,

@@ -251,4 +251,3 @@ type calibrationStats struct {
 	StaleWhy string           `json:"stale_reason,omitempty"`
 	Report   calibrate.Report `json:"report"`
 }
-
