@@ -35,6 +35,7 @@ import (
 
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/models/train"
 	"github.com/graphloom/graphloom/retrieve"
 	"github.com/graphloom/graphloom/synth"
@@ -194,7 +195,7 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 	rep := &Report{Generator: gen.Name(), Created: time.Now().UTC().Format(time.RFC3339), Seed: cfg.Seed, K: cfg.K, Folds: cfg.Folds}
 	rep.Config.SingleShare, rep.Config.Depth, rep.Config.Negatives, rep.Config.Margin = cfg.SingleShare, cfg.Depth, cfg.Negatives, cfg.Margin
 	rep.Config.Steps, rep.Config.LR = cfg.Train.TotalSteps, cfg.Train.LearningRate
-	cal := &retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames, State: retrieve.StateOf(ix),
+	cal := &retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames, Generation: kg.Generation(ix),
 		Retrievers: map[string]*retrieve.Fitted{}}
 	var items []synth.Item
 	if len(ix.Facts) > 0 {

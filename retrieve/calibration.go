@@ -2,8 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -113,43 +111,13 @@ type Fitted struct {
 	Ranker Ranker `json:"ranker"`
 }
 
-// IndexState identifies what an index held when a calibration was fitted, so that a
-// later add, delete or augmentation marks it stale.
-type IndexState struct {
-	Chunks     int    `json:"chunks"`
-	Facts      int    `json:"facts"`
-	Hyperedges int    `json:"hyperedges"`
-	Digest     string `json:"digest"` // sha256 of chunk, fact and hyperedge ids and run ids
-}
-
-// StateOf returns ix's IndexState.
-func StateOf(ix *graphio.Index) IndexState {
-	h := sha256.New()
-	for _, c := range ix.Chunks {
-		h.Write([]byte(c.ID))
-		h.Write([]byte{0})
-	}
-	for _, f := range ix.Facts {
-		h.Write([]byte(f.ID))
-		h.Write([]byte{1})
-	}
-	for _, e := range ix.Hyperedges {
-		h.Write([]byte(e.ID))
-		h.Write([]byte{2})
-	}
-	for _, r := range ix.Runs {
-		h.Write([]byte(r.ID))
-		h.Write([]byte{3})
-	}
-	return IndexState{Chunks: len(ix.Chunks), Facts: len(ix.Facts), Hyperedges: len(ix.Hyperedges),
-		Digest: hex.EncodeToString(h.Sum(nil))[:16]}
-}
-
 // Calibration is what `graphloom calibrate` stores in an index.
 type Calibration struct {
-	Features   []string           `json:"features"`
-	Gates      []string           `json:"gates"`
-	State      IndexState         `json:"index_state"`
+	Features []string `json:"features"`
+	Gates    []string `json:"gates"`
+	// Generation is the index generation the calibration was fitted on
+	// (kg.Generation): a later add, delete, sync or augmentation makes it stale.
+	Generation string             `json:"index_generation"`
 	Retrievers map[string]*Fitted `json:"retrievers"`
 	// Report is the calibration's report (package calibrate), shown by `stats`.
 	Report json.RawMessage `json:"report,omitempty"`
@@ -191,16 +159,6 @@ func WriteCalibration(ix *graphio.Index, c *Calibration) error {
 	}
 	ix.Blobs[CalibrationBlob] = b
 	return nil
-}
-
-// Stale reports whether c was fitted on another state of ix, with a message naming both.
-func (c *Calibration) Stale(ix *graphio.Index) (bool, string) {
-	now := StateOf(ix)
-	if now == c.State {
-		return false, ""
-	}
-	return true, fmt.Sprintf("the stored calibration was fitted when the index had %d chunks, %d facts, %d hyperedges (state %s); it now has %d, %d, %d (state %s): run `graphloom calibrate` again",
-		c.State.Chunks, c.State.Facts, c.State.Hyperedges, c.State.Digest, now.Chunks, now.Facts, now.Hyperedges, now.Digest)
 }
 
 func (f *Fitted) check() error {
@@ -550,9 +508,6 @@ func CheckCalibration(m string) error {
 
 // Calibration returns the calibration the Searcher applies (nil: none).
 func (s *Searcher) Calibration() *Calibration { return s.cal }
-
-// Warnings returns what a user of this Searcher should be told (a stale calibration).
-func (s *Searcher) Warnings() []string { return s.warnings }
 
 // Config returns the Searcher's configuration.
 func (s *Searcher) Config() Config { return s.cfg }

@@ -217,8 +217,7 @@ type Searcher struct {
 	entChunks [][]int32
 	entOnce   sync.Once
 
-	cal      *Calibration // applied to ppr and hyperppr (nil: none)
-	warnings []string
+	cal *Calibration // applied to ppr and hyperppr (nil: none)
 
 	longestOnce sync.Once
 	longest     int32
@@ -260,9 +259,6 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 			return nil, err
 		}
 		if cal != nil {
-			if stale, why := cal.Stale(ix); stale {
-				s.warnings = append(s.warnings, why)
-			}
 			s.cal = cal
 		} else if cfg.Calibration != "" && cfg.Calibration != CalibrationAuto {
 			return nil, fmt.Errorf("retrieve: --calibration %s needs a calibration in the index; run `graphloom calibrate` first", cfg.Calibration)

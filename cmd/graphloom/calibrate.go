@@ -12,6 +12,7 @@ import (
 	"github.com/graphloom/graphloom/calibrate"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 	"github.com/graphloom/graphloom/synth"
 )
@@ -176,10 +177,17 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 	fmt.Fprintf(w, "%.1f s\n", rep.Seconds)
 }
 
-// warnSearcher prints what the searcher says its user should know (a stale
-// calibration) to stderr.
+// warnSearcher prints to stderr that the index's stored calibration, which s applies,
+// was fitted on an earlier generation of the index.
 func warnSearcher(cmd *cobra.Command, s *retrieve.Searcher) {
-	for _, w := range s.Warnings() {
-		fmt.Fprintln(cmd.ErrOrStderr(), "graphloom: warning:", w)
+	if cal := s.Calibration(); cal != nil {
+		if w := calibrationStale(s.Index(), cal); w != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "graphloom:", w)
+		}
 	}
+}
+
+// calibrationStale is kg.StaleWarning for a stored calibration.
+func calibrationStale(ix *graphio.Index, cal *retrieve.Calibration) string {
+	return kg.StaleWarning(ix, cal.Generation, "the stored calibration (`graphloom calibrate` fits it again)")
 }

@@ -65,7 +65,7 @@ func TestCalibrateCommand(t *testing.T) {
 	require.Equal(t, 0, run(t, nil, "delete", "--index", cal, "--title", "Port Keswyn").code)
 	r = run(t, nil, "query", "--index", cal, "--retriever", "ppr", q)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "warning: the stored calibration was fitted when the index had")
+	assert.Contains(t, r.stderr, "warning: the stored calibration (`graphloom calibrate` fits it again) is stale")
 	r = run(t, nil, "stats", "--index", cal)
 	assert.Contains(t, r.stdout, "STALE")
 }

@@ -54,7 +54,8 @@ func newStatsCmd() *cobra.Command {
 			var cs *calibrationStats
 			if cal != nil {
 				cs = &calibrationStats{}
-				cs.Stale, cs.StaleWhy = cal.Stale(ix)
+				cs.StaleWhy = calibrationStale(ix, cal)
+				cs.Stale = cs.StaleWhy != ""
 				if len(cal.Report) > 0 {
 					if err := json.Unmarshal(cal.Report, &cs.Report); err != nil {
 						return fmt.Errorf("stats: %s: calibration report: %w", path, err)
