@@ -36,6 +36,7 @@ import (
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/internal/jsonmsg"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -313,7 +314,26 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, graphio.ComputeStats(s.cur.Load().ix, 10))
+	cur := s.cur.Load()
+	out := struct {
+		graphio.Stats
+		Calibration *calibrationInfo `json:"calibration,omitempty"`
+	}{Stats: graphio.ComputeStats(cur.ix, 10)}
+	if cal := cur.searcher.Calibration(); cal != nil {
+		info := &calibrationInfo{Uses: map[string]string{}, Generation: cal.Generation, Stale: kg.StaleWarning(cur.ix, cal.Generation, "the stored calibration")}
+		for name, f := range cal.Retrievers {
+			info.Uses[name] = f.Use
+		}
+		out.Calibration = info
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// calibrationInfo is what /v1/stats says of the calibration the server applies.
+type calibrationInfo struct {
+	Uses       map[string]string `json:"uses"` // retriever → variant applied
+	Generation string            `json:"index_generation"`
+	Stale      string            `json:"stale,omitempty"` // why it is stale; empty when current
 }
 
 func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {

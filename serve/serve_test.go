@@ -20,6 +20,7 @@ import (
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 func writeIndex(t *testing.T, path string, n int) {
@@ -403,4 +404,61 @@ func TestReloadAfterAdd(t *testing.T) {
 	s.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code)
 	assert.Contains(t, rec.Body.String(), `"title":"Passage 5"`)
+}
+
+// TestStatsShowCalibration: /v1/stats says which calibration variant each graph
+// retriever applies, and why it is stale when the index changed since it was fitted;
+// a calibrated ppr still answers.
+func TestStatsShowCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool
+	}{{"current", false}, {"stale", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.gl")
+			writeIndex(t, path, 4)
+			ix, err := graphio.ReadFile(path)
+			require.NoError(t, err)
+			w := make([]float64, retrieve.NumFeatures)
+			w[retrieve.FeatDefault] = 1
+			gen := kg.Generation(ix)
+			if tc.stale {
+				gen = "g0-000000000000"
+			}
+			require.NoError(t, retrieve.WriteCalibration(ix, &retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames,
+				Generation: gen, Retrievers: map[string]*retrieve.Fitted{"ppr": {Use: retrieve.VariantFusion,
+					Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.3}, NoGate: retrieve.Ranker{W: w}, Ranker: retrieve.Ranker{W: w, V: zeros()}}}}))
+			require.NoError(t, graphio.WriteFile(path, ix))
+			s, err := New(path, func() (*graphio.Index, error) { return graphio.ReadFile(path) }, nil, DefaultConfig())
+			require.NoError(t, err)
+			ts := httptest.NewServer(s)
+			defer ts.Close()
+			resp, err := http.Get(ts.URL + "/v1/stats")
+			require.NoError(t, err)
+			var st struct {
+				Chunks      int
+				Calibration *struct {
+					Uses  map[string]string `json:"uses"`
+					Stale string            `json:"stale"`
+				} `json:"calibration"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+			resp.Body.Close()
+			assert.Equal(t, 4, st.Chunks)
+			require.NotNil(t, st.Calibration)
+			assert.Equal(t, map[string]string{"ppr": "fusion"}, st.Calibration.Uses)
+			assert.Equal(t, tc.stale, st.Calibration.Stale != "", st.Calibration.Stale)
+			code, v := post(t, ts.URL+"/v1/query", `{"question": "Where was Mara Vell2 born?", "retriever": "ppr", "top_k": 2}`)
+			require.Equal(t, http.StatusOK, code, v)
+			assert.Len(t, v["passages"].([]any), 2)
+		})
+	}
+}
+
+func zeros() [][]float64 {
+	v := make([][]float64, retrieve.NumFeatures)
+	for j := range v {
+		v[j] = make([]float64, retrieve.NumGates)
+	}
+	return v
 }
