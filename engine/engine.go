@@ -301,6 +301,14 @@ func Finalize(ts ...*tensors.Tensor) {
 // were not seen before. Variables the graph updates are written back to the store.
 // The caller owns the returned tensors.
 func (x *Executable) Call(inputs ...*tensors.Tensor) ([]*tensors.Tensor, error) {
+	return x.CallDonating(nil, inputs...)
+}
+
+// CallDonating is Call with the inputs i for which donate[i] is true donated: the
+// executable may reuse their device buffers for its outputs (an update in place, such
+// as a key/value cache written one position per step), and the caller must not use
+// those tensors afterwards (they are finalized). donate may be shorter than inputs.
+func (x *Executable) CallDonating(donate []bool, inputs ...*tensors.Tensor) ([]*tensors.Tensor, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	args := make([]any, len(inputs))
@@ -309,6 +317,13 @@ func (x *Executable) Call(inputs ...*tensors.Tensor) ([]*tensors.Tensor, error) 
 			return nil, fmt.Errorf("engine: %s: input #%d is nil", x.key, i)
 		}
 		args[i] = t
+		if i < len(donate) && donate[i] {
+			d, err := graph.DonateTensorBuffer(t, x.engine.backend, 0)
+			if err != nil {
+				return nil, fmt.Errorf("engine: %s: donating input #%d: %w", x.key, i, err)
+			}
+			args[i] = d
+		}
 	}
 	before := x.builds.Load()
 	x.engine.calls.Add(1)

@@ -274,8 +274,12 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 	}
 	next := pick(outs[0], outs[1])
 	engine.Finalize(outs[:2]...)
-	cacheK, cacheV := outs[2], outs[3]
-	defer func() { engine.Finalize(cacheK, cacheV) }()
+	caches := outs[2:] // keys of each layer, then values
+	defer func() { engine.Finalize(caches...) }()
+	donate := make([]bool, 3+len(caches))
+	for i := 3; i < len(donate); i++ {
+		donate[i] = true
+	}
 	cmask := make([]int32, b*c)
 	for i := range b {
 		for j := range int(lens[i]) {
@@ -311,7 +315,8 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		if step == nil {
 			if step, err = eng.Exec(engine.Key{Name: m.scope + "/decode", Bucket: fmt.Sprintf("%dx%d", b, c)}, m.store,
 				func(_ *model.Scope, in []*graph.Node) []*graph.Node {
-					return m.decodeGraph(in[0], in[1], in[2], in[3], in[4])
+					l := len(m.layers)
+					return m.decodeGraph(in[0], in[1], in[2], in[3:3+l], in[3+l:3+2*l])
 				}); err != nil {
 				return nil, err
 			}
@@ -321,14 +326,18 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 			slot[i] = lens[i] + int32(s) // right padding: slot = position
 			cmask[i*c+int(slot[i])] = 1
 		}
-		outs, err := step.Call(tensors.FromFlatDataAndDimensions(next, b), tensors.FromFlatDataAndDimensions(slot, b),
-			tensors.FromFlatDataAndDimensions(append([]int32(nil), cmask...), b, c), cacheK, cacheV)
+		in := append([]*tensors.Tensor{tensors.FromFlatDataAndDimensions(next, b), tensors.FromFlatDataAndDimensions(slot, b),
+			tensors.FromFlatDataAndDimensions(append([]int32(nil), cmask...), b, c)}, caches...)
+		outs, err := step.CallDonating(donate, in...)
+		engine.Finalize(in[:3]...)
 		if err != nil {
+			caches = nil // donated: no longer ours
 			return nil, fmt.Errorf("lm: generate: step %d: %w", s, err)
 		}
 		next = pick(outs[0], outs[1])
-		engine.Finalize(outs[0], outs[1], cacheK, cacheV)
-		cacheK, cacheV = outs[2], outs[3]
+		engine.Finalize(outs[0], outs[1])
+		engine.Finalize(caches...) // donated; finalizing an emptied tensor is a no-op
+		caches = outs[2:]
 	}
 }
 
@@ -382,7 +391,8 @@ func (m *Model) GenerateIDs(eng *engine.Engine, prompts [][]int32, opts Generate
 
 // prefillGraph runs the prompts embeds [B, T, H] under mask [B, T] and returns the
 // greedy next ids [B] and logits [B, V] at positions last [B], and the key/value
-// caches [L, B, C, KVHeads, HeadDim] (slots ≥ T zero).
+// caches, one [B, C, KVHeads, HeadDim] per layer, keys first (padding slots and slots
+// ≥ T zero).
 func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Node {
 	g := embeds.Graph()
 	dims := embeds.Shape().Dimensions
@@ -392,6 +402,9 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)
 	allowed := graph.LogicalAnd(m.causal(qi, ki), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t))
 	positions := PositionsFromMask(mask)
+	// Padding slots of the caches are zero, as the slots past T: decode adds each new
+	// key and value into its (zero) slot.
+	keep := graph.Reshape(graph.ConvertDType(real, embeds.DType()), bsz, t, 1, 1)
 	var ks, vs []*graph.Node
 	pad := func(x *graph.Node) *graph.Node {
 		if c == t {
@@ -403,7 +416,7 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 	x := embeds
 	for i := range m.layers {
 		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
-			ks, vs = append(ks, pad(k)), append(vs, pad(v))
+			ks, vs = append(ks, pad(graph.Mul(k, keep))), append(vs, pad(graph.Mul(v, keep)))
 			return k, v
 		})
 	}
@@ -411,13 +424,17 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 	sel := graph.OneHot(last, t, h.DType())                                // [B, T]
 	hl := graph.DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
 	logits := m.LMHead(hl)
-	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
+	return append(append([]*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits}, ks...), vs...)
 }
 
 // decodeGraph runs one cached step: token ids [B] at cache slots (= positions) slot
-// [B]; cmask [B, C] marks the filled slots (including slot). Returns the next ids,
-// the logits and the updated caches.
-func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *graph.Node) []*graph.Node {
+// [B]; cmask [B, C] marks the filled slots (including slot); ks and vs are the layers'
+// caches [B, C, KVHeads, HeadDim]. Returns the next ids, the logits and the updated
+// caches (keys, then values). Each row's new key and value are added into its slot,
+// which is still zero (each slot is written once): a scatter of one position per row
+// and layer, done in place when the caches are donated (Generate donates them), where
+// a masked blend would rewrite every slot of every layer per token.
+func (m *Model) decodeGraph(ids, slot, cmask *graph.Node, ks, vs []*graph.Node) []*graph.Node {
 	g := ids.Graph()
 	bsz := ids.Shape().Dimensions[0]
 	c := cmask.Shape().Dimensions[1]
@@ -425,19 +442,17 @@ func (m *Model) decodeGraph(ids, slot, cmask, cacheK, cacheV *graph.Node) []*gra
 	positions := graph.Reshape(slot, bsz, 1)
 	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
 	allowed := graph.LogicalAnd(m.causal(graph.BroadcastToDims(graph.Reshape(slot, bsz, 1, 1), bsz, 1, c), ki), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))
-	oh := graph.Reshape(graph.OneHot(slot, c, dtypes.Float32), bsz, c, 1, 1)
-	keep := graph.OneMinus(oh)
-	var ks, vs []*graph.Node
+	// Scatter indices (row, slot) [B, 2].
+	at := graph.Concatenate([]*graph.Node{graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1), 0), graph.Reshape(slot, bsz, 1)}, 1)
+	outK, outV := make([]*graph.Node, len(m.layers)), make([]*graph.Node, len(m.layers))
 	for i := range m.layers {
-		ck := graph.Squeeze(graph.Slice(cacheK, graph.AxisElem(i)), 0)
-		cv := graph.Squeeze(graph.Slice(cacheV, graph.AxisElem(i)), 0)
 		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
-			nk := graph.Add(graph.Mul(ck, keep), graph.Mul(oh, k)) // k [B, 1, KV, D] broadcast over slots
-			nv := graph.Add(graph.Mul(cv, keep), graph.Mul(oh, v))
-			ks, vs = append(ks, nk), append(vs, nv)
-			return nk, nv
+			// k, v [B, 1, KV, D] → updates [B, KV, D] at (row, slot).
+			outK[i] = graph.ScatterSum(ks[i], at, graph.Squeeze(k, 1), true, true)
+			outV[i] = graph.ScatterSum(vs[i], at, graph.Squeeze(v, 1), true, true)
+			return outK[i], outV[i]
 		})
 	}
 	logits := graph.Reshape(m.LMHead(m.rmsNorm(x, m.norm)), bsz, m.cfg.VocabSize)
-	return []*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits, graph.Stack(ks, 0), graph.Stack(vs, 0)}
+	return append(append([]*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits}, outK...), outV...)
 }
