@@ -197,8 +197,8 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 			batch = append(batch, trainP[order[pos]])
 			pos++
 		}
-		// Within a batch each question's pairs keep their weight; rescale so the batch's
-		// weights sum to its questions' count as the full set's would.
+		// Each pair keeps its question's weight: PairwiseMargin divides by the batch's
+		// weight sum, so every question counts the same however many pairs it has.
 		return []train.Batch{newPairBatch(batch, cfg.Pairs)}, nil
 	}
 	current := func() (retrieve.Ranker, error) {
