@@ -8,8 +8,13 @@ package kernels
 // whatever the kernel. With GOEXPERIMENT=simd on AVX-512 it takes 16 entries at a
 // time: one gather of out, a multiply, an add and one scatter back.
 func AddScaledAt(out []float32, idx []int32, vals []float32, w float32) {
+	addScaledAt(kernelPath, out, idx, vals, w)
+}
+
+// addScaledAt is AddScaledAt on kernel path p.
+func addScaledAt(p KernelPath, out []float32, idx []int32, vals []float32, w float32) {
 	vals = vals[:len(idx)]
-	n := addScaledAtSIMD(out, idx, vals, w)
+	n := addScaledAtSIMD(p, out, idx, vals, w)
 	addScaledAtGeneric(out, idx[n:], vals[n:], w)
 }
 

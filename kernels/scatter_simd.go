@@ -5,11 +5,11 @@ package kernels
 import "unsafe"
 
 // addScaledAtSIMD runs AddScaledAt's AVX-512 kernel over whole blocks of 16 entries
-// and returns how many entries it took (0 without AVX-512). It stops before a block
+// and returns how many entries it took (0 on other paths). It stops before a block
 // with an index out of range, which the portable loop then reports.
-func addScaledAtSIMD(out []float32, idx []int32, vals []float32, w float32) int {
+func addScaledAtSIMD(p KernelPath, out []float32, idx []int32, vals []float32, w float32) int {
 	blocks := len(idx) / 16
-	if !hasAVX512 || blocks == 0 {
+	if p != KernelsAVX512 || blocks == 0 {
 		return 0
 	}
 	n := min(len(out), 1<<31) // every int32 index ≥ 0 is in range beyond
