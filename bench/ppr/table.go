@@ -166,10 +166,11 @@ func fastest(r goReport, prefix string) (med, mn float64) {
 func batchVsSingle(r goReport) string {
 	var single, batch *timing
 	for i, t := range r.Timings {
+		name := strings.ToLower(t.Name)
 		switch {
-		case t.Name == "graphloom single (SOR)":
+		case name == "graphloom single (sor)":
 			single = &r.Timings[i]
-		case strings.HasPrefix(t.Name, "graphloom batch-") && strings.HasSuffix(t.Name, "(SOR), per query"):
+		case strings.HasPrefix(name, "graphloom batch-") && strings.HasSuffix(name, "(sor), per query"):
 			batch = &r.Timings[i]
 		}
 	}

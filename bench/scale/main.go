@@ -163,8 +163,12 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 				return fmt.Errorf("augment N=%d: %w", n, err)
 			}
 		}
-		fmt.Printf("N=%d: indexed in %.1fs (%.0f passages/s, peak %.0f MiB, %.1f MiB on disk); cold load %.2fs (%.0f MiB); ppr p50 %.1f ms\n",
-			n, r.IndexSec, float64(n)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS, r.P50["ppr"])
+		if o.reuse {
+			fmt.Printf("N=%d: reused %s (%.1f MiB); ppr p50 %.1f ms\n", n, ix, r.IndexMiB, r.P50["ppr"])
+		} else {
+			fmt.Printf("N=%d: indexed in %.1fs (%.0f passages/s, peak %.0f MiB, %.1f MiB on disk); cold load %.2fs (%.0f MiB); ppr p50 %.1f ms\n",
+				n, r.IndexSec, float64(n)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS, r.P50["ppr"])
+		}
 		rows = append(rows, r)
 		if !o.keepCorpora {
 			os.Remove(corpus)
@@ -316,6 +320,9 @@ func report(rows []row, retrievers []string, augment bool) {
 	fmt.Println(sep)
 	for _, r := range rows {
 		line := fmt.Sprintf("| %d | %.1f | %.0f | %.0f | %.1f | %.2f | %.0f |", r.N, r.IndexSec, float64(r.N)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS)
+		if r.IndexSec == 0 { // -reuse: not measured
+			line = fmt.Sprintf("| %d | – | – | – | %.1f | – | – |", r.N, r.IndexMiB)
+		}
 		for _, name := range retrievers {
 			line += fmt.Sprintf(" %.2f / %.2f |", r.P50[name], r.P99[name])
 		}
