@@ -472,3 +472,70 @@ wfin:
 	VMOVUPS Y8, 96(AX)
 	VZEROUPPER
 	RET
+
+// func pprInterleaveAVX2(nodes, rows *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, masks *[8]int64, s unsafe.Pointer, f32 bool)
+//
+// pprInterleaveAVX512 in 256-bit registers: a row's 8 lanes are two VGATHERQPDs of 4
+// (the lanes in the mask given as masks, −1 in, 0 out; the others stay 0), multiplied
+// by the scales and stored as 64 bytes, or rounded to float32 and stored as 32.
+TEXT ·pprInterleaveAVX2(SB), NOSPLIT, $0-57
+	MOVQ         nodes+0(FP), SI
+	MOVQ         rows+8(FP), R8
+	MOVQ         n+16(FP), CX
+	MOVQ         lanes+24(FP), AX
+	VMOVDQU      (AX), Y10
+	VMOVDQU      32(AX), Y11
+	MOVQ         scales+32(FP), AX
+	VMOVUPD      (AX), Y12
+	VMOVUPD      32(AX), Y13
+	MOVQ         masks+40(FP), AX
+	VMOVDQU      (AX), Y14
+	VMOVDQU      32(AX), Y15
+	MOVQ         s+48(FP), DI
+	MOVBQZX      f32+56(FP), R10
+	XORQ         DX, DX
+	TESTQ        CX, CX
+	JZ           i2fin
+
+i2loop:
+	MOVLQSX      (SI), BX
+	MOVLQSX      (R8), R9
+	SHLQ         $6, R9
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	TESTQ        BX, BX
+	JS           i2store
+	SHLQ         $3, BX
+	VMOVQ        BX, X2
+	VPBROADCASTQ X2, Y2
+	VPADDQ       Y10, Y2, Y3
+	VPADDQ       Y11, Y2, Y4
+	VMOVDQU      Y14, Y5
+	VMOVDQU      Y15, Y6
+	VGATHERQPD   Y5, (DX)(Y3*1), Y0
+	VGATHERQPD   Y6, (DX)(Y4*1), Y1
+	VMULPD       Y12, Y0, Y0
+	VMULPD       Y13, Y1, Y1
+
+i2store:
+	TESTQ        R10, R10
+	JNZ          i2store32
+	VMOVUPD      Y0, (DI)(R9*1)
+	VMOVUPD      Y1, 32(DI)(R9*1)
+	JMP          i2next
+
+i2store32:
+	VCVTPD2PSY   Y0, X0
+	VCVTPD2PSY   Y1, X1
+	VMOVUPS      X0, (DI)(R9*1)
+	VMOVUPS      X1, 16(DI)(R9*1)
+
+i2next:
+	ADDQ         $4, SI
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          i2loop
+
+i2fin:
+	VZEROUPPER
+	RET

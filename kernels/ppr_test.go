@@ -1038,3 +1038,51 @@ func TestPPRInterleaveOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRInterleavePaths holds the reset rows that pprInterleaveSIMD and
+// pprInterleave32SIMD write on every vector path to resets[b][v]·scales[b] (rounded to
+// float32 in the float32 half rows), with padding rows (node −1) and lanes past the
+// resets 0, for 1 to 8 resets and rows written out of order.
+func TestPPRInterleavePaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 1))
+	const n, rows = 300, 37
+	for _, path := range CPUKernels()[1:] {
+		for nq := 1; nq <= pprLanes; nq++ {
+			resets, scales := make([][]float64, nq), make([]float64, nq)
+			for b := range resets {
+				resets[b], scales[b] = make([]float64, n), rng.Float64()*3
+				for v := range resets[b] {
+					if rng.IntN(3) == 0 {
+						resets[b][v] = rng.NormFloat64()
+					}
+				}
+			}
+			nodes, at := make([]int32, rows), make([]int32, rows)
+			for j, r := range rng.Perm(rows) {
+				nodes[j], at[j] = int32(rng.IntN(n)), int32(r)
+				if rng.IntN(6) == 0 {
+					nodes[j] = -1
+				}
+			}
+			sT := make([]float64, rows*pprLanes)
+			for i := range sT {
+				sT[i] = math.NaN() // every lane of every row is written
+			}
+			s32 := make([]float32, rows*pprLanes32)
+			require.True(t, pprInterleaveSIMD(path, nodes, at, n, resets, scales, sT), "%v runs a vector kernel", path)
+			require.True(t, pprInterleave32SIMD(path, nodes, at, n, resets, scales, s32[pprLanes:]), "%v float32", path)
+			for j, v := range nodes {
+				r := int(at[j])
+				for b := range pprLanes {
+					var want float64
+					if b < nq && v >= 0 {
+						want = resets[b][v] * scales[b]
+					}
+					assert.Equal(t, math.Float64bits(want), math.Float64bits(sT[r*pprLanes+b]), "%v nq %d row %d lane %d", path, nq, r, b)
+					assert.Equal(t, math.Float32bits(float32(want)), math.Float32bits(s32[r*pprLanes32+pprLanes+b]), "%v nq %d float32 row %d lane %d", path, nq, r, b)
+					assert.Zero(t, s32[r*pprLanes32+b], "%v: the other half is left alone", path)
+				}
+			}
+		}
+	}
+}

@@ -108,10 +108,10 @@ TEXT ·addScaledAtAVX2(SB), NOSPLIT, $0-56
 	MOVQ         blocks+32(FP), CX
 	VBROADCASTSS w+40(FP), Y0
 	MOVL         $0x80000000, R10
-	MOVQ         R10, X6
+	VMOVQ        R10, X6
 	VPBROADCASTD X6, Y6
 	XORL         R10, R9
-	MOVQ         R9, X7
+	VMOVQ        R9, X7
 	VPBROADCASTD X7, Y7
 	XORQ         AX, AX
 	MOVQ         CX, R8
