@@ -181,10 +181,11 @@ func pprInterleaveAVX2(nodes, rows *int32, n int, lanes *[pprLanes]unsafe.Pointe
 // pprExtractSIMD writes, for every j in [j0, j1) whose node is a row (p = pos[j] ≥ 0),
 // xs[i][j] = (y[p·8 + lanes[i]]·full[p])·inv[i], with Go's rounding, the lanes of a row
 // scattered in one instruction; outputs of eliminated nodes are left to the caller.
-// Every row must be < len(full) and its lanes within y (newPPRLayout). It reports false,
-// writing nothing, when the AVX-512 kernel does not run.
+// Every row must be < len(full) and its lanes within y (newPPRLayout). On AVX2 the
+// rows go 4 at a time (pprExtractAVX2), with the same bits. It reports false, writing
+// nothing, on the portable path.
 func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		return false
 	}
 	if j0 < 0 || j1 > len(pos) || len(y) < len(full)*pprLanes {
@@ -202,9 +203,19 @@ func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, la
 		}
 		outs[b], iv[b], mask = unsafe.Pointer(unsafe.SliceData(xs[i])), inv[i], mask|1<<b
 	}
+	if p == KernelsAVX2 {
+		pprExtractAVX2(&pos[j0], j1-j0, j0, unsafe.SliceData(y), unsafe.SliceData(full), &outs, &iv, mask)
+		return true
+	}
 	pprExtractAVX512(&pos[j0], j1-j0, j0, unsafe.SliceData(y), unsafe.SliceData(full), &outs, &iv, mask)
 	return true
 }
+
+// pprExtractAVX2 is pprExtractAVX512 in 256-bit registers (ppr_avx2_amd64.s), blocks
+// of 4 outputs: the same bits.
+//
+//go:noescape
+func pprExtractAVX2(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)
 
 // pprInterleaveAVX512 and pprExtractAVX512: see pprInterleaveSIMD and pprExtractSIMD
 // (ppr_gather_amd64.s).

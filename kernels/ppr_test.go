@@ -1086,3 +1086,54 @@ func TestPPRInterleavePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRExtractPaths holds pprExtractSIMD on every vector path to its formula,
+// xs[i][j] = (y[p·8 + lanes[i]]·full[p])·inv[i] for p = pos[j] ≥ 0, with eliminated
+// nodes (p < 0) among the outputs, every subset size of lanes, and ranges that end in
+// a partial block; outputs outside [j0, j1) are left alone.
+func TestPPRExtractPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 2))
+	const np, m = 50, 61
+	y, full := make([]float64, np*pprLanes), make([]float64, np)
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	for i := range full {
+		full[i] = 0.5 + rng.Float64()
+	}
+	pos := make([]int32, m)
+	for j := range pos {
+		pos[j] = int32(rng.IntN(np))
+		if rng.IntN(5) == 0 {
+			pos[j] = -1 - int32(rng.IntN(3))
+		}
+	}
+	for _, path := range CPUKernels()[1:] {
+		for nl := 1; nl <= pprLanes; nl++ {
+			lanes := rng.Perm(pprLanes)[:nl]
+			var inv [pprLanes]float64
+			xs := make([][]float64, nl)
+			for i := range xs {
+				inv[i] = 1 / (1 + rng.Float64())
+				xs[i] = make([]float64, m)
+				for j := range xs[i] {
+					xs[i][j] = math.NaN()
+				}
+			}
+			j0, j1 := rng.IntN(9), m-rng.IntN(9)
+			require.True(t, pprExtractSIMD(path, pos, j0, j1, y, full, lanes, &inv, xs), "%v runs a vector kernel", path)
+			for i, b := range lanes {
+				for j := range m {
+					got := xs[i][j]
+					switch p := pos[j]; {
+					case j < j0 || j >= j1:
+						assert.True(t, math.IsNaN(got), "%v lane %d output %d outside the range", path, b, j)
+					case p >= 0:
+						want := y[int(p)*pprLanes+b] * full[p] * inv[i]
+						assert.Equal(t, math.Float64bits(want), math.Float64bits(got), "%v lanes %v output %d", path, lanes, j)
+					}
+				}
+			}
+		}
+	}
+}
