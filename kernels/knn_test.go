@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Dot is the float64 inner product to float32 rounding on every kernel path the CPU
+// offers.
 func TestDotMatchesFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 7, 16, 31, 32, 33, 100, 768, 1025} {
@@ -19,7 +21,9 @@ func TestDotMatchesFloat64(t *testing.T) {
 			want += float64(a[i]) * float64(b[i])
 		}
 		assert.InDelta(t, want, float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
-		assert.InDelta(t, float64(dotGeneric(a, b)), float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
+		for _, path := range CPUKernels() {
+			assert.InDelta(t, want, float64(dotOn(path, a, b)), 1e-4*math.Sqrt(float64(n)+1), "%v n=%d", path, n)
+		}
 	}
 }
 
