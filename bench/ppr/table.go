@@ -162,27 +162,32 @@ func fastest(r goReport, prefix string) (med, mn float64) {
 }
 
 // batchVsSingle compares the default batch (SOR, float32 start) per query with the
-// default single query (SOR, every core): a batched query should never cost more.
+// faster of the SOR single-query rows (every core, the default, or one goroutine), by
+// medians and by minima: a batched query should never cost more.
 func batchVsSingle(r goReport) string {
-	var single, batch *timing
+	var batch *timing
+	single, singleMin, name := math.Inf(1), math.Inf(1), ""
 	for i, t := range r.Timings {
-		name := strings.ToLower(t.Name)
+		n := strings.ToLower(t.Name)
 		switch {
-		case name == "graphloom single (sor)":
-			single = &r.Timings[i]
-		case strings.HasPrefix(name, "graphloom batch-") && strings.HasSuffix(name, "(sor), per query"):
+		case strings.HasPrefix(n, "graphloom single (sor"):
+			if t.MedianMS < single {
+				single, name = t.MedianMS, t.Name
+			}
+			singleMin = math.Min(singleMin, t.MinMS)
+		case strings.HasPrefix(n, "graphloom batch-") && strings.HasSuffix(n, "(sor), per query"):
 			batch = &r.Timings[i]
 		}
 	}
-	if single == nil || batch == nil {
+	if batch == nil || name == "" {
 		return "no SOR single and batch rows to compare"
 	}
 	verdict := "a batched query is not slower than a single one"
-	if batch.MedianMS > single.MedianMS || batch.MinMS > single.MinMS {
+	if batch.MedianMS > single || batch.MinMS > singleMin {
 		verdict = "a batched query is SLOWER than a single one"
 	}
-	return fmt.Sprintf("batch %.2f / %.2f ms a query against single %.2f / %.2f (median / min): %s",
-		batch.MedianMS, batch.MinMS, single.MedianMS, single.MinMS, verdict)
+	return fmt.Sprintf("batch %.2f / %.2f ms a query against the fastest single %.2f (%s) / %.2f (median / min): %s",
+		batch.MedianMS, batch.MinMS, single, name, singleMin, verdict)
 }
 
 func yes(b bool) string {
