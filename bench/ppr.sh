@@ -5,7 +5,9 @@
 #   bench/ppr.sh OUTDIR [extra flags for bench/ppr, e.g. -n 20000 -m 60000 -reps 3]
 #
 # Writes OUTDIR/{graph.bin,graphloom.bin,go.json,igraph.json,ppr_table.md} and prints
-# the table. python-igraph is used from /usr/bin/python3 (Debian python3-igraph); if it
+# the table. PPR_PATHS="avx2 portable" (kernel paths, GRAPHLOOM_KERNELS) also times the
+# Go kernels on each of those paths, into OUTDIR/PATH/go.json, and the table and its
+# memory floors show every path's rows. python-igraph is used from /usr/bin/python3 (Debian python3-igraph); if it
 # is missing, the script tries `apt-get install -y python3-igraph` and otherwise skips
 # the igraph column with a message.
 set -euo pipefail
@@ -25,6 +27,13 @@ export GOEXPERIMENT=simd GOMLX_BACKEND=go GOMLX_NO_AUTO_INSTALL=1
 
 echo "== graphloom (Go)" >&2
 "$out/pprbench" -out "$out" "$@"
+dirs=$out
+for p in ${PPR_PATHS:-}; do
+	echo "== graphloom (Go), GRAPHLOOM_KERNELS=$p" >&2
+	mkdir -p "$out/$p"
+	GRAPHLOOM_KERNELS=$p "$out/pprbench" -out "$out/$p" -gomlx=false "$@"
+	dirs=$dirs,$out/$p
+done
 
 echo "== python-igraph" >&2
 py=/usr/bin/python3
@@ -45,4 +54,4 @@ else
 	echo '{"skipped": "python-igraph unavailable for /usr/bin/python3"}' >"$out/igraph.json"
 fi
 
-"$out/pprbench" -table "$out" | tee "$out/ppr_table.md"
+"$out/pprbench" -table "$dirs" | tee "$out/ppr_table.md"

@@ -10,7 +10,7 @@ import (
 
 // Bounds equals folding with the min and max built-ins, bit for bit, on long vectors
 // (the vector path) and short ones, with NaNs, infinities, signed zeros and tails;
-// Bounds32 equals Bounds of the widened vector.
+// Bounds32 equals Bounds of the widened vector; on every kernel path the CPU offers.
 func TestBoundsMatchesBuiltins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	negZero := math.Copysign(0, -1)
@@ -57,19 +57,21 @@ func TestBoundsMatchesBuiltins(t *testing.T) {
 		for _, x := range v {
 			lo, hi = min(lo, x), max(hi, x)
 		}
-		glo, ghi := Bounds(v)
-		assert.Equal(t, math.Float64bits(lo), math.Float64bits(glo), "trial %d least (len %d)", trial, len(v))
-		assert.Equal(t, math.Float64bits(hi), math.Float64bits(ghi), "trial %d greatest (len %d)", trial, len(v))
-		// Bounds32 is Bounds of the widened vector.
 		v32, w := make([]float32, len(v)), make([]float64, len(v))
 		for i, x := range v {
 			v32[i] = float32(x)
 			w[i] = float64(v32[i])
 		}
-		wlo, whi := Bounds(w)
-		lo32, hi32 := Bounds32(v32)
-		assert.Equal(t, math.Float64bits(wlo), math.Float64bits(lo32), "trial %d float32 least", trial)
-		assert.Equal(t, math.Float64bits(whi), math.Float64bits(hi32), "trial %d float32 greatest", trial)
+		for _, path := range CPUKernels() {
+			glo, ghi := bounds(path, v)
+			assert.Equal(t, math.Float64bits(lo), math.Float64bits(glo), "trial %d %v least (len %d)", trial, path, len(v))
+			assert.Equal(t, math.Float64bits(hi), math.Float64bits(ghi), "trial %d %v greatest (len %d)", trial, path, len(v))
+			// Bounds32 is Bounds of the widened vector.
+			wlo, whi := bounds(path, w)
+			lo32, hi32 := bounds32(path, v32)
+			assert.Equal(t, math.Float64bits(wlo), math.Float64bits(lo32), "trial %d %v float32 least", trial, path)
+			assert.Equal(t, math.Float64bits(whi), math.Float64bits(hi32), "trial %d %v float32 greatest", trial, path)
+		}
 	}
 }
 

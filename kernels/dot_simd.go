@@ -17,11 +17,14 @@ func cpuKernels() []KernelPath {
 	return p
 }
 
-func dot(a, b []float32) float32 {
+func dot(a, b []float32) float32 { return dotOn(kernelPath, a, b) }
+
+// dotOn is dot on kernel path p.
+func dotOn(p KernelPath, a, b []float32) float32 {
 	switch {
-	case hasAVX512 && len(a) >= 32:
+	case p == KernelsAVX512 && len(a) >= 32:
 		return dot16(a, b)
-	case hasAVX2 && len(a) >= 16:
+	case p >= KernelsAVX2 && len(a) >= 16:
 		return dot8(a, b)
 	}
 	return dotGeneric(a, b)

@@ -441,9 +441,12 @@ func similarIVF(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbo
 // TopK returns the indices of the k largest scores, best first (ties by index).
 // Once k are kept, only a score above the worst kept one can enter (a later tie loses
 // to the earlier index), so the rest of the scan looks for the next such score,
-// sixteen at a time with AVX-512 (465K fact scores of a 120K-passage index: a heap
-// offer per entry cost 0.7 ms of a ppr query).
-func TopK(scores []float32, k int) []Neighbor {
+// sixteen at a time with AVX-512 or AVX2 (465K fact scores of a 120K-passage index: a
+// heap offer per entry cost 0.7 ms of a ppr query).
+func TopK(scores []float32, k int) []Neighbor { return topKOn(kernelPath, scores, k) }
+
+// topKOn is TopK on kernel path p.
+func topKOn(p KernelPath, scores []float32, k int) []Neighbor {
 	t := topK{k: k}
 	if k <= 0 {
 		return nil
@@ -453,7 +456,7 @@ func TopK(scores []float32, k int) []Neighbor {
 		t.offer(Neighbor{int32(i), scores[i]})
 	}
 	for i < len(scores) {
-		i = nextAbove(scores, i, t.hs[0].Score)
+		i = nextAbove(p, scores, i, t.hs[0].Score)
 		if i == len(scores) {
 			break
 		}
@@ -464,9 +467,9 @@ func TopK(scores []float32, k int) []Neighbor {
 }
 
 // nextAbove returns the least j ≥ i with v[j] > x (false for a NaN on either side),
-// or len(v).
-func nextAbove(v []float32, i int, x float32) int {
-	i += nextAboveSIMD(v[i:], x)
+// or len(v), on kernel path p.
+func nextAbove(p KernelPath, v []float32, i int, x float32) int {
+	i += nextAboveSIMD(p, v[i:], x)
 	for ; i < len(v); i++ {
 		if v[i] > x {
 			return i

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Dot is the float64 inner product to float32 rounding on every kernel path the CPU
+// offers.
 func TestDotMatchesFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 7, 16, 31, 32, 33, 100, 768, 1025} {
@@ -19,7 +21,9 @@ func TestDotMatchesFloat64(t *testing.T) {
 			want += float64(a[i]) * float64(b[i])
 		}
 		assert.InDelta(t, want, float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
-		assert.InDelta(t, float64(dotGeneric(a, b)), float64(Dot(a, b)), 1e-4*math.Sqrt(float64(n)+1), "n=%d", n)
+		for _, path := range CPUKernels() {
+			assert.InDelta(t, want, float64(dotOn(path, a, b)), 1e-4*math.Sqrt(float64(n)+1), "%v n=%d", path, n)
+		}
 	}
 }
 
@@ -237,7 +241,7 @@ func TestSimilarSparseSkewedExact(t *testing.T) {
 
 // TopK equals offering every score to the heap, on vectors with ties, signed zeros,
 // NaNs and infinities, of lengths around the vector path's blocks and k from 1 past
-// the length.
+// the length, on every kernel path the CPU offers.
 func TestTopKMatchesHeap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1))}
@@ -261,11 +265,13 @@ func TestTopKMatchesHeap(t *testing.T) {
 		for i, s := range v {
 			want.offer(Neighbor{int32(i), s})
 		}
-		got := TopK(v, k)
-		require.Equal(t, len(want.hs), len(got), "trial %d", trial)
-		for j, nb := range want.sorted() {
-			assert.Equal(t, nb.Index, got[j].Index, "trial %d rank %d", trial, j)
-			assert.Equal(t, math.Float32bits(nb.Score), math.Float32bits(got[j].Score), "trial %d rank %d", trial, j)
+		for _, path := range CPUKernels() {
+			got := topKOn(path, v, k)
+			require.Equal(t, len(want.hs), len(got), "trial %d %v", trial, path)
+			for j, nb := range want.sorted() {
+				assert.Equal(t, nb.Index, got[j].Index, "trial %d %v rank %d", trial, path, j)
+				assert.Equal(t, math.Float32bits(nb.Score), math.Float32bits(got[j].Score), "trial %d %v rank %d", trial, path, j)
+			}
 		}
 	}
 	assert.Nil(t, TopK([]float32{1, 2}, 0))

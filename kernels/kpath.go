@@ -8,9 +8,10 @@ import (
 
 // A KernelPath names one set of the package's CPU kernels: the AVX-512 kernels, the
 // AVX2 (256-bit, with FMA) kernels, or the portable Go loops. The AVX2 and AVX-512
-// kernels return the same bits; both return the portable loops' bits except where a
-// kernel's doc says it fuses multiply-adds (the PPR passes), and then agree with them
-// to rounding.
+// kernels return the same bits (PPR, sparse column scoring, bounds, fusion, top k),
+// except Dot, whose float32 accumulators are 8 or 16 lanes wide; they return the
+// portable loops' bits except where a kernel's doc says it fuses multiply-adds (the
+// PPR passes, Dot), and then agree with them to rounding.
 type KernelPath uint8
 
 // The kernel paths, from the portable loops up.
@@ -79,8 +80,3 @@ func CPUKernels() []KernelPath { return cpuKernels() }
 // Vectorized reports whether vector kernels (AVX2 or AVX-512) run. Benchmarks print
 // Kernels, since the portable kernels they otherwise time are several times slower.
 func Vectorized() bool { return kernelPath != KernelsPortable }
-
-var (
-	hasAVX512 = kernelPath == KernelsAVX512 // the AVX-512 kernels run
-	hasAVX2   = kernelPath >= KernelsAVX2   // the AVX2 kernels (or the AVX-512 ones) run
-)

@@ -33,16 +33,22 @@ func (m UnitMix) At(a float32, b float64, withB bool) float64 {
 }
 
 // Into64 writes every entry into out (len(a)); b is nil or as long as a.
-func (m UnitMix) Into64(out []float64, a []float32, b []float64) {
-	n := m.mixSIMD(out, nil, a, b)
+func (m UnitMix) Into64(out []float64, a []float32, b []float64) { m.into64(kernelPath, out, a, b) }
+
+// Into32 writes every entry rounded to float32 into out.
+func (m UnitMix) Into32(out []float32, a []float32, b []float64) { m.into32(kernelPath, out, a, b) }
+
+// into64 is Into64 on kernel path p.
+func (m UnitMix) into64(p KernelPath, out []float64, a []float32, b []float64) {
+	n := m.mixSIMD(p, out, nil, a, b)
 	for i := n; i < len(a); i++ {
 		out[i] = m.at(a, b, i)
 	}
 }
 
-// Into32 writes every entry rounded to float32 into out.
-func (m UnitMix) Into32(out []float32, a []float32, b []float64) {
-	n := m.mixSIMD(nil, out, a, b)
+// into32 is Into32 on kernel path p.
+func (m UnitMix) into32(p KernelPath, out []float32, a []float32, b []float64) {
+	n := m.mixSIMD(p, nil, out, a, b)
 	for i := n; i < len(a); i++ {
 		out[i] = float32(m.at(a, b, i))
 	}

@@ -3,4 +3,4 @@
 package kernels
 
 // mixSIMD has no vector path in this build.
-func (m UnitMix) mixSIMD([]float64, []float32, []float32, []float64) int { return 0 }
+func (m UnitMix) mixSIMD(KernelPath, []float64, []float32, []float32, []float64) int { return 0 }

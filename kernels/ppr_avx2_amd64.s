@@ -472,3 +472,174 @@ wfin:
 	VMOVUPS Y8, 96(AX)
 	VZEROUPPER
 	RET
+
+// func pprInterleaveAVX2(nodes, rows *int32, n int, lanes *[8]unsafe.Pointer, scales *[8]float64, masks *[8]int64, s unsafe.Pointer, f32 bool)
+//
+// pprInterleaveAVX512 in 256-bit registers: a row's 8 lanes are two VGATHERQPDs of 4
+// (the lanes in the mask given as masks, −1 in, 0 out; the others stay 0), multiplied
+// by the scales and stored as 64 bytes, or rounded to float32 and stored as 32.
+TEXT ·pprInterleaveAVX2(SB), NOSPLIT, $0-57
+	MOVQ         nodes+0(FP), SI
+	MOVQ         rows+8(FP), R8
+	MOVQ         n+16(FP), CX
+	MOVQ         lanes+24(FP), AX
+	VMOVDQU      (AX), Y10
+	VMOVDQU      32(AX), Y11
+	MOVQ         scales+32(FP), AX
+	VMOVUPD      (AX), Y12
+	VMOVUPD      32(AX), Y13
+	MOVQ         masks+40(FP), AX
+	VMOVDQU      (AX), Y14
+	VMOVDQU      32(AX), Y15
+	MOVQ         s+48(FP), DI
+	MOVBQZX      f32+56(FP), R10
+	XORQ         DX, DX
+	TESTQ        CX, CX
+	JZ           i2fin
+
+i2loop:
+	MOVLQSX      (SI), BX
+	MOVLQSX      (R8), R9
+	SHLQ         $6, R9
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	TESTQ        BX, BX
+	JS           i2store
+	SHLQ         $3, BX
+	VMOVQ        BX, X2
+	VPBROADCASTQ X2, Y2
+	VPADDQ       Y10, Y2, Y3
+	VPADDQ       Y11, Y2, Y4
+	VMOVDQU      Y14, Y5
+	VMOVDQU      Y15, Y6
+	VGATHERQPD   Y5, (DX)(Y3*1), Y0
+	VGATHERQPD   Y6, (DX)(Y4*1), Y1
+	VMULPD       Y12, Y0, Y0
+	VMULPD       Y13, Y1, Y1
+
+i2store:
+	TESTQ        R10, R10
+	JNZ          i2store32
+	VMOVUPD      Y0, (DI)(R9*1)
+	VMOVUPD      Y1, 32(DI)(R9*1)
+	JMP          i2next
+
+i2store32:
+	VCVTPD2PSY   Y0, X0
+	VCVTPD2PSY   Y1, X1
+	VMOVUPS      X0, (DI)(R9*1)
+	VMOVUPS      X1, 16(DI)(R9*1)
+
+i2next:
+	ADDQ         $4, SI
+	ADDQ         $4, R8
+	DECQ         CX
+	JNZ          i2loop
+
+i2fin:
+	VZEROUPPER
+	RET
+
+// X2ROW(off, YL, YH) loads lanes 0–3 and 4–7 of the row of the output node at pos
+// off(SI) into YL and YH as (y·full)·inv, row 0 standing in for an eliminated node
+// (clobbers AX, R10, R11, Y12).
+#define X2ROW(off, YL, YH) \
+	MOVLQSX off(SI), AX; XORL R10, R10; TESTQ AX, AX; CMOVQLT R10, AX; \
+	MOVQ AX, R11; SHLQ $6, R11; \
+	VBROADCASTSD (R9)(AX*8), Y12; \
+	VMULPD (R8)(R11*1), Y12, YL; VMULPD 32(R8)(R11*1), Y12, YH; \
+	VMULPD Y14, YL, YL; VMULPD Y15, YH, YH
+
+// X2T4(R0, R1, R2, R3) transposes 4 rows' 4 lanes: afterwards Rk holds lane k of the
+// 4 rows (clobbers Y8–Y11).
+#define X2T4(R0, R1, R2, R3) \
+	VUNPCKLPD  R1, R0, Y8; \
+	VUNPCKHPD  R1, R0, Y9; \
+	VUNPCKLPD  R3, R2, Y10; \
+	VUNPCKHPD  R3, R2, Y11; \
+	VPERM2F128 $0x20, Y10, Y8, R0; \
+	VPERM2F128 $0x20, Y11, Y9, R1; \
+	VPERM2F128 $0x31, Y10, Y8, R2; \
+	VPERM2F128 $0x31, Y11, Y9, R3
+
+// X2STORE(b, OP, R) stores R with OP at outs[b] + BX when lane b is in the mask R13
+// (clobbers AX).
+#define X2STORE(b, OP, R) \
+	BTQ $b, R13; JCC 3(PC); MOVQ (b*8)(R12), AX; OP R, (AX)(BX*1)
+
+// func pprExtractAVX2(pos *int32, n, j0 int, y, full *float64, outs *[8]unsafe.Pointer, inv *[8]float64, mask uint64)
+//
+// pprExtractAVX512 in 256-bit registers: whole blocks of 4 outputs load their 4 rows
+// as 8 registers, transpose each half (unpacks, then 128-bit permutes) and store 32
+// bytes per lane; the remaining outputs are stored one lane at a time. The same
+// products in the same order, so the same bits; an eliminated node's outputs get row
+// 0's values in a block and are left alone in the tail, as there.
+TEXT ·pprExtractAVX2(SB), NOSPLIT, $0-64
+	MOVQ    pos+0(FP), SI
+	MOVQ    n+8(FP), CX
+	MOVQ    j0+16(FP), BX
+	SHLQ    $3, BX
+	MOVQ    y+24(FP), R8
+	MOVQ    full+32(FP), R9
+	MOVQ    outs+40(FP), R12
+	MOVQ    inv+48(FP), AX
+	VMOVUPD (AX), Y14
+	VMOVUPD 32(AX), Y15
+	MOVQ    mask+56(FP), R13
+	TESTQ   CX, CX
+	JZ      x2fin
+
+x2block:
+	CMPQ    CX, $4
+	JLT     x2tail
+	X2ROW(0, Y0, Y1)
+	X2ROW(4, Y2, Y3)
+	X2ROW(8, Y4, Y5)
+	X2ROW(12, Y6, Y7)
+	X2T4(Y0, Y2, Y4, Y6)
+	X2STORE(0, VMOVUPD, Y0)
+	X2STORE(1, VMOVUPD, Y2)
+	X2STORE(2, VMOVUPD, Y4)
+	X2STORE(3, VMOVUPD, Y6)
+	X2T4(Y1, Y3, Y5, Y7)
+	X2STORE(4, VMOVUPD, Y1)
+	X2STORE(5, VMOVUPD, Y3)
+	X2STORE(6, VMOVUPD, Y5)
+	X2STORE(7, VMOVUPD, Y7)
+	ADDQ    $16, SI
+	ADDQ    $32, BX
+	SUBQ    $4, CX
+	JNZ     x2block
+	JMP     x2fin
+
+x2tail:
+	MOVLQSX      (SI), AX
+	TESTQ        AX, AX
+	JS           x2next
+	MOVQ         AX, R10
+	SHLQ         $6, R10
+	VBROADCASTSD (R9)(AX*8), Y12
+	VMULPD       (R8)(R10*1), Y12, Y0
+	VMULPD       32(R8)(R10*1), Y12, Y1
+	VMULPD       Y14, Y0, Y0
+	VMULPD       Y15, Y1, Y1
+	VEXTRACTF128 $1, Y0, X2
+	VEXTRACTF128 $1, Y1, X3
+	X2STORE(0, VMOVSD, X0)
+	X2STORE(1, VMOVHPD, X0)
+	X2STORE(2, VMOVSD, X2)
+	X2STORE(3, VMOVHPD, X2)
+	X2STORE(4, VMOVSD, X1)
+	X2STORE(5, VMOVHPD, X1)
+	X2STORE(6, VMOVSD, X3)
+	X2STORE(7, VMOVHPD, X3)
+
+x2next:
+	ADDQ         $4, SI
+	ADDQ         $8, BX
+	DECQ         CX
+	JNZ          x2tail
+
+x2fin:
+	VZEROUPPER
+	RET

@@ -46,19 +46,30 @@ func BenchmarkPPRSingle(b *testing.B) {
 	}
 }
 
+// BenchmarkPPRBatch times SolveBatch on every kernel path the CPU offers
+// (PATH/wWORKERS-qQUERIES, -f64 for Float64Batch).
 func BenchmarkPPRBatch(b *testing.B) {
 	csr, resets := pprBenchGraph(b)
-	for _, workers := range []int{1, 2} {
-		s, err := NewPPRSolver(csr, PPRConfig{Workers: workers})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, q := range []int{8, 32} { // one tile; four tiles
-			b.Run(fmt.Sprintf("w%d-q%d", workers, q), func(b *testing.B) {
-				for b.Loop() {
-					s.SolveBatch(resets[:q])
+	for _, path := range CPUKernels() {
+		for _, workers := range []int{1, 2} {
+			for _, f64 := range []bool{false, true} {
+				s, err := NewPPRSolver(csr, PPRConfig{Workers: workers, Float64Batch: f64})
+				if err != nil {
+					b.Fatal(err)
 				}
-			})
+				s.path = path
+				for _, q := range []int{8, 32} { // one tile; four tiles
+					name := fmt.Sprintf("%v/w%d-q%d", path, workers, q)
+					if f64 {
+						name += "-f64"
+					}
+					b.Run(name, func(b *testing.B) {
+						for b.Loop() {
+							s.SolveBatch(resets[:q])
+						}
+					})
+				}
+			}
 		}
 	}
 }

@@ -120,16 +120,17 @@ func pprTilePassAVX512(slicePtr *int32, nslices int, cols *int32, vals *float32,
 // (the Go loop reads eight resets at random one entry at a time). In newPPRLayout's
 // order (ilvNode, ilvRow) the resets are read forward. Every node must be −1 or < n
 // and every row within sT (newPPRLayout builds them so, and TestPPRInterleaveOrder
-// holds it to that); sT shorter than the rows or a reset shorter than n panics. It
-// reports false, writing nothing, when the AVX-512 kernel does not run.
+// holds it to that); sT shorter than the rows or a reset shorter than n panics. On
+// AVX2 a row is two gathers of 4 (pprInterleaveAVX2), with the same bits. It reports
+// false, writing nothing, on the portable path.
 func pprInterleaveSIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, sT []float64) bool {
-	if p != KernelsAVX512 || len(resets) > pprLanes {
+	if p == KernelsPortable || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || len(sT) < len(nodes)*pprLanes {
 		panic("kernels: PPR reset tile shorter than its rows")
 	}
-	pprInterleaveRun(nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(sT)), false)
+	pprInterleaveRun(p, nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(sT)), false)
 	return true
 }
 
@@ -137,42 +138,54 @@ func pprInterleaveSIMD(p KernelPath, nodes, rows []int32, n int, resets [][]floa
 // rows[j] of s32 (16 float32 a row, from the slice's start) gets resets[b][v]·scales[b],
 // rounded to float32, in lane b of the half that s32 starts at (lanes 0–7 from row 0's
 // first entry, 8–15 from its ninth), 0 in the lanes past len(resets). It reports false,
-// writing nothing, when the AVX-512 kernel does not run.
+// writing nothing, on the portable path.
 func pprInterleave32SIMD(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, s32 []float32) bool {
-	if p != KernelsAVX512 || len(resets) > pprLanes {
+	if p == KernelsPortable || len(resets) > pprLanes {
 		return false
 	}
 	if len(rows) < len(nodes) || (len(nodes) > 0 && len(s32) < (len(nodes)-1)*pprLanes32+pprLanes) {
 		panic("kernels: PPR float32 reset tile shorter than its rows")
 	}
-	pprInterleaveRun(nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(s32)), true)
+	pprInterleaveRun(p, nodes, rows, n, resets, scales, unsafe.Pointer(unsafe.SliceData(s32)), true)
 	return true
 }
 
-// pprInterleaveRun checks the resets and runs pprInterleaveAVX512 over the rows.
-func pprInterleaveRun(nodes, rows []int32, n int, resets [][]float64, scales []float64, s unsafe.Pointer, f32 bool) {
+// pprInterleaveRun checks the resets and runs path p's interleave kernel over the rows.
+func pprInterleaveRun(p KernelPath, nodes, rows []int32, n int, resets [][]float64, scales []float64, s unsafe.Pointer, f32 bool) {
 	if len(nodes) == 0 {
 		return
 	}
 	var lanes [pprLanes]unsafe.Pointer
 	var sc [pprLanes]float64
 	var mask uint64
+	var masks [pprLanes]int64
 	for b, r := range resets {
 		if len(r) < n {
 			panic("kernels: PPR reset shorter than the graph")
 		}
-		lanes[b], sc[b], mask = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b
+		lanes[b], sc[b], mask, masks[b] = unsafe.Pointer(unsafe.SliceData(r)), scales[b], mask|1<<b, -1
+	}
+	if p == KernelsAVX2 {
+		pprInterleaveAVX2(&nodes[0], &rows[0], len(nodes), &lanes, &sc, &masks, s, f32)
+		return
 	}
 	pprInterleaveAVX512(&nodes[0], &rows[0], len(nodes), &lanes, &sc, mask, s, f32)
 }
 
+// pprInterleaveAVX2 is pprInterleaveAVX512 in 256-bit registers (ppr_avx2_amd64.s),
+// the lanes in the mask given as masks (−1 in, 0 out): the same bits.
+//
+//go:noescape
+func pprInterleaveAVX2(nodes, rows *int32, n int, lanes *[pprLanes]unsafe.Pointer, scales *[pprLanes]float64, masks *[pprLanes]int64, s unsafe.Pointer, f32 bool)
+
 // pprExtractSIMD writes, for every j in [j0, j1) whose node is a row (p = pos[j] ≥ 0),
 // xs[i][j] = (y[p·8 + lanes[i]]·full[p])·inv[i], with Go's rounding, the lanes of a row
 // scattered in one instruction; outputs of eliminated nodes are left to the caller.
-// Every row must be < len(full) and its lanes within y (newPPRLayout). It reports false,
-// writing nothing, when the AVX-512 kernel does not run.
+// Every row must be < len(full) and its lanes within y (newPPRLayout). On AVX2 the
+// rows go 4 at a time (pprExtractAVX2), with the same bits. It reports false, writing
+// nothing, on the portable path.
 func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, lanes []int, inv *[pprLanes]float64, xs [][]float64) bool {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		return false
 	}
 	if j0 < 0 || j1 > len(pos) || len(y) < len(full)*pprLanes {
@@ -190,9 +203,19 @@ func pprExtractSIMD(p KernelPath, pos []int32, j0, j1 int, y, full []float64, la
 		}
 		outs[b], iv[b], mask = unsafe.Pointer(unsafe.SliceData(xs[i])), inv[i], mask|1<<b
 	}
+	if p == KernelsAVX2 {
+		pprExtractAVX2(&pos[j0], j1-j0, j0, unsafe.SliceData(y), unsafe.SliceData(full), &outs, &iv, mask)
+		return true
+	}
 	pprExtractAVX512(&pos[j0], j1-j0, j0, unsafe.SliceData(y), unsafe.SliceData(full), &outs, &iv, mask)
 	return true
 }
+
+// pprExtractAVX2 is pprExtractAVX512 in 256-bit registers (ppr_avx2_amd64.s), blocks
+// of 4 outputs: the same bits.
+//
+//go:noescape
+func pprExtractAVX2(pos *int32, n, j0 int, y, full *float64, outs *[pprLanes]unsafe.Pointer, inv *[pprLanes]float64, mask uint64)
 
 // pprInterleaveAVX512 and pprExtractAVX512: see pprInterleaveSIMD and pprExtractSIMD
 // (ppr_gather_amd64.s).
@@ -273,10 +296,13 @@ func pprCompactResetsAVX2(s, cur []float64, sidx []uint32, inv []float64, np, lo
 
 // pprTileTotalsSIMD is pprTileTotals with the 8 lanes of a row in one register: one
 // multiply and one add a row, each lane's operations in pprTileTotals's order.
-// Other paths run pprTileTotals.
+// AVX2 holds a row in two registers; the portable path runs pprTileTotals.
 func pprTileTotalsSIMD(p KernelPath, y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
-	if p != KernelsAVX512 {
+	switch p {
+	case KernelsPortable:
 		return pprTileTotals(y, mass, perm, lo, hi)
+	case KernelsAVX2:
+		return pprTileTotalsAVX2(y, mass, perm, lo, hi)
 	}
 	y, mass, perm = y[:hi*pprLanes], mass[:hi], perm[:hi]
 	var acc archsimd.Float64x8
@@ -289,6 +315,25 @@ func pprTileTotalsSIMD(p KernelPath, y, mass []float64, perm []int32, lo, hi int
 	}
 	var sum [pprLanes]float64
 	acc.Store(&sum)
+	return sum
+}
+
+// pprTileTotalsAVX2 is pprTileTotalsSIMD with a row's lanes 0–3 and 4–7 in two
+// registers.
+func pprTileTotalsAVX2(y, mass []float64, perm []int32, lo, hi int) [pprLanes]float64 {
+	y, mass, perm = y[:hi*pprLanes], mass[:hi], perm[:hi]
+	var a, b archsimd.Float64x4
+	for v := lo; v < hi; v++ {
+		if perm[v] < 0 {
+			continue
+		}
+		m := archsimd.BroadcastFloat64x4(mass[v])
+		a = a.Add(archsimd.LoadFloat64x4((*[4]float64)(y[v*pprLanes:])).Mul(m))
+		b = b.Add(archsimd.LoadFloat64x4((*[4]float64)(y[v*pprLanes+4:])).Mul(m))
+	}
+	var sum [pprLanes]float64
+	a.Store((*[4]float64)(sum[:4]))
+	b.Store((*[4]float64)(sum[4:]))
 	return sum
 }
 
@@ -395,15 +440,26 @@ func pprCompactResets32AVX2(s, cur []float32, sidx []uint32, inv []float32, np, 
 }
 
 // pprSplitTile32SIMD is pprSplitTile32 with 8 lanes converted in one instruction
-// (rounded as float64(x) is: exactly). Other paths run pprSplitTile32.
+// (rounded as float64(x) is: exactly), or 4 at a time on AVX2. The portable path runs
+// pprSplitTile32.
 func pprSplitTile32SIMD(p KernelPath, cur []float64, half []float32, lo, hi int) {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		pprSplitTile32(cur, half, lo, hi)
 		return
 	}
 	c32 := asFloat32(cur[:hi*pprLanes])
 	half = half[:hi*pprLanes]
 	for i := lo; i < hi; i++ {
+		if p == KernelsAVX2 {
+			// Both halves are loaded before the row's first float32 lanes are
+			// overwritten by their widened values.
+			a0 := archsimd.LoadFloat32x4((*[4]float32)(c32[i*pprLanes32:]))
+			a1 := archsimd.LoadFloat32x4((*[4]float32)(c32[i*pprLanes32+4:]))
+			archsimd.LoadFloat32x8((*[pprLanes]float32)(c32[i*pprLanes32+pprLanes:])).Store((*[pprLanes]float32)(half[i*pprLanes:]))
+			a0.ConvertToFloat64().Store((*[4]float64)(cur[i*pprLanes:]))
+			a1.ConvertToFloat64().Store((*[4]float64)(cur[i*pprLanes+4:]))
+			continue
+		}
 		a := archsimd.LoadFloat32x8((*[pprLanes]float32)(c32[i*pprLanes32:]))
 		b := archsimd.LoadFloat32x8((*[pprLanes]float32)(c32[i*pprLanes32+pprLanes:]))
 		b.Store((*[pprLanes]float32)(half[i*pprLanes:]))
@@ -411,14 +467,20 @@ func pprSplitTile32SIMD(p KernelPath, cur []float64, half []float32, lo, hi int)
 	}
 }
 
-// pprWidenHalfSIMD is pprWidenHalf with 8 lanes converted in one instruction.
-// Other paths run pprWidenHalf.
+// pprWidenHalfSIMD is pprWidenHalf with 8 lanes converted in one instruction, or 4
+// at a time on AVX2. The portable path runs pprWidenHalf.
 func pprWidenHalfSIMD(p KernelPath, half []float32, cur []float64, lo, hi int) {
-	if p != KernelsAVX512 {
+	if p == KernelsPortable {
 		pprWidenHalf(half, cur, lo, hi)
 		return
 	}
 	half, cur = half[:hi*pprLanes], cur[:hi*pprLanes]
+	if p == KernelsAVX2 {
+		for i := lo * pprLanes; i < hi*pprLanes; i += 4 {
+			archsimd.LoadFloat32x4((*[4]float32)(half[i:])).ConvertToFloat64().Store((*[4]float64)(cur[i:]))
+		}
+		return
+	}
 	for i := lo; i < hi; i++ {
 		archsimd.LoadFloat32x8((*[pprLanes]float32)(half[i*pprLanes:])).ConvertToFloat64().Store((*[pprLanes]float64)(cur[i*pprLanes:]))
 	}

@@ -1038,3 +1038,102 @@ func TestPPRInterleaveOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRInterleavePaths holds the reset rows that pprInterleaveSIMD and
+// pprInterleave32SIMD write on every vector path to resets[b][v]·scales[b] (rounded to
+// float32 in the float32 half rows), with padding rows (node −1) and lanes past the
+// resets 0, for 1 to 8 resets and rows written out of order.
+func TestPPRInterleavePaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 1))
+	const n, rows = 300, 37
+	for _, path := range CPUKernels()[1:] {
+		for nq := 1; nq <= pprLanes; nq++ {
+			resets, scales := make([][]float64, nq), make([]float64, nq)
+			for b := range resets {
+				resets[b], scales[b] = make([]float64, n), rng.Float64()*3
+				for v := range resets[b] {
+					if rng.IntN(3) == 0 {
+						resets[b][v] = rng.NormFloat64()
+					}
+				}
+			}
+			nodes, at := make([]int32, rows), make([]int32, rows)
+			for j, r := range rng.Perm(rows) {
+				nodes[j], at[j] = int32(rng.IntN(n)), int32(r)
+				if rng.IntN(6) == 0 {
+					nodes[j] = -1
+				}
+			}
+			sT := make([]float64, rows*pprLanes)
+			for i := range sT {
+				sT[i] = math.NaN() // every lane of every row is written
+			}
+			s32 := make([]float32, rows*pprLanes32)
+			require.True(t, pprInterleaveSIMD(path, nodes, at, n, resets, scales, sT), "%v runs a vector kernel", path)
+			require.True(t, pprInterleave32SIMD(path, nodes, at, n, resets, scales, s32[pprLanes:]), "%v float32", path)
+			for j, v := range nodes {
+				r := int(at[j])
+				for b := range pprLanes {
+					var want float64
+					if b < nq && v >= 0 {
+						want = resets[b][v] * scales[b]
+					}
+					assert.Equal(t, math.Float64bits(want), math.Float64bits(sT[r*pprLanes+b]), "%v nq %d row %d lane %d", path, nq, r, b)
+					assert.Equal(t, math.Float32bits(float32(want)), math.Float32bits(s32[r*pprLanes32+pprLanes+b]), "%v nq %d float32 row %d lane %d", path, nq, r, b)
+					assert.Zero(t, s32[r*pprLanes32+b], "%v: the other half is left alone", path)
+				}
+			}
+		}
+	}
+}
+
+// TestPPRExtractPaths holds pprExtractSIMD on every vector path to its formula,
+// xs[i][j] = (y[p·8 + lanes[i]]·full[p])·inv[i] for p = pos[j] ≥ 0, with eliminated
+// nodes (p < 0) among the outputs, every subset size of lanes, and ranges that end in
+// a partial block; outputs outside [j0, j1) are left alone.
+func TestPPRExtractPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 2))
+	const np, m = 50, 61
+	y, full := make([]float64, np*pprLanes), make([]float64, np)
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	for i := range full {
+		full[i] = 0.5 + rng.Float64()
+	}
+	pos := make([]int32, m)
+	for j := range pos {
+		pos[j] = int32(rng.IntN(np))
+		if rng.IntN(5) == 0 {
+			pos[j] = -1 - int32(rng.IntN(3))
+		}
+	}
+	for _, path := range CPUKernels()[1:] {
+		for nl := 1; nl <= pprLanes; nl++ {
+			lanes := rng.Perm(pprLanes)[:nl]
+			var inv [pprLanes]float64
+			xs := make([][]float64, nl)
+			for i := range xs {
+				inv[i] = 1 / (1 + rng.Float64())
+				xs[i] = make([]float64, m)
+				for j := range xs[i] {
+					xs[i][j] = math.NaN()
+				}
+			}
+			j0, j1 := rng.IntN(9), m-rng.IntN(9)
+			require.True(t, pprExtractSIMD(path, pos, j0, j1, y, full, lanes, &inv, xs), "%v runs a vector kernel", path)
+			for i, b := range lanes {
+				for j := range m {
+					got := xs[i][j]
+					switch p := pos[j]; {
+					case j < j0 || j >= j1:
+						assert.True(t, math.IsNaN(got), "%v lane %d output %d outside the range", path, b, j)
+					case p >= 0:
+						want := y[int(p)*pprLanes+b] * full[p] * inv[i]
+						assert.Equal(t, math.Float64bits(want), math.Float64bits(got), "%v lanes %v output %d", path, lanes, j)
+					}
+				}
+			}
+		}
+	}
+}

@@ -3,4 +3,4 @@
 package kernels
 
 // nextAboveSIMD has no vector path in this build: nextAbove scans every entry.
-func nextAboveSIMD([]float32, float32) int { return 0 }
+func nextAboveSIMD(KernelPath, []float32, float32) int { return 0 }

@@ -87,8 +87,9 @@ func columnsOf(s *graphio.SparseRows, dim int) *sparseCols {
 // order sparseDots adds them (its rows' coordinates increase), less the products with
 // q's zeros, which add nothing: the same float32 sums, bit for bit. Each column is
 // added by kernels.AddScaledAt (AVX-512 gather–add–scatter, 120K passages: 1.1–1.3 →
-// 0.68 ns an entry). A large matrix is scored in row ranges on all cores (each range
-// finds its part of every column by binary search), with the same sums.
+// 0.68 ns an entry; on AVX2 gathers and lane-by-lane stores). A large matrix is
+// scored in row ranges on all cores (each range finds its part of every column by
+// binary search), with the same sums.
 func (c *sparseCols) dots(q, out []float32) {
 	nz, work := c.nonZero(q)
 	c.dotsOn(q, nz, out, scoreWorkers(work))

@@ -5,6 +5,7 @@
 //	                 list + reset vectors for the Python side), DIR/graphloom.bin (the
 //	                 batch results) and DIR/go.json (timings)
 //	ppr -table DIR   print the comparison table from DIR/go.json and DIR/igraph.json
+//	ppr -table DIR,DIR2,…  the same with the rows of runs on other kernel paths
 //
 // bench/ppr.sh runs both steps and the Python script in between.
 //
@@ -84,7 +85,7 @@ type goReport struct {
 
 func main() {
 	var o options
-	table := flag.String("table", "", "print the table from `DIR`/go.json and DIR/igraph.json and exit")
+	table := flag.String("table", "", "print the table from `DIR`/go.json and DIR/igraph.json and exit; DIR,DIR2,… adds the go.json of runs on other kernel paths (same graph)")
 	flag.IntVar(&o.n, "n", 100_000, "nodes")
 	flag.IntVar(&o.m, "m", 300_000, "undirected edges (including ~1% self-loops and ~1% parallel edges)")
 	flag.IntVar(&o.batch, "batch", 32, "queries in the batch")
@@ -99,7 +100,7 @@ func main() {
 	var err error
 	switch {
 	case *table != "":
-		err = printTable(os.Stdout, *table)
+		err = printTable(os.Stdout, strings.Split(*table, ","))
 	case o.out != "":
 		err = run(o)
 	default:

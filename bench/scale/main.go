@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,8 @@ func main() {
 	noAugment := flag.Bool("no-augment", false, "skip augment --plan")
 	keep := flag.Bool("keep-corpora", false, "keep the synthesised corpora (corpus_N.json) beside the indices")
 	out := flag.String("out", "out/bench/scale", "output directory")
+	reuse := flag.Bool("reuse", false, "time queries on an index already at OUT/scale_N.gl (same corpus and code) instead of indexing again; the index, load and augment columns are then not measured")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the first size's timed ppr questions to this file")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {
@@ -63,7 +66,8 @@ func main() {
 		}
 		ns = append(ns, n)
 	}
-	if err := run(*corpus, *bin, *out, ns, *queries, !*noAugment, *keep); err != nil {
+	o := options{augment: !*noAugment, keepCorpora: *keep, reuse: *reuse, cpuProfile: *cpuProfile}
+	if err := run(*corpus, *bin, *out, ns, *queries, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scale:", err)
 		os.Exit(1)
 	}
@@ -84,7 +88,24 @@ type row struct {
 	AugmentSec, AugmentRSS float64
 }
 
-func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora bool) error {
+// options are run's switches.
+type options struct {
+	augment, keepCorpora bool
+	reuse                bool      // time queries on the index already built (no index, load or augment run)
+	cpuProfile           string    // CPU profile of the first size's timed ppr questions, or ""
+	profile              io.Writer // where that profile goes until it is written
+}
+
+func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
+	augment := o.augment && !o.reuse
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		o.profile = f
+	}
 	if corpusPath == "" {
 		return errors.New("-corpus is required")
 	}
@@ -118,19 +139,23 @@ func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora boo
 			return err
 		}
 		ix := filepath.Join(out, fmt.Sprintf("scale_%d.gl", n))
-		os.Remove(ix)
-		if r.IndexSec, r.IndexRSS, err = measure(bin, "index", "--quiet", "--corpus", corpus, "--out", ix); err != nil {
-			return fmt.Errorf("index N=%d: %w", n, err)
+		if !o.reuse {
+			os.Remove(ix)
+			if r.IndexSec, r.IndexRSS, err = measure(bin, "index", "--quiet", "--corpus", corpus, "--out", ix); err != nil {
+				return fmt.Errorf("index N=%d: %w", n, err)
+			}
 		}
 		st, err := os.Stat(ix)
 		if err != nil {
 			return err
 		}
 		r.IndexMiB = float64(st.Size()) / (1 << 20)
-		if r.LoadSec, r.LoadRSS, err = measure(bin, "stats", "--index", ix); err != nil {
-			return fmt.Errorf("stats N=%d: %w", n, err)
+		if !o.reuse {
+			if r.LoadSec, r.LoadRSS, err = measure(bin, "stats", "--index", ix); err != nil {
+				return fmt.Errorf("stats N=%d: %w", n, err)
+			}
 		}
-		if err := queryLatency(ix, ps, nq, retrievers, &r); err != nil {
+		if err := queryLatency(ix, ps, nq, retrievers, &r, &o); err != nil {
 			return fmt.Errorf("query N=%d: %w", n, err)
 		}
 		if augment {
@@ -138,10 +163,14 @@ func run(corpusPath, bin, out string, ns []int, nq int, augment, keepCorpora boo
 				return fmt.Errorf("augment N=%d: %w", n, err)
 			}
 		}
-		fmt.Printf("N=%d: indexed in %.1fs (%.0f passages/s, peak %.0f MiB, %.1f MiB on disk); cold load %.2fs (%.0f MiB); ppr p50 %.1f ms\n",
-			n, r.IndexSec, float64(n)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS, r.P50["ppr"])
+		if o.reuse {
+			fmt.Printf("N=%d: reused %s (%.1f MiB); ppr p50 %.1f ms\n", n, ix, r.IndexMiB, r.P50["ppr"])
+		} else {
+			fmt.Printf("N=%d: indexed in %.1fs (%.0f passages/s, peak %.0f MiB, %.1f MiB on disk); cold load %.2fs (%.0f MiB); ppr p50 %.1f ms\n",
+				n, r.IndexSec, float64(n)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS, r.P50["ppr"])
+		}
 		rows = append(rows, r)
-		if !keepCorpora {
+		if !o.keepCorpora {
 			os.Remove(corpus)
 		}
 	}
@@ -220,7 +249,7 @@ func measure(bin string, args ...string) (float64, float64, error) {
 // queryLatency loads the index once and times nq questions one at a time per
 // retriever, after Searcher.Warm. The questions are the first twelve words of passages drawn at random
 // (seed 1) from the whole synthetic corpus.
-func queryLatency(path string, ps []passage, nq int, retrievers []string, r *row) error {
+func queryLatency(path string, ps []passage, nq int, retrievers []string, r *row, o *options) error {
 	ix, err := graphio.ReadFile(path)
 	if err != nil {
 		return err
@@ -253,12 +282,21 @@ func queryLatency(path string, ps []passage, nq int, retrievers []string, r *row
 			return err
 		}
 		ms := make([]float64, len(qs))
+		if name == "ppr" && o.profile != nil {
+			if err := pprof.StartCPUProfile(o.profile); err != nil {
+				return err
+			}
+		}
 		for i, q := range qs {
 			t0 := time.Now()
 			if _, err := ret.Retrieve(ctx, q, 5); err != nil {
 				return err
 			}
 			ms[i] = float64(time.Since(t0).Microseconds()) / 1000
+		}
+		if name == "ppr" && o.profile != nil {
+			pprof.StopCPUProfile()
+			o.profile = nil // one profile a run: the first size's
 		}
 		slices.Sort(ms)
 		r.P50[name], r.P99[name] = ms[len(ms)/2], ms[min(len(ms)-1, int(math.Ceil(0.99*float64(len(ms))))-1)]
@@ -282,6 +320,9 @@ func report(rows []row, retrievers []string, augment bool) {
 	fmt.Println(sep)
 	for _, r := range rows {
 		line := fmt.Sprintf("| %d | %.1f | %.0f | %.0f | %.1f | %.2f | %.0f |", r.N, r.IndexSec, float64(r.N)/r.IndexSec, r.IndexRSS, r.IndexMiB, r.LoadSec, r.LoadRSS)
+		if r.IndexSec == 0 { // -reuse: not measured
+			line = fmt.Sprintf("| %d | – | – | – | %.1f | – | – |", r.N, r.IndexMiB)
+		}
 		for _, name := range retrievers {
 			line += fmt.Sprintf(" %.2f / %.2f |", r.P50[name], r.P99[name])
 		}
