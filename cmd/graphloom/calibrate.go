@@ -14,7 +14,6 @@ import (
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
-	"github.com/graphloom/graphloom/synth"
 )
 
 func newCalibrateCmd() *cobra.Command {
@@ -84,15 +83,11 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 			if err != nil {
 				return err
 			}
-			var gen synth.Generator = synth.Template{}
-			if generator == "llm" {
-				c, err := lf.chat()
-				if err != nil {
-					return err
-				}
-				defer lf.report(cmd.ErrOrStderr())
-				gen = &synth.LLMGenerator{C: c}
+			gen, err := lf.synthGenerator(generator)
+			if err != nil {
+				return err
 			}
+			defer lf.report(cmd.ErrOrStderr())
 			eng, err := engine.New(engine.Config{})
 			if err != nil {
 				return err

@@ -74,15 +74,11 @@ offline — graphloom's own stand-in, not the paper's method.`,
 					rep.Calls, rep.Asked[synth.TypeHop], rep.Asked[synth.TypeSum], rep.Candidates[synth.TypeHop], rep.Candidates[synth.TypeSum], rep.PlanTokens)
 				return nil
 			}
-			var gen synth.Generator = synth.Template{}
-			if generator == "llm" {
-				c, err := lf.chat()
-				if err != nil {
-					return err
-				}
-				defer lf.report(cmd.ErrOrStderr())
-				gen = &synth.LLMGenerator{C: c}
+			gen, err := lf.synthGenerator(generator)
+			if err != nil {
+				return err
 			}
+			defer lf.report(cmd.ErrOrStderr())
 			progress, finish := barWith(cmd, "synth", lf.live)
 			items, rep, err := synth.Run(cmd.Context(), ix, gen, cfg, progress)
 			finish()
@@ -130,4 +126,17 @@ offline — graphloom's own stand-in, not the paper's method.`,
 	limitFlag(cmd, "max-hop", atLeast0(1e7))
 	limitFlag(cmd, "max-sum", atLeast0(1e7))
 	return cmd
+}
+
+// synthGenerator returns SynthGen's generator by name: "llm" (the paper's, through the
+// configured LLM) or "template" (offline).
+func (f *llmFlags) synthGenerator(name string) (synth.Generator, error) {
+	if name != "llm" {
+		return synth.Template{}, nil
+	}
+	c, err := f.chat()
+	if err != nil {
+		return nil, err
+	}
+	return &synth.LLMGenerator{C: c}, nil
 }
