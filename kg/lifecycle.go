@@ -408,7 +408,10 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 // positions mapped by chunkMap (old chunk → new, -1 when deleted) and fills in ch's
 // counts against old.
 func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []extract.Result, chunkMap []int32, emb embed.Embedder, cfg Config, progress Progress, ch *Change) error {
-	rep, err := Rebuild(ctx, ix, results, emb, cfg, progress)
+	// The old vectors are needed no more (an embedder other than the built-in one
+	// answers old texts from its own copy): let them go before the new ones are made.
+	old.Embeddings = nil
+	rep, err := rebuild(ctx, ix, results, emb, cfg, progress, refit(old, ix, chunkMap, emb))
 	if err != nil {
 		return err
 	}
@@ -430,6 +433,34 @@ func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []ext
 	}
 	ch.Added, ch.Removed, ch.Trimmed = diffRecords(old, ix)
 	return nil
+}
+
+// refit brings the built-in embedder's document frequencies, fitted on old's chunks,
+// up to date with ix's (chunkMap maps old chunks to new, -1 when deleted) by counting
+// the changed chunks alone (embed.Hashed.Update; integer counts, so the table is the
+// one a fit on every chunk gives), and reports whether it did. It does not when emb is
+// another embedder or its table was not fitted on old's chunks (then Rebuild fits it
+// on every chunk).
+func refit(old, ix *graphio.Index, chunkMap []int32, emb embed.Embedder) bool {
+	h, ok := emb.(*embed.Hashed)
+	if !ok || h.Documents() != len(old.Chunks) {
+		return false
+	}
+	kept := make([]bool, len(ix.Chunks))
+	var removed, added []string
+	for i, c := range chunkMap {
+		if c < 0 {
+			removed = append(removed, old.Chunks[i].Content())
+		} else {
+			kept[c] = true
+		}
+	}
+	for i, k := range kept {
+		if !k {
+			added = append(added, ix.Chunks[i].Content())
+		}
+	}
+	return h.Update(added, removed) == nil
 }
 
 // replayRun merges the facts and hyperedges run added to old into ix, as the
