@@ -261,8 +261,9 @@ func FactText(ix *graphio.Index, f *graphio.Fact) string {
 
 // EmbedAll embeds every chunk, entity, fact and hyperedge of ix with emb and records emb
 // as the index's embedder.
+// An index read without its matrices (see ReadForChange) is whole again after it.
 func EmbedAll(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch int, progress func(done, total int)) error {
-	ix.Embeddings = map[graphio.NodeKind]*graphio.Embedding{}
+	ix.ReplaceEmbeddings(map[graphio.NodeKind]*graphio.Embedding{})
 	return embedFrom(ctx, ix, emb, batch, progress, map[graphio.NodeKind]int{})
 }
 

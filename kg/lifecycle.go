@@ -581,6 +581,22 @@ func diffRecords(before, after *graphio.Index) (added, removed map[string]int, t
 	return added, removed, trimmed
 }
 
+// ReadForChange reads the index at path for Add, Delete or Sync: without its embedding
+// matrices when they are the built-in embedder's, whole otherwise. A change brings the
+// built-in embedder's IDF up to date and so embeds every record again: the old vectors
+// would never be read, and they are most of a large index (at 30K passages 330 of its
+// 334 MiB would stay in memory through the rebuild). The index is whole again once
+// rebuilt (EmbedAll); one read without its matrices is refused by graphio.Write until
+// then. Another embedder's vectors are reused for the texts they embedded: that
+// index is read twice, the first time without matrices, to learn its embedder.
+func ReadForChange(path string) (*graphio.Index, error) {
+	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Embeddings: func(graphio.NodeKind) bool { return false }})
+	if err != nil || embed.IsHashed(ix.Meta.Embedder) {
+		return ix, err
+	}
+	return graphio.ReadFile(path)
+}
+
 // CheckCompatible refuses to add to ix with a chunking, extractor or embedder other
 // than the index's own, naming both.
 func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor, emb embed.Embedder) error {

@@ -59,7 +59,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		defer unlock()
 	}
-	ix, err := graphio.ReadFile(o.index)
+	ix, err := kg.ReadForChange(o.index)
 	if err != nil {
 		return err
 	}
@@ -129,6 +129,8 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		if changed {
 			retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 			ix.Meta.Graphloom = buildVersion()
+		} else if ix, err = graphio.ReadFile(o.index); err != nil { // whole: nothing was rebuilt
+			return err
 		}
 		if err := graphio.WriteFile(o.out, ix); err != nil {
 			return err
@@ -269,7 +271,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 					return err
 				}
 			}
-			ix, err := graphio.ReadFile(path)
+			ix, err := kg.ReadForChange(path)
 			if err != nil {
 				return err
 			}
