@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"slices"
 	"time"
@@ -65,7 +66,7 @@ func StoreResults(ix *graphio.Index, results []extract.Result) error {
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(sr); err != nil {
+	if err := encodeResults(zw, sr); err != nil {
 		return fmt.Errorf("kg: store extraction results: %w", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -76,6 +77,43 @@ func StoreResults(ix *graphio.Index, results []extract.Result) error {
 	}
 	ix.Blobs[resultsBlob] = buf.Bytes()
 	return nil
+}
+
+// encodeResults writes sr as the JSON object json.Marshal gives, one chunk's result at
+// a time: the whole document at once was a second copy of every result in memory (50
+// MiB at 30K passages) while an index was rebuilt.
+func encodeResults(w io.Writer, sr storedResults) error {
+	chunks, err := json.Marshal(sr.Chunks)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, `{"chunks":%s,"results":`, chunks); err != nil {
+		return err
+	}
+	if sr.Results == nil {
+		_, err := io.WriteString(w, "null}\n")
+		return err
+	}
+	sep := "["
+	for _, r := range sr.Results {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		sep = ","
+	}
+	if sep == "[" {
+		_, err = io.WriteString(w, "[]}\n")
+	} else {
+		_, err = io.WriteString(w, "]}\n")
+	}
+	return err
 }
 
 // Results returns the extraction result of every chunk of ix, in chunk order, and
@@ -409,8 +447,13 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 // counts against old.
 func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []extract.Result, chunkMap []int32, emb embed.Embedder, cfg Config, progress Progress, ch *Change) error {
 	// The old vectors are needed no more (an embedder other than the built-in one
-	// answers old texts from its own copy): let them go before the new ones are made.
+	// answers old texts from its own copy), nor the old graph unless a run is replayed
+	// from it: let them go before the new ones are made.
+	before := keysOf(old)
 	old.Embeddings = nil
+	if len(old.Runs) == 0 {
+		old.Entities, old.Mentions, old.Facts, old.Hyperedges, old.Synonyms = nil, nil, nil, nil, nil
+	}
 	rep, err := rebuild(ctx, ix, results, emb, cfg, progress, refit(old, ix, chunkMap, emb))
 	if err != nil {
 		return err
@@ -431,7 +474,7 @@ func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []ext
 			ch.RunRecordsRemoved[r.ID] = n
 		}
 	}
-	ch.Added, ch.Removed, ch.Trimmed = diffRecords(old, ix)
+	ch.Added, ch.Removed, ch.Trimmed = diffRecords(before, keysOf(ix))
 	return nil
 }
 
@@ -537,32 +580,48 @@ func replayRun(ctx context.Context, old, ix *graphio.Index, run string, chunkMap
 	return dropped, nil
 }
 
+// recordKeys holds an index's records by kind, each as the 64-bit FNV-1a hash of its
+// key (entities by name, facts and hyperedges by id, synonym edges by their names,
+// chunks and documents by id) with, for facts, the number of citing chunks. Hashes
+// keep the old index's side of a change's counts small, so the old graph can go
+// before the new one is built; a collision (about 1 in 10^9 at a million records)
+// would only miscount the report.
+type recordKeys map[string]map[uint64]int
+
+func keysOf(ix *graphio.Index) recordKeys {
+	m := recordKeys{"entity": {}, "fact": {}, "hyperedge": {}, "synonym": {}, "chunk": {}, "document": {}}
+	h := func(parts ...string) uint64 {
+		f := fnv.New64a()
+		for _, p := range parts {
+			f.Write([]byte(p))
+			f.Write([]byte{0})
+		}
+		return f.Sum64()
+	}
+	for _, d := range ix.Documents {
+		m["document"][h(d.ID)] = 1
+	}
+	for _, c := range ix.Chunks {
+		m["chunk"][h(c.ID)] = 1
+	}
+	for _, e := range ix.Entities {
+		m["entity"][h(e.Name)] = 1
+	}
+	for _, f := range ix.Facts {
+		m["fact"][h(f.ID)] = len(f.Chunks)
+	}
+	for _, e := range ix.Hyperedges {
+		m["hyperedge"][h(e.ID)] = 1
+	}
+	for _, s := range ix.Synonyms {
+		m["synonym"][h(ix.Entities[s.A].Name, ix.Entities[s.B].Name)] = 1
+	}
+	return m
+}
+
 // diffRecords counts records of each kind in after and not before (added) and the
 // other way round (removed), and facts in both with fewer citations in after.
-func diffRecords(before, after *graphio.Index) (added, removed map[string]int, trimmed int) {
-	keys := func(ix *graphio.Index) map[string]map[string]int {
-		m := map[string]map[string]int{"entity": {}, "fact": {}, "hyperedge": {}, "synonym": {}, "chunk": {}, "document": {}}
-		for _, d := range ix.Documents {
-			m["document"][d.ID] = 1
-		}
-		for _, c := range ix.Chunks {
-			m["chunk"][c.ID] = 1
-		}
-		for _, e := range ix.Entities {
-			m["entity"][e.Name] = 1
-		}
-		for _, f := range ix.Facts {
-			m["fact"][f.ID] = len(f.Chunks)
-		}
-		for _, h := range ix.Hyperedges {
-			m["hyperedge"][h.ID] = 1
-		}
-		for _, s := range ix.Synonyms {
-			m["synonym"][ix.Entities[s.A].Name+"\x00"+ix.Entities[s.B].Name] = 1
-		}
-		return m
-	}
-	b, a := keys(before), keys(after)
+func diffRecords(b, a recordKeys) (added, removed map[string]int, trimmed int) {
 	added, removed = map[string]int{}, map[string]int{}
 	for kind, bm := range b {
 		for k, n := range bm {
