@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
@@ -204,6 +205,9 @@ type Change struct {
 	// extracted again offline because the rule extractor's title gazetteer changed.
 	Extracted   int `json:"extracted"`
 	Reextracted int `json:"reextracted"`
+	// Extractor names the extractor of the new chunks when it is not the index's own
+	// (an imported index's new documents are extracted by graphloom's).
+	Extractor string `json:"extractor,omitempty"`
 	// Failed counts the new chunks whose extraction failed.
 	Failed int `json:"failed"`
 	// Removed and Added count records by kind between the index before and after
@@ -315,7 +319,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	var fresult []extract.Result
 	if te, ok := ex.(titledExtractor); ok {
 		fresult, err = te.ExtractTitled(ctx, in, titles(ix.Chunks), progress.stage("extract"))
-		if err == nil {
+		if err == nil && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
 			err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), results, ch)
 		}
 	} else {
@@ -325,6 +329,9 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		return nil, fmt.Errorf("kg: add: extract: %w", err)
 	}
 	ch.Extracted = len(in)
+	if ex.Name() != ix.Meta.Extractor {
+		ch.Extractor = ex.Name()
+	}
 	for _, r := range fresult {
 		if r.Failed != "" {
 			ch.Failed++
@@ -662,7 +669,13 @@ func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor
 	if err := checkChunking(ix, icfg); err != nil {
 		return err
 	}
-	if ex == nil || ex.Name() != ix.Meta.Extractor {
+	if fw, ok := ImportedFrom(ix); ok {
+		if ex == nil {
+			return fmt.Errorf("kg: the index was imported from %s (extracted with %q), whose extractor graphloom cannot run; give graphloom's extractor (rule or llm) for the new documents", fw, ix.Meta.Extractor)
+		}
+		// The new chunks are extracted by graphloom's extractor; the imported ones keep
+		// the framework's extraction.
+	} else if ex == nil || ex.Name() != ix.Meta.Extractor {
 		name := "none"
 		if ex != nil {
 			name = ex.Name()
@@ -683,6 +696,25 @@ func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with %q", want, emb.Identity())
 	}
 	return nil
+}
+
+// importers names the extractor identities graphio/interop's importers record: the
+// framework the index came from.
+var importers = []struct{ prefix, framework string }{
+	{"lightrag", "LightRAG"}, {"hipporag:", "HippoRAG"}, {"gfmrag", "GFM-RAG"}, {"graphrag", "Microsoft GraphRAG"},
+}
+
+// ImportedFrom returns the framework ix was imported from (graphloom import), judged by
+// the extractor it records, and whether it was imported. The chunks of an imported
+// index were extracted by that framework: Add extracts new documents with graphloom's
+// extractor and leaves the imported chunks' extraction as it is.
+func ImportedFrom(ix *graphio.Index) (string, bool) {
+	for _, im := range importers {
+		if ix.Meta.Extractor == im.prefix || strings.HasSuffix(im.prefix, ":") && strings.HasPrefix(ix.Meta.Extractor, im.prefix) {
+			return im.framework, true
+		}
+	}
+	return "", false
 }
 
 // checkChunking refuses a chunking other than the index's own, naming both.

@@ -72,8 +72,14 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		o.icfg.Encoding = enc
 	}
+	if tok := ix.Meta.Tokenizer; ix.Meta.Chunking == "" && tok != "" {
+		o.icfg.Encoding = tok // an imported index records the tokenizer, not the chunking
+	}
 	if o.plan {
 		return runSyncPlan(cmd, ix, o)
+	}
+	if fw, ok := kg.ImportedFrom(ix); ok && !flags.Changed("extractor") {
+		return usageError{fmt.Errorf("index: %s was imported from %s (extracted with %q), whose extractor graphloom cannot run: give --extractor rule (offline) or --extractor llm to extract the new documents; the imported chunks keep their extraction", o.index, fw, ix.Meta.Extractor)}
 	}
 	if !flags.Changed("extractor") {
 		o.extractor = "rule"
