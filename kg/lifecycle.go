@@ -34,10 +34,16 @@ import (
 //   - the rule extractor's title gazetteer (extract.Titles): an old chunk that holds
 //     every word of a title that arrives or leaves is extracted again, offline (the
 //     LLM extractor has no corpus-wide input, so nothing old is ever sent to it);
-//   - the built-in hashed embedder's IDF table, fitted on the chunks: it is fitted
-//     again on the new chunk list and everything is embedded again (offline, cheap).
-//     Any other embedder's vectors do not depend on the corpus: old rows are reused
-//     by text and only new texts are embedded.
+//   - the built-in hashed embedder's IDF table, fitted on the chunks: its counts are
+//     brought up to date from the added and deleted chunks (embed.Hashed.Update, the
+//     table a fit on every chunk gives) and everything is embedded again (offline);
+//     the old vectors are therefore not even read (ReadForChange). Any other
+//     embedder's vectors do not depend on the corpus: old rows are reused by text and
+//     only new texts are embedded.
+//
+// What a change costs, why exact equality with a fresh build keeps it near half a
+// build, and the segmented layout that would make it proportional to the change:
+// docs/lifecycle.md.
 //
 // Runs (augmentations) are replayed on the rebuilt graph in their order, as they were
 // merged (tagged with their run, so a later rollback removes exactly what remains of

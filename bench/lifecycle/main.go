@@ -127,6 +127,7 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 	if r.FullSec, r.FullRSS, err = scalecorpus.Measure(bin, "index", "--quiet", "--corpus", full, "--out", ix); err != nil {
 		return r, fmt.Errorf("index: %w", err)
 	}
+	defer os.Remove(ix)
 	r.FullMiB = fileMiB(ix)
 	added, deleted := filepath.Join(out, fmt.Sprintf("added_%d.gl", n)), filepath.Join(out, fmt.Sprintf("deleted_%d.gl", n))
 	for _, p := range []string{added, deleted} {
@@ -135,6 +136,7 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 		}
 	}
 	defer os.Remove(deleted)
+	defer os.Remove(added)
 	if r.AddSec, r.AddRSS, err = scalecorpus.Measure(bin, "index", "--quiet", "--add", extra, "--index", added); err != nil {
 		return r, fmt.Errorf("index --add: %w", err)
 	}
