@@ -30,6 +30,9 @@
 #      latency, augment --plan, growth exponents and a log–log PNG
 #  12. sentence encoder at bge-small shapes (12 layers, 384 wide, 512 tokens, random
 #      weights): passages per second against a BERT-shaped PyTorch encoder, and the ratio
+#  13. index lifecycle (issue 45): `index --add` of 1 % more documents and `delete` of
+#      1 % of them against a full build of the same scale corpus (SCALE_SIZES, as
+#      section 11), wall time and peak RSS of each process, ≈ 10 min at 6K + 30K
 set -uo pipefail
 bin=${1:-bin/graphloom}
 corpora=${2:-../shared/data/corpora}
@@ -99,5 +102,13 @@ fi
 
 section "12. sentence encoder at bge-small shapes vs PyTorch (issue 44)"
 run "$root/bench/embed.sh" --out "$out/embed"
+
+section "13. index lifecycle: add and delete 1 % against a full build (issue 45)"
+if [[ -f "$corpora/2wikimultihopqa_corpus.json" ]]; then
+	run go run ./bench/lifecycle -corpus "$corpora/2wikimultihopqa_corpus.json" -bin "$bin" \
+		-sizes "${SCALE_SIZES:-6000,30000}" -out "$out/lifecycle"
+else
+	echo "skipped: needs $corpora/2wikimultihopqa_corpus.json"
+fi
 
 exit $status

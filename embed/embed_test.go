@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -313,4 +314,56 @@ func TestHashedSparseTable(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint32{3, 6}, loaded.sparse.pos)
 	assert.Equal(t, []uint32{7, 9}, loaded.sparse.val)
+}
+
+// TestHashedUpdateEqualsFit checks that bringing a fitted table up to date with added
+// and removed texts gives the table (and identity, and vectors) of a fit on the
+// corpus after the change, and that removing a text the table never counted fails
+// and changes nothing.
+func TestHashedUpdateEqualsFit(t *testing.T) {
+	var a, b []string
+	for i := range 200 {
+		a = append(a, fmt.Sprintf("passage %d about harbour%d keeper%d in Tallow Point", i, i%17, i%5))
+	}
+	for i := range 9 {
+		b = append(b, fmt.Sprintf("new passage %d names lighthouse%d and Varrant", i, i))
+	}
+	fit := func(texts []string) *Hashed {
+		h, err := NewHashed(HashedConfig{Dim: 64, IDFBuckets: 1 << 12})
+		require.NoError(t, err)
+		h.Fit(texts)
+		return h
+	}
+	loaded := func(h *Hashed) *Hashed { // as an index holds it: sparse
+		raw, err := h.MarshalBinary()
+		require.NoError(t, err)
+		l, err := UnmarshalHashed(raw)
+		require.NoError(t, err)
+		return l
+	}
+	ab := append(slices.Clone(a), b...)
+	for _, tc := range []struct {
+		name           string
+		from, want     []string
+		added, removed []string
+	}{
+		{"add", a, ab, b, nil},
+		{"delete", ab, a, nil, b},
+		{"replace", append(slices.Clone(a[:190]), b[:3]...), append(slices.Clone(a[:190]), b[3:]...), b[3:], b[:3]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := loaded(fit(tc.from))
+			require.NoError(t, h.Update(tc.added, tc.removed))
+			want := fit(tc.want)
+			assert.Equal(t, want.Identity(), h.Identity())
+			assert.Equal(t, want.df, h.df)
+			assert.Equal(t, want.Documents(), h.Documents())
+			assert.Equal(t, want.Vector(tc.want[0]+" Varrant"), h.Vector(tc.want[0]+" Varrant"))
+		})
+	}
+	h := fit(a)
+	id := h.Identity()
+	require.Error(t, h.Update(nil, []string{"zebra quagga okapi never seen"}))
+	assert.Equal(t, id, h.Identity())
+	assert.Equal(t, 200, h.Documents())
 }

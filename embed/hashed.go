@@ -1,7 +1,6 @@
 package embed
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -221,22 +220,26 @@ type featureCount struct {
 // index embeds hundreds of thousands of them, and per-text maps and vectors were half
 // of everything the offline indexer allocated.
 type scratch struct {
-	feats  []feature
-	counts []featureCount
-	joined []byte
-	offs   []int
-	wv, cv []float64
+	words, grams []uint64
+	counts       []featureCount
+	joined       []byte
+	offs         []int
+	wv, cv       []float64
 }
 
-// features returns the features of text with their counts, ordered by hash: its
-// words, and the character n-grams of its words joined by single spaces (so n-grams
-// also span word boundaries, which keeps "tallow point" close to "tallow point
-// lighthouse"). The result aliases sc.
+// features returns the features of text with their counts: its words, and the
+// character n-grams of its words joined by single spaces (so n-grams also span word
+// boundaries, which keeps "tallow point" close to "tallow point lighthouse"). The
+// n-grams come first, ordered by hash, then the words, ordered by hash: each part is
+// summed into its own vector in hash order, so a vector is a function of the text
+// alone. The two parts are sorted apart as plain integers, which is most of the cost
+// of embedding a passage (a text's n-grams outnumber its words about ten to one). The
+// result aliases sc.
 func (h *Hashed) features(text string, sc *scratch) []featureCount {
-	sc.feats = sc.feats[:0]
+	sc.words, sc.grams = sc.words[:0], sc.grams[:0]
 	ws := words(text)
 	for _, w := range ws {
-		sc.feats = append(sc.feats, feature{finishHash(fnvString(wordSeed, w)), true})
+		sc.words = append(sc.words, finishHash(fnvString(wordSeed, w)))
 	}
 	if len(ws) > 0 {
 		// The n-grams of " w1 w2 … " counted in runes: words holds valid UTF-8
@@ -255,28 +258,25 @@ func (h *Hashed) features(text string, sc *scratch) []featureCount {
 		runes := len(offs) - 1
 		for n := h.cfg.MinGram; n <= h.cfg.MaxGram; n++ {
 			for i := 0; i+n <= runes; i++ {
-				sc.feats = append(sc.feats, feature{finishHash(fnvBytes(gramSeed, j[offs[i]:offs[i+n]])), false})
+				sc.grams = append(sc.grams, finishHash(fnvBytes(gramSeed, j[offs[i]:offs[i+n]])))
 			}
 		}
 	}
-	slices.SortFunc(sc.feats, func(a, b feature) int {
-		switch {
-		case a.h != b.h:
-			return cmp.Compare(a.h, b.h)
-		case a.word == b.word:
-			return 0
-		case a.word:
-			return 1
-		}
-		return -1
-	})
+	slices.Sort(sc.grams)
+	slices.Sort(sc.words)
 	sc.counts = sc.counts[:0]
-	for _, f := range sc.feats {
-		if k := len(sc.counts) - 1; k >= 0 && sc.counts[k].f == f {
-			sc.counts[k].n++
-			continue
+	for _, part := range []struct {
+		hs   []uint64
+		word bool
+	}{{sc.grams, false}, {sc.words, true}} {
+		start := len(sc.counts)
+		for _, x := range part.hs {
+			if k := len(sc.counts) - 1; k >= start && sc.counts[k].f.h == x {
+				sc.counts[k].n++
+				continue
+			}
+			sc.counts = append(sc.counts, featureCount{feature{x, part.word}, 1})
 		}
-		sc.counts = append(sc.counts, featureCount{f, 1})
 	}
 	return sc.counts
 }
@@ -316,6 +316,48 @@ func (h *Hashed) Fit(texts []string) {
 		}
 	}
 	h.updateID()
+}
+
+// Documents returns the number of texts the table was fitted on.
+func (h *Hashed) Documents() int { return int(h.docs) }
+
+// Update changes the document frequencies as Fit on a corpus with the texts added
+// and the texts removed would set them, when h was fitted on the corpus before the
+// change (the counts are integers: the table equals the refitted one exactly). It costs
+// the changed texts alone, where Fit costs the whole corpus; an index's add and delete
+// use it. It fails, changing nothing, when a removed text's features are not counted
+// (it was not in the corpus h was fitted on).
+func (h *Hashed) Update(added, removed []string) error {
+	if int64(h.docs)+int64(len(added))-int64(len(removed)) < 0 {
+		return fmt.Errorf("embed: update: %d texts removed from a table fitted on %d", len(removed), h.docs)
+	}
+	if h.df == nil {
+		h.df = make([]uint32, h.cfg.IDFBuckets)
+		for i, p := range h.sparse.pos {
+			h.df[p] = h.sparse.val[i]
+		}
+		h.sparse.pos, h.sparse.val = nil, nil
+	}
+	df := slices.Clone(h.df)
+	var sc scratch
+	for _, t := range removed {
+		for _, fc := range h.features(t, &sc) {
+			b := fc.f.h % uint64(len(df))
+			if df[b] == 0 {
+				return fmt.Errorf("embed: update: a removed text has a feature the table never counted (not in the fitted corpus)")
+			}
+			df[b]--
+		}
+	}
+	for _, t := range added {
+		for _, fc := range h.features(t, &sc) {
+			df[fc.f.h%uint64(len(df))]++
+		}
+	}
+	h.df = df
+	h.docs = uint32(int64(h.docs) + int64(len(added)) - int64(len(removed)))
+	h.updateID()
+	return nil
 }
 
 func (h *Hashed) idf(f feature) float64 {

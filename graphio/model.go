@@ -172,6 +172,13 @@ type Index struct {
 // out (ReadOptions.Embeddings); nil for an index read whole or built in memory.
 func (ix *Index) SkippedEmbeddings() []NodeKind { return ix.skipped }
 
+// ReplaceEmbeddings sets ix's embeddings to m, every kind computed again, so an index
+// read without its matrices (ReadOptions.Embeddings) is whole again and may be
+// written: kg's rebuild embeds every record of a changed index this way.
+func (ix *Index) ReplaceEmbeddings(m map[NodeKind]*Embedding) {
+	ix.Embeddings, ix.skipped = m, nil
+}
+
 // EmbeddingSkipped reports whether the matrix of kind k was left unread.
 func (ix *Index) EmbeddingSkipped(k NodeKind) bool { return slices.Contains(ix.skipped, k) }
 

@@ -132,6 +132,12 @@ func Build(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 // extracting. It stores results in the index. Runs (augmentations) are not replayed:
 // see Add and Delete.
 func Rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, emb embed.Embedder, cfg Config, progress Progress) (*Report, error) {
+	return rebuild(ctx, ix, results, emb, cfg, progress, false)
+}
+
+// rebuild is Rebuild; fitted says that the built-in embedder emb already holds the
+// table Fit on ix's chunks would give (brought up to date by embed.Hashed.Update).
+func rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, emb embed.Embedder, cfg Config, progress Progress, fitted bool) (*Report, error) {
 	if len(ix.Chunks) == 0 {
 		return nil, fmt.Errorf("kg: the index has no chunks")
 	}
@@ -175,7 +181,7 @@ func Rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, e
 		}
 		emb = h
 	}
-	if h, ok := emb.(*embed.Hashed); ok {
+	if h, ok := emb.(*embed.Hashed); ok && !fitted {
 		// The built-in embedder's IDF is a corpus statistic: fitted on the chunks.
 		texts := make([]string, len(ix.Chunks))
 		for i := range ix.Chunks {
@@ -255,8 +261,9 @@ func FactText(ix *graphio.Index, f *graphio.Fact) string {
 
 // EmbedAll embeds every chunk, entity, fact and hyperedge of ix with emb and records emb
 // as the index's embedder.
+// An index read without its matrices (see ReadForChange) is whole again after it.
 func EmbedAll(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch int, progress func(done, total int)) error {
-	ix.Embeddings = map[graphio.NodeKind]*graphio.Embedding{}
+	ix.ReplaceEmbeddings(map[graphio.NodeKind]*graphio.Embedding{})
 	return embedFrom(ctx, ix, emb, batch, progress, map[graphio.NodeKind]int{})
 }
 

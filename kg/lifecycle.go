@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
@@ -32,10 +34,16 @@ import (
 //   - the rule extractor's title gazetteer (extract.Titles): an old chunk that holds
 //     every word of a title that arrives or leaves is extracted again, offline (the
 //     LLM extractor has no corpus-wide input, so nothing old is ever sent to it);
-//   - the built-in hashed embedder's IDF table, fitted on the chunks: it is fitted
-//     again on the new chunk list and everything is embedded again (offline, cheap).
-//     Any other embedder's vectors do not depend on the corpus: old rows are reused
-//     by text and only new texts are embedded.
+//   - the built-in hashed embedder's IDF table, fitted on the chunks: its counts are
+//     brought up to date from the added and deleted chunks (embed.Hashed.Update, the
+//     table a fit on every chunk gives) and everything is embedded again (offline);
+//     the old vectors are therefore not even read (ReadForChange). Any other
+//     embedder's vectors do not depend on the corpus: old rows are reused by text and
+//     only new texts are embedded.
+//
+// What a change costs, why exact equality with a fresh build keeps it near half a
+// build, and the segmented layout that would make it proportional to the change:
+// docs/lifecycle.md.
 //
 // Runs (augmentations) are replayed on the rebuilt graph in their order, as they were
 // merged (tagged with their run, so a later rollback removes exactly what remains of
@@ -64,8 +72,13 @@ func StoreResults(ix *graphio.Index, results []extract.Result) error {
 		sr.Chunks[i] = c.ID
 	}
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(sr); err != nil {
+	// Fastest compression: the blob is rewritten on every change, and the default
+	// level spent 7 of an add's 185 s at 120K passages compressing it.
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return fmt.Errorf("kg: store extraction results: %w", err)
+	}
+	if err := encodeResults(zw, sr); err != nil {
 		return fmt.Errorf("kg: store extraction results: %w", err)
 	}
 	if err := zw.Close(); err != nil {
@@ -76,6 +89,43 @@ func StoreResults(ix *graphio.Index, results []extract.Result) error {
 	}
 	ix.Blobs[resultsBlob] = buf.Bytes()
 	return nil
+}
+
+// encodeResults writes sr as the JSON object json.Marshal gives, one chunk's result at
+// a time: the whole document at once was a second copy of every result in memory (50
+// MiB at 30K passages) while an index was rebuilt.
+func encodeResults(w io.Writer, sr storedResults) error {
+	chunks, err := json.Marshal(sr.Chunks)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, `{"chunks":%s,"results":`, chunks); err != nil {
+		return err
+	}
+	if sr.Results == nil {
+		_, err := io.WriteString(w, "null}\n")
+		return err
+	}
+	sep := "["
+	for _, r := range sr.Results {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		sep = ","
+	}
+	if sep == "[" {
+		_, err = io.WriteString(w, "[]}\n")
+	} else {
+		_, err = io.WriteString(w, "]}\n")
+	}
+	return err
 }
 
 // Results returns the extraction result of every chunk of ix, in chunk order, and
@@ -166,6 +216,9 @@ type Change struct {
 	// extracted again offline because the rule extractor's title gazetteer changed.
 	Extracted   int `json:"extracted"`
 	Reextracted int `json:"reextracted"`
+	// Extractor names the extractor of the new chunks when it is not the index's own
+	// (an imported index's new documents are extracted by graphloom's).
+	Extractor string `json:"extractor,omitempty"`
 	// Failed counts the new chunks whose extraction failed.
 	Failed int `json:"failed"`
 	// Removed and Added count records by kind between the index before and after
@@ -277,7 +330,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	var fresult []extract.Result
 	if te, ok := ex.(titledExtractor); ok {
 		fresult, err = te.ExtractTitled(ctx, in, titles(ix.Chunks), progress.stage("extract"))
-		if err == nil {
+		if err == nil && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
 			err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), results, ch)
 		}
 	} else {
@@ -287,6 +340,9 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		return nil, fmt.Errorf("kg: add: extract: %w", err)
 	}
 	ch.Extracted = len(in)
+	if ex.Name() != ix.Meta.Extractor {
+		ch.Extractor = ex.Name()
+	}
 	for _, r := range fresult {
 		if r.Failed != "" {
 			ch.Failed++
@@ -408,7 +464,15 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 // positions mapped by chunkMap (old chunk → new, -1 when deleted) and fills in ch's
 // counts against old.
 func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []extract.Result, chunkMap []int32, emb embed.Embedder, cfg Config, progress Progress, ch *Change) error {
-	rep, err := Rebuild(ctx, ix, results, emb, cfg, progress)
+	// The old vectors are needed no more (an embedder other than the built-in one
+	// answers old texts from its own copy), nor the old graph unless a run is replayed
+	// from it: let them go before the new ones are made.
+	before := keysOf(old)
+	old.Embeddings = nil
+	if len(old.Runs) == 0 {
+		old.Entities, old.Mentions, old.Facts, old.Hyperedges, old.Synonyms = nil, nil, nil, nil, nil
+	}
+	rep, err := rebuild(ctx, ix, results, emb, cfg, progress, refit(old, ix, chunkMap, emb))
 	if err != nil {
 		return err
 	}
@@ -428,8 +492,36 @@ func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []ext
 			ch.RunRecordsRemoved[r.ID] = n
 		}
 	}
-	ch.Added, ch.Removed, ch.Trimmed = diffRecords(old, ix)
+	ch.Added, ch.Removed, ch.Trimmed = diffRecords(before, keysOf(ix))
 	return nil
+}
+
+// refit brings the built-in embedder's document frequencies, fitted on old's chunks,
+// up to date with ix's (chunkMap maps old chunks to new, -1 when deleted) by counting
+// the changed chunks alone (embed.Hashed.Update; integer counts, so the table is the
+// one a fit on every chunk gives), and reports whether it did. It does not when emb is
+// another embedder or its table was not fitted on old's chunks (then Rebuild fits it
+// on every chunk).
+func refit(old, ix *graphio.Index, chunkMap []int32, emb embed.Embedder) bool {
+	h, ok := emb.(*embed.Hashed)
+	if !ok || h.Documents() != len(old.Chunks) {
+		return false
+	}
+	kept := make([]bool, len(ix.Chunks))
+	var removed, added []string
+	for i, c := range chunkMap {
+		if c < 0 {
+			removed = append(removed, old.Chunks[i].Content())
+		} else {
+			kept[c] = true
+		}
+	}
+	for i, k := range kept {
+		if !k {
+			added = append(added, ix.Chunks[i].Content())
+		}
+	}
+	return h.Update(added, removed) == nil
 }
 
 // replayRun merges the facts and hyperedges run added to old into ix, as the
@@ -506,32 +598,48 @@ func replayRun(ctx context.Context, old, ix *graphio.Index, run string, chunkMap
 	return dropped, nil
 }
 
+// recordKeys holds an index's records by kind, each as the 64-bit FNV-1a hash of its
+// key (entities by name, facts and hyperedges by id, synonym edges by their names,
+// chunks and documents by id) with, for facts, the number of citing chunks. Hashes
+// keep the old index's side of a change's counts small, so the old graph can go
+// before the new one is built; a collision (about 1 in 10^9 at a million records)
+// would only miscount the report.
+type recordKeys map[string]map[uint64]int
+
+func keysOf(ix *graphio.Index) recordKeys {
+	m := recordKeys{"entity": {}, "fact": {}, "hyperedge": {}, "synonym": {}, "chunk": {}, "document": {}}
+	h := func(parts ...string) uint64 {
+		f := fnv.New64a()
+		for _, p := range parts {
+			f.Write([]byte(p))
+			f.Write([]byte{0})
+		}
+		return f.Sum64()
+	}
+	for _, d := range ix.Documents {
+		m["document"][h(d.ID)] = 1
+	}
+	for _, c := range ix.Chunks {
+		m["chunk"][h(c.ID)] = 1
+	}
+	for _, e := range ix.Entities {
+		m["entity"][h(e.Name)] = 1
+	}
+	for _, f := range ix.Facts {
+		m["fact"][h(f.ID)] = len(f.Chunks)
+	}
+	for _, e := range ix.Hyperedges {
+		m["hyperedge"][h(e.ID)] = 1
+	}
+	for _, s := range ix.Synonyms {
+		m["synonym"][h(ix.Entities[s.A].Name, ix.Entities[s.B].Name)] = 1
+	}
+	return m
+}
+
 // diffRecords counts records of each kind in after and not before (added) and the
 // other way round (removed), and facts in both with fewer citations in after.
-func diffRecords(before, after *graphio.Index) (added, removed map[string]int, trimmed int) {
-	keys := func(ix *graphio.Index) map[string]map[string]int {
-		m := map[string]map[string]int{"entity": {}, "fact": {}, "hyperedge": {}, "synonym": {}, "chunk": {}, "document": {}}
-		for _, d := range ix.Documents {
-			m["document"][d.ID] = 1
-		}
-		for _, c := range ix.Chunks {
-			m["chunk"][c.ID] = 1
-		}
-		for _, e := range ix.Entities {
-			m["entity"][e.Name] = 1
-		}
-		for _, f := range ix.Facts {
-			m["fact"][f.ID] = len(f.Chunks)
-		}
-		for _, h := range ix.Hyperedges {
-			m["hyperedge"][h.ID] = 1
-		}
-		for _, s := range ix.Synonyms {
-			m["synonym"][ix.Entities[s.A].Name+"\x00"+ix.Entities[s.B].Name] = 1
-		}
-		return m
-	}
-	b, a := keys(before), keys(after)
+func diffRecords(b, a recordKeys) (added, removed map[string]int, trimmed int) {
 	added, removed = map[string]int{}, map[string]int{}
 	for kind, bm := range b {
 		for k, n := range bm {
@@ -550,13 +658,35 @@ func diffRecords(before, after *graphio.Index) (added, removed map[string]int, t
 	return added, removed, trimmed
 }
 
+// ReadForChange reads the index at path for Add, Delete or Sync: without its embedding
+// matrices when they are the built-in embedder's, whole otherwise. A change brings the
+// built-in embedder's IDF up to date and so embeds every record again: the old vectors
+// would never be read, and they are most of a large index (at 30K passages 330 of its
+// 334 MiB would stay in memory through the rebuild). The index is whole again once
+// rebuilt (EmbedAll); one read without its matrices is refused by graphio.Write until
+// then. Another embedder's vectors are reused for the texts they embedded: that
+// index is read twice, the first time without matrices, to learn its embedder.
+func ReadForChange(path string) (*graphio.Index, error) {
+	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Embeddings: func(graphio.NodeKind) bool { return false }})
+	if err != nil || embed.IsHashed(ix.Meta.Embedder) {
+		return ix, err
+	}
+	return graphio.ReadFile(path)
+}
+
 // CheckCompatible refuses to add to ix with a chunking, extractor or embedder other
 // than the index's own, naming both.
 func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor, emb embed.Embedder) error {
 	if err := checkChunking(ix, icfg); err != nil {
 		return err
 	}
-	if ex == nil || ex.Name() != ix.Meta.Extractor {
+	if fw, ok := ImportedFrom(ix); ok {
+		if ex == nil {
+			return fmt.Errorf("kg: the index was imported from %s (extracted with %q), whose extractor graphloom cannot run; give graphloom's extractor (rule or llm) for the new documents", fw, ix.Meta.Extractor)
+		}
+		// The new chunks are extracted by graphloom's extractor; the imported ones keep
+		// the framework's extraction.
+	} else if ex == nil || ex.Name() != ix.Meta.Extractor {
 		name := "none"
 		if ex != nil {
 			name = ex.Name()
@@ -577,6 +707,25 @@ func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with %q", want, emb.Identity())
 	}
 	return nil
+}
+
+// importers names the extractor identities graphio/interop's importers record: the
+// framework the index came from.
+var importers = []struct{ prefix, framework string }{
+	{"lightrag", "LightRAG"}, {"hipporag:", "HippoRAG"}, {"gfmrag", "GFM-RAG"}, {"graphrag", "Microsoft GraphRAG"},
+}
+
+// ImportedFrom returns the framework ix was imported from (graphloom import), judged by
+// the extractor it records, and whether it was imported. The chunks of an imported
+// index were extracted by that framework: Add extracts new documents with graphloom's
+// extractor and leaves the imported chunks' extraction as it is.
+func ImportedFrom(ix *graphio.Index) (string, bool) {
+	for _, im := range importers {
+		if ix.Meta.Extractor == im.prefix || strings.HasSuffix(im.prefix, ":") && strings.HasPrefix(ix.Meta.Extractor, im.prefix) {
+			return im.framework, true
+		}
+	}
+	return "", false
 }
 
 // checkChunking refuses a chunking other than the index's own, naming both.

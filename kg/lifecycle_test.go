@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
@@ -39,6 +40,17 @@ func roundTrip(t *testing.T, ix *graphio.Index) *graphio.Index {
 	p := t.TempDir() + "/x.gl"
 	require.NoError(t, graphio.WriteFile(p, ix))
 	out, err := graphio.ReadFile(p)
+	require.NoError(t, err)
+	return out
+}
+
+// forChange writes an index and reads it back as the CLI's add, delete and sync do
+// (kg.ReadForChange: without the built-in embedder's matrices).
+func forChange(t *testing.T, ix *graphio.Index) *graphio.Index {
+	t.Helper()
+	p := t.TempDir() + "/x.gl"
+	require.NoError(t, graphio.WriteFile(p, ix))
+	out, err := kg.ReadForChange(p)
 	require.NoError(t, err)
 	return out
 }
@@ -139,7 +151,7 @@ func TestAddEqualsFreshBuild(t *testing.T) {
 	a, b, qs := harbour(t)
 	want := fresh(t, append(append([]ingest.Passage{}, a...), b...))
 
-	ix := roundTrip(t, fresh(t, a))
+	ix := forChange(t, fresh(t, a))
 	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
 	require.NoError(t, err)
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
@@ -171,7 +183,7 @@ func TestAddEqualsFreshBuild(t *testing.T) {
 func TestDeleteEqualsFreshBuild(t *testing.T) {
 	a, b, qs := harbour(t)
 	want := fresh(t, a)
-	ix := roundTrip(t, fresh(t, append(append([]ingest.Passage{}, a...), b...)))
+	ix := forChange(t, fresh(t, append(append([]ingest.Passage{}, a...), b...)))
 	var docs []int32
 	for i := len(a); i < len(a)+len(b); i++ {
 		docs = append(docs, int32(i))
@@ -282,4 +294,57 @@ func mustEmbedder(t *testing.T, ix *graphio.Index) embed.Embedder {
 	e, err := embed.ForIndex(ix, nil)
 	require.NoError(t, err)
 	return e
+}
+
+// TestMoreHopQAEquivalence is the equivalence of TestAddEqualsFreshBuild and
+// TestDeleteEqualsFreshBuild on the corpus of MoreHopQA-150 (every passage of its
+// examples) and its 150 questions: B is every tenth document.
+func TestMoreHopQAEquivalence(t *testing.T) {
+	const dataset = "../../shared/data/corpora/morehopqa_150.json"
+	if _, err := os.Stat(dataset); err != nil {
+		t.Skipf("MoreHopQA-150 not found at %s (a fresh clone has no ../shared/data): %v", dataset, err)
+	}
+	ds, err := eval.ReadDataset(dataset)
+	require.NoError(t, err)
+	var a, b []ingest.Passage
+	for i, p := range ds.Corpus() {
+		if i%10 == 9 {
+			b = append(b, p)
+		} else {
+			a = append(a, p)
+		}
+	}
+	var qs []string
+	for _, e := range ds.Examples {
+		qs = append(qs, e.Question)
+	}
+	wantA := fresh(t, a)
+	wantAB := fresh(t, append(append([]ingest.Passage{}, a...), b...))
+
+	added := forChange(t, wantA)
+	_, err = kg.Add(context.Background(), added, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	retrieve.StoreBM25(added, retrieve.DefaultConfig())
+	added = roundTrip(t, added)
+
+	deleted := forChange(t, wantAB)
+	var docs []int32
+	for i := len(a); i < len(deleted.Documents); i++ {
+		docs = append(docs, int32(i))
+	}
+	_, err = kg.Delete(context.Background(), deleted, docs, rule(), nil, kg.DefaultConfig())
+	require.NoError(t, err)
+	retrieve.StoreBM25(deleted, retrieve.DefaultConfig())
+	deleted = roundTrip(t, deleted)
+
+	for _, tc := range []struct {
+		name      string
+		want, got *graphio.Index
+	}{{"add", wantAB, added}, {"delete", wantA, deleted}} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, graphOf(tc.want), graphOf(tc.got))
+			assert.Equal(t, counts(tc.want), counts(tc.got))
+			assert.Equal(t, rankings(t, tc.want, qs), rankings(t, tc.got, qs))
+		})
+	}
 }

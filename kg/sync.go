@@ -117,7 +117,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	default:
 		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
 	}
-	if err == nil && titled {
+	if err == nil && titled && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
 		err = reextract(ctx, te, kept, titles(old.Chunks), titles(target.Chunks), keptResults, ch)
 	}
 	if err != nil {

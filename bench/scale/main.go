@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,21 +24,19 @@ import (
 	"math"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-	"unicode"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/graphloom/graphloom/bench/internal/scalecorpus"
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kernels"
@@ -73,10 +70,7 @@ func main() {
 	}
 }
 
-type passage struct {
-	Title string `json:"title"`
-	Text  string `json:"text"`
-}
+type passage = scalecorpus.Passage
 
 // row is one corpus size's measurements.
 type row struct {
@@ -109,16 +103,9 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 	if corpusPath == "" {
 		return errors.New("-corpus is required")
 	}
-	data, err := os.ReadFile(corpusPath)
+	base, err := scalecorpus.Load(corpusPath)
 	if err != nil {
 		return err
-	}
-	var base []passage
-	if err := json.Unmarshal(data, &base); err != nil {
-		return fmt.Errorf("%s: %w", corpusPath, err)
-	}
-	if len(base) == 0 {
-		return fmt.Errorf("%s: no passages", corpusPath)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -134,14 +121,14 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 	for _, n := range ns {
 		r := row{N: n, P50: map[string]float64{}, P99: map[string]float64{}}
 		corpus := filepath.Join(out, fmt.Sprintf("corpus_%d.json", n))
-		ps := Synthesise(base, n)
-		if err := writeJSON(corpus, ps); err != nil {
+		ps := scalecorpus.Synthesise(base, n)
+		if err := scalecorpus.WriteJSON(corpus, ps); err != nil {
 			return err
 		}
 		ix := filepath.Join(out, fmt.Sprintf("scale_%d.gl", n))
 		if !o.reuse {
 			os.Remove(ix)
-			if r.IndexSec, r.IndexRSS, err = measure(bin, "index", "--quiet", "--corpus", corpus, "--out", ix); err != nil {
+			if r.IndexSec, r.IndexRSS, err = scalecorpus.Measure(bin, "index", "--quiet", "--corpus", corpus, "--out", ix); err != nil {
 				return fmt.Errorf("index N=%d: %w", n, err)
 			}
 		}
@@ -151,7 +138,7 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 		}
 		r.IndexMiB = float64(st.Size()) / (1 << 20)
 		if !o.reuse {
-			if r.LoadSec, r.LoadRSS, err = measure(bin, "stats", "--index", ix); err != nil {
+			if r.LoadSec, r.LoadRSS, err = scalecorpus.Measure(bin, "stats", "--index", ix); err != nil {
 				return fmt.Errorf("stats N=%d: %w", n, err)
 			}
 		}
@@ -159,7 +146,7 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 			return fmt.Errorf("query N=%d: %w", n, err)
 		}
 		if augment {
-			if r.AugmentSec, r.AugmentRSS, err = measure(bin, "augment", "--index", ix, "--plan", "--no-checkpoint", "--completer", "extractive", "--quiet"); err != nil {
+			if r.AugmentSec, r.AugmentRSS, err = scalecorpus.Measure(bin, "augment", "--index", ix, "--plan", "--no-checkpoint", "--completer", "extractive", "--quiet"); err != nil {
 				return fmt.Errorf("augment N=%d: %w", n, err)
 			}
 		}
@@ -176,74 +163,6 @@ func run(corpusPath, bin, out string, ns []int, nq int, o options) error {
 	}
 	report(rows, retrievers, augment)
 	return plotCosts(filepath.Join(out, "scale.png"), rows)
-}
-
-// Synthesise returns n passages: base repeated, replica r ≥ 1 with every capitalised
-// word (and so every name and title the rule extractor can see) renamed by a suffix
-// that is unique to the replica, so replicas share no entity.
-func Synthesise(base []passage, n int) []passage {
-	out := make([]passage, 0, n)
-	for i := range n {
-		p, r := base[i%len(base)], i/len(base)
-		if r > 0 {
-			p = passage{Title: rename(p.Title, r), Text: rename(p.Text, r)}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// rename appends the replica's suffix to every word that starts with an upper-case
-// letter: "Paris" → "Parisqab" for replica 1 ("qa" + letters of r in base 26).
-func rename(s string, r int) string {
-	suffix := "q" + replicaLetters(r)
-	var b strings.Builder
-	b.Grow(len(s) + len(s)/4)
-	inWord, capital := false, false
-	for _, c := range s {
-		letter := unicode.IsLetter(c)
-		if inWord && !letter && capital {
-			b.WriteString(suffix)
-		}
-		if letter && !inWord {
-			capital = unicode.IsUpper(c)
-		}
-		inWord = letter
-		b.WriteRune(c)
-	}
-	if inWord && capital {
-		b.WriteString(suffix)
-	}
-	return b.String()
-}
-
-func replicaLetters(r int) string {
-	var out []byte
-	for {
-		out = append(out, byte('a'+r%26))
-		r /= 26
-		if r == 0 {
-			break
-		}
-	}
-	slices.Reverse(out)
-	return string(out)
-}
-
-// measure runs bin with args and returns its wall time and peak RSS (MiB).
-func measure(bin string, args ...string) (float64, float64, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = nil, os.Stderr
-	t0 := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, 0, err
-	}
-	sec := time.Since(t0).Seconds()
-	rss := math.NaN()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024
-	}
-	return sec, rss, nil
 }
 
 // queryLatency loads the index once and times nq questions one at a time per
@@ -402,12 +321,4 @@ func plotCosts(path string, rows []row) error {
 		return err
 	}
 	return p.Save(7*vg.Inch, 5*vg.Inch, path)
-}
-
-func writeJSON(path string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return graphio.AtomicWrite(path, func(w io.Writer) error { _, err := w.Write(data); return err })
 }

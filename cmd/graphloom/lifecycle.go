@@ -59,7 +59,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		defer unlock()
 	}
-	ix, err := graphio.ReadFile(o.index)
+	ix, err := kg.ReadForChange(o.index)
 	if err != nil {
 		return err
 	}
@@ -72,8 +72,14 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		o.icfg.Encoding = enc
 	}
+	if tok := ix.Meta.Tokenizer; ix.Meta.Chunking == "" && tok != "" {
+		o.icfg.Encoding = tok // an imported index records the tokenizer, not the chunking
+	}
 	if o.plan {
 		return runSyncPlan(cmd, ix, o)
+	}
+	if fw, ok := kg.ImportedFrom(ix); ok && !flags.Changed("extractor") {
+		return usageError{fmt.Errorf("index: %s was imported from %s (extracted with %q), whose extractor graphloom cannot run: give --extractor rule (offline) or --extractor llm to extract the new documents; the imported chunks keep their extraction", o.index, fw, ix.Meta.Extractor)}
 	}
 	if !flags.Changed("extractor") {
 		o.extractor = "rule"
@@ -129,6 +135,8 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		if changed {
 			retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 			ix.Meta.Graphloom = buildVersion()
+		} else if ix, err = graphio.ReadFile(o.index); err != nil { // whole: nothing was rebuilt
+			return err
 		}
 		if err := graphio.WriteFile(o.out, ix); err != nil {
 			return err
@@ -269,7 +277,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 					return err
 				}
 			}
-			ix, err := graphio.ReadFile(path)
+			ix, err := kg.ReadForChange(path)
 			if err != nil {
 				return err
 			}

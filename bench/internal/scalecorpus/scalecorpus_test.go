@@ -1,4 +1,4 @@
-package main
+package scalecorpus
 
 import (
 	"testing"
@@ -7,13 +7,13 @@ import (
 )
 
 func TestSynthesiseRenamesPerReplica(t *testing.T) {
-	base := []passage{{Title: "Paris", Text: "Paris is the capital of France. it rains"}, {Title: "Émile Zola", Text: "Émile Zola wrote."}}
+	base := []Passage{{Title: "Paris", Text: "Paris is the capital of France. it rains"}, {Title: "Émile Zola", Text: "Émile Zola wrote."}}
 	got := Synthesise(base, 5)
-	assert.Equal(t, []passage{
+	assert.Equal(t, []Passage{
 		base[0], base[1],
 		{Title: "Parisqb", Text: "Parisqb is the capital of Franceqb. it rains"},
 		{Title: "Émileqb Zolaqb", Text: "Émileqb Zolaqb wrote."},
 		{Title: "Parisqc", Text: "Parisqc is the capital of Franceqc. it rains"},
 	}, got)
-	assert.Equal(t, "ba", replicaLetters(26))
+	assert.Equal(t, "ba", ReplicaLetters(26))
 }
