@@ -50,23 +50,29 @@ func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
 	return out, nil
 }
 
-// calibrate fits each member's Platt scaling on its own validation logits (the
-// ensemble's test views stay unseen) and fills the report's calibration fields and
-// the ensemble's test metrics: ROC-AUC, ranking accuracy, accuracy and BCE of the mean
-// calibrated probability, and the expected calibration error (10 equal-width bins) of
-// the mean probability before and after calibration. Without cfg.Calibrate the
-// members keep the identity and both errors are the uncalibrated one.
+// calibrate fits one Platt scaling to every member's logits on its own validation
+// views, pooled (each member's validation split is out of its own training; pooled,
+// the fit sees K times the views and K differently drawn regions), applies it to
+// every member (the ensemble's test views stay unseen), and fills the report's
+// calibration fields and the ensemble's test metrics: ROC-AUC, ranking accuracy,
+// accuracy and BCE of the mean calibrated probability, and the expected calibration
+// error (10 equal-width bins) of the mean probability before and after calibration.
+// Without cfg.Calibrate the members keep the identity and both errors are the
+// uncalibrated one.
 func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr *TrainReport) error {
 	e.calib = make([]train.Platt, len(runs))
-	for k, r := range runs {
-		e.calib[k] = train.Platt{A: 1}
-		if !cfg.Calibrate {
-			continue
+	p := train.Platt{A: 1}
+	if cfg.Calibrate {
+		var z, y []float32
+		for _, r := range runs {
+			z, y = append(z, r.valLogits...), append(y, r.valLabels...)
 		}
-		p, err := train.FitPlatt(r.valLogits, r.valLabels)
-		if err != nil {
-			return fmt.Errorf("augment: calibrating member %d: %w", k, err)
+		var err error
+		if p, err = train.FitPlatt(z, y); err != nil {
+			return fmt.Errorf("augment: calibrating the scorer: %w", err)
 		}
+	}
+	for k := range e.calib {
 		e.calib[k] = p
 	}
 	tr.Calibration = e.calib

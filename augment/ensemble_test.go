@@ -17,8 +17,8 @@ import (
 func TestPartitionAroundKeepsTheTestRegion(t *testing.T) {
 	ix := chainIndex(t)
 	g := newMinerGraph(ix, DefaultConfig())
-	base := g.partition(0.15, 0.15, 7)
-	m := g.partitionAround(base, 0.15, 0.15, 99)
+	base := g.partition(0.15, 0.15, 0, 7)
+	m := g.partitionAround(base, 0.15, 0.15, 0, 99)
 	var val, train, moved, test int
 	for u := range g.adj {
 		if len(g.adj[u]) == 0 {
