@@ -2,6 +2,8 @@ package augment
 
 import (
 	"context"
+	"math"
+	"math/rand"
 	"path/filepath"
 	"testing"
 
@@ -96,4 +98,130 @@ func TestObtainEnsemble(t *testing.T) {
 	assert.True(t, tr2.Reused)
 	assert.Equal(t, 3, loads)
 	assert.Equal(t, e.calib, e2.calib)
+}
+
+// TestPartitionLeastTestRegion checks the test region's least size: a third of the
+// walk graph's entities at most, and without a least size the test share alone.
+func TestPartitionLeastTestRegion(t *testing.T) {
+	ix := chainIndex(t)
+	g := newMinerGraph(ix, DefaultConfig())
+	active := 0
+	for u := range g.adj {
+		if len(g.adj[u]) > 0 {
+			active++
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		minTest  int
+		least    float64 // entities the test region holds at least
+		mostFrac float64 // and at most this share, plus one region
+	}{
+		{"share only", 0, 0.15 * float64(active), 0.15},
+		{"least size below a third", 12, 12, 12 / float64(active)},
+		{"least size capped at a third", 10 * active, float64(active) / 3, 1.0 / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 5; seed++ {
+				part := g.partition(0.15, 0.15, tc.minTest, seed)
+				test := 0
+				for u := range g.adj {
+					if len(g.adj[u]) > 0 && part[u] == splitTest {
+						test++
+					}
+				}
+				assert.GreaterOrEqual(t, float64(test), tc.least, "seed %d", seed)
+				assert.Less(t, float64(test), tc.mostFrac*float64(active)+float64(max(16, active/40)), "seed %d", seed)
+			}
+		})
+	}
+}
+
+// TestTrainMembersShareOneTestRegion trains three (fake) members in lockstep and
+// checks that the test region is member 0's for every member, that no member trains
+// or validates on a test entity, that the members' train/validation regions differ,
+// and that every member took the same number of steps and was restored once (one
+// early stopping for all).
+func TestTrainMembersShareOneTestRegion(t *testing.T) {
+	ix := chainIndex(t)
+	cfg := testOptions(nil).Config
+	cfg.Epochs, cfg.EvalEvery = 6, 2
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	fakes := []*fakeScorer{{}, {}, {}}
+	scs := []Scorer{fakes[0], fakes[1], fakes[2]}
+	trs, runs, history, err := trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
+	require.NoError(t, err)
+	require.Len(t, trs, 3)
+	require.Len(t, runs, 3)
+	assert.Len(t, history, 3, "evaluations at epochs 2, 4, 6")
+	differs := false
+	for k, r := range runs {
+		for u := range g.adj {
+			if len(g.adj[u]) == 0 {
+				continue
+			}
+			assert.Equal(t, runs[0].part[u] == splitTest, r.part[u] == splitTest, "member %d entity %d", k, u)
+			if r.part[u] != runs[0].part[u] {
+				differs = true
+			}
+		}
+		assert.Equal(t, runs[0].testLabel, r.testLabel, "member %d: the shared test views", k)
+		for _, v := range r.testViews {
+			for _, n := range v.sg.nodes {
+				assert.EqualValues(t, splitTest, r.part[n], "member %d: a test view leaves the test region", k)
+			}
+		}
+		assert.Equal(t, fakes[0].steps, fakes[k].steps, "member %d steps in lockstep", k)
+		assert.Equal(t, 1, fakes[k].restores, "member %d restored once", k)
+		assert.Equal(t, trs[0].BestEpoch, trs[k].BestEpoch)
+	}
+	assert.True(t, differs, "members deal train and validation differently")
+}
+
+// TestPooledCalibrationLowersECE plants a miscalibrated scorer: labels drawn from
+// σ(0.4·z − 0.8) for logits z (overconfident and biased). One Platt scaling fitted on
+// three members' validation logits pooled must recover (0.4, −0.8) and lower the
+// expected calibration error on separately drawn test logits.
+func TestPooledCalibrationLowersECE(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	draw := func(n int) ([]float32, []float32) {
+		z, y := make([]float32, n), make([]float32, n)
+		for i := range n {
+			z[i] = float32(rng.NormFloat64() * 3)
+			if rng.Float64() < 1/(1+math.Exp(-(0.4*float64(z[i])-0.8))) {
+				y[i] = 1
+			}
+		}
+		return z, y
+	}
+	const nTest = 4000
+	testZ, testY := draw(nTest)
+	views := make([]view, nTest)
+	for i := range views {
+		views[i] = view{label: testY[i], group: i}
+	}
+	var runs []memberRun
+	for range 3 {
+		vz, vy := draw(2000)
+		// Every member sees the same test logits: the planted law is the members'.
+		runs = append(runs, memberRun{valLogits: vz, valLabels: vy, testLogits: testZ, testLabel: testY})
+	}
+	cfg := DefaultConfig()
+	var tr TrainReport
+	e := &ensemble{}
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	require.Len(t, tr.Calibration, 3)
+	for _, p := range tr.Calibration {
+		assert.Equal(t, tr.Calibration[0], p, "one scaling for all members")
+	}
+	assert.InDelta(t, 0.4, tr.Calibration[0].A, 0.04)
+	assert.InDelta(t, -0.8, tr.Calibration[0].B, 0.1)
+	assert.Greater(t, tr.TestECE, 0.1, "the planted scorer is miscalibrated")
+	assert.Less(t, tr.TestECECalibrated, 0.03)
+
+	cfg.Calibrate = false
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	assert.Equal(t, tr.TestECE, tr.TestECECalibrated, "uncalibrated: the identity")
 }
