@@ -107,21 +107,35 @@ type Config struct {
 	// Dropout of the scorer; paper: 0.1.
 	Dropout float64
 	// Ensemble is the number of scorers trained, each with its own seed for views,
-	// partition (around one shared test region), initialisation and dropout; the mean
-	// of their (calibrated) probabilities selects. Not in the paper, which trains one:
-	// one scorer's selection depends on its seed more than on the corpus (issue 50).
-	// Members train one after another (not stacked in one graph: K members cost K
-	// trainings). Default 3, flag --ensemble. Measured on the example corpus
-	// (augment --plan --no-checkpoint --roots 100 --budget 40, seeds 42, 1, 2): the
-	// mean pairwise Jaccard of the selected sets rises from 0.27 (one scorer) to 0.42;
-	// test ROC-AUC 0.644 ± 0.044 against 0.654 ± 0.057 and the count ≥ θ (24 ± 12
-	// against 34 ± 16 of 68) do not steady — the test region holds 16 entities, so its
-	// ROC-AUC moves with the seed whatever the scorer.
+	// partition (around one shared test region, which no member trains or validates
+	// on), initialisation and dropout; the mean of their (calibrated) probabilities
+	// selects. Not in the paper, which trains one: one scorer's selection depends on its
+	// seed more than on the corpus (issue 50). Default 3, flag --ensemble.
+	//
+	// The members train in lockstep: each epoch every member takes its steps on its own
+	// views, and one early stopping watches the members' mean validation ROC-AUC, so
+	// the epoch is chosen on all members' validation regions pooled (K differently
+	// drawn regions instead of one) and every member restores that epoch's weights.
+	// They are not stacked into one GoMLX graph with one optimizer step: each member
+	// pads its own batches (its own regions draw different subgraph sizes), so a
+	// stacked step would need one padded shape for all K batches and one variable store
+	// with K scopes (models.RGCNClassifier owns its store), and on the CPU backend a
+	// step's time grows with its arithmetic (R-GCN step 105 ms at width 128, 209 ms at
+	// 256, DEVELOPERS' GoMLX notes): K stacked members do K times the arithmetic, so
+	// stacking would save only the per-step dispatch, not K−1 trainings. K members
+	// cost K trainings.
+	//
+	// Measured: see the stability table in bench/augment.sh's output (make bench,
+	// section 4) and the figures written beside Calibrate and MinTestEntities.
 	Ensemble int
-	// Calibrate fits Platt scaling σ(a·z + b) to each member's logits on its
-	// validation split, so that a score reads as a probability and θ means the same
-	// from one trained scorer to the next; not in the paper (raw sigmoid). Default on;
-	// flag --calibrate.
+	// Calibrate fits one Platt scaling σ(a·z + b) to the logits of every member on
+	// its own validation split, pooled, and applies it to every member, so that a
+	// score reads as a probability and θ means the same from one trained scorer to the
+	// next; not in the paper (raw sigmoid). Default on; flag --calibrate. Deviation
+	// from per-member scaling (graphloom's first version): a member's validation split
+	// (16 entities, 10 roots on the example corpus) also chose its epoch, so its own
+	// fit learns that split's luck (a > 1 where the test split needs a < 1) and did
+	// not lower the test calibration error.
 	Calibrate bool
 
 	// RootFraction sets the inference root budget as a share of entity nodes; paper:
