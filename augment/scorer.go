@@ -63,13 +63,14 @@ type TrainReport struct {
 	// structure (shortcutBaselines); BestBaseline the highest of them.
 	Baselines    map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
 	BestBaseline float64            `json:"best_shortcut_baseline"`
-	// Calibration is each ensemble member's Platt scaling (fitted on its validation
-	// split; the identity without Config.Calibrate). TestECE and TestECECalibrated
-	// are the expected calibration error (10 equal-width bins) on the test split of
-	// the mean probability before and after it. With more than one member the test
-	// metrics above are the ensemble's (its mean calibrated probability), the
-	// validation metrics the members' mean, epochs member 0's; Members holds each
-	// member's own report.
+	// Calibration is the Platt scaling of each ensemble member: one scaling fitted on
+	// every member's validation logits pooled (the identity without
+	// Config.Calibrate). TestECE and TestECECalibrated are the expected calibration
+	// error (10 equal-width bins) on the test split of the mean probability before
+	// and after it. With more than one member the test metrics above are the
+	// ensemble's (its mean calibrated probability), the validation metrics and History
+	// the members' mean (what the one early stopping watched), epochs shared (the
+	// members train in lockstep); Members holds each member's own report.
 	Calibration       []train.Platt `json:"calibration,omitempty"`
 	TestECE           float64       `json:"test_ece"`
 	TestECECalibrated float64       `json:"test_ece_calibrated"`
