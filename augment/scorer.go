@@ -69,8 +69,8 @@ type TrainReport struct {
 	// error (10 equal-width bins) on the test split of the mean probability before
 	// and after it. With more than one member the test metrics above are the
 	// ensemble's (its mean calibrated probability), the validation metrics and History
-	// the members' mean (what the one early stopping watched), epochs shared (the
-	// members train in lockstep); Members holds each member's own report.
+	// the members' mean, epochs shared (the members train in lockstep), the best epoch
+	// member 0's; Members holds each member's own report.
 	Calibration       []train.Platt `json:"calibration,omitempty"`
 	TestECE           float64       `json:"test_ece"`
 	TestECECalibrated float64       `json:"test_ece_calibrated"`
@@ -336,6 +336,8 @@ type member struct {
 	valGraphs  []*kernels.Graph
 	valLabels  []float32
 	rng        *rand.Rand
+	bestAUC    float64 // the best validation ROC-AUC so far, and its epoch
+	bestEpoch  int
 }
 
 // newMember partitions the walk graph for ensemble member k and draws its validation
@@ -441,11 +443,11 @@ func (m *member) step(feat *featurizer, epoch int) (float64, error) {
 
 // trainMembers trains the ensemble's members in lockstep (trainScorer's procedure for
 // each): every epoch each member takes its steps on its own training views; every
-// EvalEvery epochs each member is scored on its own validation views, and one early
-// stopping watches the members' mean validation ROC-AUC, so that the epoch is chosen
-// on all members' validation splits pooled, and every member's weights of that epoch
-// are restored. It returns each member's report and run and the evaluations early
-// stopping saw (the members' means).
+// EvalEvery epochs each member is scored on its own validation views and snapshots its
+// weights when its ROC-AUC improved by MinDelta; one early stopping ends training when
+// the mean of the members' best ROC-AUC has not improved for Patience epochs, and
+// every member restores its own best weights. It returns each member's report and run
+// and the members' mean evaluations.
 func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, scs []Scorer, base Config, logs trainLogs) ([]TrainReport, []memberRun, []EvalRow, error) {
 	t0 := time.Now()
 	ms := make([]*member, len(scs))
@@ -485,6 +487,7 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 		},
 		Eval: func() (train.Metrics, error) {
 			var mean EvalRow
+			var bestMean float64
 			aucs := make([]string, len(ms))
 			n := 0
 			for k, m := range ms {
@@ -496,11 +499,19 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 				if h := m.tr.History; len(h) == 0 || h[len(h)-1].Epoch != row.Epoch {
 					m.tr.History = append(m.tr.History, row)
 				}
+				// Each member keeps the weights of its own best validation ROC-AUC.
+				if auc := row.AUC; !math.IsNaN(auc) && (m.bestEpoch == 0 || auc > m.bestAUC+base.MinDelta) {
+					if err := m.sc.Snapshot(); err != nil {
+						return train.Metrics{}, err
+					}
+					m.bestAUC, m.bestEpoch = auc, epochs
+				}
 				w := 1 / float64(len(ms))
 				mean.EvalBCE += w * row.EvalBCE
 				mean.Accuracy += w * row.Accuracy
 				mean.AUC += w * row.AUC
 				mean.Ranking += w * row.Ranking
+				bestMean += w * m.bestAUC
 				aucs[k] = fmt.Sprintf("%.3f", row.AUC)
 				n += len(m.valViews)
 			}
@@ -516,31 +527,30 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 				fmt.Fprintf(logs.text, "epoch %3d  val BCE %.4f  acc %.3f  ROC-AUC %.3f%s  ranking %.3f  (%.0fs, %d compiled)\n",
 					mean.Epoch, mean.EvalBCE, mean.Accuracy, mean.AUC, per, mean.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
 			}
-			// Early stopping watches 1 − the members' mean validation ROC-AUC (see
-			// trainScorer).
-			stop := 1 - mean.AUC
+			// Early stopping watches 1 − the mean of the members' best validation
+			// ROC-AUC so far (see trainScorer): training goes on while any member
+			// still improves. With one member this is the ROC-AUC itself.
+			stop := 1 - bestMean
 			if math.IsNaN(stop) {
 				stop = 0.5
 			}
 			return train.Metrics{Loss: stop, Accuracy: mean.Accuracy, AUC: mean.AUC, N: n}, nil
 		},
-		Snapshot: func() error {
-			for _, m := range ms {
-				if err := m.sc.Snapshot(); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		Restore: func() error {
-			for _, m := range ms {
-				if err := m.sc.Restore(); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		// Members snapshot their own best weights in Eval and restore them below.
+		Snapshot: func() error { return nil },
+		Restore:  func() error { return nil },
 	})
+	if err == nil {
+		for k, m := range ms {
+			if m.bestEpoch == 0 {
+				continue // never evaluated: the last weights
+			}
+			if rerr := m.sc.Restore(); rerr != nil {
+				err = fmt.Errorf("augment: restoring member %d: %w", k, rerr)
+				break
+			}
+		}
+	}
 	if err != nil {
 		return []TrainReport{ms[0].tr}, nil, nil, err
 	}
@@ -559,7 +569,7 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 			return []TrainReport{ms[0].tr}, nil, nil, err
 		}
 		m.run.valLogits, m.run.valLabels = valLogits, m.valLabels
-		tr.BestEpoch = res.BestStep
+		tr.BestEpoch = m.bestEpoch
 		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 		testGraphs, testLabels := graphsOf(feat, m.run.testViews)
 		row, testLogits, err := evaluate(m.sc, testGraphs, testLabels, m.run.testViews)
