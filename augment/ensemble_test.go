@@ -168,6 +168,10 @@ func TestTrainMembersShareOneTestRegion(t *testing.T) {
 			}
 		}
 		assert.Equal(t, runs[0].testLabel, r.testLabel, "member %d: the shared test views", k)
+		require.Len(t, r.testViews, len(runs[0].testViews))
+		for i, v := range r.testViews {
+			assert.Equal(t, runs[0].testViews[i].sg.nodes, v.sg.nodes, "member %d: test view %d", k, i)
+		}
 		for _, v := range r.testViews {
 			for _, n := range v.sg.nodes {
 				assert.EqualValues(t, splitTest, r.part[n], "member %d: a test view leaves the test region", k)
@@ -187,9 +191,11 @@ func TestTrainMembersShareOneTestRegion(t *testing.T) {
 }
 
 // TestPooledCalibrationLowersECE plants a miscalibrated scorer: labels drawn from
-// σ(0.4·z − 0.8) for logits z (overconfident and biased). One Platt scaling fitted on
-// three members' validation logits pooled must recover (0.4, −0.8) and lower the
-// expected calibration error on separately drawn test logits.
+// σ(0.4·z − 0.8) for logits z (overconfident and biased); a second member emits the
+// same logits times ten. One Platt scaling fitted on both members' validation logits
+// pooled (each standardised by its own spread) must recover (0.4, −0.8) for the first
+// member and (0.04, −0.8) for the second, and lower the expected calibration error on
+// separately drawn test logits.
 func TestPooledCalibrationLowersECE(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	draw := func(n int) ([]float32, []float32) {
@@ -202,6 +208,13 @@ func TestPooledCalibrationLowersECE(t *testing.T) {
 		}
 		return z, y
 	}
+	times := func(xs []float32, c float32) []float32 {
+		out := make([]float32, len(xs))
+		for i, x := range xs {
+			out[i] = c * x
+		}
+		return out
+	}
 	const nTest = 4000
 	testZ, testY := draw(nTest)
 	views := make([]view, nTest)
@@ -209,21 +222,20 @@ func TestPooledCalibrationLowersECE(t *testing.T) {
 		views[i] = view{label: testY[i], group: i}
 	}
 	var runs []memberRun
-	for range 3 {
-		vz, vy := draw(2000)
-		// Every member sees the same test logits: the planted law is the members'.
-		runs = append(runs, memberRun{valLogits: vz, valLabels: vy, testLogits: testZ, testLabel: testY})
+	for k, scale := range []float32{1, 10} {
+		vz, vy := draw(3000 + 500*k)
+		runs = append(runs, memberRun{valLogits: times(vz, scale), valLabels: vy, testLogits: times(testZ, scale), testLabel: testY})
 	}
 	cfg := DefaultConfig()
 	var tr TrainReport
 	e := &ensemble{}
 	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
-	require.Len(t, tr.Calibration, 3)
-	for _, p := range tr.Calibration {
-		assert.Equal(t, tr.Calibration[0], p, "one scaling for all members")
-	}
+	require.Len(t, tr.Calibration, 2)
 	assert.InDelta(t, 0.4, tr.Calibration[0].A, 0.04)
-	assert.InDelta(t, -0.8, tr.Calibration[0].B, 0.1)
+	assert.InDelta(t, 0.04, tr.Calibration[1].A, 0.004)
+	for _, p := range tr.Calibration {
+		assert.InDelta(t, -0.8, p.B, 0.12)
+	}
 	assert.Greater(t, tr.TestECE, 0.1, "the planted scorer is miscalibrated")
 	assert.Less(t, tr.TestECECalibrated, 0.03)
 
