@@ -153,7 +153,7 @@ func TestCorruptedViews(t *testing.T) {
 func TestPartition(t *testing.T) {
 	ix := chainIndex(t)
 	g := newMinerGraph(ix, DefaultConfig())
-	part := g.partition(0.15, 0.15, 7)
+	part := g.partition(0.15, 0.15, 0, 7)
 	var sizes [3]int
 	active := 0
 	for u := range g.adj {

@@ -50,24 +50,40 @@ func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
 	return out, nil
 }
 
-// calibrate fits each member's Platt scaling on its own validation logits (the
-// ensemble's test views stay unseen) and fills the report's calibration fields and
-// the ensemble's test metrics: ROC-AUC, ranking accuracy, accuracy and BCE of the mean
-// calibrated probability, and the expected calibration error (10 equal-width bins) of
-// the mean probability before and after calibration. Without cfg.Calibrate the
-// members keep the identity and both errors are the uncalibrated one.
+// calibrate fits one Platt scaling to every member's logits on its own validation
+// views, pooled (each member's validation split is out of its own training; pooled,
+// the fit sees K times the views and K differently drawn regions), after
+// standardising each member's logits by the mean and standard deviation of its own
+// validation logits (members differ in logit scale, and the mean probability would
+// otherwise follow the most confident member), and applies it to every member (the
+// ensemble's test views stay unseen): member k's scaling is σ(a·(z − μ_k)/s_k + b).
+// It fills the report's calibration fields and the ensemble's test metrics: ROC-AUC,
+// ranking accuracy, accuracy and BCE of the mean calibrated probability, and the
+// expected calibration error (10 equal-width bins) of the mean probability before
+// and after calibration. Without cfg.Calibrate the members keep the identity and both
+// errors are the uncalibrated one.
 func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr *TrainReport) error {
 	e.calib = make([]train.Platt, len(runs))
-	for k, r := range runs {
+	for k := range e.calib {
 		e.calib[k] = train.Platt{A: 1}
-		if !cfg.Calibrate {
-			continue
+	}
+	if cfg.Calibrate {
+		var z, y []float32
+		mu, sd := make([]float64, len(runs)), make([]float64, len(runs))
+		for k, r := range runs {
+			mu[k], sd[k] = meanStd(r.valLogits)
+			for _, v := range r.valLogits {
+				z = append(z, float32((float64(v)-mu[k])/sd[k]))
+			}
+			y = append(y, r.valLabels...)
 		}
-		p, err := train.FitPlatt(r.valLogits, r.valLabels)
+		p, err := train.FitPlatt(z, y)
 		if err != nil {
-			return fmt.Errorf("augment: calibrating member %d: %w", k, err)
+			return fmt.Errorf("augment: calibrating the scorer: %w", err)
 		}
-		e.calib[k] = p
+		for k := range e.calib {
+			e.calib[k] = train.Platt{A: p.A / sd[k], B: p.B - p.A*mu[k]/sd[k]}
+		}
 	}
 	tr.Calibration = e.calib
 	labels := runs[0].testLabel
@@ -96,4 +112,22 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	return nil
+}
+
+// meanStd returns the mean and standard deviation of xs; the deviation is 1 where it
+// would be 0 (constant logits) so that dividing by it is safe.
+func meanStd(xs []float32) (float64, float64) {
+	var m, q float64
+	for _, x := range xs {
+		m += float64(x)
+	}
+	m /= float64(max(1, len(xs)))
+	for _, x := range xs {
+		q += (float64(x) - m) * (float64(x) - m)
+	}
+	sd := math.Sqrt(q / float64(max(1, len(xs))))
+	if !(sd > 0) {
+		sd = 1
+	}
+	return m, sd
 }

@@ -2,6 +2,8 @@ package augment
 
 import (
 	"context"
+	"math"
+	"math/rand"
 	"path/filepath"
 	"testing"
 
@@ -17,8 +19,8 @@ import (
 func TestPartitionAroundKeepsTheTestRegion(t *testing.T) {
 	ix := chainIndex(t)
 	g := newMinerGraph(ix, DefaultConfig())
-	base := g.partition(0.15, 0.15, 7)
-	m := g.partitionAround(base, 0.15, 0.15, 99)
+	base := g.partition(0.15, 0.15, 0, 7)
+	m := g.partitionAround(base, 0.15, 0.15, 0, 99)
 	var val, train, moved, test int
 	for u := range g.adj {
 		if len(g.adj[u]) == 0 {
@@ -96,4 +98,148 @@ func TestObtainEnsemble(t *testing.T) {
 	assert.True(t, tr2.Reused)
 	assert.Equal(t, 3, loads)
 	assert.Equal(t, e.calib, e2.calib)
+}
+
+// TestPartitionLeastTestRegion checks the test region's least size: a third of the
+// walk graph's entities at most, and without a least size the test share alone.
+func TestPartitionLeastTestRegion(t *testing.T) {
+	ix := chainIndex(t)
+	g := newMinerGraph(ix, DefaultConfig())
+	active := 0
+	for u := range g.adj {
+		if len(g.adj[u]) > 0 {
+			active++
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		minTest  int
+		least    float64 // entities the test region holds at least
+		mostFrac float64 // and at most this share, plus one region
+	}{
+		{"share only", 0, 0.15 * float64(active), 0.15},
+		{"least size below a third", 12, 12, 12 / float64(active)},
+		{"least size capped at a third", 10 * active, float64(active) / 3, 1.0 / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 5; seed++ {
+				part := g.partition(0.15, 0.15, tc.minTest, seed)
+				test := 0
+				for u := range g.adj {
+					if len(g.adj[u]) > 0 && part[u] == splitTest {
+						test++
+					}
+				}
+				assert.GreaterOrEqual(t, float64(test), tc.least, "seed %d", seed)
+				assert.Less(t, float64(test), tc.mostFrac*float64(active)+float64(max(16, active/40)), "seed %d", seed)
+			}
+		})
+	}
+}
+
+// TestTrainMembersShareOneTestRegion trains three (fake) members in lockstep and
+// checks that the test region is member 0's for every member, that no member trains
+// or validates on a test entity, that the members' train/validation regions differ,
+// that every member took the same number of steps (one early stopping for all), and
+// that each was restored once, to the epoch of its own best validation ROC-AUC.
+func TestTrainMembersShareOneTestRegion(t *testing.T) {
+	ix := chainIndex(t)
+	cfg := testOptions(nil).Config
+	cfg.Epochs, cfg.EvalEvery = 6, 2
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	fakes := []*fakeScorer{{}, {}, {}}
+	scs := []Scorer{fakes[0], fakes[1], fakes[2]}
+	trs, runs, history, err := trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
+	require.NoError(t, err)
+	require.Len(t, trs, 3)
+	require.Len(t, runs, 3)
+	assert.Len(t, history, 3, "evaluations at epochs 2, 4, 6")
+	differs := false
+	for k, r := range runs {
+		for u := range g.adj {
+			if len(g.adj[u]) == 0 {
+				continue
+			}
+			assert.Equal(t, runs[0].part[u] == splitTest, r.part[u] == splitTest, "member %d entity %d", k, u)
+			if r.part[u] != runs[0].part[u] {
+				differs = true
+			}
+		}
+		assert.Equal(t, runs[0].testLabel, r.testLabel, "member %d: the shared test views", k)
+		require.Len(t, r.testViews, len(runs[0].testViews))
+		for i, v := range r.testViews {
+			assert.Equal(t, runs[0].testViews[i].sg.nodes, v.sg.nodes, "member %d: test view %d", k, i)
+		}
+		for _, v := range r.testViews {
+			for _, n := range v.sg.nodes {
+				assert.EqualValues(t, splitTest, r.part[n], "member %d: a test view leaves the test region", k)
+			}
+		}
+		assert.Equal(t, fakes[0].steps, fakes[k].steps, "member %d steps in lockstep", k)
+		assert.Equal(t, 1, fakes[k].restores, "member %d restored once", k)
+		best := trs[k].History[0]
+		for _, h := range trs[k].History {
+			if h.AUC > best.AUC+cfg.MinDelta {
+				best = h
+			}
+		}
+		assert.Equal(t, best.Epoch, trs[k].BestEpoch, "member %d: its own best epoch", k)
+	}
+	assert.True(t, differs, "members deal train and validation differently")
+}
+
+// TestPooledCalibrationLowersECE plants a miscalibrated scorer: labels drawn from
+// σ(0.4·z − 0.8) for logits z (overconfident and biased); a second member emits the
+// same logits times ten. One Platt scaling fitted on both members' validation logits
+// pooled (each standardised by its own spread) must recover (0.4, −0.8) for the first
+// member and (0.04, −0.8) for the second, and lower the expected calibration error on
+// separately drawn test logits.
+func TestPooledCalibrationLowersECE(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	draw := func(n int) ([]float32, []float32) {
+		z, y := make([]float32, n), make([]float32, n)
+		for i := range n {
+			z[i] = float32(rng.NormFloat64() * 3)
+			if rng.Float64() < 1/(1+math.Exp(-(0.4*float64(z[i])-0.8))) {
+				y[i] = 1
+			}
+		}
+		return z, y
+	}
+	times := func(xs []float32, c float32) []float32 {
+		out := make([]float32, len(xs))
+		for i, x := range xs {
+			out[i] = c * x
+		}
+		return out
+	}
+	const nTest = 4000
+	testZ, testY := draw(nTest)
+	views := make([]view, nTest)
+	for i := range views {
+		views[i] = view{label: testY[i], group: i}
+	}
+	var runs []memberRun
+	for k, scale := range []float32{1, 10} {
+		vz, vy := draw(3000 + 500*k)
+		runs = append(runs, memberRun{valLogits: times(vz, scale), valLabels: vy, testLogits: times(testZ, scale), testLabel: testY})
+	}
+	cfg := DefaultConfig()
+	var tr TrainReport
+	e := &ensemble{}
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	require.Len(t, tr.Calibration, 2)
+	assert.InDelta(t, 0.4, tr.Calibration[0].A, 0.04)
+	assert.InDelta(t, 0.04, tr.Calibration[1].A, 0.004)
+	for _, p := range tr.Calibration {
+		assert.InDelta(t, -0.8, p.B, 0.12)
+	}
+	assert.Greater(t, tr.TestECE, 0.1, "the planted scorer is miscalibrated")
+	assert.Less(t, tr.TestECECalibrated, 0.03)
+
+	cfg.Calibrate = false
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	assert.Equal(t, tr.TestECE, tr.TestECECalibrated, "uncalibrated: the identity")
 }

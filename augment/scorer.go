@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -62,13 +63,14 @@ type TrainReport struct {
 	// structure (shortcutBaselines); BestBaseline the highest of them.
 	Baselines    map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
 	BestBaseline float64            `json:"best_shortcut_baseline"`
-	// Calibration is each ensemble member's Platt scaling (fitted on its validation
-	// split; the identity without Config.Calibrate). TestECE and TestECECalibrated
-	// are the expected calibration error (10 equal-width bins) on the test split of
-	// the mean probability before and after it. With more than one member the test
-	// metrics above are the ensemble's (its mean calibrated probability), the
-	// validation metrics the members' mean, epochs member 0's; Members holds each
-	// member's own report.
+	// Calibration is the Platt scaling of each ensemble member: one scaling fitted on
+	// every member's validation logits pooled (the identity without
+	// Config.Calibrate). TestECE and TestECECalibrated are the expected calibration
+	// error (10 equal-width bins) on the test split of the mean probability before
+	// and after it. With more than one member the test metrics above are the
+	// ensemble's (its mean calibrated probability), the validation metrics and History
+	// the members' mean, epochs shared (the members train in lockstep), the best epoch
+	// member 0's; Members holds each member's own report.
 	Calibration       []train.Platt `json:"calibration,omitempty"`
 	TestECE           float64       `json:"test_ece"`
 	TestECECalibrated float64       `json:"test_ece_calibrated"`
@@ -122,9 +124,9 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		FM, ED    float64
 		TR, ER    int
 		VF, TF    float64
-		TE        int
+		TE, MT    int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -137,7 +139,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		CB        bool
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.RootCentred, 3, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -171,10 +173,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 	}
 	t0 := time.Now()
 	e := &ensemble{}
-	var runs []memberRun
-	var reports []TrainReport
 	var jsonl bytes.Buffer
-	var test []int8
 	for k := range cfg.Ensemble {
 		mcfg := cfg
 		mcfg.Seed = memberSeed(cfg.Seed, k)
@@ -182,43 +181,33 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		if err != nil {
 			return nil, TrainReport{}, err
 		}
-		logs := trainLogs{text: opts.Log}
-		if opts.Progress != nil {
-			stage := "train"
-			if cfg.Ensemble > 1 {
-				stage = fmt.Sprintf("train %d/%d", k+1, cfg.Ensemble)
-			}
-			logs.progress = opts.Progress(stage)
-		}
-		if opts.Checkpoint != "" && k == 0 {
-			logs.jsonl = &jsonl // member 0's log and curves go beside the checkpoint
-		}
-		if opts.Log != nil && cfg.Ensemble > 1 {
-			fmt.Fprintf(opts.Log, "ensemble member %d of %d (seed %d)\n", k+1, cfg.Ensemble, mcfg.Seed)
-		}
-		tr, run, err := trainMember(ctx, g, feat, cands, sc, cfg, k, test, logs)
-		if err != nil {
-			return nil, tr, err
-		}
-		if k == 0 {
-			test = run.part
-		}
 		e.members = append(e.members, sc)
-		runs = append(runs, run)
-		reports = append(reports, tr)
+	}
+	logs := trainLogs{text: opts.Log}
+	if opts.Progress != nil {
+		logs.progress = opts.Progress("train")
+	}
+	if opts.Checkpoint != "" {
+		logs.jsonl = &jsonl // the training log and curves go beside the checkpoint
+	}
+	if opts.Log != nil && cfg.Ensemble > 1 {
+		fmt.Fprintf(opts.Log, "ensemble of %d members trained in lockstep (seeds %d + k·%d)\n", cfg.Ensemble, cfg.Seed, memberSeed(0, 1))
+	}
+	reports, runs, history, err := trainMembers(ctx, g, feat, cands, e.members, cfg, logs)
+	if err != nil {
+		return nil, reports[0], err
 	}
 	tr := reports[0]
 	if cfg.Ensemble > 1 {
 		tr.Members = reports
+		tr.History = history
 		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = 0, 0, 0, 0
-		tr.Compilations = 0
 		n := float64(len(reports))
 		for _, m := range reports {
 			tr.EvalBCE += m.EvalBCE / n
 			tr.EvalAccuracy += m.EvalAccuracy / n
 			tr.EvalAUC += m.EvalAUC / n
 			tr.RankingAcc += m.RankingAcc / n
-			tr.Compilations += m.Compilations
 		}
 	}
 	if err := e.calibrate(runs, runs[0].testViews, cfg, &tr); err != nil {
@@ -313,13 +302,16 @@ func loadEnsemble(opts Options, fp string) (*ensemble, TrainReport, bool) {
 // walk graph is partitioned into train, validation and test regions (partition) and
 // each split samples only inside its region.
 func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, sc Scorer, cfg Config, logs trainLogs) (TrainReport, error) {
-	tr, _, err := trainMember(ctx, g, feat, cands, sc, cfg, 0, nil, logs)
-	return tr, err
+	trs, _, _, err := trainMembers(ctx, g, feat, cands, []Scorer{sc}, cfg, logs)
+	if err != nil {
+		return TrainReport{}, err
+	}
+	return trs[0], nil
 }
 
 // memberRun is what the training of one ensemble member leaves for the ensemble: its
 // partition (member 0's test region is every member's), its validation logits and
-// labels (for its calibration) and its logits on the shared test views.
+// labels (for the calibration) and its logits on the shared test views.
 type memberRun struct {
 	part                  []int8
 	valLogits, valLabels  []float32
@@ -331,25 +323,42 @@ type memberRun struct {
 // dropout of member 0 are those of a single scorer with the command's seed.
 func memberSeed(seed int64, k int) int64 { return seed + int64(k)*1000003 }
 
-// trainMember is trainScorer for ensemble member k: everything it draws comes from
-// memberSeed(cfg.Seed, k) except the test views, drawn with cfg.Seed in the test
-// region of test (member 0's partition; nil for member 0, which partitions as a single
-// scorer does), so that every member is tested on the same views, which none of them
-// trained or chose its epoch on.
-func trainMember(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8, logs trainLogs) (TrainReport, memberRun, error) {
-	t0 := time.Now()
-	tr := TrainReport{}
-	var run memberRun
-	cfg := base
+// member is one ensemble member during training: its scorer, its settings (its own
+// seed), its training region and roots, its validation views and its random source.
+type member struct {
+	sc         Scorer
+	cfg        Config
+	tr         TrainReport
+	run        memberRun
+	gTrain     *minerGraph
+	trainRoots []int32
+	valViews   []view
+	valGraphs  []*kernels.Graph
+	valLabels  []float32
+	rng        *rand.Rand
+	bestAUC    float64 // the best validation ROC-AUC so far, and its epoch
+	bestEpoch  int
+}
+
+// newMember partitions the walk graph for ensemble member k and draws its validation
+// views, the test views and its sizing epochs (which fit the scorer's padded shapes
+// and the shortcut baselines). Everything it draws comes from memberSeed(cfg.Seed, k)
+// except the test views, drawn with cfg.Seed in the test region of test (member 0's
+// partition; nil for member 0, which partitions as a single scorer does), so that every
+// member is tested on the same views, which none of them trained or chose its epoch on.
+func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8) (*member, error) {
+	m := &member{sc: sc, cfg: base}
+	cfg := &m.cfg
 	cfg.Seed = memberSeed(base.Seed, k)
+	tr := &m.tr
 	// Partition; on a small graph a partition may leave a split without views: try
 	// a few partition seeds.
 	var graphs [3]*minerGraph
 	var roots [3][]int32
-	var valViews, testViews []view
+	var testViews []view
 	for attempt := range partitionAttempts {
-		part := g.partitionAround(test, cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729+int64(attempt))
-		run.part = part
+		part := g.partitionAround(test, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, cfg.Seed+104729+int64(attempt))
+		m.run.part = part
 		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
 		for split := range 3 {
 			graphs[split] = g.restrict(part, int8(split))
@@ -367,34 +376,35 @@ func trainMember(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 				}
 			}
 		}
-		valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(base.Seed+15485863)))
-		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, cfg, rand.New(rand.NewSource(cfg.Seed)))
-		if len(valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
+		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.Seed+15485863)))
+		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(cfg.Seed)))
+		if len(m.valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
 			break
 		}
 	}
 	tooSparse := fmt.Errorf("augment: too few training views: subgraphs need ≥ %d nodes and ≥ %d fact edges in each of the train, validation and test regions (roots %v); the graph is too small or sparse", cfg.MinNodes, cfg.MinFactEdges, tr.SplitRoots)
-	if len(valViews) == 0 || len(testViews) == 0 {
-		return tr, run, tooSparse
+	if len(m.valViews) == 0 || len(testViews) == 0 {
+		return m, tooSparse
 	}
-	tr.EvalViews, tr.TestViews = len(valViews), len(testViews)
-	gTrain := graphs[splitTrain]
+	tr.EvalViews, tr.TestViews = len(m.valViews), len(testViews)
+	m.run.testViews = testViews
+	m.gTrain, m.trainRoots = graphs[splitTrain], roots[splitTrain]
 
 	// Sized epochs: fit the scorer's padded shapes, and the shortcut baselines.
 	sizeRng := rand.New(rand.NewSource(cfg.Seed + 7919))
 	var sizing [][]view
 	var baseTrain []view
 	for range sizingEpochs {
-		if vs := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, sizeRng); len(vs) > 0 {
+		if vs := m.gTrain.sampleGroups(m.trainRoots, cfg.TrainRoots, *cfg, sizeRng); len(vs) > 0 {
 			sizing = append(sizing, vs)
 			baseTrain = append(baseTrain, vs...)
 		}
 	}
 	if len(sizing) == 0 {
-		return tr, run, tooSparse
+		return m, tooSparse
 	}
-	tr.Baselines = shortcutBaselines(feat, baseTrain, valViews, testViews)
+	tr.Baselines = shortcutBaselines(feat, baseTrain, m.valViews, testViews)
 	for _, v := range tr.Baselines {
 		tr.BestBaseline = max(tr.BestBaseline, v)
 	}
@@ -402,97 +412,192 @@ func trainMember(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 	for _, vs := range sizing {
 		sizingBatches = append(sizingBatches, miniBatches(vs, cfg.MiniBatches, sizeRng)...)
 	}
-	if err := prepareShapes(sc, sizingBatches, [][]view{valViews, testViews}); err != nil {
-		return tr, run, err
+	if err := prepareShapes(sc, sizingBatches, [][]view{m.valViews, testViews}); err != nil {
+		return m, err
 	}
-	valGraphs, valLabels := graphsOf(feat, valViews)
+	m.valGraphs, m.valLabels = graphsOf(feat, m.valViews)
+	m.rng = rand.New(rand.NewSource(cfg.Seed))
+	return m, nil
+}
+
+// step is one epoch of member m: fresh training views, Config.MiniBatches optimizer
+// steps; it returns the epoch's mean loss.
+func (m *member) step(feat *featurizer, epoch int) (float64, error) {
+	views := m.gTrain.sampleGroups(m.trainRoots, m.cfg.TrainRoots, m.cfg, m.rng)
+	if len(views) == 0 {
+		return 0, fmt.Errorf("augment: epoch %d drew no training views", epoch+1)
+	}
+	m.tr.TrainViews = len(views)
+	var loss float64
+	for _, part := range miniBatches(views, m.cfg.MiniBatches, m.rng) {
+		gs, ls := graphsOf(feat, part)
+		l, err := m.sc.TrainStep(gs, ls)
+		if err != nil {
+			return 0, fmt.Errorf("augment: train epoch %d: %w", epoch+1, err)
+		}
+		loss += l * float64(len(part)) / float64(len(views))
+	}
+	m.tr.Epochs = epoch + 1
+	return loss, nil
+}
+
+// trainMembers trains the ensemble's members in lockstep (trainScorer's procedure for
+// each): every epoch each member takes its steps on its own training views; every
+// EvalEvery epochs each member is scored on its own validation views and snapshots its
+// weights when its ROC-AUC improved by MinDelta; one early stopping ends training when
+// the mean of the members' best ROC-AUC has not improved for Patience epochs, and
+// every member restores its own best weights. It returns each member's report and run
+// and the members' mean evaluations.
+func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, scs []Scorer, base Config, logs trainLogs) ([]TrainReport, []memberRun, []EvalRow, error) {
+	t0 := time.Now()
+	ms := make([]*member, len(scs))
+	var test []int8
+	for k, sc := range scs {
+		m, err := newMember(g, feat, cands, sc, base, k, test)
+		if err != nil {
+			return []TrainReport{m.tr}, nil, nil, err
+		}
+		if k == 0 {
+			test = m.run.part
+		}
+		ms[k] = m
+	}
 	compiled := func() int64 { return 0 }
-	if c, ok := sc.(compileCounter); ok {
-		compiled = c.Compilations
+	if c, ok := scs[0].(compileCounter); ok {
+		compiled = c.Compilations // one engine for all members
 	}
 	compiledBefore := compiled()
 
-	rng := rand.New(rand.NewSource(cfg.Seed))
-	loop := train.Loop{Steps: cfg.Epochs, EvalEvery: cfg.EvalEvery, Patience: (cfg.Patience + cfg.EvalEvery - 1) / cfg.EvalEvery,
-		MinDelta: cfg.MinDelta, Log: logs.jsonl, Progress: logs.progress}
+	var history []EvalRow
+	epochs := 0
+	loop := train.Loop{Steps: base.Epochs, EvalEvery: base.EvalEvery, Patience: (base.Patience + base.EvalEvery - 1) / base.EvalEvery,
+		MinDelta: base.MinDelta, Log: logs.jsonl, Progress: logs.progress}
 	res, err := loop.Run(ctx, train.Hooks{
 		Step: func(i int) (train.StepStats, error) {
-			views := gTrain.sampleGroups(roots[splitTrain], cfg.TrainRoots, cfg, rng)
-			if len(views) == 0 {
-				return train.StepStats{}, fmt.Errorf("augment: epoch %d drew no training views", i+1)
-			}
-			tr.TrainViews = len(views)
 			var loss float64
-			for _, part := range miniBatches(views, cfg.MiniBatches, rng) {
-				gs, ls := graphsOf(feat, part)
-				l, err := sc.TrainStep(gs, ls)
+			for _, m := range ms {
+				l, err := m.step(feat, i)
 				if err != nil {
-					return train.StepStats{}, fmt.Errorf("augment: train epoch %d: %w", i+1, err)
+					return train.StepStats{}, err
 				}
-				loss += l * float64(len(part)) / float64(len(views))
+				loss += l / float64(len(ms))
 			}
-			tr.Epochs = i + 1
-			return train.StepStats{Step: i, Loss: loss, LR: cfg.LearningRate}, nil
+			epochs = i + 1
+			return train.StepStats{Step: i, Loss: loss, LR: base.LearningRate}, nil
 		},
 		Eval: func() (train.Metrics, error) {
-			row, _, err := evaluate(sc, valGraphs, valLabels, valViews)
-			if err != nil {
-				return train.Metrics{}, err
+			var mean EvalRow
+			var bestMean float64
+			aucs := make([]string, len(ms))
+			n := 0
+			for k, m := range ms {
+				row, _, err := evaluate(m.sc, m.valGraphs, m.valLabels, m.valViews)
+				if err != nil {
+					return train.Metrics{}, err
+				}
+				row.Epoch = epochs
+				if h := m.tr.History; len(h) == 0 || h[len(h)-1].Epoch != row.Epoch {
+					m.tr.History = append(m.tr.History, row)
+				}
+				// Each member keeps the weights of its own best validation ROC-AUC.
+				if auc := row.AUC; !math.IsNaN(auc) && (m.bestEpoch == 0 || auc > m.bestAUC+base.MinDelta) {
+					if err := m.sc.Snapshot(); err != nil {
+						return train.Metrics{}, err
+					}
+					m.bestAUC, m.bestEpoch = auc, epochs
+				}
+				w := 1 / float64(len(ms))
+				mean.EvalBCE += w * row.EvalBCE
+				mean.Accuracy += w * row.Accuracy
+				mean.AUC += w * row.AUC
+				mean.Ranking += w * row.Ranking
+				bestMean += w * m.bestAUC
+				aucs[k] = fmt.Sprintf("%.3f", row.AUC)
+				n += len(m.valViews)
 			}
-			row.Epoch = tr.Epochs
-			if n := len(tr.History); n == 0 || tr.History[n-1].Epoch != row.Epoch {
-				tr.History = append(tr.History, row)
+			mean.Epoch = epochs
+			if len(history) == 0 || history[len(history)-1].Epoch != epochs {
+				history = append(history, mean)
 			}
 			if logs.text != nil {
-				fmt.Fprintf(logs.text, "epoch %3d  val BCE %.4f  acc %.3f  ROC-AUC %.3f  ranking %.3f  (%.0fs, %d compiled)\n",
-					row.Epoch, row.EvalBCE, row.Accuracy, row.AUC, row.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
+				per := ""
+				if len(ms) > 1 {
+					per = fmt.Sprintf(" (members %s)", strings.Join(aucs, " "))
+				}
+				fmt.Fprintf(logs.text, "epoch %3d  val BCE %.4f  acc %.3f  ROC-AUC %.3f%s  ranking %.3f  (%.0fs, %d compiled)\n",
+					mean.Epoch, mean.EvalBCE, mean.Accuracy, mean.AUC, per, mean.Ranking, time.Since(t0).Seconds(), compiled()-compiledBefore)
 			}
-			// Early stopping watches 1 − validation ROC-AUC (see trainScorer).
-			stop := 1 - row.AUC
+			// Early stopping watches 1 − the mean of the members' best validation
+			// ROC-AUC so far (see trainScorer): training goes on while any member
+			// still improves. With one member this is the ROC-AUC itself.
+			stop := 1 - bestMean
 			if math.IsNaN(stop) {
 				stop = 0.5
 			}
-			return train.Metrics{Loss: stop, Accuracy: row.Accuracy, AUC: row.AUC, N: len(valViews)}, nil
+			return train.Metrics{Loss: stop, Accuracy: mean.Accuracy, AUC: mean.AUC, N: n}, nil
 		},
-		Snapshot: sc.Snapshot,
-		Restore:  sc.Restore,
+		// Members snapshot their own best weights in Eval and restore them below.
+		Snapshot: func() error { return nil },
+		Restore:  func() error { return nil },
 	})
-	if err != nil {
-		return tr, run, err
-	}
-	for i, h := range res.History {
-		if i < len(tr.History) {
-			tr.History[i].TrainLoss = h.TrainLoss
+	if err == nil {
+		for k, m := range ms {
+			if m.bestEpoch == 0 {
+				continue // never evaluated: the last weights
+			}
+			if rerr := m.sc.Restore(); rerr != nil {
+				err = fmt.Errorf("augment: restoring member %d: %w", k, rerr)
+				break
+			}
 		}
 	}
-	tr.result = res
-	bestEpoch := res.BestStep
-	row, valLogits, err := evaluate(sc, valGraphs, valLabels, valViews)
 	if err != nil {
-		return tr, run, err
+		return []TrainReport{ms[0].tr}, nil, nil, err
 	}
-	run.valLogits, run.valLabels = valLogits, valLabels
-	tr.BestEpoch = bestEpoch
-	tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
-	testGraphs, testLabels := graphsOf(feat, testViews)
-	row, testLogits, err := evaluate(sc, testGraphs, testLabels, testViews)
-	if err != nil {
-		return tr, run, err
+	trs := make([]TrainReport, len(ms))
+	runs := make([]memberRun, len(ms))
+	for k, m := range ms {
+		tr := &m.tr
+		for i, h := range res.History {
+			if i < len(tr.History) {
+				tr.History[i].TrainLoss = h.TrainLoss
+			}
+		}
+		tr.result = res
+		row, valLogits, err := evaluate(m.sc, m.valGraphs, m.valLabels, m.valViews)
+		if err != nil {
+			return []TrainReport{ms[0].tr}, nil, nil, err
+		}
+		m.run.valLogits, m.run.valLabels = valLogits, m.valLabels
+		tr.BestEpoch = m.bestEpoch
+		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
+		testGraphs, testLabels := graphsOf(feat, m.run.testViews)
+		row, testLogits, err := evaluate(m.sc, testGraphs, testLabels, m.run.testViews)
+		if err != nil {
+			return []TrainReport{ms[0].tr}, nil, nil, err
+		}
+		m.run.testLogits, m.run.testLabel = testLogits, testLabels
+		tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
+		tr.Seconds = round3(time.Since(t0).Seconds())
+		tr.Compilations = compiled() - compiledBefore
+		trs[k], runs[k] = *tr, m.run
 	}
-	run.testLogits, run.testLabel, run.testViews = testLogits, testLabels, testViews
-	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
-	tr.Seconds = round3(time.Since(t0).Seconds())
-	tr.Compilations = compiled() - compiledBefore
+	for i := range history {
+		if i < len(res.History) {
+			history[i].TrainLoss = res.History[i].TrainLoss
+		}
+	}
 	if log := logs.text; log != nil {
+		tr := trs[0]
 		fmt.Fprintf(log, "best epoch %d: val BCE %.4f, ROC-AUC %.3f; test ROC-AUC %.3f, ranking %.3f, accuracy %.3f; %d executables compiled, %.1fs\n",
-			bestEpoch, tr.EvalBCE, tr.EvalAUC, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.Compilations, tr.Seconds)
+			tr.BestEpoch, tr.EvalBCE, tr.EvalAUC, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.Compilations, tr.Seconds)
 		fmt.Fprintf(log, "shortcut baselines (test ROC-AUC):")
 		for _, k := range sortedKeys(tr.Baselines) {
 			fmt.Fprintf(log, " %s %.3f", k, tr.Baselines[k])
 		}
 		fmt.Fprintln(log)
 	}
-	return tr, run, nil
+	return trs, runs, history, nil
 }
 
 // miniBatches shuffles an epoch's views and deals them into n batches of nearly equal

@@ -109,7 +109,7 @@ func testScorerLearnsPlanted(t *testing.T, mode string) {
 	require.NoError(t, sc.Save(path))
 	re, err := LoadRGCNScorer(eng, path, cfg)
 	require.NoError(t, err)
-	part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.Seed+104729)
+	part := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, cfg.Seed+104729)
 	gt := g.restrict(part, splitTest)
 	views := gt.sampleGroups(gt.rootsIn(g.rootCandidates()), 32, cfg, rand.New(rand.NewSource(5)))
 	gs, _ := graphsOf(feat, views)

@@ -371,11 +371,12 @@ const (
 // split so that no sampled subgraph crosses splits: regions grown breadth-first from
 // shuffled seeds up to regionSize entities (max(16, entities/40)) are dealt, in random
 // order, each to the split furthest below its share (testFrac, valFrac, the rest for
-// training); fragments under half a region go to training.
+// training; the test share is at least minTest entities, at most a third of them);
+// fragments under half a region go to training.
 // Subgraphs of a split are then sampled on the walk graph restricted to it
 // (restrict), so the test subgraphs share no entity with training subgraphs.
-func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
-	return g.partitionAround(nil, valFrac, testFrac, seed)
+func (g *minerGraph) partition(valFrac, testFrac float64, minTest int, seed int64) []int8 {
+	return g.partitionAround(nil, valFrac, testFrac, minTest, seed)
 }
 
 // partitionAround is partition with the test region given: the entities test assigns
@@ -383,7 +384,7 @@ func (g *minerGraph) partition(valFrac, testFrac float64, seed int64) []int8 {
 // validation regions as partition deals them, the shares counted over all entities.
 // Ensemble members partition around member 0's test region, so that the test split
 // shares no entity with any member's training or validation split.
-func (g *minerGraph) partitionAround(test []int8, valFrac, testFrac float64, seed int64) []int8 {
+func (g *minerGraph) partitionAround(test []int8, valFrac, testFrac float64, minTest int, seed int64) []int8 {
 	n := len(g.adj)
 	fixed := func(u int32) bool { return test != nil && test[u] == splitTest }
 	rng := rand.New(rand.NewSource(seed))
@@ -435,7 +436,8 @@ func (g *minerGraph) partitionAround(test []int8, valFrac, testFrac float64, see
 	order := rng.Perm(len(sizes))
 	split := make([]int8, len(sizes))
 	total := float64(len(active) + fixedN)
-	target := [3]float64{(1 - valFrac - testFrac) * total, valFrac * total, testFrac * total}
+	testN := max(testFrac*total, min(float64(minTest), total/3))
+	target := [3]float64{total - valFrac*total - testN, valFrac * total, testN}
 	var have [3]float64
 	have[splitTest] = float64(fixedN)
 	for _, r := range order {

@@ -204,8 +204,9 @@ rerun does not repeat paid calls.`,
 	f.BoolVar(&cfg.RootCentred, "root-centred", cfg.RootCentred, "corrupt training views at their root: its own facts, entities next to it (false: anywhere, as the paper)")
 	f.StringVar(&cfg.NodeFeatures, "node-features", cfg.NodeFeatures, "scorer input: auto (evidence with the built-in embedder, else both), evidence (text-vs-graph statistics per entity), embedding (the paper's name embeddings) or both")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
-	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers (each with its own seed for views, splits and weights, tested on one shared test split) and select by their mean score")
-	f.BoolVar(&cfg.Calibrate, "calibrate", cfg.Calibrate, "Platt-scale each scorer's logits on its validation split so that θ applies to a calibrated probability")
+	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers in lockstep (each with its own seed for views, splits and weights, one early stopping on their mean validation ROC-AUC, tested on one shared test split) and select by their mean score")
+	f.BoolVar(&cfg.Calibrate, "calibrate", cfg.Calibrate, "Platt-scale the scorers' logits (one scaling fitted on every member's validation split, pooled) so that θ applies to a calibrated probability")
+	f.IntVar(&cfg.MinTestEntities, "min-test-entities", cfg.MinTestEntities, "the scorer's test region holds at least this many entities (at most a third of the walk graph)")
 	lf.register(cmd)
 	lf.registerOpen(cmd)
 	limitChoices(cmd, "node-features", augment.FeaturesAuto, augment.FeaturesEvidence, augment.FeaturesEmbedding, augment.FeaturesBoth)
@@ -216,6 +217,7 @@ rerun does not repeat paid calls.`,
 	limitFlag(cmd, "epochs", atLeast1(1e5))
 	limitFlag(cmd, "seed", anyInt64)
 	limitFlag(cmd, "ensemble", atLeast1(64))
+	limitFlag(cmd, "min-test-entities", atLeast0(1e7))
 	limitFlag(cmd, "planted", atLeast0(1e6))
 	return cmd
 }
@@ -245,7 +247,7 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 		}
 		if rep.Selector == "gnn" {
 			if n := len(tr.Members); n > 1 {
-				how = fmt.Sprintf("ensemble of %d, member 1 %s", n, how)
+				how = fmt.Sprintf("ensemble of %d in lockstep, %s", n, how)
 			}
 			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %.3f, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f\n",
 				how, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline)
