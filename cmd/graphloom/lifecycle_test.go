@@ -151,77 +151,92 @@ func TestIndexSync(t *testing.T) {
 	assert.Contains(t, r.stderr, "give one of --add and --sync")
 }
 
-// TestIndexAddKilledAndRerun: `index --add` with the LLM extractor killed (SIGKILL)
-// half-way through its new chunks leaves the index as it was (byte for byte, and
-// valid); the rerun sends no request that was answered before the kill (the answer
-// cache) and gives the index a clean add gives.
-func TestIndexAddKilledAndRerun(t *testing.T) {
-	srv := extractionServer(t, 40*time.Millisecond)
-	dir := t.TempDir()
-	var a, b strings.Builder
-	for i := range 40 {
-		w := &b
-		if i < 6 {
-			w = &a
-		}
-		fmt.Fprintf(w, "{\"title\":\"Passage %d\",\"text\":\"Mara Vell%d founded Quillhaven%d in %d.\"}\n", i, i, i, 1800+i)
-	}
-	corpusA, corpusB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
-	require.NoError(t, os.WriteFile(corpusA, []byte(a.String()), 0o644))
-	require.NoError(t, os.WriteFile(corpusB, []byte(b.String()), 0o644))
-	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
-	idx, clean := filepath.Join(dir, "x.gl"), filepath.Join(dir, "clean.gl")
-	r := run(t, env, "index", "--corpus", corpusA, "--out", idx, "--llm-concurrency", "4")
-	require.Equal(t, 0, r.code, r.stderr)
-	before, err := os.ReadFile(idx)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(clean, before, 0o644))
+// TestIndexChangeKilledAndRerun: `index --add` and `index --sync` with the LLM
+// extractor killed (SIGKILL) half-way through their new chunks leave the index as it
+// was (byte for byte, and valid); the rerun sends no request that was answered before
+// the kill (the answer cache) and gives the index a clean run gives.
+func TestIndexChangeKilledAndRerun(t *testing.T) {
+	for _, tc := range []struct {
+		op   string
+		want string // in the rerun's report
+	}{
+		{"--add", "34 documents (0 already present, 0 duplicates merged), 34 chunks extracted"},
+		{"--sync", "34 documents added"},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			srv := extractionServer(t, 40*time.Millisecond)
+			dir := t.TempDir()
+			var a, b strings.Builder
+			for i := range 40 {
+				w := &b
+				if i < 6 {
+					w = &a
+				}
+				fmt.Fprintf(w, "{\"title\":\"Passage %d\",\"text\":\"Mara Vell%d founded Quillhaven%d in %d.\"}\n", i, i, i, 1800+i)
+			}
+			corpusA, corpusB, corpusAB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "ab.jsonl")
+			require.NoError(t, os.WriteFile(corpusA, []byte(a.String()), 0o644))
+			require.NoError(t, os.WriteFile(corpusB, []byte(b.String()), 0o644))
+			require.NoError(t, os.WriteFile(corpusAB, []byte(a.String()+b.String()), 0o644))
+			change := corpusB // --add: the new documents; --sync: the whole corpus
+			if tc.op == "--sync" {
+				change = corpusAB
+			}
+			env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+			idx, clean := filepath.Join(dir, "x.gl"), filepath.Join(dir, "clean.gl")
+			r := run(t, env, "index", "--corpus", corpusA, "--out", idx, "--llm-concurrency", "4")
+			require.Equal(t, 0, r.code, r.stderr)
+			before, err := os.ReadFile(idx)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(clean, before, 0o644))
 
-	args := []string{"index", "--add", corpusB, "--index", idx, "--llm-concurrency", "2"}
-	start := srv.AnsweredCount()
-	cmd := cli(t, env, args...)
-	require.NoError(t, cmd.Start())
-	deadline := time.Now().Add(30 * time.Second)
-	for srv.AnsweredCount() < start+20 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	answered := map[string]bool{}
-	for _, q := range srv.Answered()[start:] {
-		answered[string(q.Body)] = true
-	}
-	time.Sleep(200 * time.Millisecond) // answers seen above are cached by now
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	require.GreaterOrEqual(t, len(answered), 20)
-	require.Less(t, srv.AnsweredCount()-start, 68, "killed before the 34 new chunks' 68 calls were all answered")
-	after, err := os.ReadFile(idx)
-	require.NoError(t, err)
-	assert.Equal(t, before, after, "a killed add leaves the index as it was")
-	_, err = graphio.ReadFile(idx)
-	require.NoError(t, err, "and valid")
+			args := []string{"index", tc.op, change, "--index", idx, "--llm-concurrency", "2"}
+			start := srv.AnsweredCount()
+			cmd := cli(t, env, args...)
+			require.NoError(t, cmd.Start())
+			deadline := time.Now().Add(30 * time.Second)
+			for srv.AnsweredCount() < start+20 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			answered := map[string]bool{}
+			for _, q := range srv.Answered()[start:] {
+				answered[string(q.Body)] = true
+			}
+			time.Sleep(200 * time.Millisecond) // answers seen above are cached by now
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+			require.GreaterOrEqual(t, len(answered), 20)
+			require.Less(t, srv.AnsweredCount()-start, 68, "killed before the 34 new chunks' 68 calls were all answered")
+			after, err := os.ReadFile(idx)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "a killed change leaves the index as it was")
+			_, err = graphio.ReadFile(idx)
+			require.NoError(t, err, "and valid")
 
-	sent := srv.Count()
-	r = run(t, env, args...)
-	require.Equal(t, 0, r.code, r.stderr)
-	for _, q := range srv.Requests()[sent:] {
-		assert.False(t, answered[string(q.Body)], "answered before the kill, sent again: %s", q.LastUser())
-	}
-	assert.Contains(t, r.stdout, "34 documents (0 already present, 0 duplicates merged), 34 chunks extracted")
+			sent := srv.Count()
+			r = run(t, env, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			for _, q := range srv.Requests()[sent:] {
+				assert.False(t, answered[string(q.Body)], "answered before the kill, sent again: %s", q.LastUser())
+			}
+			assert.Contains(t, r.stdout, tc.want)
 
-	sent = srv.Count()
-	r = run(t, env, "index", "--add", corpusB, "--index", clean)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, sent, srv.Count(), "a clean add of the same documents is answered from the cache")
-	got, err := graphio.ReadFile(idx)
-	require.NoError(t, err)
-	want, err := graphio.ReadFile(clean)
-	require.NoError(t, err)
-	require.NoError(t, got.Validate())
-	assert.Len(t, got.Facts, 40)
-	for _, ix := range []*graphio.Index{got, want} {
-		delete(ix.Blobs, "lifecycle.history") // holds the time of the add
+			sent = srv.Count()
+			r = run(t, env, "index", tc.op, change, "--index", clean)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, sent, srv.Count(), "a clean run of the same change is answered from the cache")
+			got, err := graphio.ReadFile(idx)
+			require.NoError(t, err)
+			want, err := graphio.ReadFile(clean)
+			require.NoError(t, err)
+			require.NoError(t, got.Validate())
+			assert.Len(t, got.Facts, 40)
+			for _, ix := range []*graphio.Index{got, want} {
+				delete(ix.Blobs, "lifecycle.history") // holds the time of the change
+			}
+			assert.Equal(t, want, got, "the rerun's index is the one a clean run gives")
+		})
 	}
-	assert.Equal(t, want, got, "the rerun's index is the one a clean add gives")
 }
 
 // TestStaleModelWarns: a CAGE encoder trained on an index records the index's
