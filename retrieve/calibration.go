@@ -208,13 +208,14 @@ type CandidateSet struct {
 
 // Score returns the candidates' scores under variant v of f (higher first).
 func (f *Fitted) Score(v string, cs *CandidateSet) []float64 {
+	if v == VariantDefaults || v == VariantFusion && cs.Z[GateGraph] == 0 { // no PPR: the fallback ranking, as uncalibrated
+		return cs.DefaultScores()
+	}
 	out := make([]float64, len(cs.Chunks))
 	for i := range out {
 		switch v {
 		case VariantFusion:
-			if cs.Z[GateGraph] == 0 { // no PPR: the fallback ranking, as uncalibrated
-				out[i] = -float64(cs.DefaultRank[i])
-			} else if f.Fusion.Kind == FusionLinear {
+			if f.Fusion.Kind == FusionLinear {
 				out[i] = (1-f.Fusion.Mu)*cs.Graph[i] + f.Fusion.Mu*cs.BM25[i]
 			} else {
 				out[i] = rrfScore(f.Fusion.Mu, cs.GraphRank[i], cs.BM25Rank[i])
@@ -224,7 +225,7 @@ func (f *Fitted) Score(v string, cs *CandidateSet) []float64 {
 		case VariantRanker:
 			out[i] = f.Ranker.score(cs.X[i], cs.Z)
 		default:
-			out[i] = -float64(cs.DefaultRank[i])
+			return cs.DefaultScores()
 		}
 	}
 	return out
@@ -399,7 +400,7 @@ func (s *Searcher) candidates(sc *scratch, p *pprQuery, q string, x []float64, o
 			f[FeatFacts] = float64(hit) / float64(len(p.linked))
 		}
 		chunk := &s.ix.Chunks[c]
-		if tt := s.analyzer().Terms(s.ix.Documents[chunk.Doc].Title); len(tt) > 0 {
+		if tt := s.docTitleTerms()[chunk.Doc]; len(tt) > 0 {
 			hit := 0
 			for _, t := range tt {
 				if qterms[t] {
@@ -427,6 +428,19 @@ func (s *Searcher) candidates(sc *scratch, p *pprQuery, q string, x []float64, o
 		cs.Z[GateGraph] = 1
 	}
 	return cs
+}
+
+// docTitleTerms returns each document's title terms (the BM25 analyzer's), computed
+// once: the title feature needs them for every candidate of every query.
+func (s *Searcher) docTitleTerms() [][]string {
+	s.titleOnce.Do(func() {
+		s.titleTerms = make([][]string, len(s.ix.Documents))
+		an := s.analyzer()
+		for i, d := range s.ix.Documents {
+			s.titleTerms[i] = an.Terms(d.Title)
+		}
+	})
+	return s.titleTerms
 }
 
 // longestChunk returns the most tokens of a chunk of the index.

@@ -221,6 +221,8 @@ type Searcher struct {
 
 	longestOnce sync.Once
 	longest     int32
+	titleOnce   sync.Once
+	titleTerms  [][]string // per document (docTitleTerms)
 }
 
 // NewSearcher prepares retrieval over ix with the embedder that made its vectors.
