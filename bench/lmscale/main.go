@@ -46,8 +46,9 @@ func main() {
 	newTokens := flag.Int("new", 8, "tokens generated per timing")
 	backend := flag.String("backend", "", "backend (default $GOMLX_BACKEND or go)")
 	noStep := flag.Bool("no-step", false, "skip the training step (loading and generation only)")
+	noCheckpoint := flag.Bool("no-checkpoint", false, "train without gradient checkpointing (every LM activation kept, as PyTorch's default)")
 	flag.Parse()
-	if err := run(*layers, *seqLen, *batch, *newTokens, *backend, *noStep); err != nil {
+	if err := run(*layers, *seqLen, *batch, *newTokens, *backend, *noStep, *noCheckpoint); err != nil {
 		fmt.Fprintln(os.Stderr, "lmscale:", err)
 		os.Exit(1)
 	}
@@ -108,7 +109,7 @@ func settle() int64 {
 
 const gib = float64(1 << 30)
 
-func run(layers, seqLen, batch, newTokens int, backend string, noStep bool) error {
+func run(layers, seqLen, batch, newTokens int, backend string, noStep, noCheckpoint bool) error {
 	dir, err := os.MkdirTemp("", "graphloom-bench-lmscale-")
 	if err != nil {
 		return err
@@ -157,6 +158,7 @@ func run(layers, seqLen, batch, newTokens int, backend string, noStep bool) erro
 	cfg := gretriever.DefaultConfig(64)
 	cfg.BatchSize, cfg.Epochs, cfg.WarmupEpochs, cfg.Patience, cfg.ProjectorHidden = batch, 1, 0, 0, 256
 	cfg.MaxTextTokens, cfg.MaxNewTokens = seqLen, 8
+	cfg.GradientCheckpointing = !noCheckpoint
 	m, err := gretriever.New(l, cfg)
 	if err != nil {
 		return err
@@ -174,8 +176,8 @@ func run(layers, seqLen, batch, newTokens int, backend string, noStep bool) erro
 			return err
 		}
 		step := float64(peak-loaded) / gib
-		fmt.Printf("training step (B %d, T ≈ %d, V %d; compile, one step and two validation passes): %.1f s, peak anonymous RSS beyond the loaded model +%.2f GiB (goal ≤ 3 GiB: %s)\n",
-			batch, lm.SeqBucket(seqLen), spec.Vocab, time.Since(t0).Seconds(), step, verdict(step <= 3))
+		fmt.Printf("training step (B %d, T ≈ %d, V %d, gradient checkpointing %v; compile, one step and two validation passes): %.1f s, peak anonymous RSS beyond the loaded model +%.2f GiB (goal ≤ 3 GiB: %s)\n",
+			batch, lm.SeqBucket(seqLen), spec.Vocab, cfg.GradientCheckpointing, time.Since(t0).Seconds(), step, verdict(step <= 3))
 
 	}
 	// Generation at two context lengths: (time of 1+N new tokens − time of 1) / N.

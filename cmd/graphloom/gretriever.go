@@ -331,6 +331,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.IntVar(&cfg.ProjectorHidden, "projector-hidden", cfg.ProjectorHidden, "projector's middle width")
 	f.IntVar(&cfg.MaxTextTokens, "max-text-tokens", cfg.MaxTextTokens, "tokens of the textualised subgraph kept")
 	f.IntVar(&cfg.MaxNewTokens, "max-new-tokens", cfg.MaxNewTokens, "answer tokens trained on and generated")
+	f.BoolVar(&cfg.GradientCheckpointing, "gradient-checkpointing", cfg.GradientCheckpointing, "recompute each LM layer's activations in the backward pass instead of keeping them (same gradients; less memory, about one more LM forward per step)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "initialisation and shuffling seed")
 	f.IntVar(&rcfg.PCSTTopK, "pcst-topk", rcfg.PCSTTopK, "nodes given prizes (G-Retriever topk)")
 	f.IntVar(&rcfg.PCSTTopKEdges, "pcst-topk-e", rcfg.PCSTTopKEdges, "distinct edge similarities given prizes (topk_e)")

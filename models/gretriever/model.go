@@ -289,7 +289,11 @@ func (m *Model) LossFn(b train.Batch) (func(*model.Scope, []*graph.Node, bool) *
 		ids, mask, at, labels, slot := in[nb], in[nb+1], in[nb+2], in[nb+3], in[nb+4]
 		emb := splice(m.lm.EmbedTokens(ids), m.graphTokens(bn, slot, training), pos)
 		// Only the answer positions reach the LM head: [P, V] logits, never [B, T, V].
-		h := m.lm.Hidden(emb, mask)
+		hidden := m.lm.Hidden
+		if m.cfg.GradientCheckpointing {
+			hidden = m.lm.HiddenCheckpointed
+		}
+		h := hidden(emb, mask)
 		dims := h.Shape().Dimensions
 		h = graph.Gather(graph.Reshape(h, dims[0]*dims[1], dims[2]), graph.InsertAxes(at, -1)) // [P, H]
 		return train.TokenCE(m.lm.LMHead(h), labels)

@@ -296,6 +296,20 @@ func (m *Model) Logits(embeds, mask *graph.Node) *graph.Node {
 
 // Hidden returns the final-normalised hidden states [B, T, Hidden] (see Logits).
 func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
+	return m.hidden(embeds, mask, false)
+}
+
+// HiddenCheckpointed is Hidden with gradient checkpointing, as transformers'
+// gradient_checkpointing_enable: the gradient graph keeps only each decoder layer's
+// input and recomputes the layer's activations (attention probabilities, the MLP's
+// intermediate) when its gradient arrives (GoMLX's Node.Checkpoint). Same values and
+// gradients as Hidden; a backward pass holds one layer's activations instead of all
+// of them, for about one more forward pass of compute. Without a gradient it is Hidden.
+func (m *Model) HiddenCheckpointed(embeds, mask *graph.Node) *graph.Node {
+	return m.hidden(embeds, mask, true)
+}
+
+func (m *Model) hidden(embeds, mask *graph.Node, checkpoint bool) *graph.Node {
 	g := embeds.Graph()
 	dims := embeds.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
@@ -306,7 +320,13 @@ func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
 	positions := PositionsFromMask(mask)
 	x := embeds
 	for i := range m.layers {
+		if checkpoint {
+			x = x.Checkpoint()
+		}
 		x = m.block(&m.layers[i], x, positions, allowed, nil)
+	}
+	if checkpoint {
+		x = x.StopCheckpoint()
 	}
 	return m.rmsNorm(x, m.norm)
 }
