@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/graphloom/graphloom/bench/internal/grdata"
@@ -48,9 +49,10 @@ func main() {
 	newTokens := flag.Int("new", 8, "tokens generated per timing")
 	backend := flag.String("backend", "", "backend (default $GOMLX_BACKEND or go)")
 	noStep := flag.Bool("no-step", false, "skip the training step (loading and generation only)")
+	dtype := flag.String("dtype", "float32", "the LM's weights and compute: float32 or bfloat16 (lm.Options.DType)")
 	noCheckpoint := flag.Bool("no-checkpoint", false, "train without gradient checkpointing (every LM activation kept, as PyTorch's default)")
 	flag.Parse()
-	if err := run(*layers, *seqLen, *batch, *newTokens, *backend, *noStep, *noCheckpoint); err != nil {
+	if err := run(*layers, *seqLen, *batch, *newTokens, *backend, *dtype, *noStep, *noCheckpoint); err != nil {
 		fmt.Fprintln(os.Stderr, "lmscale:", err)
 		os.Exit(1)
 	}
@@ -111,7 +113,11 @@ func settle() int64 {
 
 const gib = float64(1 << 30)
 
-func run(layers, seqLen, batch, newTokens int, backend string, noStep, noCheckpoint bool) error {
+func run(layers, seqLen, batch, newTokens int, backend, dtype string, noStep, noCheckpoint bool) error {
+	dt, ok := map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}[dtype]
+	if !ok {
+		return fmt.Errorf("-dtype %q: want float32 or bfloat16", dtype)
+	}
 	dir, err := os.MkdirTemp("", "graphloom-bench-lmscale-")
 	if err != nil {
 		return err
@@ -146,15 +152,15 @@ func run(layers, seqLen, batch, newTokens int, backend string, noStep, noCheckpo
 	t0 = time.Now()
 	peak, err := peakDuring(func() error {
 		var err error
-		l, err = lm.Load(dir, model.NewStore(), lm.Options{})
+		l, err = lm.Load(dir, model.NewStore(), lm.Options{DType: dt})
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	ratio := float64(peak-before) / float64(params*4)
-	fmt.Printf("load: %.1f s, peak anonymous RSS +%.2f GiB = %.2f × the float32 weights (goal ≤ 1.25: %s)\n",
-		time.Since(t0).Seconds(), float64(peak-before)/gib, ratio, verdict(ratio <= 1.25))
+	fmt.Printf("load (%s): %.1f s, peak anonymous RSS +%.2f GiB = %.2f × the float32 weights (goal ≤ 1.25: %s)\n",
+		dtype, time.Since(t0).Seconds(), float64(peak-before)/gib, ratio, verdict(ratio <= 1.25))
 
 	// One G-Retriever training step through the LM at V = 151,936.
 	cfg := gretriever.DefaultConfig(64)

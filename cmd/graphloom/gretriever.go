@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/spf13/cobra"
 
@@ -34,21 +35,31 @@ const (
 	grAdapter = "adapter" // LoRA variant: the LM's adapters in PEFT's layout
 )
 
-// loadLM loads the frozen LM of a local Hugging Face directory into a fresh store.
-func loadLM(dir string) (*lm.Model, error) {
+// lmDTypes are --lm-dtype's choices (lm.Options.DType).
+var lmDTypes = map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}
+
+// lmDTypeFlag registers --lm-dtype on cmd.
+func lmDTypeFlag(cmd *cobra.Command, dt *string) {
+	cmd.Flags().StringVar(dt, "lm-dtype", "float32", "dtype the LM's weights are held and its layers computed in: float32, or bfloat16 (half the memory, as transformers' torch_dtype=bfloat16: RMSNorm statistics and softmax in float32)")
+	limitChoices(cmd, "lm-dtype", "float32", "bfloat16")
+}
+
+// loadLM loads the frozen LM of a local Hugging Face directory into a fresh store,
+// its weights and layers in dtype (an --lm-dtype choice; "" is float32).
+func loadLM(dir, dtype string) (*lm.Model, error) {
 	if dir == "" {
 		return nil, usageError{errors.New("--lm: need a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded")}
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--lm %s: %w: want a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded", dir, err)
 	}
-	return lm.Load(dir, model.NewStore(), lm.Options{})
+	return lm.Load(dir, model.NewStore(), lm.Options{DType: lmDTypes[dtype]})
 }
 
 // gretrieverFlags are query's and eval's --model and --lm.
 type gretrieverFlags struct {
-	model, lm    string
-	noGraphToken bool
+	model, lm, lmDType string
+	noGraphToken       bool
 }
 
 func (g *gretrieverFlags) register(cmd *cobra.Command) {
@@ -56,6 +67,7 @@ func (g *gretrieverFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&g.noGraphToken, "no-graph-token", false, "answer with the frozen LM alone, the graph token left out: the baseline a trained model must beat (retriever gretriever)")
 	f.StringVar(&g.model, "model", "", "G-Retriever model directory written by 'graphloom train gretriever' (retriever gretriever)")
 	f.StringVar(&g.lm, "lm", "", "local Hugging Face directory of the frozen LM the model was trained with (retriever gretriever)")
+	lmDTypeFlag(cmd, &g.lmDType)
 }
 
 // open returns the gretriever retriever over s, the searcher of ix; the caller closes
@@ -65,7 +77,7 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr i
 	if g.model == "" {
 		return nil, nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
 	}
-	l, err := loadLM(g.lm)
+	l, err := loadLM(g.lm, g.lmDType)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,7 +184,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	cfg := gretriever.DefaultConfig(0)
 	cfg.TextForm = spec.textForm
 	rcfg := retrieve.DefaultConfig()
-	var indexPath, trainPath, valPath, lmDir, out string
+	var indexPath, trainPath, valPath, lmDir, lmDType, out string
 	var gtHidden int
 	var resume bool
 	var lf llmFlags
@@ -208,7 +220,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, err := loadLM(lmDir)
+			l, err := loadLM(lmDir, lmDType)
 			if err != nil {
 				return err
 			}
@@ -312,6 +324,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.StringVar(&trainPath, spec.dataFlag, "", spec.dataHelp)
 	f.StringVar(&valPath, "val", "", "validation questions (default: every fifth training question)")
 	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3)")
+	lmDTypeFlag(cmd, &lmDType)
 	f.StringVar(&out, "out", "", "model directory to write")
 	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")

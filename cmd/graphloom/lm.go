@@ -223,7 +223,7 @@ exactly: no newline is added.`,
 }
 
 func newLMGenerateCmd() *cobra.Command {
-	var dir string
+	var dir, dtype string
 	var chat chatFlags
 	var opts lm.GenerateOptions
 	var stops []string
@@ -255,7 +255,7 @@ model's EOS ids (config.json and generation_config.json), a --stop string or --m
 					return err
 				}
 			}
-			m, err := loadLM(dir)
+			m, err := loadLM(dir, dtype)
 			if err != nil {
 				return err
 			}
@@ -305,6 +305,7 @@ model's EOS ids (config.json and generation_config.json), a --stop string or --m
 		},
 	}
 	lmDirFlag(cmd, &dir)
+	lmDTypeFlag(cmd, &dtype)
 	chat.register(cmd, true)
 	f := cmd.Flags()
 	f.IntVar(&opts.MaxNewTokens, "max-new", 64, "at most this many new tokens")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -219,6 +220,21 @@ func TestLMInfoAndGenerate(t *testing.T) {
 		require.Equal(t, int(out.IDs[k]), best, "token %d", k)
 		seq = append(seq, out.IDs[k])
 	}
+
+	// --lm-dtype bfloat16 generates what the library's bf16 model generates.
+	r = run(t, nil, "lm", "generate", "--lm", dir, "--lm-dtype", "bfloat16", "--max-new", "6", "--json", prompt)
+	require.Equal(t, 0, r.code, r.stderr)
+	var bf struct {
+		IDs []int32 `json:"ids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &bf))
+	mb, err := lm.Load(dir, model.NewStore(), lm.Options{DType: dtypes.BFloat16})
+	require.NoError(t, err)
+	want, err := mb.GenerateIDs(eng, [][]int32{ids}, lm.GenerateOptions{MaxNewTokens: 6})
+	require.NoError(t, err)
+	assert.Equal(t, want[0], bf.IDs, "bf16 generation through the CLI")
+	r = run(t, nil, "lm", "generate", "--lm", dir, "--lm-dtype", "float16", prompt)
+	assert.Equal(t, 2, r.code, "unsupported --lm-dtype is a usage error")
 
 	// Sampling: a seed fixes the tokens.
 	a := run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "6", "--temperature", "1.5", "--seed", "7", "--json", prompt)

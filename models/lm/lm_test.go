@@ -618,6 +618,6 @@ func TestLeftPadding(t *testing.T) {
 		assert.InDeltaSlice(t, want[0][p], got[(pad+p)*v:(pad+p+1)*v], 1e-5, "position %d", p)
 	}
 	// A second model in the same scope of the same store is an error, not a panic.
-	_, err = lm.New(m.Store(), m.Config(), lm.Weights{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, "")
+	_, err = lm.New(m.Store(), m.Config(), lm.Weights{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, lm.Options{})
 	assert.Error(t, err)
 }

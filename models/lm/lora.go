@@ -139,11 +139,14 @@ func (m *Model) project(layer int, t string, x *graph.Node, w, b *graph.Node) *g
 		return y
 	}
 	g := x.Graph()
+	// The adapters are float32 whatever the model's dtype: as PEFT, the input is cast
+	// to the adapter's dtype and the update back to the layer's.
+	x = toDType(x, ad.a.DType())
 	if m.store.IsTraining(g) {
 		x = kernels.Dropout(m.store, x, m.lora.cfg.Dropout)
 	}
 	low := linear(linear(x, ad.a.NodeValue(g), nil), ad.b.NodeValue(g), nil)
-	return graph.Add(y, graph.MulScalar(low, m.lora.cfg.Alpha/float64(m.lora.cfg.R)))
+	return graph.Add(y, toDType(graph.MulScalar(low, m.lora.cfg.Alpha/float64(m.lora.cfg.R)), y.DType()))
 }
 
 // peftKey is PEFT's tensor name of an adapter weight of a causal LM.

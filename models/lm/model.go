@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -32,6 +32,26 @@ const maskValue = -1e9
 type Options struct {
 	Scope         string // store scope of the variables; default DefaultScope
 	SkipTokenizer bool   // do not read tokenizer.json (Model.Tokenizer stays nil)
+	// DType is the dtype the weights are held in and the layers computed in:
+	// dtypes.Float32 (the zero value means it) or dtypes.BFloat16, as transformers with
+	// torch_dtype=bfloat16 computes: projections, RoPE application, the SwiGLU and
+	// the residual stream in bf16; RMSNorm's statistics and the attention softmax in
+	// float32 (cast back to bf16); the LM head's logits returned as float32. bf16 halves
+	// the weights' memory (an 8B model: 16 GB instead of 32) at bf16's precision
+	// (relative 2⁻⁸ per rounding). Inputs and outputs of the Model's methods stay
+	// float32 whatever DType is.
+	DType dtypes.DType
+}
+
+// computeDType resolves Options.DType.
+func (o Options) computeDType() (dtypes.DType, error) {
+	switch o.DType {
+	case dtypes.InvalidDType, dtypes.Float32:
+		return dtypes.Float32, nil
+	case dtypes.BFloat16:
+		return dtypes.BFloat16, nil
+	}
+	return dtypes.InvalidDType, fmt.Errorf("lm: compute dtype %s not supported (want float32 or bfloat16)", o.DType)
 }
 
 // Model is a frozen decoder-only LM whose variables live in a model.Store.
@@ -43,6 +63,7 @@ type Model struct {
 	embed     *model.Variable // [V, H]
 	norm      *model.Variable // [H]
 	head      *model.Variable // [V, H]; the embedding table when tied
+	dtype     dtypes.DType    // weights and layer computation (Options.DType)
 	layers    []layer
 	invFreq   []float32  // RoPE inverse frequencies (static rope types: scaling folded in)
 	ropeScale float32    // cos/sin scale (YaRN's attention factor; 1 otherwise)
@@ -52,10 +73,6 @@ type Model struct {
 	TokConfig TokenizerConfig
 	dir       string
 	lora      *lora // nil without adapters (AddLoRA)
-
-	tableOnce sync.Once
-	table     []float32 // host copy of the embedding table (EmbedIDs)
-	tableErr  error
 }
 
 // layer holds one decoder layer's variables, weights [out, in] as Hugging Face stores them.
@@ -92,7 +109,7 @@ func Load(dir string, store *model.Store, opts Options) (*Model, error) {
 		return nil, err
 	}
 	defer ckpt.Close()
-	m, err := New(store, cfg, ckpt, opts.Scope)
+	m, err := New(store, cfg, ckpt, opts)
 	if err != nil {
 		return nil, fmt.Errorf("lm: %s: %w", dir, err)
 	}
@@ -131,17 +148,23 @@ func (m *Model) ChatTemplate(format string) (*ChatTemplate, error) {
 	return tc.Chat(m.dir, format)
 }
 
-// New creates the model's variables in store under scope (DefaultScope when empty)
-// from Hugging Face-named weights, converting one tensor at a time straight into its
-// variable's buffer, and freezes them.
-func New(store *model.Store, cfg Config, ws WeightSource, scope string) (*Model, error) {
+// New creates the model's variables in store under opts.Scope (DefaultScope when
+// empty) from Hugging Face-named weights, converting one tensor at a time straight
+// into its variable's buffer (of opts.DType), and freezes them. opts.SkipTokenizer
+// does not apply (New reads no tokenizer).
+func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	dt, err := opts.computeDType()
+	if err != nil {
+		return nil, err
+	}
+	scope := opts.Scope
 	if scope == "" {
 		scope = DefaultScope
 	}
-	m := &Model{cfg: cfg, store: store, scope: scope}
+	m := &Model{cfg: cfg, store: store, scope: scope, dtype: dt}
 	b := &builder{m: m, ws: ws, root: store.RootScope().At("%s", scope)}
 	H, V, I := cfg.Hidden, cfg.VocabSize, cfg.Intermediate
 	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
@@ -213,7 +236,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	v, err := NewWeightVariable(b.root, b.ws, name, name, dims...)
+	v, err := NewWeightVariableAs(b.root, b.ws, name, name, b.m.dtype, dims...)
 	if err != nil {
 		b.err = err
 		return nil
@@ -227,6 +250,13 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 // → root/model/layers/0/mlp/up_proj/weight), after checking its shape against dims
 // (what config.json implies), converting it straight into the variable's buffer.
 func NewWeightVariable(root *model.Scope, ws WeightSource, name, scopeName string, dims ...int) (*model.Variable, error) {
+	return NewWeightVariableAs(root, ws, name, scopeName, dtypes.Float32, dims...)
+}
+
+// NewWeightVariableAs is NewWeightVariable holding the weight in dtype (float32 or
+// bfloat16; bf16 rounds to nearest even, and a bf16 file's values are copied as they
+// are).
+func NewWeightVariableAs(root *model.Scope, ws WeightSource, name, scopeName string, dtype dtypes.DType, dims ...int) (*model.Variable, error) {
 	shape, ok := ws.Shape(name)
 	if !ok {
 		return nil, fmt.Errorf("weights: tensor %s missing", name)
@@ -234,9 +264,18 @@ func NewWeightVariable(root *model.Scope, ws WeightSource, name, scopeName strin
 	if !slices.Equal(shape, dims) {
 		return nil, fmt.Errorf("weights: tensor %s has shape %v, config.json implies %v", name, shape, dims)
 	}
-	t := tensors.FromShape(shapes.Make(dtypes.Float32, dims...))
+	t := tensors.FromShape(shapes.Make(dtype, dims...))
 	var rerr error
-	t.MustMutableFlatData(func(flat any) { rerr = ws.ReadFloat32(name, flat.([]float32)) })
+	t.MustMutableFlatData(func(flat any) {
+		switch dst := flat.(type) {
+		case []float32:
+			rerr = ws.ReadFloat32(name, dst)
+		case []bfloat16.BFloat16:
+			rerr = readBFloat16(ws, name, dst)
+		default:
+			rerr = fmt.Errorf("tensor %s: dtype %s not supported", name, dtype)
+		}
+	})
 	if rerr != nil {
 		return nil, fmt.Errorf("weights: %w", rerr)
 	}
@@ -268,10 +307,21 @@ func (m *Model) Scope() string { return m.scope }
 func (m *Model) Variables() []*model.Variable { return m.vars }
 
 // EmbedTokens looks token ids up in the embedding table: ids [B, T] (any integer
-// dtype) → [B, T, Hidden] float32.
+// dtype) → [B, T, Hidden] float32 (exact from a bf16 table).
 func (m *Model) EmbedTokens(ids *graph.Node) *graph.Node {
 	table := m.embed.NodeValue(ids.Graph())
-	return graph.Gather(table, graph.InsertAxes(graph.ConvertDType(ids, dtypes.Int32), -1))
+	return toDType(graph.Gather(table, graph.InsertAxes(graph.ConvertDType(ids, dtypes.Int32), -1)), dtypes.Float32)
+}
+
+// DType is the dtype the weights are held and the layers computed in (Options.DType).
+func (m *Model) DType() dtypes.DType { return m.dtype }
+
+// toDType converts x to dt unless it is already of dt.
+func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
+	if x.DType() == dt {
+		return x
+	}
+	return graph.ConvertDType(x, dt)
 }
 
 // PositionsFromMask returns the rotary positions of a padding mask [B, T] (nonzero =
@@ -294,7 +344,8 @@ func (m *Model) Logits(embeds, mask *graph.Node) *graph.Node {
 	return m.LMHead(m.Hidden(embeds, mask))
 }
 
-// Hidden returns the final-normalised hidden states [B, T, Hidden] (see Logits).
+// Hidden returns the final-normalised hidden states [B, T, Hidden] float32 (see
+// Logits).
 func (m *Model) Hidden(embeds, mask *graph.Node) *graph.Node {
 	return m.hidden(embeds, mask, false)
 }
@@ -318,7 +369,7 @@ func (m *Model) hidden(embeds, mask *graph.Node, checkpoint bool) *graph.Node {
 	k := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, t, t), 2)                                              // key index
 	allowed := graph.LogicalAnd(m.causal(q, k), graph.BroadcastToDims(graph.InsertAxes(real, 1), bsz, t, t)) // [B, T, S]
 	positions := PositionsFromMask(mask)
-	x := embeds
+	x := toDType(embeds, m.dtype)
 	for i := range m.layers {
 		if checkpoint {
 			x = x.Checkpoint()
@@ -328,7 +379,7 @@ func (m *Model) hidden(embeds, mask *graph.Node, checkpoint bool) *graph.Node {
 	if checkpoint {
 		x = x.StopCheckpoint()
 	}
-	return m.rmsNorm(x, m.norm)
+	return toDType(m.rmsNorm(x, m.norm), dtypes.Float32)
 }
 
 // causal returns which keys at slot indices k each query at slot index q may see:
@@ -342,9 +393,10 @@ func (m *Model) causal(q, k *graph.Node) *graph.Node {
 	return ok
 }
 
-// LMHead maps hidden states [..., Hidden] to logits [..., Vocab].
+// LMHead maps hidden states [..., Hidden] to float32 logits [..., Vocab] (the
+// product in the model's DType, as transformers' lm_head, then .float()).
 func (m *Model) LMHead(h *graph.Node) *graph.Node {
-	return linear(h, m.head.NodeValue(h.Graph()), nil)
+	return toDType(linear(toDType(h, m.dtype), m.head.NodeValue(h.Graph()), nil), dtypes.Float32)
 }
 
 // kvFn receives a layer's new keys and values [B, T, KVHeads, HeadDim] (keys after
@@ -376,7 +428,7 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 		q, k = m.rmsNorm(q, l.qNorm), m.rmsNorm(k, l.kNorm)
 	}
 	cos, sin := m.rotary(positions)
-	rope := pos.NewRoPEWithCosSin(cos, sin)
+	rope := pos.NewRoPEWithCosSin(toDType(cos, q.DType()), toDType(sin, q.DType())) // transformers: cos.to(x.dtype)
 	q, k = rope.Encode(q, 1), rope.Encode(k, 1)
 	if kv != nil {
 		k, v = kv(k, v)
@@ -392,8 +444,8 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	scores := graph.MulScalar(graph.DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
 	mask := graph.BroadcastToDims(graph.InsertAxes(allowed, 1), bsz, c.Heads, t, s)
 	scores = graph.Where(mask, scores, graph.Scalar(g, scores.DType(), maskValue))
-	probs := graph.Softmax(scores, -1)
-	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1}) // [B, H, T, D]
+	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType()) // softmax in float32, as transformers' eager attention
+	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1})     // [B, H, T, D]
 	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
 	return m.project(l.idx, "o_proj", out, l.o.NodeValue(g), value(g, l.ob))
 }
@@ -441,10 +493,13 @@ func (m *Model) dynamicInvFreq(positions *graph.Node) *graph.Node {
 	return graph.Exp(graph.Mul(graph.Const(g, exps), logBase))
 }
 
-// rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w.
+// rmsNorm is Llama's RMSNorm: x / √(mean(x²) + eps) · w, the normalisation in
+// float32 and cast back to x's dtype before the weight, as transformers' LlamaRMSNorm.
 func (m *Model) rmsNorm(x *graph.Node, w *model.Variable) *graph.Node {
-	ms := graph.ReduceAndKeep(graph.Square(x), graph.ReduceMean, -1)
-	return graph.Mul(graph.Div(x, graph.Sqrt(graph.AddScalar(ms, m.cfg.RMSNormEps))), graph.ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank())) // Sqrt: Rsqrt has no gradient in GoMLX
+	xf := toDType(x, dtypes.Float32)
+	ms := graph.ReduceAndKeep(graph.Square(xf), graph.ReduceMean, -1)
+	n := toDType(graph.Div(xf, graph.Sqrt(graph.AddScalar(ms, m.cfg.RMSNormEps))), x.DType()) // Sqrt: Rsqrt has no gradient in GoMLX
+	return graph.Mul(n, graph.ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank()))
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -49,33 +50,37 @@ type Piece struct {
 	Embeds [][]float32
 }
 
-// embeddingTable returns a host copy of the embedding table [V·H].
-func (m *Model) embeddingTable() ([]float32, error) {
-	m.tableOnce.Do(func() {
-		v, err := m.embed.Value()
-		if err != nil {
-			m.tableErr = fmt.Errorf("lm: embedding table: %w", err)
-			return
-		}
-		m.table, m.tableErr = tensors.CopyFlatData[float32](v)
-	})
-	return m.table, m.tableErr
-}
-
-// EmbedIDs returns the token embeddings of ids, [len(ids)][Hidden] (a host-side
-// lookup; EmbedTokens is the in-graph one).
+// EmbedIDs returns the token embeddings of ids, [len(ids)][Hidden] float32 (a
+// host-side lookup of the rows of the embedding table, read in place: no copy of the
+// table; EmbedTokens is the in-graph one).
 func (m *Model) EmbedIDs(ids []int32) ([][]float32, error) {
-	table, err := m.embeddingTable()
-	if err != nil {
-		return nil, err
-	}
 	h := m.cfg.Hidden
-	out := make([][]float32, len(ids))
-	for i, id := range ids {
+	for _, id := range ids {
 		if id < 0 || int(id) >= m.cfg.VocabSize {
 			return nil, fmt.Errorf("lm: token id %d out of the vocabulary (%d)", id, m.cfg.VocabSize)
 		}
-		out[i] = append([]float32(nil), table[int(id)*h:(int(id)+1)*h]...)
+	}
+	table, err := m.embed.Value()
+	if err != nil {
+		return nil, fmt.Errorf("lm: embedding table: %w", err)
+	}
+	out := make([][]float32, len(ids))
+	err = table.ConstFlatData(func(flat any) {
+		for i, id := range ids {
+			row := make([]float32, h)
+			switch t := flat.(type) {
+			case []float32:
+				copy(row, t[int(id)*h:])
+			case []bfloat16.BFloat16:
+				for j, v := range t[int(id)*h : (int(id)+1)*h] {
+					row[j] = v.Float32()
+				}
+			}
+			out[i] = row
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lm: embedding table: %w", err)
 	}
 	return out, nil
 }
@@ -404,7 +409,7 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 	positions := PositionsFromMask(mask)
 	// Padding slots of the caches are zero, as the slots past T: decode adds each new
 	// key and value into its (zero) slot.
-	keep := graph.Reshape(graph.ConvertDType(real, embeds.DType()), bsz, t, 1, 1)
+	keep := graph.Reshape(graph.ConvertDType(real, m.dtype), bsz, t, 1, 1)
 	var ks, vs []*graph.Node
 	pad := func(x *graph.Node) *graph.Node {
 		if c == t {
@@ -413,7 +418,7 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 		zs := graph.Zeros(g, shapes.Make(x.DType(), bsz, c-t, m.cfg.KVHeads, m.cfg.HeadDim))
 		return graph.Concatenate([]*graph.Node{x, zs}, 1)
 	}
-	x := embeds
+	x := toDType(embeds, m.dtype)
 	for i := range m.layers {
 		x = m.block(&m.layers[i], x, positions, allowed, func(k, v *graph.Node) (*graph.Node, *graph.Node) {
 			ks, vs = append(ks, pad(graph.Mul(k, keep))), append(vs, pad(graph.Mul(v, keep)))
@@ -438,7 +443,7 @@ func (m *Model) decodeGraph(ids, slot, cmask *graph.Node, ks, vs []*graph.Node) 
 	g := ids.Graph()
 	bsz := ids.Shape().Dimensions[0]
 	c := cmask.Shape().Dimensions[1]
-	x := m.EmbedTokens(graph.Reshape(ids, bsz, 1)) // [B, 1, H]
+	x := toDType(m.EmbedTokens(graph.Reshape(ids, bsz, 1)), m.dtype) // [B, 1, H]
 	positions := graph.Reshape(slot, bsz, 1)
 	ki := graph.Iota(g, shapes.Make(dtypes.Int32, bsz, 1, c), 2)
 	allowed := graph.LogicalAnd(m.causal(graph.BroadcastToDims(graph.Reshape(slot, bsz, 1, 1), bsz, 1, c), ki), graph.InsertAxes(graph.NotEqual(cmask, graph.ScalarZero(g, cmask.DType())), 1))

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/gomlx/compute/dtypes/bfloat16"
 	"github.com/nlpodyssey/safetensors"
 	"github.com/x448/float16"
 )
@@ -224,6 +225,63 @@ func (c *Checkpoint) ReadFloat32(name string, dst []float32) error {
 	}
 	if err := convert(v, dst); err != nil {
 		return fmt.Errorf("%s: tensor %s: %w", path, name, err)
+	}
+	return nil
+}
+
+// ReadBFloat16 writes the tensor into dst as bfloat16: a BF16 tensor's values as
+// they are, F32 and F16 rounded to nearest even.
+func (c *Checkpoint) ReadBFloat16(name string, dst []bfloat16.BFloat16) error {
+	v, path, ok := c.view(name)
+	if !ok {
+		return fmt.Errorf("tensor %s missing", name)
+	}
+	n := numel(c.mustShape(v))
+	if len(dst) != n {
+		return fmt.Errorf("%s: tensor %s: %d elements, buffer %d", path, name, n, len(dst))
+	}
+	data := v.Data()
+	switch v.DType() {
+	case safetensors.BF16:
+		for i := range dst {
+			dst[i] = bfloat16.FromBits(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	case safetensors.F32:
+		for i := range dst {
+			dst[i] = bfloat16.FromFloat32(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
+		}
+	case safetensors.F16:
+		for i := range dst {
+			dst[i] = bfloat16.FromFloat32(float16.Frombits(binary.LittleEndian.Uint16(data[2*i:])).Float32())
+		}
+	default:
+		return fmt.Errorf("%s: tensor %s: dtype %s not supported (want BF16, F16 or F32)", path, name, v.DType())
+	}
+	return nil
+}
+
+func (c *Checkpoint) mustShape(v safetensors.TensorView) []int {
+	shape := make([]int, len(v.Shape()))
+	for i, d := range v.Shape() {
+		shape[i] = int(d)
+	}
+	return shape
+}
+
+// readBFloat16 reads tensor name of ws into dst as bfloat16: directly where ws can
+// (Checkpoint), else through a float32 copy rounded to nearest even.
+func readBFloat16(ws WeightSource, name string, dst []bfloat16.BFloat16) error {
+	if r, ok := ws.(interface {
+		ReadBFloat16(string, []bfloat16.BFloat16) error
+	}); ok {
+		return r.ReadBFloat16(name, dst)
+	}
+	tmp := make([]float32, len(dst))
+	if err := ws.ReadFloat32(name, tmp); err != nil {
+		return err
+	}
+	for i, f := range tmp {
+		dst[i] = bfloat16.FromFloat32(f)
 	}
 	return nil
 }

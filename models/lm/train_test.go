@@ -3,6 +3,7 @@ package lm_test
 import (
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -52,13 +53,23 @@ func (b tokBatch) ShapeKey() string { return "2x8" }
 // TestTrainThroughFrozenLM trains a soft prompt through the frozen LM: the loss
 // falls, the soft prompt changes, the LM's variables stay bit-identical.
 func TestTrainThroughFrozenLM(t *testing.T) {
+	for _, dt := range []dtypes.DType{dtypes.Float32, dtypes.BFloat16} {
+		t.Run(dt.String(), func(t *testing.T) { trainThroughFrozenLM(t, dt) })
+	}
+}
+
+func trainThroughFrozenLM(t *testing.T, dt dtypes.DType) {
 	eng := enginetest.New(t)
-	m, _ := loadVariant(t, lmtest.Spec{Seed: 8})
+	dir := t.TempDir()
+	_, err := lmtest.Write(dir, lmtest.Spec{Seed: 8})
+	require.NoError(t, err)
+	m, err := lm.Load(dir, model.NewStore(), lm.Options{DType: dt})
+	require.NoError(t, err)
 	vec, err := m.Store().RootScope().At("soft").CreateVariable("vec", tensors.FromFlatDataAndDimensions(make([]float32, m.Config().Hidden), m.Config().Hidden))
 	require.NoError(t, err)
-	before := map[string][]float32{}
+	before := map[string][]byte{}
 	for _, v := range m.Variables() {
-		before[v.Path()] = tensors.MustCopyFlatData[float32](v.MustValue())
+		before[v.Path()] = rawBytes(t, v.MustValue())
 	}
 	const ign = train.IgnoreIndex
 	// Two right-padded rows; the second is shorter (mask 0 and label −100 on padding).
@@ -83,6 +94,12 @@ func TestTrainThroughFrozenLM(t *testing.T) {
 	assert.Less(t, last, first*2/3, "loss %g → %g", first, last) // 6.15 → 3.85 (one vector cannot fit both rows)
 	assert.NotEqual(t, make([]float32, m.Config().Hidden), tensors.MustCopyFlatData[float32](vec.MustValue()))
 	for _, v := range m.Variables() {
-		assert.Equal(t, before[v.Path()], tensors.MustCopyFlatData[float32](v.MustValue()), "%s changed", v.Path())
+		assert.Equal(t, before[v.Path()], rawBytes(t, v.MustValue()), "%s changed", v.Path())
 	}
+}
+
+func rawBytes(t *testing.T, x *tensors.Tensor) []byte {
+	var b []byte
+	require.NoError(t, x.ConstBytes(func(data []byte) { b = append(b, data...) }))
+	return b
 }
