@@ -142,6 +142,9 @@ func run(layers, seqLen, batch, newTokens int, backend, dtype string, noStep, no
 	fmt.Printf("Qwen2.5-0.5B shapes, %d of 24 layers: %d parameters (%.2f GiB in float32), written as bf16 in %.1f s\n",
 		layers, params, float64(params*4)/gib, time.Since(t0).Seconds())
 
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25) // as graphloom train gretriever (cmd/graphloom lowerGCPercent)
+	}
 	eng, err := engine.New(engine.Config{Backend: backend})
 	if err != nil {
 		return err
