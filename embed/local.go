@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/models/encoder"
 )
@@ -40,6 +41,9 @@ type LocalConfig struct {
 	QueryPrompt   *string `json:"query_prompt,omitempty"`
 	PassagePrompt *string `json:"passage_prompt,omitempty"`
 	MaxLength     int     `json:"max_length,omitempty"`
+	// DType is the dtype the model's weights and layers run in: "" or "float32", or
+	// "bfloat16" (encoder.Options.DType; the vectors agree to bf16's precision).
+	DType string `json:"dtype,omitempty"`
 }
 
 // Local embeds with a BERT-family model from a local folder (models/encoder) on a
@@ -64,8 +68,17 @@ func NewLocal(cfg LocalConfig, eng *engine.Engine) (*Local, error) {
 		return nil, fmt.Errorf("embed: %s: %w", cfg.Dir, err)
 	}
 	cfg.Dir = abs
+	var dt dtypes.DType
+	switch cfg.DType {
+	case "", "float32":
+		dt = dtypes.Float32
+	case "bfloat16":
+		dt = dtypes.BFloat16
+	default:
+		return nil, fmt.Errorf("embed: local model %s: dtype %q (want float32 or bfloat16)", cfg.Dir, cfg.DType)
+	}
 	m, err := encoder.Load(abs, encoder.Options{Pooling: cfg.Pooling, Normalize: cfg.Normalize,
-		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength})
+		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength, DType: dt})
 	if err != nil {
 		return nil, fmt.Errorf("embed: local model: %w", err)
 	}

@@ -34,6 +34,7 @@ type llmFlags struct {
 	// A local embedding model folder's settings (--pooling, …) and, on commands that
 	// open an index, the embedder to open it with (--embedder).
 	pooling, normalize, queryPrompt, passagePrompt string
+	embedDType                                     string
 	open                                           string
 	local                                          map[string]*embed.Local
 }
@@ -54,6 +55,8 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (the folder's Normalize module; a plain folder is normalised), true or false")
 	fl.StringVar(&f.queryPrompt, "query-prompt", "", "local embedding model: prompt prefixed to questions (default: config_sentence_transformers.json's \"query\" prompt)")
 	fl.StringVar(&f.passagePrompt, "passage-prompt", "", "local embedding model: prompt prefixed to passages (default: config_sentence_transformers.json's \"document\" prompt)")
+	fl.StringVar(&f.embedDType, "embed-dtype", "float32", "local embedding model: dtype its weights and layers run in: float32, or bfloat16 (half the memory; on the pure-Go CPU backend much slower)")
+	limitChoices(cmd, "embed-dtype", "float32", "bfloat16")
 	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
 	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }
@@ -149,6 +152,9 @@ func (f *llmFlags) localEmbedder(dir string) (embed.Embedder, error) {
 		return l, nil
 	}
 	cfg := embed.LocalConfig{Dir: dir, Pooling: f.pooling}
+	if f.embedDType == "bfloat16" {
+		cfg.DType = f.embedDType
+	}
 	switch f.normalize {
 	case "auto", "":
 	case "true", "false":

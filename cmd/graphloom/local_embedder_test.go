@@ -43,6 +43,18 @@ func TestLocalEmbedderEndToEnd(t *testing.T) {
 	}
 	r = run(t, nil, "query", "--index", idx, "--retriever", "dense", "--embedder", "local:"+modelA, "Where was Tomas Brell born?")
 	require.Equal(t, 0, r.code, r.stderr)
+	// bf16: the same folder run in bf16 builds and answers; the index records the
+	// dtype, and the float32 model opens it (same folder digest).
+	idxBF := filepath.Join(dir, "bf.gl")
+	r = run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idxBF, "--embedder", "local:"+modelA, "--embed-dtype", "bfloat16")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, "query", "--index", idxBF, "--retriever", "dense", "--json", "Where was Tomas Brell born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"passages"`)
+	r = run(t, nil, "query", "--index", idxBF, "--retriever", "dense", "--embedder", "local:"+modelA, "Where was Tomas Brell born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", filepath.Join(dir, "bad.gl"), "--embedder", "local:"+modelA, "--embed-dtype", "int8")
+	assert.Equal(t, 2, r.code, "unsupported --embed-dtype is a usage error")
 	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--retrievers", "dense,ppr")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = run(t, nil, "serve", "--index", idx, "--dry-run")

@@ -74,7 +74,7 @@ func Load(dir string, opts Options) (*Model, error) {
 	}
 	defer ckpt.Close()
 	store := model.NewStore()
-	net, err := NewNetwork(store, cfg, ckpt, opts.Scope)
+	net, err := NewNetwork(store, cfg, ckpt, opts.Scope, opts.DType)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %s: %w", modelDir, err)
 	}

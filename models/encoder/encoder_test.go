@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -407,4 +408,66 @@ func TestDigest(t *testing.T) {
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "cls"}), "other pooling")
 	q := "query: "
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "mean", QueryPrompt: &q}), "other prompt")
+}
+
+// TestEncoderBFloat16 embeds with the weights and layers in bf16: the vectors stay
+// within bf16's precision of the float64 reference (cosine and largest component
+// error), and differ from the float32 encoder's beyond float32 rounding (the layers
+// really ran in bf16).
+func TestEncoderBFloat16(t *testing.T) {
+	eng := newEngine(t)
+	f := false
+	cases := []struct {
+		name  string
+		spec  encodertest.Spec
+		opts  encoder.Options
+		modes []string
+		norm  bool
+	}{
+		{name: "bert sentence-transformers mean+normalize", spec: encodertest.Spec{SentenceTransformers: true, Normalize: true},
+			modes: []string{"mean"}, norm: true},
+		{name: "xlm-roberta plain cls", spec: encodertest.Spec{ModelType: "xlm-roberta"},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.spec.Seed = uint64(40 + i)
+			tm, err := encodertest.Write(dir, c.spec)
+			require.NoError(t, err)
+			f32, err := encoder.Load(dir, c.opts)
+			require.NoError(t, err)
+			c.opts.DType = dtypes.BFloat16
+			bf, err := encoder.Load(dir, c.opts)
+			require.NoError(t, err)
+			tok, err := lm.LoadTokenizer(dir)
+			require.NoError(t, err)
+			eps := 1e-12
+			if tm.Spec.ModelType != "bert" {
+				eps = 1e-5
+			}
+			got, err := bf.Embed(eng, texts, false)
+			require.NoError(t, err)
+			full, err := f32.Embed(eng, texts, false)
+			require.NoError(t, err)
+			var maxErr, maxF32, scale float64
+			for j, text := range texts {
+				ids, err := tok.Encode(text, true)
+				require.NoError(t, err)
+				want := reference(tm, eps, ids, 0, c.modes, c.norm)
+				var dot, nw, ng float64
+				for k := range want {
+					g := float64(got[j][k])
+					dot, nw, ng = dot+g*want[k], nw+want[k]*want[k], ng+g*g
+					maxErr = math.Max(maxErr, math.Abs(g-want[k]))
+					maxF32 = math.Max(maxF32, math.Abs(g-float64(full[j][k])))
+					scale = math.Max(scale, math.Abs(want[k]))
+				}
+				assert.Greater(t, dot/math.Sqrt(nw*ng), 0.999, "%s: cosine with the float64 reference", text)
+			}
+			t.Logf("bf16: max |error| %.3g, against float32 %.3g, max |component| %.3g", maxErr, maxF32, scale)
+			assert.Less(t, maxErr/scale, 0.05, "largest component error relative to the largest component")
+			assert.Greater(t, maxF32/scale, 1e-4, "bf16 differs from float32 beyond float32 rounding")
+		})
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gomlx/compute/dtypes"
 )
 
 // Pooling modes, as sentence-transformers' Pooling module names them (pooling_mode_*).
@@ -58,6 +60,13 @@ type Options struct {
 	BatchSize int
 	// Scope: store scope of the variables; default DefaultScope.
 	Scope string
+	// DType: the weights and layers in float32 (the zero value means it) or bf16,
+	// as sentence-transformers with torch_dtype=bfloat16 computes (LayerNorm, GELU
+	// and the attention softmax in float32, cast back to bf16); pooling and
+	// normalisation in float32. For a decoder embedder, lm.Options.DType. bf16 vectors
+	// agree with float32 ones to bf16's precision; the folder digest does not
+	// include the dtype, so an index built with one can be queried with the other.
+	DType dtypes.DType
 }
 
 // module is an entry of modules.json.

@@ -32,6 +32,7 @@ type Network struct {
 	embLNw *model.Variable
 	embLNb *model.Variable
 	layers []encLayer
+	dtype  dtypes.DType // weights and layer computation (Options.DType)
 }
 
 // encLayer is one post-LN encoder layer, weights [out, in] as Hugging Face stores them.
@@ -49,10 +50,19 @@ type encLayer struct {
 var weightPrefixes = []string{"", "bert.", "roberta.", "model."}
 
 // NewNetwork creates the encoder's variables in store under scope (DefaultScope when
-// empty) from Hugging Face-named weights, one tensor at a time, and freezes them.
-func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string) (*Network, error) {
+// empty) from Hugging Face-named weights, one tensor at a time, held in dtype
+// (float32, the zero value's meaning, or bfloat16; see Options.DType), and freezes
+// them.
+func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string, dtype dtypes.DType) (*Network, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	switch dtype {
+	case dtypes.InvalidDType:
+		dtype = dtypes.Float32
+	case dtypes.Float32, dtypes.BFloat16:
+	default:
+		return nil, fmt.Errorf("encoder: dtype %s not supported (want float32 or bfloat16)", dtype)
 	}
 	if scope == "" {
 		scope = DefaultScope
@@ -69,7 +79,7 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 		return nil, fmt.Errorf("weights: no embeddings.word_embeddings.weight (with or without a %s prefix): not a BERT-family checkpoint (model_type %s)",
 			strings.Join(weightPrefixes[1:], " / "), cfg.ModelType)
 	}
-	n := &Network{cfg: cfg, store: store, scope: scope}
+	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype}
 	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
 	H, I := cfg.Hidden, cfg.Intermediate
 	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
@@ -114,7 +124,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	v, err := lm.NewWeightVariable(b.root, b.ws, b.prefix+name, name, dims...)
+	v, err := lm.NewWeightVariableAs(b.root, b.ws, b.prefix+name, name, b.n.dtype, dims...)
 	if err != nil {
 		b.err = err
 		return nil
@@ -129,7 +139,7 @@ func (n *Network) Config() Config { return n.cfg }
 // Variables returns the encoder's variables (all frozen).
 func (n *Network) Variables() []*model.Variable { return n.vars }
 
-// Hidden returns the last layer's hidden states [B, T, Hidden] of token ids [B, T]
+// Hidden returns the last layer's hidden states [B, T, Hidden] float32 of token ids [B, T]
 // at positions [B, T] (already offset, see Positions) under a padding mask [B, T]
 // (nonzero = real token). Every token has token type 0 (single sequences).
 func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
@@ -150,7 +160,15 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 	for i := range n.layers {
 		x = n.layer(&n.layers[i], x, allowed)
 	}
-	return x
+	return toDType(x, dtypes.Float32)
+}
+
+// toDType converts x to dt unless it is already of dt.
+func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
+	if x.DType() == dt {
+		return x
+	}
+	return graph.ConvertDType(x, dt)
 }
 
 // layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)).
@@ -167,28 +185,33 @@ func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
 	q, k, v := heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb)
 	scores := graph.MulScalar(graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(hd))) // [B, H, T, S]
 	scores = graph.Where(allowed, scores, graph.Scalar(g, scores.DType(), maskValue))
-	probs := graph.Softmax(scores, -1)
-	ctx := graph.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B, H, T, hd]
+	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType()) // float32 softmax, as torch on bf16
+	ctx := graph.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1})      // [B, H, T, hd]
 	ctx = graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, c.Hidden)
 	x = n.layerNorm(graph.Add(x, linear(ctx, l.o.NodeValue(g), l.ob.NodeValue(g))), l.attnLNw, l.attnLNb)
 	h := gelu(linear(x, l.in.NodeValue(g), l.inB.NodeValue(g)))
 	return n.layerNorm(graph.Add(x, linear(h, l.out.NodeValue(g), l.outB.NodeValue(g))), l.outLNw, l.outLNb)
 }
 
-// gelu is the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)) (Hugging Face "gelu").
+// gelu is the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)) (Hugging Face "gelu"),
+// computed in float32 and cast back to x's dtype (torch's bf16 GELU).
 func gelu(x *graph.Node) *graph.Node {
-	return graph.Mul(graph.MulScalar(x, 0.5), graph.AddScalar(graph.Erf(graph.MulScalar(x, 1/math.Sqrt2)), 1))
+	xf := toDType(x, dtypes.Float32)
+	return toDType(graph.Mul(graph.MulScalar(xf, 0.5), graph.AddScalar(graph.Erf(graph.MulScalar(xf, 1/math.Sqrt2)), 1)), x.DType())
 }
 
 // layerNorm normalises the last axis: (x − mean) / √(var + eps) · w + b (biased
-// variance, as torch.nn.LayerNorm).
+// variance, as torch.nn.LayerNorm), in float32 and cast back to the network's dtype
+// (torch's bf16 layer_norm).
 func (n *Network) layerNorm(x *graph.Node, w, b *model.Variable) *graph.Node {
 	g := x.Graph()
+	x = toDType(x, dtypes.Float32)
 	mean := graph.ReduceAndKeep(x, graph.ReduceMean, -1)
 	d := graph.Sub(x, mean)
 	variance := graph.ReduceAndKeep(graph.Square(d), graph.ReduceMean, -1)
 	y := graph.Div(d, graph.Sqrt(graph.AddScalar(variance, n.cfg.LayerNormEps)))
-	return graph.Add(graph.Mul(y, graph.ExpandLeftToRank(w.NodeValue(g), x.Rank())), graph.ExpandLeftToRank(b.NodeValue(g), x.Rank()))
+	wf, bf := toDType(w.NodeValue(g), dtypes.Float32), toDType(b.NodeValue(g), dtypes.Float32)
+	return toDType(graph.Add(graph.Mul(y, graph.ExpandLeftToRank(wf, x.Rank())), graph.ExpandLeftToRank(bf, x.Rank())), n.dtype)
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
