@@ -201,6 +201,8 @@ EOF
 	for m in llama qwen2; do
 		step "lm-$m" graphloom-xla 45 "$bin" lm -dir "$in/lm-$m" -out "$out/lm_go_$m.json"
 		step "hf-parity-$m" transformers 60 "$py" "$sc/hf_parity.py" --dir "$in/lm-$m" --go "$out/lm_go_$m.json"
+		step "lm-$m-bf16" graphloom-xla 45 "$bin" lm -dir "$in/lm-$m" -dtype bfloat16 -out "$out/lm_go_bf16_$m.json"
+		step "hf-parity-$m-bf16" transformers 60 "$py" "$sc/hf_parity.py" --dir "$in/lm-$m" --go "$out/lm_go_bf16_$m.json"
 	done
 	echo
 	cat "$out/table.md"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/graphloom/graphloom/bench/internal/grdata"
@@ -182,18 +183,23 @@ func runLM(args []string) (map[string]any, error) {
 	fs := newFlags("lm")
 	dir := fs.String("dir", "", "LM folder (Hugging Face layout)")
 	out := fs.String("out", "", "output JSON")
+	dtype := fs.String("dtype", "float32", "weights and compute: float32 or bfloat16 (lm.Options.DType)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if *dir == "" || *out == "" {
 		return nil, errors.New("need -dir DIR -out FILE")
 	}
+	dt, ok := map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}[*dtype]
+	if !ok {
+		return nil, fmt.Errorf("-dtype %q: want float32 or bfloat16", *dtype)
+	}
 	eng, err := engine.New(engine.Config{})
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
-	m, err := lm.Load(*dir, model.NewStore(), lm.Options{})
+	m, err := lm.Load(*dir, model.NewStore(), lm.Options{DType: dt})
 	if err != nil {
 		return nil, err
 	}
@@ -206,10 +212,10 @@ func runLM(args []string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSON(*out, map[string]any{"dir": *dir, "ids": ids, "logits": logits, "greedy": greedy}); err != nil {
+	if err := writeJSON(*out, map[string]any{"dir": *dir, "dtype": *dtype, "ids": ids, "logits": logits, "greedy": greedy}); err != nil {
 		return nil, err
 	}
-	return map[string]any{"backend": eng.BackendConfig(), "lm": *dir, "out": *out, "greedy": greedy}, nil
+	return map[string]any{"backend": eng.BackendConfig(), "lm": *dir, "dtype": *dtype, "out": *out, "greedy": greedy}, nil
 }
 
 // readJSON decodes the JSON file path into v, naming the file on error.
