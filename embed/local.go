@@ -11,6 +11,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/models/encoder"
+	"github.com/graphloom/graphloom/models/lm"
 )
 
 // localPrefix starts the identity of a local model folder's embedder.
@@ -41,8 +42,9 @@ type LocalConfig struct {
 	QueryPrompt   *string `json:"query_prompt,omitempty"`
 	PassagePrompt *string `json:"passage_prompt,omitempty"`
 	MaxLength     int     `json:"max_length,omitempty"`
-	// DType is the dtype the model's weights and layers run in: "" or "float32", or
-	// "bfloat16" (encoder.Options.DType; the vectors agree to bf16's precision).
+	// DType is the dtype the model's weights are held in: "" or "float32", or
+	// "bfloat16" (encoder.Options.DType; the layers compute in bf16 on XLA and in
+	// float32 on the pure-Go backend, lm.ComputeFor; vectors agree to bf16's precision).
 	DType string `json:"dtype,omitempty"`
 }
 
@@ -68,17 +70,21 @@ func NewLocal(cfg LocalConfig, eng *engine.Engine) (*Local, error) {
 		return nil, fmt.Errorf("embed: %s: %w", cfg.Dir, err)
 	}
 	cfg.Dir = abs
-	var dt dtypes.DType
+	var dt, compute dtypes.DType
 	switch cfg.DType {
 	case "", "float32":
 		dt = dtypes.Float32
 	case "bfloat16":
-		dt = dtypes.BFloat16
+		backend := engine.ResolveBackend("")
+		if eng != nil {
+			backend = eng.BackendConfig()
+		}
+		dt, compute = dtypes.BFloat16, lm.ComputeFor(backend)
 	default:
 		return nil, fmt.Errorf("embed: local model %s: dtype %q (want float32 or bfloat16)", cfg.Dir, cfg.DType)
 	}
 	m, err := encoder.Load(abs, encoder.Options{Pooling: cfg.Pooling, Normalize: cfg.Normalize,
-		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength, DType: dt})
+		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength, DType: dt, ComputeDType: compute})
 	if err != nil {
 		return nil, fmt.Errorf("embed: local model: %w", err)
 	}

@@ -52,7 +52,7 @@ var lmDTypes = map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dt
 
 // lmDTypeFlag registers --lm-dtype on cmd.
 func lmDTypeFlag(cmd *cobra.Command, dt *string) {
-	cmd.Flags().StringVar(dt, "lm-dtype", "float32", "dtype the LM's weights are held and its layers computed in: float32, or bfloat16 (half the memory, as transformers' torch_dtype=bfloat16: RMSNorm statistics and softmax in float32)")
+	cmd.Flags().StringVar(dt, "lm-dtype", "float32", "dtype the LM's weights are held in: float32, or bfloat16 (half the memory; on XLA the layers compute in bf16 as transformers' torch_dtype=bfloat16, on the pure-Go backend in float32, its bf16 products being slow)")
 	limitChoices(cmd, "lm-dtype", "float32", "bfloat16")
 }
 
@@ -65,7 +65,11 @@ func loadLM(dir, dtype string) (*lm.Model, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--lm %s: %w: want a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded", dir, err)
 	}
-	return lm.Load(dir, model.NewStore(), lm.Options{DType: lmDTypes[dtype]})
+	opts := lm.Options{DType: lmDTypes[dtype]}
+	if opts.DType == dtypes.BFloat16 {
+		opts.ComputeDType = lm.ComputeFor(engine.ResolveBackend(""))
+	}
+	return lm.Load(dir, model.NewStore(), opts)
 }
 
 // gretrieverFlags are query's and eval's --model and --lm.

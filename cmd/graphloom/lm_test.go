@@ -221,18 +221,23 @@ func TestLMInfoAndGenerate(t *testing.T) {
 		seq = append(seq, out.IDs[k])
 	}
 
-	// --lm-dtype bfloat16 generates what the library's bf16 model generates.
+	// --lm-dtype bfloat16 generates what the library's model with bf16 weights
+	// generates, computing as the backend's choice (float32 on the pure-Go backend:
+	// this checkpoint is bf16, so the float32 model's tokens).
 	r = run(t, nil, "lm", "generate", "--lm", dir, "--lm-dtype", "bfloat16", "--max-new", "6", "--json", prompt)
 	require.Equal(t, 0, r.code, r.stderr)
 	var bf struct {
 		IDs []int32 `json:"ids"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &bf))
-	mb, err := lm.Load(dir, model.NewStore(), lm.Options{DType: dtypes.BFloat16})
+	mb, err := lm.Load(dir, model.NewStore(), lm.Options{DType: dtypes.BFloat16, ComputeDType: lm.ComputeFor(engine.ResolveBackend(""))})
 	require.NoError(t, err)
 	want, err := mb.GenerateIDs(eng, [][]int32{ids}, lm.GenerateOptions{MaxNewTokens: 6})
 	require.NoError(t, err)
 	assert.Equal(t, want[0], bf.IDs, "bf16 generation through the CLI")
+	if engine.ResolveBackend("") == "go" {
+		assert.Equal(t, out.IDs, bf.IDs, "bf16 weights of a bf16 checkpoint, float32 compute: the float32 model's tokens")
+	}
 	r = run(t, nil, "lm", "generate", "--lm", dir, "--lm-dtype", "float16", prompt)
 	assert.Equal(t, 2, r.code, "unsupported --lm-dtype is a usage error")
 

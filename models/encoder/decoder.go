@@ -47,7 +47,7 @@ func loadDecoder(dir, modelDir string, pipe Pipeline, opts Options) (*Model, err
 		scope = DefaultScope
 	}
 	store := model.NewStore()
-	dec, err := lm.Load(modelDir, store, lm.Options{Scope: scope, DType: opts.DType})
+	dec, err := lm.Load(modelDir, store, lm.Options{Scope: scope, DType: opts.DType, ComputeDType: opts.ComputeDType})
 	if err != nil {
 		return nil, fmt.Errorf("encoder: decoder embedder: %w", err)
 	}

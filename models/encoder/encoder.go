@@ -74,7 +74,7 @@ func Load(dir string, opts Options) (*Model, error) {
 	}
 	defer ckpt.Close()
 	store := model.NewStore()
-	net, err := NewNetwork(store, cfg, ckpt, opts.Scope, opts.DType)
+	net, err := NewNetwork(store, cfg, ckpt, opts.Scope, opts.DType, opts.ComputeDType)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %s: %w", modelDir, err)
 	}

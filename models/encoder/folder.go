@@ -60,13 +60,16 @@ type Options struct {
 	BatchSize int
 	// Scope: store scope of the variables; default DefaultScope.
 	Scope string
-	// DType: the weights and layers in float32 (the zero value means it) or bf16,
-	// as sentence-transformers with torch_dtype=bfloat16 computes (LayerNorm, GELU
-	// and the attention softmax in float32, cast back to bf16); pooling and
-	// normalisation in float32. For a decoder embedder, lm.Options.DType. bf16 vectors
-	// agree with float32 ones to bf16's precision; the folder digest does not
-	// include the dtype, so an index built with one can be queried with the other.
-	DType dtypes.DType
+	// DType: the weights in float32 (the zero value means it) or bf16. ComputeDType
+	// (zero: DType) is the layers': in bf16 as sentence-transformers with
+	// torch_dtype=bfloat16 computes (LayerNorm, GELU and the attention softmax in
+	// float32, cast back to bf16); float32 over bf16 weights widens each weight where
+	// it is used (half the memory at float32's speed: lm.ComputeFor says which a
+	// backend gets). Pooling and normalisation are float32. For a decoder embedder,
+	// lm.Options' fields. bf16 vectors agree with float32 ones to bf16's precision;
+	// the folder digest does not include the dtypes, so an index built with one can
+	// be queried with another.
+	DType, ComputeDType dtypes.DType
 }
 
 // module is an entry of modules.json.

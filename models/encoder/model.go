@@ -32,7 +32,8 @@ type Network struct {
 	embLNw *model.Variable
 	embLNb *model.Variable
 	layers []encLayer
-	dtype  dtypes.DType // weights and layer computation (Options.DType)
+	dtype  dtypes.DType // layer computation (Options.ComputeDType, else DType)
+	wdtype dtypes.DType // weights as held (Options.DType)
 }
 
 // encLayer is one post-LN encoder layer, weights [out, in] as Hugging Face stores them.
@@ -50,19 +51,31 @@ type encLayer struct {
 var weightPrefixes = []string{"", "bert.", "roberta.", "model."}
 
 // NewNetwork creates the encoder's variables in store under scope (DefaultScope when
-// empty) from Hugging Face-named weights, one tensor at a time, held in dtype
-// (float32, the zero value's meaning, or bfloat16; see Options.DType), and freezes
-// them.
-func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string, dtype dtypes.DType) (*Network, error) {
+// empty) from Hugging Face-named weights, one tensor at a time, held in weights' dtype
+// and computed in compute's (float32, the zero value's meaning, or bfloat16; a zero
+// compute means the weights'; see Options.DType), and freezes them.
+func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string, weights, compute dtypes.DType) (*Network, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch dtype {
-	case dtypes.InvalidDType:
-		dtype = dtypes.Float32
-	case dtypes.Float32, dtypes.BFloat16:
-	default:
-		return nil, fmt.Errorf("encoder: dtype %s not supported (want float32 or bfloat16)", dtype)
+	check := func(d dtypes.DType) (dtypes.DType, error) {
+		switch d {
+		case dtypes.InvalidDType, dtypes.Float32:
+			return dtypes.Float32, nil
+		case dtypes.BFloat16:
+			return d, nil
+		}
+		return dtypes.InvalidDType, fmt.Errorf("encoder: dtype %s not supported (want float32 or bfloat16)", d)
+	}
+	wdtype, err := check(weights)
+	if err != nil {
+		return nil, err
+	}
+	dtype := wdtype
+	if compute != dtypes.InvalidDType {
+		if dtype, err = check(compute); err != nil {
+			return nil, err
+		}
 	}
 	if scope == "" {
 		scope = DefaultScope
@@ -79,7 +92,7 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 		return nil, fmt.Errorf("weights: no embeddings.word_embeddings.weight (with or without a %s prefix): not a BERT-family checkpoint (model_type %s)",
 			strings.Join(weightPrefixes[1:], " / "), cfg.ModelType)
 	}
-	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype}
+	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype, wdtype: wdtype}
 	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
 	H, I := cfg.Hidden, cfg.Intermediate
 	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
@@ -124,7 +137,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	v, err := lm.NewWeightVariableAs(b.root, b.ws, b.prefix+name, name, b.n.dtype, dims...)
+	v, err := lm.NewWeightVariableAs(b.root, b.ws, b.prefix+name, name, b.n.wdtype, dims...)
 	if err != nil {
 		b.err = err
 		return nil
@@ -135,6 +148,11 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 
 // Config returns the architecture.
 func (n *Network) Config() Config { return n.cfg }
+
+// weight is v's value in the compute dtype.
+func (n *Network) weight(g *graph.Graph, v *model.Variable) *graph.Node {
+	return toDType(v.NodeValue(g), n.dtype)
+}
 
 // Variables returns the encoder's variables (all frozen).
 func (n *Network) Variables() []*model.Variable { return n.vars }
@@ -147,11 +165,11 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 	dims := ids.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
 	gather := func(table *model.Variable, idx *graph.Node) *graph.Node {
-		return graph.Gather(table.NodeValue(g), graph.InsertAxes(graph.ConvertDType(idx, dtypes.Int32), -1))
+		return toDType(graph.Gather(table.NodeValue(g), graph.InsertAxes(graph.ConvertDType(idx, dtypes.Int32), -1)), n.dtype)
 	}
 	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
 	if n.typ != nil {
-		row := graph.Slice(n.typ.NodeValue(g), graph.AxisElem(0)) // [1, H]: token type 0
+		row := graph.Slice(n.weight(g, n.typ), graph.AxisElem(0)) // [1, H]: token type 0
 		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
@@ -179,7 +197,7 @@ func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
 	bsz, t := dims[0], dims[1]
 	hd := c.Hidden / c.Heads
 	heads := func(w, b *model.Variable) *graph.Node { // [B, Heads, T, hd]
-		y := graph.Reshape(linear(x, w.NodeValue(g), b.NodeValue(g)), bsz, t, c.Heads, hd)
+		y := graph.Reshape(linear(x, n.weight(g, w), n.weight(g, b)), bsz, t, c.Heads, hd)
 		return graph.TransposeAllAxes(y, 0, 2, 1, 3)
 	}
 	q, k, v := heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb)
@@ -188,9 +206,9 @@ func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
 	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType()) // float32 softmax, as torch on bf16
 	ctx := graph.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1})      // [B, H, T, hd]
 	ctx = graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, c.Hidden)
-	x = n.layerNorm(graph.Add(x, linear(ctx, l.o.NodeValue(g), l.ob.NodeValue(g))), l.attnLNw, l.attnLNb)
-	h := gelu(linear(x, l.in.NodeValue(g), l.inB.NodeValue(g)))
-	return n.layerNorm(graph.Add(x, linear(h, l.out.NodeValue(g), l.outB.NodeValue(g))), l.outLNw, l.outLNb)
+	x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.weight(g, l.ob))), l.attnLNw, l.attnLNb)
+	h := gelu(linear(x, n.weight(g, l.in), n.weight(g, l.inB)))
+	return n.layerNorm(graph.Add(x, linear(h, n.weight(g, l.out), n.weight(g, l.outB))), l.outLNw, l.outLNb)
 }
 
 // gelu is the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)) (Hugging Face "gelu"),

@@ -99,3 +99,51 @@ func TestBFloat16Compute(t *testing.T) {
 		})
 	}
 }
+
+// TestBFloat16WeightsFloat32Compute holds the weights in bf16 and computes in float32
+// (what --lm-dtype bfloat16 does on the pure-Go backend): the weights take 2 bytes a
+// parameter, and where the checkpoint is bf16 (every family but the float32 Llama)
+// the logits equal the float64 reference as closely as the float32 model's.
+func TestBFloat16WeightsFloat32Compute(t *testing.T) {
+	eng := enginetest.New(t)
+	for _, v := range variants() {
+		if !v.spec.BF16 {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			dir := t.TempDir()
+			refModel, err := lmtest.Write(dir, v.spec)
+			require.NoError(t, err)
+			m, err := lm.Load(dir, model.NewStore(), lm.Options{DType: dtypes.BFloat16, ComputeDType: dtypes.Float32})
+			require.NoError(t, err)
+			assert.Equal(t, dtypes.Float32, m.DType())
+			assert.Equal(t, dtypes.BFloat16, m.WeightDType())
+			var bytes, params int
+			for _, w := range m.Variables() {
+				val, err := w.Value()
+				require.NoError(t, err)
+				bytes += int(val.Memory())
+				params += val.Shape().Size()
+			}
+			assert.Equal(t, 2*params, bytes, "bf16 weights: 2 bytes a parameter")
+			ref := reference{m: refModel, eps: 1e-5}
+			ids := [][]int32{{267, 116, 257, 264, 32, 115, 261, 5, 200, 17, 99}, {267, 40, 41}}
+			got, err := m.ForwardIDs(eng, ids)
+			require.NoError(t, err)
+			maxDiff, scale := 0.0, 1.0
+			for i, seq := range ids {
+				want := ref.logits(ref.embed(seq))
+				for p := range seq {
+					for k := range want[p] {
+						maxDiff = math.Max(maxDiff, math.Abs(float64(got[i][p][k])-want[p][k]))
+						scale = math.Max(scale, math.Abs(want[p][k]))
+					}
+				}
+			}
+			assert.Less(t, maxDiff/scale, 1e-5, "bf16 weights widened to float32: logits as the float64 reference")
+			gen, err := m.GenerateIDs(eng, [][]int32{{267, 116, 257}}, lm.GenerateOptions{MaxNewTokens: 4, EOS: []int32{}})
+			require.NoError(t, err)
+			assert.Equal(t, ref.greedy(ref.embed([]int32{267, 116, 257}), 4, -1), gen[0], "cached generation = float64 greedy")
+		})
+	}
+}

@@ -41,17 +41,43 @@ type Options struct {
 	// (relative 2⁻⁸ per rounding). Inputs and outputs of the Model's methods stay
 	// float32 whatever DType is.
 	DType dtypes.DType
+	// ComputeDType, when set, is the dtype the layers compute in when it differs from
+	// the weights': float32 over bf16 weights widens each weight to float32 where it
+	// is used (half the resident memory, float32's speed and precision). The pure-Go
+	// backend's bf16 matrix products are 5–60× slower than its float32 ones, so
+	// `--lm-dtype bfloat16` computes in float32 there (see ComputeFor). Zero: DType.
+	ComputeDType dtypes.DType
 }
 
-// computeDType resolves Options.DType.
-func (o Options) computeDType() (dtypes.DType, error) {
-	switch o.DType {
-	case dtypes.InvalidDType, dtypes.Float32:
-		return dtypes.Float32, nil
-	case dtypes.BFloat16:
-		return dtypes.BFloat16, nil
+// ComputeFor returns the compute dtype for bf16 weights on backend (an
+// engine.ResolveBackend string): bf16 where the backend is XLA, float32 on the
+// pure-Go backend, whose bf16 matrix products are slow.
+func ComputeFor(backend string) dtypes.DType {
+	if name, _, _ := strings.Cut(backend, ":"); name == "go" {
+		return dtypes.Float32
 	}
-	return dtypes.InvalidDType, fmt.Errorf("lm: compute dtype %s not supported (want float32 or bfloat16)", o.DType)
+	return dtypes.BFloat16
+}
+
+// resolve resolves Options.DType and ComputeDType: the weights' and the layers'.
+func (o Options) resolve() (weights, compute dtypes.DType, err error) {
+	check := func(d dtypes.DType) (dtypes.DType, error) {
+		switch d {
+		case dtypes.InvalidDType, dtypes.Float32:
+			return dtypes.Float32, nil
+		case dtypes.BFloat16:
+			return dtypes.BFloat16, nil
+		}
+		return dtypes.InvalidDType, fmt.Errorf("lm: dtype %s not supported (want float32 or bfloat16)", d)
+	}
+	if weights, err = check(o.DType); err != nil {
+		return
+	}
+	compute = weights
+	if o.ComputeDType != dtypes.InvalidDType {
+		compute, err = check(o.ComputeDType)
+	}
+	return
 }
 
 // Model is a frozen decoder-only LM whose variables live in a model.Store.
@@ -63,7 +89,8 @@ type Model struct {
 	embed     *model.Variable // [V, H]
 	norm      *model.Variable // [H]
 	head      *model.Variable // [V, H]; the embedding table when tied
-	dtype     dtypes.DType    // weights and layer computation (Options.DType)
+	dtype     dtypes.DType    // layer computation (Options.ComputeDType, else DType)
+	wdtype    dtypes.DType    // weights as held (Options.DType)
 	layers    []layer
 	invFreq   []float32  // RoPE inverse frequencies (static rope types: scaling folded in)
 	ropeScale float32    // cos/sin scale (YaRN's attention factor; 1 otherwise)
@@ -156,7 +183,7 @@ func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	dt, err := opts.computeDType()
+	wdt, dt, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +191,7 @@ func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model,
 	if scope == "" {
 		scope = DefaultScope
 	}
-	m := &Model{cfg: cfg, store: store, scope: scope, dtype: dt}
+	m := &Model{cfg: cfg, store: store, scope: scope, dtype: dt, wdtype: wdt}
 	b := &builder{m: m, ws: ws, root: store.RootScope().At("%s", scope)}
 	H, V, I := cfg.Hidden, cfg.VocabSize, cfg.Intermediate
 	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
@@ -236,7 +263,7 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	v, err := NewWeightVariableAs(b.root, b.ws, name, name, b.m.dtype, dims...)
+	v, err := NewWeightVariableAs(b.root, b.ws, name, name, b.m.wdtype, dims...)
 	if err != nil {
 		b.err = err
 		return nil
@@ -313,8 +340,19 @@ func (m *Model) EmbedTokens(ids *graph.Node) *graph.Node {
 	return toDType(graph.Gather(table, graph.InsertAxes(graph.ConvertDType(ids, dtypes.Int32), -1)), dtypes.Float32)
 }
 
-// DType is the dtype the weights are held and the layers computed in (Options.DType).
+// DType is the dtype the layers compute in (Options.ComputeDType, else Options.DType).
 func (m *Model) DType() dtypes.DType { return m.dtype }
+
+// WeightDType is the dtype the weights are held in (Options.DType).
+func (m *Model) WeightDType() dtypes.DType { return m.wdtype }
+
+// weight is v's value in the compute dtype (nil for a nil v, an absent bias).
+func (m *Model) weight(g *graph.Graph, v *model.Variable) *graph.Node {
+	if v == nil {
+		return nil
+	}
+	return toDType(v.NodeValue(g), m.dtype)
+}
 
 // toDType converts x to dt unless it is already of dt.
 func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
@@ -396,7 +434,7 @@ func (m *Model) causal(q, k *graph.Node) *graph.Node {
 // LMHead maps hidden states [..., Hidden] to float32 logits [..., Vocab] (the
 // product in the model's DType, as transformers' lm_head, then .float()).
 func (m *Model) LMHead(h *graph.Node) *graph.Node {
-	return toDType(linear(toDType(h, m.dtype), m.head.NodeValue(h.Graph()), nil), dtypes.Float32)
+	return toDType(linear(toDType(h, m.dtype), m.weight(h.Graph(), m.head), nil), dtypes.Float32)
 }
 
 // kvFn receives a layer's new keys and values [B, T, KVHeads, HeadDim] (keys after
@@ -409,9 +447,9 @@ func (m *Model) block(l *layer, x, positions, allowed *graph.Node, kv kvFn) *gra
 	h := m.rmsNorm(x, l.inNorm)
 	x = graph.Add(x, m.attention(l, h, positions, allowed, kv))
 	h = m.rmsNorm(x, l.postNorm)
-	gate := linear(h, l.gate.NodeValue(g), value(g, l.gateB))
-	up := linear(h, l.up.NodeValue(g), value(g, l.upB))
-	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), l.down.NodeValue(g), value(g, l.dnB)))
+	gate := linear(h, m.weight(g, l.gate), m.weight(g, l.gateB))
+	up := linear(h, m.weight(g, l.up), m.weight(g, l.upB))
+	return graph.Add(x, linear(graph.Mul(graph.Mul(gate, graph.Sigmoid(gate)), up), m.weight(g, l.down), m.weight(g, l.dnB)))
 }
 
 // attention is grouped-query attention with RoPE; allowed [B, T, S] selects the keys
@@ -421,9 +459,9 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	c := m.cfg
 	dims := h.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
-	q := graph.Reshape(m.project(l.idx, "q_proj", h, l.q.NodeValue(g), value(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
-	k := graph.Reshape(m.project(l.idx, "k_proj", h, l.k.NodeValue(g), value(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
-	v := graph.Reshape(m.project(l.idx, "v_proj", h, l.v.NodeValue(g), value(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
+	q := graph.Reshape(m.project(l.idx, "q_proj", h, m.weight(g, l.q), m.weight(g, l.qb)), bsz, t, c.Heads, c.HeadDim)
+	k := graph.Reshape(m.project(l.idx, "k_proj", h, m.weight(g, l.k), m.weight(g, l.kb)), bsz, t, c.KVHeads, c.HeadDim)
+	v := graph.Reshape(m.project(l.idx, "v_proj", h, m.weight(g, l.v), m.weight(g, l.vb)), bsz, t, c.KVHeads, c.HeadDim)
 	if l.qNorm != nil { // Qwen3: RMSNorm over each head before RoPE
 		q, k = m.rmsNorm(q, l.qNorm), m.rmsNorm(k, l.kNorm)
 	}
@@ -447,7 +485,7 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType()) // softmax in float32, as transformers' eager attention
 	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1})     // [B, H, T, D]
 	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
-	return m.project(l.idx, "o_proj", out, l.o.NodeValue(g), value(g, l.ob))
+	return m.project(l.idx, "o_proj", out, m.weight(g, l.o), m.weight(g, l.ob))
 }
 
 // rotary returns RoPE's cos and sin [B, T, HeadDim/2] for positions [B, T], as
@@ -499,7 +537,7 @@ func (m *Model) rmsNorm(x *graph.Node, w *model.Variable) *graph.Node {
 	xf := toDType(x, dtypes.Float32)
 	ms := graph.ReduceAndKeep(graph.Square(xf), graph.ReduceMean, -1)
 	n := toDType(graph.Div(xf, graph.Sqrt(graph.AddScalar(ms, m.cfg.RMSNormEps))), x.DType()) // Sqrt: Rsqrt has no gradient in GoMLX
-	return graph.Mul(n, graph.ExpandLeftToRank(w.NodeValue(x.Graph()), x.Rank()))
+	return graph.Mul(n, graph.ExpandLeftToRank(m.weight(x.Graph(), w), x.Rank()))
 }
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
@@ -509,11 +547,4 @@ func linear(x, w, b *graph.Node) *graph.Node {
 		y = graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
 	}
 	return y
-}
-
-func value(g *graph.Graph, v *model.Variable) *graph.Node {
-	if v == nil {
-		return nil
-	}
-	return v.NodeValue(g)
 }
