@@ -230,32 +230,28 @@ func (c *Checkpoint) ReadFloat32(name string, dst []float32) error {
 }
 
 // ReadBFloat16 writes the tensor into dst as bfloat16: a BF16 tensor's values as
-// they are, F32 and F16 rounded to nearest even.
+// they are, F32 and F16 converted (as ReadFloat32 does) and rounded to nearest even.
 func (c *Checkpoint) ReadBFloat16(name string, dst []bfloat16.BFloat16) error {
 	v, path, ok := c.view(name)
 	if !ok {
 		return fmt.Errorf("tensor %s missing", name)
 	}
-	n := numel(c.mustShape(v))
-	if len(dst) != n {
+	if n := numel(c.mustShape(v)); len(dst) != n {
 		return fmt.Errorf("%s: tensor %s: %d elements, buffer %d", path, name, n, len(dst))
 	}
+	if v.DType() != safetensors.BF16 {
+		tmp := make([]float32, len(dst))
+		if err := convert(v, tmp); err != nil {
+			return fmt.Errorf("%s: tensor %s: %w", path, name, err)
+		}
+		for i, f := range tmp {
+			dst[i] = bfloat16.FromFloat32(f)
+		}
+		return nil
+	}
 	data := v.Data()
-	switch v.DType() {
-	case safetensors.BF16:
-		for i := range dst {
-			dst[i] = bfloat16.FromBits(binary.LittleEndian.Uint16(data[2*i:]))
-		}
-	case safetensors.F32:
-		for i := range dst {
-			dst[i] = bfloat16.FromFloat32(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:])))
-		}
-	case safetensors.F16:
-		for i := range dst {
-			dst[i] = bfloat16.FromFloat32(float16.Frombits(binary.LittleEndian.Uint16(data[2*i:])).Float32())
-		}
-	default:
-		return fmt.Errorf("%s: tensor %s: dtype %s not supported (want BF16, F16 or F32)", path, name, v.DType())
+	for i := range dst {
+		dst[i] = bfloat16.FromBits(binary.LittleEndian.Uint16(data[2*i:]))
 	}
 	return nil
 }
