@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,21 +138,46 @@ func encodeResults(w io.Writer, sr storedResults) error {
 // are not known.
 func Results(ix *graphio.Index) ([]extract.Result, bool, error) {
 	if blob := ix.Blobs[resultsBlob]; blob != nil {
-		zr, err := gzip.NewReader(bytes.NewReader(blob))
+		sr, err := decodeResults(blob)
 		if err != nil {
-			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
+			return nil, false, err
 		}
-		raw, err := io.ReadAll(zr)
-		if err != nil {
-			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
+		var segs []int
+		for name := range ix.Blobs {
+			if k, err := strconv.Atoi(strings.TrimPrefix(name, resultsSegment)); strings.HasPrefix(name, resultsSegment) && err == nil {
+				segs = append(segs, k)
+			}
 		}
-		var sr storedResults
-		if err := json.Unmarshal(raw, &sr); err != nil {
-			return nil, false, fmt.Errorf("kg: stored extraction results: %w", err)
-		}
-		if len(sr.Chunks) == len(ix.Chunks) && len(sr.Results) == len(ix.Chunks) &&
+		if len(segs) == 0 && len(sr.Chunks) == len(ix.Chunks) && len(sr.Results) == len(ix.Chunks) &&
 			slices.EqualFunc(sr.Chunks, ix.Chunks, func(id string, c graphio.Chunk) bool { return id == c.ID }) {
 			return sr.Results, true, nil
+		}
+		// Segments of the changes since the last merge: by chunk id, later ones winning.
+		byID := make(map[string]extract.Result, len(ix.Chunks))
+		add := func(sr storedResults) {
+			for i, id := range sr.Chunks {
+				if i < len(sr.Results) {
+					byID[id] = sr.Results[i]
+				}
+			}
+		}
+		add(sr)
+		slices.Sort(segs)
+		for _, k := range segs {
+			s, err := decodeResults(ix.Blobs[resultsSegment+strconv.Itoa(k)])
+			if err != nil {
+				return nil, false, err
+			}
+			add(s)
+		}
+		out := make([]extract.Result, len(ix.Chunks))
+		all := true
+		for i, c := range ix.Chunks {
+			r, ok := byID[c.ID]
+			out[i], all = r, all && ok
+		}
+		if all {
+			return out, true, nil
 		}
 	}
 	out := make([]extract.Result, len(ix.Chunks))
@@ -182,6 +208,23 @@ func Results(ix *graphio.Index) ([]extract.Result, bool, error) {
 		}
 	}
 	return out, false, nil
+}
+
+// decodeResults decodes a blob StoreResults wrote.
+func decodeResults(blob []byte) (storedResults, error) {
+	var sr storedResults
+	zr, err := gzip.NewReader(bytes.NewReader(blob))
+	if err != nil {
+		return sr, fmt.Errorf("kg: stored extraction results: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return sr, fmt.Errorf("kg: stored extraction results: %w", err)
+	}
+	if err := json.Unmarshal(raw, &sr); err != nil {
+		return sr, fmt.Errorf("kg: stored extraction results: %w", err)
+	}
+	return sr, nil
 }
 
 // A titledExtractor has corpus-wide input (the rule extractor's title gazetteer).
@@ -230,7 +273,14 @@ type Change struct {
 	// RunRecordsRemoved counts, per augmentation run, its facts and hyperedges dropped
 	// because a chunk they cite was deleted.
 	RunRecordsRemoved map[string]int `json:"run_records_removed,omitempty"`
-	Graph             *Report        `json:"graph,omitempty"`
+	// Incremental says the change was made between merges (frozen corpus statistics;
+	// see State), not as a merge; IDFDrift is then the tracked drift after it.
+	Incremental bool    `json:"incremental"`
+	IDFDrift    float64 `json:"idf_drift,omitempty"`
+	Graph       *Report `json:"graph,omitempty"`
+	// Remap, after an incremental change, says where the old records went, for
+	// retrieve.UpdateBM25 (nil after a merge: the postings are computed again).
+	Remap *graphio.Remap `json:"-"`
 }
 
 // DocRef names a document in a Change.
@@ -295,14 +345,6 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		}
 		fresh = append(fresh, p)
 	}
-	results, _, err := Results(ix)
-	if err != nil {
-		return nil, err
-	}
-	oldEmb, err := reuseEmbedder(ix, emb)
-	if err != nil {
-		return nil, err
-	}
 	old := *ix
 	nd, nc := len(ix.Documents), len(ix.Chunks)
 	irep := &ingest.Report{}
@@ -316,6 +358,18 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	if ch.Chunks == 0 {
 		return ch, nil
 	}
+	st, inc := incrementalOK(&old, ch.Chunks, emb, cfg)
+	var results []extract.Result
+	var oldEmb embed.Embedder
+	var err error
+	if !inc {
+		if results, _, err = Results(&old); err != nil {
+			return nil, err
+		}
+		if oldEmb, err = reuseEmbedder(&old, emb); err != nil {
+			return nil, err
+		}
+	}
 	titles := func(cs []graphio.Chunk) []string {
 		out := make([]string, len(cs))
 		for i, c := range cs {
@@ -327,11 +381,12 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	for _, c := range ix.Chunks[nc:] {
 		in = append(in, extract.Chunk{ID: c.ID, Title: c.Title, Text: c.Text})
 	}
-	var fresult []extract.Result
+	var fresult, again []extract.Result
+	var againAt []int
 	if te, ok := ex.(titledExtractor); ok {
 		fresult, err = te.ExtractTitled(ctx, in, titles(ix.Chunks), progress.stage("extract"))
 		if err == nil && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
-			err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), results, ch)
+			againAt, again, err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), ch)
 		}
 	} else {
 		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
@@ -348,11 +403,27 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 			ch.Failed++
 		}
 	}
-	results = append(slices.Clip(results), fresult...)
 	identity := make([]int32, nc)
 	for i := range identity {
 		identity[i] = int32(i)
 	}
+	if inc {
+		var redoAt []int32
+		for _, i := range againAt {
+			redoAt = append(redoAt, int32(i))
+		}
+		for i := range fresult {
+			redoAt = append(redoAt, int32(nc+i))
+		}
+		if err := changeIncrementally(ctx, ix, identity, redoAt, append(again, fresult...), nil, st, cfg, ch); err != nil {
+			return nil, err
+		}
+		return ch, appendHistory(ix, *ch)
+	}
+	for j, i := range againAt {
+		results[i] = again[j]
+	}
+	results = append(slices.Clip(results), fresult...)
 	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, progress, ch); err != nil {
 		return nil, err
 	}
@@ -379,14 +450,6 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		}
 		gone[d] = true
 	}
-	results, _, err := Results(ix)
-	if err != nil {
-		return nil, err
-	}
-	oldEmb, err := reuseEmbedder(ix, emb)
-	if err != nil {
-		return nil, err
-	}
 	old := *ix
 	docMap := make([]int32, len(ix.Documents))
 	var keptDocs []graphio.Document
@@ -401,29 +464,61 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	}
 	chunkMap := make([]int32, len(ix.Chunks))
 	var keptChunks []graphio.Chunk
-	var keptResults []extract.Result
-	var before, after []string
+	var keptAt []int
+	var before, after, removed []string
 	for i, c := range ix.Chunks {
 		before = append(before, c.Title)
 		if docMap[c.Doc] < 0 {
 			chunkMap[i] = -1
 			ch.Chunks++
+			removed = append(removed, c.Content())
 			continue
 		}
 		after = append(after, c.Title)
 		chunkMap[i] = int32(len(keptChunks))
 		c.Doc = docMap[c.Doc]
 		keptChunks = append(keptChunks, c)
-		keptResults = append(keptResults, results[i])
+		keptAt = append(keptAt, i)
 	}
 	if len(keptChunks) == 0 {
 		return nil, fmt.Errorf("kg: delete: that would delete every document of the index")
 	}
+	st, inc := incrementalOK(&old, ch.Chunks, emb, cfg)
+	var keptResults []extract.Result
+	var oldEmb embed.Embedder
+	if !inc {
+		results, _, err := Results(&old)
+		if err != nil {
+			return nil, err
+		}
+		if oldEmb, err = reuseEmbedder(&old, emb); err != nil {
+			return nil, err
+		}
+		for _, i := range keptAt {
+			keptResults = append(keptResults, results[i])
+		}
+	}
 	ix.Documents, ix.Chunks = keptDocs, keptChunks
+	var againAt []int
+	var again []extract.Result
 	if te, ok := ex.(titledExtractor); ok && ch.Chunks > 0 {
-		if err := reextract(ctx, te, keptChunks, before, after, keptResults, ch); err != nil {
+		var err error
+		if againAt, again, err = reextract(ctx, te, keptChunks, before, after, ch); err != nil {
 			return nil, fmt.Errorf("kg: delete: extract: %w", err)
 		}
+	}
+	if inc {
+		redoAt := make([]int32, len(againAt))
+		for j, i := range againAt {
+			redoAt[j] = int32(i)
+		}
+		if err := changeIncrementally(ctx, ix, chunkMap, redoAt, again, removed, st, cfg, ch); err != nil {
+			return nil, err
+		}
+		return ch, appendHistory(ix, *ch)
+	}
+	for j, i := range againAt {
+		keptResults[i] = again[j]
 	}
 	if err := rebuildAndReplay(ctx, &old, ix, keptResults, chunkMap, oldEmb, cfg, nil, ch); err != nil {
 		return nil, err
@@ -431,9 +526,10 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	return ch, appendHistory(ix, *ch)
 }
 
-// reextract extracts again, in place in results, the chunks whose rule extraction may
-// differ between a corpus of titles before and one of titles after.
-func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, before, after []string, results []extract.Result, ch *Change) error {
+// reextract extracts again the chunks whose rule extraction may differ between a
+// corpus of titles before and one of titles after, returning their positions in
+// chunks and their new results.
+func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, before, after []string, ch *Change) ([]int, []extract.Result, error) {
 	texts := make([]string, len(chunks))
 	for i, c := range chunks {
 		texts[i] = c.Text
@@ -447,17 +543,14 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 		}
 	}
 	if len(in) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	out, err := te.ExtractTitled(ctx, in, after, nil)
 	if err != nil {
-		return err
-	}
-	for j, i := range idx {
-		results[i] = out[j]
+		return nil, nil, err
 	}
 	ch.Reextracted = len(in)
-	return nil
+	return idx, out, nil
 }
 
 // rebuildAndReplay rebuilds ix's graph from results, replays old's runs with chunk
@@ -667,9 +760,23 @@ func diffRecords(b, a recordKeys) (added, removed map[string]int, trimmed int) {
 // then. Another embedder's vectors are reused for the texts they embedded: that
 // index is read twice, the first time without matrices, to learn its embedder.
 func ReadForChange(path string) (*graphio.Index, error) {
-	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Embeddings: func(graphio.NodeKind) bool { return false }})
-	if err != nil || embed.IsHashed(ix.Meta.Embedder) {
+	return ReadForChangeWith(path, DefaultConfig())
+}
+
+// ReadForChangeWith is ReadForChange for a change made with cfg. When the index's
+// state lets the change be incremental (see State), the built-in embedder's vectors
+// are kept, not computed again: the file is then mapped whole (graphio.ReadOptions.Map),
+// its matrices read in place, not copied.
+func ReadForChangeWith(path string, cfg Config) (*graphio.Index, error) {
+	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Embeddings: func(graphio.NodeKind) bool { return false }, Map: true})
+	if err != nil {
 		return ix, err
+	}
+	if embed.IsHashed(ix.Meta.Embedder) {
+		if _, ok := incrementalOK(ix, 0, nil, cfg); !ok {
+			return ix, nil
+		}
+		return graphio.ReadFileWith(path, graphio.ReadOptions{Map: true})
 	}
 	return graphio.ReadFile(path)
 }

@@ -35,8 +35,14 @@ func newIndexCmd() *cobra.Command {
 .txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.
 
 With --add, add a corpus's documents to an existing --index: only the new chunks are
-extracted (no old chunk is sent to an LLM again), the graph, embeddings, synonym edges
-and BM25 postings are rebuilt over the whole corpus and the file is replaced atomically.
+extracted (no old chunk is sent to an LLM again) and the file is replaced atomically.
+Between merges a change is incremental: the new chunks' records are merged, embedded
+with the built-in embedder's IDF table of the last merge, linked by synonym edges and
+indexed, deleted chunks' records go, and the rest is kept as it is (the difference
+from a fresh build is bounded; docs/lifecycle.md). Once the chunks changed since the
+last merge pass --merge-share of the corpus, or with --merge, the change is a merge:
+the graph, embeddings, synonym edges and BM25 postings are computed again over the
+whole corpus, and the index equals a fresh build.
 A document already in the index (same title and text) is skipped and counted. The
 extractor, embedder and chunking must be the index's own (by default they are).
 
@@ -191,6 +197,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	registerEntityFilterFlags(cmd, &kcfg)
+	registerMergeFlags(cmd, &kcfg)
 	lf.register(cmd)
 	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))
 	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))

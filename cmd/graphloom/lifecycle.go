@@ -59,7 +59,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		defer unlock()
 	}
-	ix, err := kg.ReadForChange(o.index)
+	ix, err := kg.ReadForChangeWith(o.index, o.kcfg)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	changed := ch.Chunks > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
 	if changed || o.out != o.index {
 		if changed {
-			retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+			retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 			ix.Meta.Graphloom = buildVersion()
 		} else if ix, err = graphio.ReadFile(o.index); err != nil { // whole: nothing was rebuilt
 			return err
@@ -244,8 +244,11 @@ func newDeleteCmd() *cobra.Command {
 mention, synonym edge, embedding and BM25 posting that rested only on them goes; a fact
 also stated elsewhere stays with its remaining citations. Augmented facts (augment runs)
 that cite a deleted chunk are removed, counted per run; a later augment --rollback of
-the run removes exactly what remains of it. The graph is rebuilt from the stored
-extraction results of the remaining chunks: nothing is sent to an LLM.`,
+the run removes exactly what remains of it. Nothing is sent to an LLM. Between merges
+the deletion is incremental (the deleted chunks' records go, the rest is kept); once
+the chunks changed since the last merge pass --merge-share, or with --merge, the graph
+is rebuilt from the stored extraction results of the remaining chunks and equals a
+fresh build (docs/lifecycle.md).`,
 		Example: `  graphloom delete --index harbour.gl --title "Port Keswyn" --plan
   graphloom delete --index harbour.gl --ids gone.txt --out harbour-smaller.gl`,
 		Args: cobra.NoArgs,
@@ -277,7 +280,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 					return err
 				}
 			}
-			ix, err := kg.ReadForChange(path)
+			ix, err := kg.ReadForChangeWith(path, kcfg)
 			if err != nil {
 				return err
 			}
@@ -294,7 +297,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 				return fmt.Errorf("delete: %s: %w", path, err)
 			}
 			if !plan {
-				retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+				retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 				ix.Meta.Graphloom = buildVersion()
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
@@ -326,6 +329,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 	f.BoolVar(&plan, "plan", false, "count what would go; write nothing")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	registerMergeFlags(cmd, &kcfg)
 	addForce(cmd, &force)
 	return cmd
 }

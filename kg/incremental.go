@@ -1,0 +1,405 @@
+package kg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
+)
+
+// Incremental changes: between merges, an add or a delete changes the records its
+// chunks touch and leaves the others as they are (docs/lifecycle.md).
+//
+// A merge is what Build does and what every change did before: everything derived
+// from the extraction results is computed again over the whole corpus, and the index
+// equals a fresh build. Between merges the corpus statistics are frozen at the last
+// merge's:
+//   - the built-in embedder's IDF table: new records are embedded with the table the
+//     old vectors were embedded with (blob "embedder", which queries use too); the
+//     table brought up to date (embed.Hashed.Update) is kept beside it (blob
+//     liveEmbedderBlob) and the drift between the two is tracked;
+//   - the generic-entity filter: the names it dropped at the merge stay dropped, new
+//     chunks' names are judged by that list, and a name that crosses the threshold
+//     since is dropped or restored at the next merge;
+//   - the mention-only filter: a name counts as a triple's endpoint when it is an
+//     entity already, or an endpoint in the changed chunks.
+//
+// What stays exact between merges: every deleted chunk's mentions, citations and
+// vector go, and with them every fact, hyperedge and entity resting only on them, and
+// their synonym edges and BM25 postings; new chunks are extracted, merged, embedded,
+// linked and indexed as a build would (BM25 postings are term frequencies: exact).
+// What is bounded: vectors (each word weight within 1 ± State.IDFDrift of a fresh
+// build's), synonym edges (a new entity is searched against all, so an old entity gains
+// it where it is in the new one's top SynonymMax; where it would enter only the old
+// one's top list, or a deleted neighbour would leave room for another, the edge comes
+// at the merge), the filters (above), and surface forms and types seen only in deleted
+// chunks (kept until the merge). A merge runs when the chunks changed since the last
+// one pass Config.MergeShare of the corpus, when the tracked drift passes
+// Config.MergeIDFDrift, or when asked (Config.Merge).
+
+// stateBlob holds the lifecycle state (State) of an index.
+const stateBlob = "lifecycle.state"
+
+// liveEmbedderBlob holds the built-in embedder's table brought up to date since the
+// last merge; absent right after a merge (then it is the "embedder" blob's).
+const liveEmbedderBlob = "embedder.live"
+
+// resultsSegment prefixes the blobs holding the extraction results of chunks changed
+// since the last merge (resultsSegment + "1", "2", …): later segments win.
+const resultsSegment = resultsBlob + "."
+
+// State is an index's record of its last merge and of the changes since.
+type State struct {
+	// MergeChunks is the chunk count at the last merge; Changed counts the chunks
+	// added and deleted since, Changes the changes.
+	MergeChunks int `json:"merge_chunks"`
+	Changed     int `json:"changed_chunks"`
+	Changes     int `json:"changes"`
+	// Generic lists the names the generic-entity filter dropped at the last merge.
+	Generic []string `json:"generic,omitempty"`
+	// IDFDrift is the largest relative change of a word's IDF weight between the table
+	// the vectors were embedded with and the up-to-date one (embed.Hashed.IDFDrift).
+	IDFDrift float64 `json:"idf_drift"`
+	// Filter is the entity filter's configuration at the last merge.
+	Filter string `json:"filter"`
+}
+
+// ReadState returns ix's lifecycle state and whether it has one (an index built
+// before it was kept has none: its next change is a merge).
+func ReadState(ix *graphio.Index) (State, bool) {
+	var st State
+	b := ix.Blobs[stateBlob]
+	if b == nil || json.Unmarshal(b, &st) != nil {
+		return State{}, false
+	}
+	return st, true
+}
+
+func writeState(ix *graphio.Index, st State) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	ix.Blobs[stateBlob] = b
+	return nil
+}
+
+// storeMergeState records a merge: the state after rebuilding ix from results with
+// filter f, with no change since; the live table and result segments go.
+func storeMergeState(ix *graphio.Index, f *entityFilter, cfg Config) error {
+	st := State{MergeChunks: len(ix.Chunks), Filter: cfg.describeFilter()}
+	for n := range f.generic {
+		st.Generic = append(st.Generic, n)
+	}
+	slices.Sort(st.Generic)
+	delete(ix.Blobs, liveEmbedderBlob)
+	for name := range ix.Blobs {
+		if strings.HasPrefix(name, resultsSegment) {
+			delete(ix.Blobs, name)
+		}
+	}
+	return writeState(ix, st)
+}
+
+// incrementalOK reports whether a change of changed chunks may be made incrementally
+// (see the notes above), and the state when it may.
+func incrementalOK(ix *graphio.Index, changed int, emb embed.Embedder, cfg Config) (State, bool) {
+	st, ok := ReadState(ix)
+	if !ok || cfg.Merge || cfg.MergeShare <= 0 || len(ix.Runs) > 0 || !embed.IsHashed(ix.Meta.Embedder) ||
+		st.Filter != cfg.describeFilter() || ix.Meta.EntityFilter != st.Filter {
+		return st, false
+	}
+	if emb != nil {
+		if _, ok := emb.(*embed.Hashed); !ok {
+			return st, false
+		}
+	}
+	if _, imported := ImportedFrom(ix); imported {
+		return st, false
+	}
+	if float64(st.Changed+changed) > cfg.MergeShare*float64(st.MergeChunks) {
+		return st, false
+	}
+	if cfg.MergeIDFDrift > 0 && st.IDFDrift > cfg.MergeIDFDrift {
+		return st, false
+	}
+	return st, true
+}
+
+// appendResults stores the results of the chunks at positions at (new numbering) as a
+// new results segment.
+func appendResults(ix *graphio.Index, at []int32, results []extract.Result) error {
+	if len(at) == 0 {
+		return nil
+	}
+	next := 1
+	for name := range ix.Blobs {
+		if k, err := strconv.Atoi(strings.TrimPrefix(name, resultsSegment)); strings.HasPrefix(name, resultsSegment) && err == nil && k >= next {
+			next = k + 1
+		}
+	}
+	seg := &graphio.Index{Chunks: make([]graphio.Chunk, len(at))}
+	for i, c := range at {
+		seg.Chunks[i].ID = ix.Chunks[c].ID
+	}
+	if err := StoreResults(seg, results); err != nil {
+		return err
+	}
+	ix.Blobs[resultsSegment+strconv.Itoa(next)] = seg.Blobs[resultsBlob]
+	return nil
+}
+
+// changeIncrementally applies a change to ix, whose Documents and Chunks already hold
+// the new lists: chunkMap gives each old chunk's new position (-1 when deleted; kept
+// chunks in order, new chunks after them), redo the results of the chunks (new
+// positions) that are new or were extracted again, removed the deleted chunks' texts
+// (for the live IDF table). It updates the graph, vectors, synonym edges, BM25
+// postings, stored results and state, and fills in ch's counts.
+func changeIncrementally(ctx context.Context, ix *graphio.Index, chunkMap []int32, redoAt []int32, redo []extract.Result, removed []string, st State, cfg Config, ch *Change) error {
+	t0 := time.Now()
+	before := keysOf(ix)
+	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
+	frozen, err := embed.ForIndex(ix, nil)
+	if err != nil {
+		return err
+	}
+	// Old chunks whose contributions go: deleted, or extracted again.
+	gone := make([]bool, len(chunkMap))
+	redoNew := make(map[int32]bool, len(redoAt))
+	for _, c := range redoAt {
+		redoNew[c] = true
+	}
+	for i, c := range chunkMap {
+		gone[i] = c < 0 || redoNew[c]
+	}
+	mapChunks := func(cs []int32) ([]int32, int) {
+		out := cs[:0:0]
+		dropped := 0
+		for _, c := range cs {
+			if gone[c] {
+				dropped++
+				continue
+			}
+			out = append(out, chunkMap[c])
+		}
+		return out, dropped
+	}
+	ne := len(ix.Entities)
+	hadMention, hasRef := make([]bool, ne), make([]bool, ne)
+	mentions := ix.Mentions[:0:0]
+	mentions = slices.Grow(mentions, len(ix.Mentions))
+	for _, m := range ix.Mentions {
+		hadMention[m.Entity] = true
+		if gone[m.Chunk] {
+			continue
+		}
+		hasRef[m.Entity] = true
+		m.Chunk = chunkMap[m.Chunk]
+		mentions = append(mentions, m)
+	}
+	keepFact := make([]bool, len(ix.Facts))
+	for i := range ix.Facts {
+		f := &ix.Facts[i]
+		cs, dropped := mapChunks(f.Chunks)
+		f.Chunks, f.Weight = cs, f.Weight-float32(dropped)
+		if keepFact[i] = len(cs) > 0; keepFact[i] {
+			hasRef[f.Subject], hasRef[f.Object] = true, true
+		}
+	}
+	keepHyper := make([]bool, len(ix.Hyperedges))
+	for i := range ix.Hyperedges {
+		h := &ix.Hyperedges[i]
+		cs, _ := mapChunks(h.Chunks)
+		h.Chunks = cs
+		if keepHyper[i] = len(cs) > 0; keepHyper[i] {
+			for _, e := range h.Entities {
+				hasRef[e] = true
+			}
+		}
+	}
+	entMap := make([]int32, ne)
+	var entities []graphio.Entity
+	for i, e := range ix.Entities {
+		if hadMention[i] && !hasRef[i] {
+			entMap[i] = -1
+			continue
+		}
+		entMap[i] = int32(len(entities))
+		entities = append(entities, e)
+	}
+	for i := range mentions {
+		mentions[i].Entity = entMap[mentions[i].Entity]
+	}
+	factMap := make([]int32, len(ix.Facts))
+	var facts []graphio.Fact
+	for i, f := range ix.Facts {
+		if !keepFact[i] {
+			factMap[i] = -1
+			continue
+		}
+		f.Subject, f.Object = entMap[f.Subject], entMap[f.Object]
+		factMap[i] = int32(len(facts))
+		facts = append(facts, f)
+	}
+	hyperMap := make([]int32, len(ix.Hyperedges))
+	var hypers []graphio.Hyperedge
+	for i, h := range ix.Hyperedges {
+		if !keepHyper[i] {
+			hyperMap[i] = -1
+			continue
+		}
+		ents := make([]int32, 0, len(h.Entities))
+		for _, e := range h.Entities {
+			if m := entMap[e]; m >= 0 {
+				ents = append(ents, m)
+			}
+		}
+		h.Entities = ents
+		hyperMap[i] = int32(len(hypers))
+		hypers = append(hypers, h)
+	}
+	syns := ix.Synonyms[:0:0]
+	for _, s := range ix.Synonyms {
+		a, b := entMap[s.A], entMap[s.B]
+		if a < 0 || b < 0 {
+			continue
+		}
+		s.A, s.B = a, b
+		syns = append(syns, s)
+	}
+	keep := func(m []int32) func(int) bool { return func(i int) bool { return m[i] >= 0 } }
+	for k, m := range map[graphio.NodeKind][]int32{graphio.KindChunk: chunkMap, graphio.KindEntity: entMap, graphio.KindFact: factMap, graphio.KindHyperedge: hyperMap} {
+		if e := ix.Embeddings[k]; e != nil {
+			if e.Rows() != len(m) {
+				return fmt.Errorf("kg: %d %s vectors for %d records", e.Rows(), k, len(m))
+			}
+			e.KeepRows(keep(m))
+		}
+	}
+	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms = entities, mentions, facts, hypers, syns
+
+	// The changed chunks' results, merged as a build merges them, with the filter
+	// frozen at the last merge.
+	filter := &entityFilter{generic: map[string]bool{}, inFact: map[string]bool{}, cfg: cfg}
+	for _, n := range st.Generic {
+		filter.generic[n] = true
+	}
+	for _, e := range ix.Entities {
+		filter.inFact[e.Name] = true
+	}
+	for _, r := range redo {
+		if r.Failed != "" {
+			continue
+		}
+		for _, t := range r.Triples {
+			filter.inFact[graphio.NormalizeName(t.Subject)] = true
+			filter.inFact[graphio.NormalizeName(t.Object)] = true
+		}
+		if cfg.Hyperedges {
+			for _, h := range r.Hyperedges {
+				for _, e := range h.Entities {
+					filter.inFact[graphio.NormalizeName(e)] = true
+				}
+			}
+		}
+	}
+	oldEnt := len(ix.Entities)
+	order := make([]int, len(redoAt))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(redoAt[a] - redoAt[b]) })
+	b := graphio.NewBuilder(ix, "")
+	filtered := map[string]string{}
+	for _, i := range order {
+		r := redo[i]
+		if r.Failed != "" {
+			rep.FailedChunks++
+			continue
+		}
+		rep.InvalidTriples += r.Dropped
+		merge(b, redoAt[i], r, cfg, rep, filter, filtered)
+	}
+	rep.StageSeconds["merge"] = round3(time.Since(t0).Seconds())
+
+	t0 = time.Now()
+	if err := EmbedNew(ctx, ix, frozen, cfg.EmbedBatch); err != nil {
+		return err
+	}
+	rep.StageSeconds["embed"] = round3(time.Since(t0).Seconds())
+	t0 = time.Now()
+	n, err := AddSynonyms(ix, "", oldEnt, cfg)
+	if err != nil {
+		return err
+	}
+	rep.SynonymEdges = n
+	rep.StageSeconds["synonyms"] = round3(time.Since(t0).Seconds())
+
+	ch.Remap = &graphio.Remap{Chunks: chunkMap, Facts: factMap, Entities: entMap, Hyperedges: hyperMap}
+
+	// The IDF table brought up to date, and the drift from the frozen one.
+	live, err := liveTable(ix)
+	if err != nil {
+		return err
+	}
+	isOld := make([]bool, len(ix.Chunks))
+	for _, c := range chunkMap {
+		if c >= 0 {
+			isOld[c] = true
+		}
+	}
+	var added []string
+	for _, c := range redoAt {
+		if !isOld[c] {
+			added = append(added, ix.Chunks[c].Content())
+		}
+	}
+	if err := live.Update(added, removed); err != nil {
+		return err
+	}
+	lb, err := live.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	ix.Blobs[liveEmbedderBlob] = lb
+	st.IDFDrift = live.IDFDrift(frozen.(*embed.Hashed))
+	st.Changed += len(added) + len(removed)
+	st.Changes++
+	var resAt []int32
+	var res []extract.Result
+	for i, c := range redoAt {
+		resAt, res = append(resAt, c), append(res, redo[i])
+	}
+	if err := appendResults(ix, resAt, res); err != nil {
+		return err
+	}
+	if err := writeState(ix, st); err != nil {
+		return err
+	}
+	stats := graphio.ComputeStats(ix, 0)
+	rep.Entities, rep.Facts, rep.Hyperedges = stats.Entities, stats.Facts, stats.Hyperedges
+	ch.Graph, ch.Incremental, ch.IDFDrift = rep, true, st.IDFDrift
+	ch.Added, ch.Removed, ch.Trimmed = diffRecords(before, keysOf(ix))
+	return nil
+}
+
+// liveTable returns the built-in embedder's table brought up to date since the last
+// merge (the frozen one right after a merge).
+func liveTable(ix *graphio.Index) (*embed.Hashed, error) {
+	b := ix.Blobs[liveEmbedderBlob]
+	if b == nil {
+		b = ix.Blobs[embedderBlob]
+	}
+	h, err := embed.UnmarshalHashed(b)
+	if err != nil {
+		return nil, fmt.Errorf("kg: the index's embedder table: %w", err)
+	}
+	return h, nil
+}
