@@ -69,6 +69,45 @@ type State struct {
 	IDFDrift float64 `json:"idf_drift"`
 	// Filter is the entity filter's configuration at the last merge.
 	Filter string `json:"filter"`
+	// PendingTitles lists the titles of documents deleted since the last merge whose
+	// leaving the rule extractor's title gazetteer has not been followed by extracting
+	// again the old chunks that name them: that is deferred to the merge (a deleted
+	// title may stay an entity named by other chunks until then).
+	PendingTitles []string `json:"pending_titles,omitempty"`
+}
+
+// reextractPending extracts again, offline, the chunks (in place in results) that
+// name a title of st.PendingTitles, with titles as the gazetteer: at a merge, the
+// re-extraction the changes since the last one deferred.
+func reextractPending(ctx context.Context, ex extract.Extractor, st State, chunks []graphio.Chunk, titles []string, results []extract.Result, ch *Change) error {
+	te, ok := ex.(titledExtractor)
+	if !ok || len(st.PendingTitles) == 0 {
+		return nil
+	}
+	texts := make([]string, len(chunks))
+	for i, c := range chunks {
+		texts[i] = c.Text
+	}
+	var idx []int
+	var in []extract.Chunk
+	for i, s := range te.TitleSensitive(st.PendingTitles, nil, texts) {
+		if s {
+			idx = append(idx, i)
+			in = append(in, extract.Chunk{ID: chunks[i].ID, Title: chunks[i].Title, Text: chunks[i].Text})
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	out, err := te.ExtractTitled(ctx, in, titles, nil)
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		results[i] = out[j]
+	}
+	ch.Reextracted += len(in)
+	return nil
 }
 
 // ReadState returns ix's lifecycle state and whether it has one (an index built
@@ -157,14 +196,14 @@ func appendResults(ix *graphio.Index, at []int32, results []extract.Result) erro
 }
 
 // changeIncrementally applies a change to ix, whose Documents and Chunks already hold
-// the new lists: chunkMap gives each old chunk's new position (-1 when deleted; kept
+// the new lists (old is ix as it was, for the change's counts): chunkMap gives each old chunk's new position (-1 when deleted; kept
 // chunks in order, new chunks after them), redo the results of the chunks (new
 // positions) that are new or were extracted again, removed the deleted chunks' texts
 // (for the live IDF table). It updates the graph, vectors, synonym edges, BM25
 // postings, stored results and state, and fills in ch's counts.
-func changeIncrementally(ctx context.Context, ix *graphio.Index, chunkMap []int32, redoAt []int32, redo []extract.Result, removed []string, st State, cfg Config, ch *Change) error {
+func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap []int32, redoAt []int32, redo []extract.Result, removed []string, st State, cfg Config, ch *Change) error {
 	t0 := time.Now()
-	before := keysOf(ix)
+	before := keysOf(old)
 	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
 	frozen, err := embed.ForIndex(ix, nil)
 	if err != nil {
@@ -274,13 +313,10 @@ func changeIncrementally(ctx context.Context, ix *graphio.Index, chunkMap []int3
 		s.A, s.B = a, b
 		syns = append(syns, s)
 	}
-	keep := func(m []int32) func(int) bool { return func(i int) bool { return m[i] >= 0 } }
-	for k, m := range map[graphio.NodeKind][]int32{graphio.KindChunk: chunkMap, graphio.KindEntity: entMap, graphio.KindFact: factMap, graphio.KindHyperedge: hyperMap} {
-		if e := ix.Embeddings[k]; e != nil {
-			if e.Rows() != len(m) {
-				return fmt.Errorf("kg: %d %s vectors for %d records", e.Rows(), k, len(m))
-			}
-			e.KeepRows(keep(m))
+	maps := map[graphio.NodeKind][]int32{graphio.KindChunk: chunkMap, graphio.KindEntity: entMap, graphio.KindFact: factMap, graphio.KindHyperedge: hyperMap}
+	for k, m := range maps {
+		if e := ix.Embeddings[k]; e == nil || e.Rows() != len(m) {
+			return fmt.Errorf("kg: the index has no %s vectors, or not one per record", k)
 		}
 	}
 	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms = entities, mentions, facts, hypers, syns
@@ -329,9 +365,40 @@ func changeIncrementally(ctx context.Context, ix *graphio.Index, chunkMap []int3
 	}
 	rep.StageSeconds["merge"] = round3(time.Since(t0).Seconds())
 
+	// The kept rows and the new records' vectors, in fresh arrays: the old matrices
+	// (mapped from the file) are read once and their pages handed back.
 	t0 = time.Now()
-	if err := EmbedNew(ctx, ix, frozen, cfg.EmbedBatch); err != nil {
-		return err
+	keptChunks := 0 // old chunks, extracted again or not, keep their vectors
+	for _, c := range chunkMap {
+		if c >= 0 {
+			keptChunks++
+		}
+	}
+	kept := map[graphio.NodeKind]int{graphio.KindChunk: keptChunks, graphio.KindEntity: oldEnt,
+		graphio.KindFact: len(facts), graphio.KindHyperedge: len(hypers)}
+	texts := map[graphio.NodeKind][]string{}
+	for i := kept[graphio.KindChunk]; i < len(ix.Chunks); i++ {
+		texts[graphio.KindChunk] = append(texts[graphio.KindChunk], ix.Chunks[i].Content())
+	}
+	for i := kept[graphio.KindEntity]; i < len(ix.Entities); i++ {
+		texts[graphio.KindEntity] = append(texts[graphio.KindEntity], ix.Entities[i].Name)
+	}
+	for i := kept[graphio.KindFact]; i < len(ix.Facts); i++ {
+		texts[graphio.KindFact] = append(texts[graphio.KindFact], FactText(ix, &ix.Facts[i]))
+	}
+	for i := kept[graphio.KindHyperedge]; i < len(ix.Hyperedges); i++ {
+		texts[graphio.KindHyperedge] = append(texts[graphio.KindHyperedge], ix.Hyperedges[i].Text)
+	}
+	for _, k := range []graphio.NodeKind{graphio.KindChunk, graphio.KindEntity, graphio.KindFact, graphio.KindHyperedge} {
+		var add *graphio.Embedding
+		if len(texts[k]) > 0 {
+			if add, err = embed.Matrix(ctx, frozen, texts[k], cfg.EmbedBatch, nil); err != nil {
+				return fmt.Errorf("kg: embed %ss: %w", k, err)
+			}
+		}
+		old, m := ix.Embeddings[k], maps[k]
+		ix.Embeddings[k] = old.KeepAppend(func(i int) bool { return m[i] >= 0 }, add)
+		ix.ReleaseMapped(old)
 	}
 	rep.StageSeconds["embed"] = round3(time.Since(t0).Seconds())
 	t0 = time.Now()

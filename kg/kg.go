@@ -339,8 +339,8 @@ func embedFrom(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch
 // (0 = all); edges are tagged with run. It returns the number of new edges.
 func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, error) {
 	m := ix.Embeddings[graphio.KindEntity]
-	if m == nil || len(ix.Entities) == 0 {
-		return 0, nil
+	if m == nil || len(ix.Entities) == 0 || from >= len(ix.Entities) {
+		return 0, nil // no entity to query
 	}
 	skip := make([]bool, len(ix.Entities))
 	for i, e := range ix.Entities {

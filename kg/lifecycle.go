@@ -210,6 +210,22 @@ func Results(ix *graphio.Index) ([]extract.Result, bool, error) {
 	return out, false, nil
 }
 
+// newTitles returns the titles of added that old does not hold.
+func newTitles(old, added []string) []string {
+	have := make(map[string]bool, len(old))
+	for _, t := range old {
+		have[t] = true
+	}
+	var out []string
+	for _, t := range added {
+		if !have[t] {
+			have[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // decodeResults decodes a blob StoreResults wrote.
 func decodeResults(blob []byte) (storedResults, error) {
 	var sr storedResults
@@ -386,7 +402,13 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	if te, ok := ex.(titledExtractor); ok {
 		fresult, err = te.ExtractTitled(ctx, in, titles(ix.Chunks), progress.stage("extract"))
 		if err == nil && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
-			againAt, again, err = reextract(ctx, te, ix.Chunks[:nc], titles(ix.Chunks[:nc]), titles(ix.Chunks), ch)
+			before, after := titles(ix.Chunks[:nc]), titles(ix.Chunks)
+			if inc {
+				// The titles that came, alone: NewTitles of every title, twice, was most
+				// of finding the chunks that name one.
+				before, after = nil, newTitles(before, after[nc:])
+			}
+			againAt, again, err = reextract(ctx, te, ix.Chunks[:nc], before, after, titles(ix.Chunks), ch)
 		}
 	} else {
 		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
@@ -415,13 +437,18 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		for i := range fresult {
 			redoAt = append(redoAt, int32(nc+i))
 		}
-		if err := changeIncrementally(ctx, ix, identity, redoAt, append(again, fresult...), nil, st, cfg, ch); err != nil {
+		if err := changeIncrementally(ctx, &old, ix, identity, redoAt, append(again, fresult...), nil, st, cfg, ch); err != nil {
 			return nil, err
 		}
 		return ch, appendHistory(ix, *ch)
 	}
 	for j, i := range againAt {
 		results[i] = again[j]
+	}
+	if st, ok := ReadState(&old); ok && ex.Name() == ix.Meta.Extractor {
+		if err := reextractPending(ctx, ex, st, ix.Chunks[:nc], titles(ix.Chunks), results, ch); err != nil {
+			return nil, fmt.Errorf("kg: add: extract: %w", err)
+		}
 	}
 	results = append(slices.Clip(results), fresult...)
 	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, progress, ch); err != nil {
@@ -499,26 +526,39 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		}
 	}
 	ix.Documents, ix.Chunks = keptDocs, keptChunks
-	var againAt []int
-	var again []extract.Result
-	if te, ok := ex.(titledExtractor); ok && ch.Chunks > 0 {
-		var err error
-		if againAt, again, err = reextract(ctx, te, keptChunks, before, after, ch); err != nil {
-			return nil, fmt.Errorf("kg: delete: extract: %w", err)
-		}
-	}
 	if inc {
-		redoAt := make([]int32, len(againAt))
-		for j, i := range againAt {
-			redoAt[j] = int32(i)
+		// The old chunks that name a deleted title are extracted again at the merge.
+		if _, ok := ex.(titledExtractor); ok {
+			left := make(map[string]bool, len(after))
+			for _, t := range after {
+				left[t] = true
+			}
+			for _, t := range before {
+				if !left[t] && !slices.Contains(st.PendingTitles, t) {
+					st.PendingTitles = append(st.PendingTitles, t)
+				}
+			}
 		}
-		if err := changeIncrementally(ctx, ix, chunkMap, redoAt, again, removed, st, cfg, ch); err != nil {
+		if err := changeIncrementally(ctx, &old, ix, chunkMap, nil, nil, removed, st, cfg, ch); err != nil {
 			return nil, err
 		}
 		return ch, appendHistory(ix, *ch)
 	}
+	var againAt []int
+	var again []extract.Result
+	if te, ok := ex.(titledExtractor); ok && ch.Chunks > 0 {
+		var err error
+		if againAt, again, err = reextract(ctx, te, keptChunks, before, after, after, ch); err != nil {
+			return nil, fmt.Errorf("kg: delete: extract: %w", err)
+		}
+	}
 	for j, i := range againAt {
 		keptResults[i] = again[j]
+	}
+	if st, ok := ReadState(&old); ok {
+		if err := reextractPending(ctx, ex, st, keptChunks, after, keptResults, ch); err != nil {
+			return nil, fmt.Errorf("kg: delete: extract: %w", err)
+		}
 	}
 	if err := rebuildAndReplay(ctx, &old, ix, keptResults, chunkMap, oldEmb, cfg, nil, ch); err != nil {
 		return nil, err
@@ -526,10 +566,11 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	return ch, appendHistory(ix, *ch)
 }
 
-// reextract extracts again the chunks whose rule extraction may differ between a
-// corpus of titles before and one of titles after, returning their positions in
-// chunks and their new results.
-func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, before, after []string, ch *Change) ([]int, []extract.Result, error) {
+// reextract extracts again, with the corpus titles corpus, the chunks whose rule
+// extraction may differ between a corpus of titles before and one of titles after
+// (any two lists whose difference is the titles that came or went), returning their
+// positions in chunks and their new results.
+func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, before, after, corpus []string, ch *Change) ([]int, []extract.Result, error) {
 	texts := make([]string, len(chunks))
 	for i, c := range chunks {
 		texts[i] = c.Text
@@ -545,7 +586,7 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 	if len(in) == 0 {
 		return nil, nil, nil
 	}
-	out, err := te.ExtractTitled(ctx, in, after, nil)
+	out, err := te.ExtractTitled(ctx, in, corpus, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -763,20 +804,15 @@ func ReadForChange(path string) (*graphio.Index, error) {
 	return ReadForChangeWith(path, DefaultConfig())
 }
 
-// ReadForChangeWith is ReadForChange for a change made with cfg. When the index's
-// state lets the change be incremental (see State), the built-in embedder's vectors
-// are kept, not computed again: the file is then mapped whole (graphio.ReadOptions.Map),
-// its matrices read in place, not copied.
+// ReadForChangeWith is ReadForChange for a change made with cfg. An index of the
+// built-in embedder is mapped (graphio.ReadOptions.Map), its matrices checked and
+// their pages handed back (Release): an incremental change (see State) copies the
+// vectors it keeps one matrix at a time, a merge computes them all again and never
+// touches the old ones, so neither holds the old matrices in memory.
 func ReadForChangeWith(path string, cfg Config) (*graphio.Index, error) {
-	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Embeddings: func(graphio.NodeKind) bool { return false }, Map: true})
-	if err != nil {
+	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Map: true, Release: true})
+	if err != nil || embed.IsHashed(ix.Meta.Embedder) {
 		return ix, err
-	}
-	if embed.IsHashed(ix.Meta.Embedder) {
-		if _, ok := incrementalOK(ix, 0, nil, cfg); !ok {
-			return ix, nil
-		}
-		return graphio.ReadFileWith(path, graphio.ReadOptions{Map: true})
 	}
 	return graphio.ReadFile(path)
 }

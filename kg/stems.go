@@ -21,15 +21,40 @@ func stemKey(name string) string {
 	return strings.Join(ws, " ")
 }
 
+// stemSignature is what stemming leaves of a name for sure: its words' count and each
+// word's first byte (after the apostrophes Porter2 strips from its start).
+func stemSignature(name string) string {
+	var b []byte
+	for w := range strings.FieldsSeq(name) {
+		if w = strings.TrimLeft(w, "'"); w != "" {
+			b = append(b, w[0])
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return string(b)
+}
+
 // addStemSynonyms links, with a synonym edge of weight 1, entities (index ≥ from)
 // whose names differ only in inflection — same stem key — as entity resolution by
 // normalisation; names shorter than cfg.SynonymMinAlnum are skipped as in
 // AddSynonyms. It returns the number of new edges.
 func addStemSynonyms(ix *graphio.Index, run string, from int, cfg Config) int {
+	// Stemming changes a word's ending only, so two names with one stem key have the
+	// same words' count and first letters: with from > 0, only the old names that
+	// share that with a new one are stemmed (stemming every name was most of an
+	// incremental add's synonym search).
+	var want map[string]bool
+	if from > 0 {
+		want = map[string]bool{}
+		for _, e := range ix.Entities[from:] {
+			want[stemSignature(e.Name)] = true
+		}
+	}
 	groups := map[string][]int32{}
 	for i := range ix.Entities {
 		name := ix.Entities[i].Name
-		if graphio.AlnumLen(name) < cfg.SynonymMinAlnum {
+		if graphio.AlnumLen(name) < cfg.SynonymMinAlnum || want != nil && !want[stemSignature(name)] {
 			continue
 		}
 		k := stemKey(name)

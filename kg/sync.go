@@ -120,9 +120,12 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	if err == nil && titled && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
 		var againAt []int
 		var again []extract.Result
-		againAt, again, err = reextract(ctx, te, kept, titles(old.Chunks), titles(target.Chunks), ch)
+		againAt, again, err = reextract(ctx, te, kept, titles(old.Chunks), titles(target.Chunks), titles(target.Chunks), ch)
 		for j, i := range againAt {
 			keptResults[i] = again[j]
+		}
+		if st, ok := ReadState(&old); ok && err == nil {
+			err = reextractPending(ctx, ex, st, kept, titles(target.Chunks), keptResults, ch)
 		}
 	}
 	if err != nil {

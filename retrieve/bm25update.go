@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -25,10 +26,11 @@ func UpdateBM25(ix *graphio.Index, cfg Config, remap *graphio.Remap) {
 	}
 	maps := [][]int32{remap.Chunks, remap.Facts, remap.Entities, remap.Hyperedges}
 	for i, c := range lexCorpora(ix) {
-		idx, ok := carryPostings(ix.Blobs[c.blob], maps[i], c, an, cfg.BM25K1, cfg.BM25B)
-		if !ok {
-			idx = newLexIndex(c.texts(), an, cfg.BM25K1, cfg.BM25B)
+		if blob, ok := carryPostings(ix.Blobs[c.blob], maps[i], c, an, cfg.BM25K1, cfg.BM25B); ok {
+			ix.Blobs[c.blob] = blob
+			continue
 		}
+		idx := newLexIndex(c.texts(), an, cfg.BM25K1, cfg.BM25B)
 		if blob, ok := encodeBM25(idx, c.digest(an)); ok {
 			ix.Blobs[c.blob] = blob
 		} else {
@@ -37,10 +39,11 @@ func UpdateBM25(ix *graphio.Index, cfg Config, remap *graphio.Remap) {
 	}
 }
 
-// carryPostings returns the postings of c built from the old blob's, renumbered by m
-// (old document → new, -1 gone), and the new documents' own; false when the blob
-// cannot be used.
-func carryPostings(blob []byte, m []int32, c lexCorpus, an Analyzer, k1, b float64) (*lexIndex, bool) {
+// carryPostings returns the blob of c's postings built from the old blob's,
+// renumbered by m (old document → new, -1 gone), and the new documents' own, written
+// term by term as encodeBM25 writes them (the same bytes); false when the blob cannot
+// be used.
+func carryPostings(blob []byte, m []int32, c lexCorpus, an Analyzer, k1, b float64) ([]byte, bool) {
 	if blob == nil || len(blob) < len(bm25BlobMagic)+32 {
 		return nil, false
 	}
@@ -69,32 +72,14 @@ func carryPostings(blob []byte, m []int32, c lexCorpus, an Analyzer, k1, b float
 			fresh = append(fresh, int32(d))
 		}
 	}
-	idx := &lexIndex{docLen: make([]float64, c.n), an: an, k1: k1, b: b, postings: map[string][]posting{}}
+	docLen := make([]float64, c.n)
 	for i, d := range m {
 		if d >= 0 {
-			idx.docLen[d] = old.docLen[i]
+			docLen[d] = old.docLen[i]
 		}
 	}
-	sp := old.stored
-	for i := range sp.n {
-		l := sp.listAt(i)
-		np, k := binary.Uvarint(l)
-		l = l[k:]
-		var ps []posting
-		doc := int64(-1)
-		for range np {
-			g, k1 := binary.Uvarint(l)
-			tf, k2 := binary.Uvarint(l[k1:])
-			l = l[k1+k2:]
-			doc += int64(g)
-			if d := m[doc]; d >= 0 {
-				ps = append(ps, posting{d, int32(tf)})
-			}
-		}
-		if len(ps) > 0 {
-			idx.postings[string(sp.termAt(i))] = ps
-		}
-	}
+	var add *lexIndex
+	var addTerms []string
 	if len(fresh) > 0 {
 		texts := make([]string, len(fresh))
 		var buf []byte
@@ -102,24 +87,81 @@ func carryPostings(blob []byte, m []int32, c lexCorpus, an Analyzer, k1, b float
 			buf = c.text(buf[:0], int(d))
 			texts[j] = string(buf)
 		}
-		add := newLexIndex(texts, an, k1, b)
+		add = newLexIndex(texts, an, k1, b)
 		for j, d := range fresh {
-			idx.docLen[d] = add.docLen[j]
+			docLen[d] = add.docLen[j]
 		}
-		for t, ps := range add.postings {
-			out := slices.Grow(idx.postings[t], len(ps))
-			for _, p := range ps {
-				out = append(out, posting{fresh[p.doc], p.tf})
+		for t := range add.postings {
+			addTerms = append(addTerms, t)
+		}
+		slices.Sort(addTerms)
+	}
+	sp := old.stored
+	var text, lists, pairs []byte
+	var termOff, listOff []uint32
+	emit := func(term []byte, oldList []byte, ps []posting) bool {
+		pairs = pairs[:0]
+		n, prev := 0, int32(-1)
+		if oldList != nil {
+			np, k := binary.Uvarint(oldList)
+			l := oldList[k:]
+			doc := int64(-1)
+			for range np {
+				g, k1 := binary.Uvarint(l)
+				tf, k2 := binary.Uvarint(l[k1:])
+				l = l[k1+k2:]
+				doc += int64(g)
+				if d := m[doc]; d >= 0 {
+					pairs = binary.AppendUvarint(binary.AppendUvarint(pairs, uint64(d-prev)), tf)
+					prev, n = d, n+1
+				}
 			}
-			idx.postings[t] = out
+		}
+		for _, p := range ps {
+			d := fresh[p.doc]
+			pairs = binary.AppendUvarint(binary.AppendUvarint(pairs, uint64(d-prev)), uint64(p.tf))
+			prev, n = d, n+1
+		}
+		if n == 0 {
+			return true
+		}
+		termOff, listOff = append(termOff, uint32(len(text))), append(listOff, uint32(len(lists)))
+		text = append(text, term...)
+		lists = append(binary.AppendUvarint(lists, uint64(n)), pairs...)
+		return len(text) <= math.MaxUint32 && len(lists) <= math.MaxUint32
+	}
+	i, j := 0, 0
+	for i < sp.n || j < len(addTerms) {
+		var ok bool
+		switch {
+		case j == len(addTerms) || i < sp.n && string(sp.termAt(i)) < addTerms[j]:
+			ok = emit(sp.termAt(i), sp.listAt(i), nil)
+			i++
+		case i == sp.n || addTerms[j] < string(sp.termAt(i)):
+			ok = emit([]byte(addTerms[j]), nil, add.postings[addTerms[j]])
+			j++
+		default:
+			ok = emit(sp.termAt(i), sp.listAt(i), add.postings[addTerms[j]])
+			i, j = i+1, j+1
+		}
+		if !ok {
+			return nil, false
 		}
 	}
-	var total float64
-	for _, l := range idx.docLen {
-		total += l
+	termOff, listOff = append(termOff, uint32(len(text))), append(listOff, uint32(len(lists)))
+	digest := c.digest(an)
+	out := make([]byte, 0, len(bm25BlobMagic)+32+2*binary.MaxVarintLen64+3*len(docLen)+8*len(termOff)+len(text)+len(lists))
+	out = append(append(out, bm25BlobMagic...), digest[:]...)
+	out = binary.AppendUvarint(out, uint64(len(docLen)))
+	for _, l := range docLen {
+		out = binary.AppendUvarint(out, uint64(l))
 	}
-	if c.n > 0 {
-		idx.avgLen = total / float64(c.n)
+	out = binary.AppendUvarint(out, uint64(len(termOff)-1))
+	for _, o := range termOff {
+		out = binary.LittleEndian.AppendUint32(out, o)
 	}
-	return idx, true
+	for _, o := range listOff {
+		out = binary.LittleEndian.AppendUint32(out, o)
+	}
+	return append(append(out, text...), lists...), true
 }

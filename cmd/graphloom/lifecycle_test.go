@@ -260,3 +260,56 @@ func TestStaleModelWarns(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `warning: the CAGE encoder \S+x\.gl\.cage is stale: it was trained on index generation g0-[0-9a-f]{12} and the index is now g1-[0-9a-f]{12}`, r.stderr)
 }
+
+// TestDeleteKilled: `delete` killed (SIGKILL) at any point, incremental or as a merge,
+// leaves the index as it was (byte for byte) or as a clean delete leaves it, valid;
+// a rerun then gives the clean delete's index.
+func TestDeleteKilled(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 300), "--out", base).code)
+	before, err := os.ReadFile(base)
+	require.NoError(t, err)
+	ids := filepath.Join(dir, "ids.txt")
+	ix, err := graphio.ReadFile(base)
+	require.NoError(t, err)
+	var lines []string
+	for i := 0; i < len(ix.Documents); i += 40 {
+		lines = append(lines, ix.Documents[i].ID)
+	}
+	require.NoError(t, os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	withoutTime := func(path string) *graphio.Index {
+		t.Helper()
+		ix, err := graphio.ReadFile(path)
+		require.NoError(t, err, "a killed delete leaves a valid index")
+		delete(ix.Blobs, "lifecycle.history") // holds the time of the change
+		return ix
+	}
+	for _, mode := range []string{"--merge=false", "--merge"} {
+		clean := filepath.Join(dir, "clean.gl")
+		require.NoError(t, os.WriteFile(clean, before, 0o644))
+		r := run(t, nil, "delete", "--index", clean, "--ids", ids, mode)
+		require.Equal(t, 0, r.code, r.stderr)
+		want := withoutTime(clean)
+		for _, delay := range []time.Duration{0, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/%v", mode, delay), func(t *testing.T) {
+				idx := filepath.Join(dir, "x.gl")
+				require.NoError(t, os.WriteFile(idx, before, 0o644))
+				cmd := cli(t, nil, "delete", "--index", idx, "--ids", ids, mode)
+				require.NoError(t, cmd.Start())
+				time.Sleep(delay)
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = cmd.Wait()
+				after, err := os.ReadFile(idx)
+				require.NoError(t, err)
+				if string(after) != string(before) {
+					assert.Equal(t, want, withoutTime(idx), "killed after the rename: the clean delete's index")
+					return
+				}
+				r := run(t, nil, "delete", "--index", idx, "--ids", ids, mode)
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Equal(t, want, withoutTime(idx), "the rerun gives the clean delete's index")
+			})
+		}
+	}
+}
