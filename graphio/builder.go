@@ -62,6 +62,18 @@ func NewBuilder(ix *Index, run string) *Builder {
 	return b
 }
 
+// NewSynonymBuilder returns a Builder for AddSynonym alone: it indexes ix's synonym
+// edges only, not every record as NewBuilder does (a synonym search that finds a
+// few edges in a large index spent most of its time indexing it). Its other methods
+// must not be called.
+func NewSynonymBuilder(ix *Index, run string) *Builder {
+	b := &Builder{ix: ix, run: run, syns: make(map[[2]int32]struct{}, len(ix.Synonyms))}
+	for _, s := range ix.Synonyms {
+		b.syns[[2]int32{s.A, s.B}] = struct{}{}
+	}
+	return b
+}
+
 // Index returns the index being built.
 func (b *Builder) Index() *Index { return b.ix }
 

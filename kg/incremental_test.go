@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,11 +25,19 @@ func exact() kg.Config {
 	return cfg
 }
 
-// between is the configuration of a change made incrementally, whatever its size.
-func between() kg.Config {
-	cfg := kg.DefaultConfig()
-	cfg.MergeShare = 1
-	return cfg
+// oneRule is one rule extractor for the whole test: each new one loads the NER tagger
+// again (most of a small build's time).
+var oneRule = sync.OnceValue(rule)
+
+// freshOne is fresh with oneRule.
+func freshOne(t *testing.T, ps []ingest.Passage) *graphio.Index {
+	t.Helper()
+	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err := kg.Build(context.Background(), ix, oneRule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+	return ix
 }
 
 // harbourGold returns the example corpus's questions and their supporting titles.
@@ -37,8 +46,8 @@ func harbourGold(t *testing.T) ([]string, [][]string) {
 	raw, err := os.ReadFile("../examples/harbour/questions.json")
 	require.NoError(t, err)
 	var qs []struct {
-		Question          string
-		SupportingTitles  []string `json:"supporting_titles"`
+		Question         string
+		SupportingTitles []string `json:"supporting_titles"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &qs))
 	var q []string
@@ -84,133 +93,104 @@ func recallAt5(t *testing.T, ix *graphio.Index, qs []string, gold [][]string) ma
 	return out
 }
 
-// TestIncrementalChangeBounded: an add or a delete between merges (frozen IDF table
-// and filters) differs from a fresh build of the same corpus by no more than its
-// bound: the facts and hyperedges are a fresh build's (the example corpus is below the
-// generic filter's 200 chunks, and its rule extraction depends on no other chunk's
-// title here), each chunk's vector is within the tracked IDF drift of a fresh build's
-// (1 − cosine ≤ drift), BM25 postings equal StoreBM25's, nothing of a deleted chunk
-// remains reachable, and every retriever's R@5 on the example questions is within
-// 0.05 of a fresh build's. A merge afterwards gives the fresh build exactly.
-func TestIncrementalChangeBounded(t *testing.T) {
-	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
-	require.NoError(t, err)
-	qs, gold := harbourGold(t)
-	for _, tc := range []struct {
-		name        string
-		base, after []ingest.Passage // the indexed corpus and the one after the change
-		change      func(ix *graphio.Index) (*kg.Change, error)
-		merge       []ingest.Passage // then added as a merge: the final corpus is after + merge
-	}{
-		{name: "add", base: ps[:38], after: ps[:42],
-			change: func(ix *graphio.Index) (*kg.Change, error) {
-				return kg.Add(context.Background(), ix, ps[38:42], ingest.DefaultConfig(), rule(), nil, between(), nil)
-			}, merge: ps[42:]},
-		{name: "delete", base: ps, after: append(append([]ingest.Passage{}, ps[:5]...), ps[9:]...),
-			change: func(ix *graphio.Index) (*kg.Change, error) {
-				return kg.Delete(context.Background(), ix, []int32{5, 6, 7, 8}, rule(), nil, between())
-			}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ix := forChange(t, fresh(t, tc.base))
-			gone := map[string]bool{}
-			for _, c := range ix.Chunks {
-				gone[c.ID] = true
-			}
-			ch, err := tc.change(ix)
-			require.NoError(t, err)
-			require.True(t, ch.Incremental)
-			retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
-			ix = roundTrip(t, ix)
-			require.NoError(t, ix.Validate())
-			want := fresh(t, tc.after)
-			for _, c := range want.Chunks {
-				delete(gone, c.ID)
-			}
+// checkBounded asserts that ix, changed between merges, differs from want, a fresh
+// build of the same corpus, by no more than its bound: the facts and chunks are a
+// fresh build's (the example corpus is below the generic filter's 200 chunks), BM25
+// postings equal StoreBM25's, every record has its vector, each chunk's vector is
+// within the tracked IDF drift of a fresh build's (1 − cosine ≤ drift), and every
+// retriever's R@5 on the example questions is within 0.05 of a fresh build's.
+func checkBounded(t *testing.T, ix, want *graphio.Index, qs []string, gold [][]string) {
+	t.Helper()
+	g, w := graphOf(ix), graphOf(want)
+	assert.Equal(t, w["facts"], g["facts"])
+	assert.Equal(t, w["chunks"], g["chunks"])
+	again := *ix
+	again.Blobs = map[string][]byte{}
+	retrieve.StoreBM25(&again, retrieve.DefaultConfig())
+	for _, blob := range []string{retrieve.BM25Blob, "bm25.facts", "bm25.entities", "bm25.hyperedges"} {
+		assert.Equal(t, again.Blobs[blob], ix.Blobs[blob], "%s: carried over as computed afresh", blob)
+	}
+	require.Equal(t, len(ix.Chunks), ix.Embeddings[graphio.KindChunk].Rows())
+	require.Equal(t, len(ix.Entities), ix.Embeddings[graphio.KindEntity].Rows())
+	require.Equal(t, len(ix.Facts), ix.Embeddings[graphio.KindFact].Rows())
+	require.Equal(t, len(ix.Hyperedges), ix.Embeddings[graphio.KindHyperedge].Rows())
 
-			// Exact between merges: the facts, hyperedges and BM25 postings.
-			g, w := graphOf(ix), graphOf(want)
-			assert.Equal(t, w["facts"], g["facts"])
-			assert.Equal(t, w["chunks"], g["chunks"])
-			assert.Equal(t, len(w["hyperedges"]), len(g["hyperedges"]))
-			again := *ix
-			again.Blobs = map[string][]byte{}
-			retrieve.StoreBM25(&again, retrieve.DefaultConfig())
-			for _, blob := range []string{retrieve.BM25Blob, "bm25.facts", "bm25.entities", "bm25.hyperedges"} {
-				assert.Equal(t, again.Blobs[blob], ix.Blobs[blob], "%s: carried over as computed afresh", blob)
-			}
-			// Nothing of a deleted chunk is reachable.
-			for _, c := range ix.Chunks {
-				assert.False(t, gone[c.ID])
-			}
-			require.Equal(t, len(ix.Chunks), ix.Embeddings[graphio.KindChunk].Rows())
-			require.Equal(t, len(ix.Entities), ix.Embeddings[graphio.KindEntity].Rows())
-			require.Equal(t, len(ix.Facts), ix.Embeddings[graphio.KindFact].Rows())
-			require.Equal(t, len(ix.Hyperedges), ix.Embeddings[graphio.KindHyperedge].Rows())
-
-			// Bounded: vectors within the tracked drift, rankings within 0.05 of R@5.
-			st, ok := kg.ReadState(ix)
-			require.True(t, ok)
-			assert.Equal(t, ch.IDFDrift, st.IDFDrift)
-			assert.Greater(t, st.IDFDrift, 0.0)
-			at := map[string]int{}
-			for i, c := range want.Chunks {
-				at[c.ID] = i
-			}
-			worst := 0.0
-			for i, c := range ix.Chunks {
-				a, b := ix.Embeddings[graphio.KindChunk].Row(i), want.Embeddings[graphio.KindChunk].Row(at[c.ID])
-				dot := 0.0
-				for k := range a {
-					dot += float64(a[k]) * float64(b[k])
-				}
-				worst = max(worst, 1-dot)
-			}
-			assert.LessOrEqual(t, worst, st.IDFDrift, "1 − cosine to a fresh build's chunk vector")
-			got, exp := recallAt5(t, ix, qs, gold), recallAt5(t, want, qs, gold)
-			for _, r := range retrievers {
-				assert.InDelta(t, exp[r], got[r], 0.05, "%s R@5", r)
-			}
-
-			if tc.merge == nil {
-				return
-			}
-			// A merge after incremental changes gives the fresh build exactly.
-			ch, err = kg.Add(context.Background(), ix, tc.merge, ingest.DefaultConfig(), rule(), nil, exact(), nil)
-			require.NoError(t, err)
-			require.False(t, ch.Incremental)
-			retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
-			ix = roundTrip(t, ix)
-			full := fresh(t, append(append([]ingest.Passage{}, tc.after...), tc.merge...))
-			assert.Equal(t, graphOf(full), graphOf(ix))
-			assert.Equal(t, counts(full), counts(ix))
-			st, ok = kg.ReadState(ix)
-			require.True(t, ok)
-			assert.Zero(t, st.Changed, "a merge starts the count again")
-		})
+	st, ok := kg.ReadState(ix)
+	require.True(t, ok)
+	assert.Greater(t, st.IDFDrift, 0.0)
+	at := map[string]int{}
+	for i, c := range want.Chunks {
+		at[c.ID] = i
+	}
+	worst := 0.0
+	for i, c := range ix.Chunks {
+		a, b := ix.Embeddings[graphio.KindChunk].Row(i), want.Embeddings[graphio.KindChunk].Row(at[c.ID])
+		dot := 0.0
+		for k := range a {
+			dot += float64(a[k]) * float64(b[k])
+		}
+		worst = max(worst, 1-dot)
+	}
+	assert.LessOrEqual(t, worst, st.IDFDrift, "1 − cosine to a fresh build's chunk vector")
+	got, exp := recallAt5(t, ix, qs, gold), recallAt5(t, want, qs, gold)
+	for _, r := range retrievers {
+		assert.InDelta(t, exp[r], got[r], 0.05, "%s R@5", r)
 	}
 }
 
-// TestMergeShare: changes are incremental until the chunks changed since the last
-// merge pass Config.MergeShare of the corpus; the change that passes it is a merge.
-func TestMergeShare(t *testing.T) {
+// TestIncrementalThenMerge: on the example corpus, an add and then a delete between
+// merges each stay within their bound of a fresh build (checkBounded), and nothing of
+// a deleted chunk stays reachable; the next add, which passes Config.MergeShare, is a
+// merge, re-extracts the chunks the deletion's titles deferred, and gives the fresh
+// build of the final corpus exactly.
+func TestIncrementalThenMerge(t *testing.T) {
 	ps, _, err := ingest.Load("../examples/harbour/corpus.json", true)
 	require.NoError(t, err)
+	qs, gold := harbourGold(t)
 	cfg := kg.DefaultConfig()
-	cfg.MergeShare = 0.12 // 4 of the 35 chunks
-	ix := forChange(t, fresh(t, ps[:35]))
-	for _, tc := range []struct {
-		from, to    int
-		incremental bool
-		changed     int
-	}{{35, 37, true, 2}, {37, 39, true, 4}, {39, 41, false, 0}, {41, 42, true, 1}} {
-		ch, err := kg.Add(context.Background(), ix, ps[tc.from:tc.to], ingest.DefaultConfig(), rule(), nil, cfg, nil)
-		require.NoError(t, err)
-		assert.Equal(t, tc.incremental, ch.Incremental, "adding %d–%d", tc.from, tc.to)
-		st, ok := kg.ReadState(ix)
-		require.True(t, ok)
-		assert.Equal(t, tc.changed, st.Changed, "adding %d–%d", tc.from, tc.to)
-		retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
-		require.NoError(t, ix.Validate())
+	cfg.MergeShare = 0.25 // 5 of the 20 chunks: 2 added and 2 deleted stay below it
+	ix := forChange(t, freshOne(t, ps[:20]))
+
+	ch, err := kg.Add(context.Background(), ix, ps[20:22], ingest.DefaultConfig(), oneRule(), nil, cfg, nil)
+	require.NoError(t, err)
+	require.True(t, ch.Incremental)
+	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.Validate())
+	checkBounded(t, ix, freshOne(t, ps[:22]), qs, gold)
+	st, _ := kg.ReadState(ix)
+	assert.Equal(t, ch.IDFDrift, st.IDFDrift)
+	assert.Equal(t, 2, st.Changed)
+
+	gone := map[string]bool{}
+	for _, c := range ix.Chunks[5:7] {
+		gone[c.ID] = true
 	}
+	ch, err = kg.Delete(context.Background(), ix, []int32{5, 6}, oneRule(), nil, cfg)
+	require.NoError(t, err)
+	require.True(t, ch.Incremental)
+	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.Validate())
+	for _, c := range ix.Chunks {
+		assert.False(t, gone[c.ID], "a deleted chunk")
+	}
+	after := append(append([]ingest.Passage{}, ps[:5]...), ps[7:22]...)
+	checkBounded(t, ix, freshOne(t, after), qs, gold)
+	st, _ = kg.ReadState(ix)
+	assert.Equal(t, 4, st.Changed)
+	assert.Len(t, st.PendingTitles, 2, "the deleted documents' titles, re-extraction deferred")
+
+	ch, err = kg.Add(context.Background(), ix, ps[22:25], ingest.DefaultConfig(), oneRule(), nil, cfg, nil)
+	require.NoError(t, err)
+	require.False(t, ch.Incremental, "4 + 3 changed chunks pass 25 %% of 20: a merge")
+	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
+	ix = roundTrip(t, ix)
+	want := freshOne(t, append(after, ps[22:25]...))
+	assert.Equal(t, graphOf(want), graphOf(ix))
+	assert.Equal(t, counts(want), counts(ix))
+	st, ok := kg.ReadState(ix)
+	require.True(t, ok)
+	assert.Zero(t, st.Changed, "a merge starts the count again")
+	assert.Empty(t, st.PendingTitles)
 }

@@ -364,7 +364,7 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("kg: synonyms: %w", err)
 	}
-	b := graphio.NewBuilder(ix, run)
+	b := graphio.NewSynonymBuilder(ix, run)
 	n := 0
 	for i := from; i < len(nbrs); i++ {
 		for _, nb := range nbrs[i] {
@@ -374,7 +374,7 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 		}
 	}
 	if cfg.StemSynonyms {
-		n += addStemSynonyms(ix, run, from, cfg)
+		n += addStemSynonyms(b, from, cfg)
 	}
 	return n, nil
 }

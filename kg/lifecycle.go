@@ -883,10 +883,16 @@ func checkChunking(ix *graphio.Index, icfg ingest.Config) error {
 }
 
 // reuseEmbedder returns the embedder a rebuild of ix embeds with: the built-in
-// embedder restored from the index (Rebuild fits it again), or emb (the index's own,
+// embedder restored from the index (its up-to-date table after incremental changes;
+// refit brings it up to date with the change, or Rebuild fits it again), or emb (the index's own,
 // possibly nil) answering from the vectors already in ix for texts it embedded before.
 func reuseEmbedder(ix *graphio.Index, emb embed.Embedder) (embed.Embedder, error) {
 	if embed.IsHashed(ix.Meta.Embedder) {
+		if ix.Blobs[liveEmbedderBlob] != nil {
+			// Changed incrementally since the last merge: the table brought up to date
+			// with the index's chunks, not the one its vectors were embedded with.
+			return liveTable(ix)
+		}
 		return embed.ForIndex(ix, nil)
 	}
 	if ix.Meta.Embedder == "" {
