@@ -599,11 +599,25 @@ func (h *Hashed) IDFDrift(from *Hashed) float64 {
 	if h.cfg != from.cfg {
 		return math.Inf(1)
 	}
+	dense := func(t *Hashed) []uint32 {
+		if t.df != nil {
+			return t.df
+		}
+		df := make([]uint32, t.cfg.IDFBuckets)
+		for i, p := range t.sparse.pos {
+			df[p] = t.sparse.val[i]
+		}
+		return df
+	}
+	a, b := dense(h), dense(from)
 	nh, nf := math.Log(1+float64(h.docs)), math.Log(1+float64(from.docs))
 	drift := 0.0
-	for b := range h.cfg.IDFBuckets {
-		w := nh - math.Log(1+float64(h.dfAt(uint64(b)))) + 1
-		w0 := nf - math.Log(1+float64(from.dfAt(uint64(b)))) + 1
+	for i := range a {
+		if i > 0 && a[i] == a[i-1] && b[i] == b[i-1] {
+			continue // the same pair of counts as the bucket before
+		}
+		w := nh - math.Log(1+float64(a[i])) + 1
+		w0 := nf - math.Log(1+float64(b[i])) + 1
 		drift = max(drift, math.Abs(w/w0-1))
 	}
 	return drift

@@ -203,7 +203,11 @@ func appendResults(ix *graphio.Index, at []int32, results []extract.Result) erro
 // postings, stored results and state, and fills in ch's counts.
 func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap []int32, redoAt []int32, redo []extract.Result, removed []string, st State, cfg Config, ch *Change) error {
 	t0 := time.Now()
-	before := keysOf(old)
+	nDocs, nChunks := len(old.Documents), len(old.Chunks)
+	oldLen := make([]int, len(ix.Facts)) // citations before, for the trimmed count
+	for i := range ix.Facts {
+		oldLen[i] = len(ix.Facts[i].Chunks)
+	}
 	rep := &Report{Chunks: len(ix.Chunks), StageSeconds: map[string]any{}}
 	frozen, err := embed.ForIndex(ix, nil)
 	if err != nil {
@@ -304,10 +308,29 @@ func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap [
 		hyperMap[i] = int32(len(hypers))
 		hypers = append(hypers, h)
 	}
+	// What goes, by key (as diffRecords counts), to tell records removed and made
+	// again by the changed chunks from records removed.
+	went := changeKeys{entity: map[string]bool{}, fact: map[string]int{}, hyper: map[string]bool{}, synonym: map[[2]string]bool{}}
+	for i, e := range ix.Entities {
+		if entMap[i] < 0 {
+			went.entity[e.Name] = true
+		}
+	}
+	for i, f := range ix.Facts {
+		if factMap[i] < 0 {
+			went.fact[f.ID] = oldLen[i]
+		}
+	}
+	for i, h := range ix.Hyperedges {
+		if hyperMap[i] < 0 {
+			went.hyper[h.ID] = true
+		}
+	}
 	syns := ix.Synonyms[:0:0]
 	for _, s := range ix.Synonyms {
 		a, b := entMap[s.A], entMap[s.B]
 		if a < 0 || b < 0 {
+			went.synonym[[2]string{ix.Entities[s.A].Name, ix.Entities[s.B].Name}] = true
 			continue
 		}
 		s.A, s.B = a, b
@@ -453,8 +476,82 @@ func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap [
 	stats := graphio.ComputeStats(ix, 0)
 	rep.Entities, rep.Facts, rep.Hyperedges = stats.Entities, stats.Facts, stats.Hyperedges
 	ch.Graph, ch.Incremental, ch.IDFDrift = rep, true, st.IDFDrift
-	ch.Added, ch.Removed, ch.Trimmed = diffRecords(before, keysOf(ix))
+	ch.Added, ch.Removed, ch.Trimmed = went.count(ix, nDocs, nChunks, chunkMap, oldEnt, len(facts), len(hypers), len(syns), factMap, oldLen)
 	return nil
+}
+
+// changeKeys holds the keys of the records an incremental change removed: entities
+// by name, facts (with their citations) and hyperedges by id, synonym edges by their
+// names.
+type changeKeys struct {
+	entity  map[string]bool
+	fact    map[string]int
+	hyper   map[string]bool
+	synonym map[[2]string]bool
+}
+
+// count returns the change's counts as diffRecords gives them (records added and
+// removed by key, facts kept with fewer citations), from what the change did rather
+// than by hashing every record twice: records at or after the kept counts are new,
+// unless their key went and came back.
+func (g changeKeys) count(ix *graphio.Index, nDocs, nChunks int, chunkMap []int32, keptEnt, keptFacts, keptHypers, keptSyns int, factMap []int32, oldLen []int) (added, removed map[string]int, trimmed int) {
+	added, removed = map[string]int{}, map[string]int{}
+	if d := len(ix.Documents) - nDocs; d > 0 {
+		added["document"] = d
+	} else if d < 0 {
+		removed["document"] = -d
+	}
+	kept := 0
+	for _, c := range chunkMap {
+		if c >= 0 {
+			kept++
+		}
+	}
+	added["chunk"], removed["chunk"] = len(ix.Chunks)-kept, nChunks-kept
+	back := func(n int, key func(i int) bool) int {
+		k := 0
+		for i := range n {
+			if key(i) {
+				k++
+			}
+		}
+		return k
+	}
+	ne := back(len(ix.Entities)-keptEnt, func(i int) bool { return g.entity[ix.Entities[keptEnt+i].Name] })
+	added["entity"], removed["entity"] = len(ix.Entities)-keptEnt-ne, len(g.entity)-ne
+	nf := 0
+	for i := keptFacts; i < len(ix.Facts); i++ {
+		if n, ok := g.fact[ix.Facts[i].ID]; ok {
+			nf++
+			if len(ix.Facts[i].Chunks) < n {
+				trimmed++
+			}
+		}
+	}
+	added["fact"], removed["fact"] = len(ix.Facts)-keptFacts-nf, len(g.fact)-nf
+	nh := back(len(ix.Hyperedges)-keptHypers, func(i int) bool { return g.hyper[ix.Hyperedges[keptHypers+i].ID] })
+	added["hyperedge"], removed["hyperedge"] = len(ix.Hyperedges)-keptHypers-nh, len(g.hyper)-nh
+	ns := back(len(ix.Synonyms)-keptSyns, func(i int) bool {
+		s := ix.Synonyms[keptSyns+i]
+		return g.synonym[[2]string{ix.Entities[s.A].Name, ix.Entities[s.B].Name}]
+	})
+	added["synonym"], removed["synonym"] = len(ix.Synonyms)-keptSyns-ns, len(g.synonym)-ns
+	for i, m := range factMap {
+		if m >= 0 && len(ix.Facts[m].Chunks) < oldLen[i] {
+			trimmed++
+		}
+	}
+	for k, v := range added {
+		if v == 0 {
+			delete(added, k)
+		}
+	}
+	for k, v := range removed {
+		if v == 0 {
+			delete(removed, k)
+		}
+	}
+	return added, removed, trimmed
 }
 
 // liveTable returns the built-in embedder's table brought up to date since the last

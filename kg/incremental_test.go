@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -138,6 +139,39 @@ func checkBounded(t *testing.T, ix, want *graphio.Index, qs []string, gold [][]s
 	}
 }
 
+// changeCounts counts the records by key (entities by name, facts and hyperedges by
+// id, synonym edges by their names, chunks and documents by id) in after and not in
+// before (added), and the other way round (removed).
+func changeCounts(before, after map[string][]string) (added, removed map[string]int) {
+	added, removed = map[string]int{}, map[string]int{}
+	key := func(kind, rec string) string {
+		if kind == "documents" || kind == "chunks" {
+			return rec
+		}
+		return strings.Fields(rec)[0] // name or id first (names of one word here)
+	}
+	for kind, singular := range map[string]string{"documents": "document", "chunks": "chunk", "facts": "fact", "hyperedges": "hyperedge"} {
+		b, a := map[string]bool{}, map[string]bool{}
+		for _, r := range before[kind] {
+			b[key(kind, r)] = true
+		}
+		for _, r := range after[kind] {
+			a[key(kind, r)] = true
+		}
+		for k := range a {
+			if !b[k] {
+				added[singular]++
+			}
+		}
+		for k := range b {
+			if !a[k] {
+				removed[singular]++
+			}
+		}
+	}
+	return added, removed
+}
+
 // TestIncrementalThenMerge: on the example corpus, an add and then a delete between
 // merges each stay within their bound of a fresh build (checkBounded), and nothing of
 // a deleted chunk stays reachable; the next add, which passes Config.MergeShare, is a
@@ -150,10 +184,20 @@ func TestIncrementalThenMerge(t *testing.T) {
 	cfg := kg.DefaultConfig()
 	cfg.MergeShare = 0.25 // 5 of the 20 chunks: 2 added and 2 deleted stay below it
 	ix := forChange(t, freshOne(t, ps[:20]))
+	counted := func(ch *kg.Change, before, after map[string][]string) {
+		t.Helper()
+		added, removed := changeCounts(before, after)
+		for _, k := range []string{"document", "chunk", "fact", "hyperedge"} {
+			assert.Equal(t, added[k], ch.Added[k], "%s added", k)
+			assert.Equal(t, removed[k], ch.Removed[k], "%s removed", k)
+		}
+	}
 
+	before := graphOf(ix)
 	ch, err := kg.Add(context.Background(), ix, ps[20:22], ingest.DefaultConfig(), oneRule(), nil, cfg, nil)
 	require.NoError(t, err)
 	require.True(t, ch.Incremental)
+	counted(ch, before, graphOf(ix))
 	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())
@@ -166,9 +210,11 @@ func TestIncrementalThenMerge(t *testing.T) {
 	for _, c := range ix.Chunks[5:7] {
 		gone[c.ID] = true
 	}
+	before = graphOf(ix)
 	ch, err = kg.Delete(context.Background(), ix, []int32{5, 6}, oneRule(), nil, cfg)
 	require.NoError(t, err)
 	require.True(t, ch.Incremental)
+	counted(ch, before, graphOf(ix))
 	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())

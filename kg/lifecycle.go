@@ -21,15 +21,20 @@ import (
 
 // The index lifecycle: documents added to and deleted from a built index.
 //
-// Design (the simplest correct one): the index keeps every chunk's extraction result
-// (resultsBlob). Adding or deleting documents changes the chunk list, extracts only
-// the chunks that are new, and rebuilds everything derived from the results over the
-// whole corpus — the entity filter, the merged graph, the embeddings, the synonym
-// edges — as Build does; the caller then rewrites the file atomically. The derived
-// structures therefore equal those of a fresh build of the resulting corpus, at the
-// cost of a rebuild that is linear in the index (no LLM call, no extraction of old
-// chunks): the append-friendly layout of immutable segments plus a manifest, which a
-// change in time proportional to its size needs, is not implemented.
+// Design: the index keeps every chunk's extraction result (resultsBlob, and one
+// segment blob per incremental change since the last merge). Adding or deleting
+// documents changes the chunk list and extracts only the chunks that are new. A change
+// is then made one of two ways (see incremental.go):
+//   - as a merge: everything derived from the results is rebuilt over the whole
+//     corpus — the entity filter, the merged graph, the embeddings, the synonym
+//     edges — as Build does, and the index equals a fresh build of the resulting
+//     corpus (no LLM call, no extraction of old chunks, but linear in the index);
+//   - incrementally, between merges, while the chunks changed since the last merge
+//     stay below Config.MergeShare of the corpus: only the records the changed chunks
+//     touch change, with the corpus statistics frozen at the last merge; the
+//     difference from a fresh build is bounded (State, docs/lifecycle.md).
+// Either way the caller rewrites the file atomically (the single-file format; the
+// segments-plus-manifest layout is not implemented).
 //
 // Two corpus-wide inputs make "only the new chunks" need care:
 //   - the rule extractor's title gazetteer (extract.Titles): an old chunk that holds

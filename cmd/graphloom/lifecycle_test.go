@@ -291,7 +291,7 @@ func TestDeleteKilled(t *testing.T) {
 		r := run(t, nil, "delete", "--index", clean, "--ids", ids, mode)
 		require.Equal(t, 0, r.code, r.stderr)
 		want := withoutTime(clean)
-		for _, delay := range []time.Duration{0, 60 * time.Millisecond, 250 * time.Millisecond} {
+		for _, delay := range []time.Duration{0, 40 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond} {
 			t.Run(fmt.Sprintf("%s/%v", mode, delay), func(t *testing.T) {
 				idx := filepath.Join(dir, "x.gl")
 				require.NoError(t, os.WriteFile(idx, before, 0o644))
