@@ -375,7 +375,7 @@ func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap [
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(redoAt[a] - redoAt[b]) })
-	b := graphio.NewBuilder(ix, "")
+	b := graphio.NewChunkBuilder(ix, "") // the changed chunks have no mention left
 	filtered := map[string]string{}
 	for _, i := range order {
 		r := redo[i]
