@@ -245,8 +245,8 @@ func ReadFileWith(path string, opt ReadOptions) (*Index, error) {
 				_ = unmapFile(m) // nothing refers to it once ReadWith has returned an error
 				return nil, fmt.Errorf("graphio: %s: %w", path, err)
 			}
-			ix.mapping = m
 			if opt.Release {
+				ix.mapping = m
 				for _, e := range ix.Embeddings {
 					ix.ReleaseMapped(e)
 				}

@@ -168,11 +168,11 @@ type Index struct {
 	Blobs map[string][]byte
 
 	skipped []NodeKind // embedding kinds left unread (ReadOptions), in file order
-	mapping []byte     // the file's mapping when read with ReadOptions.Map
+	mapping []byte     // the file's mapping when read with ReadOptions.Map and Release
 }
 
 // ReleaseMapped hands back to the system the pages of e's arrays that lie in ix's
-// file mapping (ReadOptions.Map), whole pages only: e stays valid (a page touched
+// file mapping (an index read with ReadOptions.Map and Release), whole pages only: e stays valid (a page touched
 // again faults in from the file; the mapping is private, so pages written since are
 // read again as the file has them, which is why e must not have been changed in
 // place). Arrays outside the mapping are left alone. A change that copies a mapped

@@ -797,29 +797,16 @@ func diffRecords(b, a recordKeys) (added, removed map[string]int, trimmed int) {
 	return added, removed, trimmed
 }
 
-// ReadForChange reads the index at path for Add, Delete or Sync: without its embedding
-// matrices when they are the built-in embedder's, whole otherwise. A change brings the
-// built-in embedder's IDF up to date and so embeds every record again: the old vectors
-// would never be read, and they are most of a large index (at 30K passages 330 of its
-// 334 MiB would stay in memory through the rebuild). The index is whole again once
-// rebuilt (EmbedAll); one read without its matrices is refused by graphio.Write until
-// then. Another embedder's vectors are reused for the texts they embedded: that
-// index is read twice, the first time without matrices, to learn its embedder.
+// ReadForChange reads the index at path for Add, Delete or Sync, in one pass: the
+// file is mapped (graphio.ReadOptions.Map), its matrices checked and their pages handed
+// back (Release). An incremental change (see State) copies the vectors it keeps one
+// matrix at a time; a merge of a built-in embedder's index computes every vector
+// again and never touches the old ones; another embedder's vectors are read back for
+// the texts they embedded. None holds all the old matrices in memory beside the new
+// ones (at 30K passages they are 330 of the index's 337 MiB). The mapping is never
+// unmapped: this is for a process that changes one index and exits.
 func ReadForChange(path string) (*graphio.Index, error) {
-	return ReadForChangeWith(path, DefaultConfig())
-}
-
-// ReadForChangeWith is ReadForChange for a change made with cfg. An index of the
-// built-in embedder is mapped (graphio.ReadOptions.Map), its matrices checked and
-// their pages handed back (Release): an incremental change (see State) copies the
-// vectors it keeps one matrix at a time, a merge computes them all again and never
-// touches the old ones, so neither holds the old matrices in memory.
-func ReadForChangeWith(path string, cfg Config) (*graphio.Index, error) {
-	ix, err := graphio.ReadFileWith(path, graphio.ReadOptions{Map: true, Release: true})
-	if err != nil || embed.IsHashed(ix.Meta.Embedder) {
-		return ix, err
-	}
-	return graphio.ReadFile(path)
+	return graphio.ReadFileWith(path, graphio.ReadOptions{Map: true, Release: true})
 }
 
 // CheckCompatible refuses to add to ix with a chunking, extractor or embedder other

@@ -45,7 +45,7 @@ func roundTrip(t *testing.T, ix *graphio.Index) *graphio.Index {
 }
 
 // forChange writes an index and reads it back as the CLI's add, delete and sync do
-// (kg.ReadForChange: without the built-in embedder's matrices).
+// (kg.ReadForChange: mapped, its matrices released).
 func forChange(t *testing.T, ix *graphio.Index) *graphio.Index {
 	t.Helper()
 	p := t.TempDir() + "/x.gl"

@@ -59,7 +59,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		}
 		defer unlock()
 	}
-	ix, err := kg.ReadForChangeWith(o.index, o.kcfg)
+	ix, err := kg.ReadForChange(o.index)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ fresh build (docs/lifecycle.md).`,
 					return err
 				}
 			}
-			ix, err := kg.ReadForChangeWith(path, kcfg)
+			ix, err := kg.ReadForChange(path)
 			if err != nil {
 				return err
 			}
