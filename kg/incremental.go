@@ -39,10 +39,11 @@ import (
 // build's), synonym edges (a new entity is searched against all, so an old entity gains
 // it where it is in the new one's top SynonymMax; where it would enter only the old
 // one's top list, or a deleted neighbour would leave room for another, the edge comes
-// at the merge), the filters (above), and surface forms and types seen only in deleted
-// chunks (kept until the merge). A merge runs when the chunks changed since the last
-// one pass Config.MergeShare of the corpus, when the tracked drift passes
-// Config.MergeIDFDrift, or when asked (Config.Merge).
+// at the merge), the filters (above), the title re-extraction a delete defers
+// (State.PendingTitles), and surface forms, types, hyperedge members and scores seen
+// only in deleted chunks (kept until the merge). A merge runs when the chunks changed
+// since the last one pass Config.MergeShare of the corpus, when the tracked drift
+// passes Config.MergeIDFDrift, or when asked (Config.Merge).
 
 // stateBlob holds the lifecycle state (State) of an index.
 const stateBlob = "lifecycle.state"
@@ -196,11 +197,12 @@ func appendResults(ix *graphio.Index, at []int32, results []extract.Result) erro
 }
 
 // changeIncrementally applies a change to ix, whose Documents and Chunks already hold
-// the new lists (old is ix as it was, for the change's counts): chunkMap gives each old chunk's new position (-1 when deleted; kept
-// chunks in order, new chunks after them), redo the results of the chunks (new
-// positions) that are new or were extracted again, removed the deleted chunks' texts
-// (for the live IDF table). It updates the graph, vectors, synonym edges, BM25
-// postings, stored results and state, and fills in ch's counts.
+// the new lists (old is ix as it was, for the change's counts): chunkMap gives each
+// old chunk's new position (-1 when deleted; kept chunks in order, new chunks after
+// them), redo the results of the chunks at redoAt (new positions) that are new or were
+// extracted again, removed the deleted chunks' texts (for the live IDF table). It
+// updates the graph, vectors, synonym edges, stored results and state, fills in ch's
+// counts and ch.Remap (for retrieve.UpdateBM25).
 func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap []int32, redoAt []int32, redo []extract.Result, removed []string, st State, cfg Config, ch *Change) error {
 	t0 := time.Now()
 	nDocs, nChunks := len(old.Documents), len(old.Chunks)
