@@ -174,7 +174,8 @@ func changeCounts(before, after map[string][]string) (added, removed map[string]
 
 // TestIncrementalThenMerge: on the example corpus, an add and then a delete between
 // merges each stay within their bound of a fresh build (checkBounded), and nothing of
-// a deleted chunk stays reachable; the next add, which passes Config.MergeShare, is a
+// a deleted chunk stays reachable; an explicit merge (kg.Merge) then gives the fresh
+// build exactly; and, without it, the next add, which passes Config.MergeShare, is a
 // merge, re-extracts the chunks the deletion's titles deferred, and gives the fresh
 // build of the final corpus exactly.
 func TestIncrementalThenMerge(t *testing.T) {
@@ -222,10 +223,21 @@ func TestIncrementalThenMerge(t *testing.T) {
 		assert.False(t, gone[c.ID], "a deleted chunk")
 	}
 	after := append(append([]ingest.Passage{}, ps[:5]...), ps[7:22]...)
-	checkBounded(t, ix, freshOne(t, after), qs, gold)
+	wantAfter := freshOne(t, after)
+	checkBounded(t, ix, wantAfter, qs, gold)
 	st, _ = kg.ReadState(ix)
 	assert.Equal(t, 4, st.Changed)
 	assert.Len(t, st.PendingTitles, 2, "the deleted documents' titles, re-extraction deferred")
+
+	// An explicit merge of a copy (graphloom index --merge) gives the fresh build.
+	merged := forChange(t, ix)
+	ch, err = kg.Merge(context.Background(), merged, oneRule(), nil, cfg)
+	require.NoError(t, err)
+	require.False(t, ch.Incremental)
+	retrieve.UpdateBM25(merged, retrieve.DefaultConfig(), ch.Remap)
+	merged = roundTrip(t, merged)
+	assert.Equal(t, graphOf(wantAfter), graphOf(merged))
+	assert.Equal(t, counts(wantAfter), counts(merged))
 
 	ch, err = kg.Add(context.Background(), ix, ps[22:25], ingest.DefaultConfig(), oneRule(), nil, cfg, nil)
 	require.NoError(t, err)

@@ -256,7 +256,7 @@ type titledExtractor interface {
 
 // Change reports one add, delete or sync.
 type Change struct {
-	Op      string `json:"op"` // "add", "delete" or "sync"
+	Op      string `json:"op"` // "add", "delete", "sync" or "merge"
 	Created string `json:"created"`
 	// Documents lists the documents added or deleted (a sync's new documents).
 	Documents []DocRef `json:"documents"`
@@ -566,6 +566,45 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		}
 	}
 	if err := rebuildAndReplay(ctx, &old, ix, keptResults, chunkMap, oldEmb, cfg, nil, ch); err != nil {
+		return nil, err
+	}
+	return ch, appendHistory(ix, *ch)
+}
+
+// Merge makes ix equal a fresh build of its corpus after incremental changes (see
+// State), with no document added or deleted: everything derived from the stored
+// extraction results is computed again over the whole corpus (the chunks a delete's
+// titles made depend on them extracted again, offline, with ex when it is the rule
+// extractor; ex may be nil), runs replayed, as a change made as a merge does. emb must
+// be the index's embedder, or nil (the built-in one). It is recorded in the history.
+func Merge(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb embed.Embedder, cfg Config) (*Change, error) {
+	if ix.Meta.Extractor != "" && ex != nil && ex.Name() != ix.Meta.Extractor {
+		return nil, fmt.Errorf("kg: merge: the index was extracted with %q, not %q", ix.Meta.Extractor, ex.Name())
+	}
+	ch := &Change{Op: "merge", Created: time.Now().UTC().Format(time.RFC3339)}
+	results, _, err := Results(ix)
+	if err != nil {
+		return nil, err
+	}
+	oldEmb, err := reuseEmbedder(ix, emb)
+	if err != nil {
+		return nil, err
+	}
+	old := *ix
+	titles := make([]string, len(ix.Chunks))
+	for i, c := range ix.Chunks {
+		titles[i] = c.Title
+	}
+	if st, ok := ReadState(&old); ok {
+		if err := reextractPending(ctx, ex, st, ix.Chunks, titles, results, ch); err != nil {
+			return nil, fmt.Errorf("kg: merge: extract: %w", err)
+		}
+	}
+	identity := make([]int32, len(ix.Chunks))
+	for i := range identity {
+		identity[i] = int32(i)
+	}
+	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, nil, ch); err != nil {
 		return nil, err
 	}
 	return ch, appendHistory(ix, *ch)

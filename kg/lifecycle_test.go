@@ -154,6 +154,7 @@ func TestAddEqualsFreshBuild(t *testing.T) {
 	ix := forChange(t, fresh(t, a))
 	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
+	require.False(t, ch.Incremental, "a merge")
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())
@@ -190,6 +191,7 @@ func TestDeleteEqualsFreshBuild(t *testing.T) {
 	}
 	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, exact())
 	require.NoError(t, err)
+	require.False(t, ch.Incremental, "a merge")
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())

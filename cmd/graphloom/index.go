@@ -29,7 +29,7 @@ func newIndexCmd() *cobra.Command {
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
-		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index (--add PATH | --sync PATH [--plan] [--out NEW]) --index INDEX",
+		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index (--add PATH | --sync PATH [--plan] [--out NEW] | --merge) --index INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
 .txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.
@@ -42,7 +42,8 @@ indexed, deleted chunks' records go, and the rest is kept as it is (the differen
 from a fresh build is bounded; docs/lifecycle.md). Once the chunks changed since the
 last merge pass --merge-share of the corpus, or with --merge, the change is a merge:
 the graph, embeddings, synonym edges and BM25 postings are computed again over the
-whole corpus, and the index equals a fresh build.
+whole corpus, and the index equals a fresh build. --merge with --index alone merges
+the changes made since the last merge without adding anything.
 A document already in the index (same title and text) is skipped and counted. The
 extractor, embedder and chunking must be the index's own (by default they are).
 
@@ -58,11 +59,18 @@ nothing; --out writes the result there and leaves --index as it was.`,
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
   graphloom index --add new-docs/ --index docs.gl
   graphloom index --sync docs/ --index docs.gl --plan
+  graphloom index --merge --index docs.gl
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
     graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			liveIndexGC()
+			if addPath == "" && syncPath == "" && kcfg.Merge {
+				if indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
+					return usageError{fmt.Errorf("index: --merge alone goes with --index INDEX (and neither --corpus nor --out); with --add or --sync it makes that change a merge")}
+				}
+				return runIndexMerge(cmd, indexPath, kcfg, wait, asJSON, force)
+			}
 			if addPath != "" || syncPath != "" || indexPath != "" {
 				switch {
 				case addPath != "" && syncPath != "":

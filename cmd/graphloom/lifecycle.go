@@ -170,6 +170,49 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	return nil
 }
 
+// runIndexMerge merges the index at path in place (kg.Merge): everything derived from
+// its extraction results computed again, so that it equals a fresh build of its
+// corpus, under the writer lock, replaced atomically.
+func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, wait, asJSON, force bool) error {
+	if err := guardOutput(cmd, outSpec{name: "--index", path: path, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
+		inSpec{"--index", path}); err != nil {
+		return err
+	}
+	unlock, err := lockIndex(cmd, path, wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ix, err := kg.ReadForChange(path)
+	if err != nil {
+		return err
+	}
+	var ex extract.Extractor
+	if ix.Meta.Extractor == "rule" {
+		ex = extract.NewRule(extract.DefaultRuleConfig()) // offline: for the titles a delete deferred
+	}
+	ch, err := kg.Merge(cmd.Context(), ix, ex, nil, kcfg)
+	if err != nil {
+		return fmt.Errorf("index: merge %s: %w", path, err)
+	}
+	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
+	ix.Meta.Graphloom = buildVersion()
+	if err := graphio.WriteFile(path, ix); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"index": path, "change": ch})
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "merged %s: every record computed again from the stored extraction results", path)
+	if ch.Reextracted > 0 {
+		fmt.Fprintf(w, " (%d chunks extracted again offline: titles deleted since the last merge)", ch.Reextracted)
+	}
+	fmt.Fprintln(w)
+	printChange(w, ch)
+	return nil
+}
+
 // runSyncPlan prints what `index --sync` would do, writing nothing and calling no
 // extractor.
 func runSyncPlan(cmd *cobra.Command, ix *graphio.Index, o addOptions) error {
