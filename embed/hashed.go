@@ -589,3 +589,36 @@ func (h *Hashed) WordBound(minScore float32) float32 {
 	c2 := h.cfg.CharWeight * h.cfg.CharWeight
 	return float32(max(0, (1+c2)*float64(minScore)-c2))
 }
+
+// IDFDrift returns the largest relative change of a word's IDF weight between the
+// table h and the table from (fitted on the same corpus before a change), over every
+// bucket: max |idf_h/idf_from − 1|. Vectors embedded with from's table differ from h's
+// only by their words' weights, each by a factor within 1 ± the drift (character
+// n-grams carry no IDF). Both tables must have the same configuration.
+func (h *Hashed) IDFDrift(from *Hashed) float64 {
+	if h.cfg != from.cfg {
+		return math.Inf(1)
+	}
+	dense := func(t *Hashed) []uint32 {
+		if t.df != nil {
+			return t.df
+		}
+		df := make([]uint32, t.cfg.IDFBuckets)
+		for i, p := range t.sparse.pos {
+			df[p] = t.sparse.val[i]
+		}
+		return df
+	}
+	a, b := dense(h), dense(from)
+	nh, nf := math.Log(1+float64(h.docs)), math.Log(1+float64(from.docs))
+	drift := 0.0
+	for i := range a {
+		if i > 0 && a[i] == a[i-1] && b[i] == b[i-1] {
+			continue // the same pair of counts as the bucket before
+		}
+		w := nh - math.Log(1+float64(a[i])) + 1
+		w0 := nf - math.Log(1+float64(b[i])) + 1
+		drift = max(drift, math.Abs(w/w0-1))
+	}
+	return drift
+}

@@ -62,6 +62,47 @@ func NewBuilder(ix *Index, run string) *Builder {
 	return b
 }
 
+// NewChunkBuilder returns a Builder that merges the records of chunks that have no
+// mention in ix yet (new chunks, or chunks whose records were just removed): it indexes
+// the entities, facts, hyperedges and synonym edges as NewBuilder does, but not the
+// documents, chunks and mentions (most of a large index's), so AddDocument and
+// AddChunk must not be called, and a mention of any other chunk is not deduplicated.
+func NewChunkBuilder(ix *Index, run string) *Builder {
+	b := &Builder{
+		ix: ix, run: run,
+		ents:     make(map[string]int32, len(ix.Entities)),
+		facts:    make(map[string]int32, len(ix.Facts)),
+		hypers:   make(map[string]int32, len(ix.Hyperedges)),
+		mentions: map[[2]int32]struct{}{},
+		syns:     make(map[[2]int32]struct{}, len(ix.Synonyms)),
+	}
+	for i, e := range ix.Entities {
+		b.ents[e.Name] = int32(i)
+	}
+	for i, f := range ix.Facts {
+		b.facts[f.ID] = int32(i)
+	}
+	for i, h := range ix.Hyperedges {
+		b.hypers[h.ID] = int32(i)
+	}
+	for _, s := range ix.Synonyms {
+		b.syns[[2]int32{s.A, s.B}] = struct{}{}
+	}
+	return b
+}
+
+// NewSynonymBuilder returns a Builder for AddSynonym alone: it indexes ix's synonym
+// edges only, not every record as NewBuilder does (a synonym search that finds a
+// few edges in a large index spent most of its time indexing it). Its other methods
+// must not be called.
+func NewSynonymBuilder(ix *Index, run string) *Builder {
+	b := &Builder{ix: ix, run: run, syns: make(map[[2]int32]struct{}, len(ix.Synonyms))}
+	for _, s := range ix.Synonyms {
+		b.syns[[2]int32{s.A, s.B}] = struct{}{}
+	}
+	return b
+}
+
 // Index returns the index being built.
 func (b *Builder) Index() *Index { return b.ix }
 

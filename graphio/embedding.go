@@ -168,6 +168,60 @@ func (e *Embedding) Append(o *Embedding) {
 	}
 }
 
+// KeepAppend returns a new matrix, in e's form, of e's rows for which keep is true
+// followed by the rows of add (nil: none), in fresh arrays of exactly that size: e is
+// read, never written (it may be a mapped file's, see Index.ReleaseMapped).
+func (e *Embedding) KeepAppend(keep func(i int) bool, add *Embedding) *Embedding {
+	rows, addRows := e.Rows(), 0
+	if add != nil {
+		addRows = add.Rows()
+	}
+	if e.Sparse == nil {
+		kept := 0
+		for i := range rows {
+			if keep(i) {
+				kept++
+			}
+		}
+		out := &Embedding{Dim: e.Dim, Data: make([]float32, 0, (kept+addRows)*e.Dim)}
+		for i := range rows {
+			if keep(i) {
+				out.Data = append(out.Data, e.Data[i*e.Dim:(i+1)*e.Dim]...)
+			}
+		}
+		if add != nil {
+			out.Append(add)
+		}
+		return out
+	}
+	s := e.Sparse
+	kept, nnz := 0, int64(0)
+	for i := range rows {
+		if keep(i) {
+			kept++
+			nnz += s.Ptr[i+1] - s.Ptr[i]
+		}
+	}
+	if add != nil && add.Sparse != nil {
+		nnz += int64(len(add.Sparse.Idx))
+	}
+	o := &SparseRows{Ptr: make([]int64, 1, kept+addRows+1), Idx: make([]uint16, 0, nnz), Val: make([]float32, 0, nnz)}
+	for i := range rows {
+		if !keep(i) {
+			continue
+		}
+		lo, hi := s.Ptr[i], s.Ptr[i+1]
+		o.Idx = append(o.Idx, s.Idx[lo:hi]...)
+		o.Val = append(o.Val, s.Val[lo:hi]...)
+		o.Ptr = append(o.Ptr, int64(len(o.Idx)))
+	}
+	out := &Embedding{Dim: e.Dim, Sparse: o}
+	if add != nil {
+		out.Append(add)
+	}
+	return out
+}
+
 // KeepRows drops the rows for which keep is false.
 func (e *Embedding) KeepRows(keep func(i int) bool) {
 	if e.Sparse == nil {

@@ -224,6 +224,11 @@ type ReadOptions struct {
 	// in place while mapped (graphloom's writers replace files by renaming, which is
 	// safe). Where mapping is not supported, the file is read as without Map.
 	Map bool
+	// Release, with Map, hands the mapped matrices' pages back to the system once they
+	// are checked (madvise MADV_DONTNEED): they fault in again from the page cache
+	// when used, so a process that rewrites an index one matrix at a time holds one
+	// matrix's pages at a time, not all of them (see Index.ReleaseMapped).
+	Release bool
 }
 
 // ReadFileWith is ReadFile with options.
@@ -239,6 +244,12 @@ func ReadFileWith(path string, opt ReadOptions) (*Index, error) {
 			if err != nil {
 				_ = unmapFile(m) // nothing refers to it once ReadWith has returned an error
 				return nil, fmt.Errorf("graphio: %s: %w", path, err)
+			}
+			if opt.Release {
+				ix.mapping = m
+				for _, e := range ix.Embeddings {
+					ix.ReleaseMapped(e)
+				}
 			}
 			return ix, nil
 		}

@@ -130,3 +130,10 @@ func idColumn(n int, prefix string, content func(buf []byte, i int) []byte) []st
 
 // HyperedgeID identifies a hyperedge by its text segment.
 func HyperedgeID(text string) string { return "hyper-" + md5Hex(text) }
+
+// Remap says how an index's records moved in a change: per kind, the new position of
+// each old record (-1 when it went), old records keeping their order; records at
+// positions no old one maps to are new.
+type Remap struct {
+	Chunks, Facts, Entities, Hyperedges []int32
+}

@@ -11,3 +11,5 @@ import (
 func mapFile(*os.File) ([]byte, error) { return nil, errors.New("memory mapping not supported") }
 
 func unmapFile([]byte) error { return nil }
+
+func releasePages([]byte) {}

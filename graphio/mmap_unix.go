@@ -23,3 +23,7 @@ func mapFile(f *os.File) ([]byte, error) {
 
 // unmapFile releases a mapping of mapFile.
 func unmapFile(b []byte) error { return syscall.Munmap(b) }
+
+// releasePages hands whole mapped pages back (MADV_DONTNEED); errors are ignored (the
+// pages then stay resident, which only costs memory).
+func releasePages(b []byte) { _ = syscall.Madvise(b, syscall.MADV_DONTNEED) }

@@ -2,8 +2,10 @@ package graphio
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // FormatVersion is the version of the on-disk index format this package writes:
@@ -166,6 +168,46 @@ type Index struct {
 	Blobs map[string][]byte
 
 	skipped []NodeKind // embedding kinds left unread (ReadOptions), in file order
+	mapping []byte     // the file's mapping when read with ReadOptions.Map and Release
+}
+
+// ReleaseMapped hands back to the system the pages of e's arrays that lie in ix's
+// file mapping (an index read with ReadOptions.Map and Release), whole pages only: e stays valid (a page touched
+// again faults in from the file; the mapping is private, so pages written since are
+// read again as the file has them, which is why e must not have been changed in
+// place). Arrays outside the mapping are left alone. A change that copies a mapped
+// matrix releases it after the copy, so that the mapped pages do not stay resident
+// beside the copy.
+func (ix *Index) ReleaseMapped(e *Embedding) {
+	if ix.mapping == nil || e == nil {
+		return
+	}
+	if e.Sparse == nil {
+		releaseIn(ix.mapping, leBytes(e.Data))
+		return
+	}
+	releaseIn(ix.mapping, leBytes(e.Sparse.Ptr))
+	releaseIn(ix.mapping, leBytes(e.Sparse.Idx))
+	releaseIn(ix.mapping, leBytes(e.Sparse.Val))
+}
+
+// releaseIn releases the whole pages of b when b lies within mapping.
+func releaseIn(mapping, b []byte) {
+	if len(b) == 0 || !littleEndian {
+		return
+	}
+	lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(mapping))), uintptr(unsafe.Pointer(unsafe.SliceData(mapping)))+uintptr(len(mapping))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if p < lo || p+uintptr(len(b)) > hi {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	start, end := (p+page-1)/page*page, (p+uintptr(len(b)))/page*page
+	if end <= start {
+		return
+	}
+	off := int(start - lo)
+	releasePages(mapping[off : off+int(end-start)])
 }
 
 // SkippedEmbeddings returns the node kinds whose embedding matrices the reader left

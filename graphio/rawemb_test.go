@@ -255,3 +255,37 @@ func joinedSection(s section, ix *Index) section {
 	}
 	return s
 }
+
+// TestReleaseMappedAndKeepAppend: a mapped index whose matrices' pages were handed
+// back reads as the file has them (they fault in again), and KeepAppend copies the
+// kept rows and the new ones into fresh arrays, leaving the mapped matrix as it was.
+func TestReleaseMappedAndKeepAppend(t *testing.T) {
+	ix := mixedIndex(t)
+	path := filepath.Join(t.TempDir(), "x.gl")
+	require.NoError(t, WriteFile(path, ix))
+	mapped, err := ReadFileWith(path, ReadOptions{Map: true, Release: true})
+	require.NoError(t, err)
+	for k, e := range mapped.Embeddings {
+		mapped.ReleaseMapped(e) // again: harmless
+		assert.Equal(t, ix.Embeddings[k], e, "%s: read back after its pages were released", k)
+	}
+	for k, e := range ix.Embeddings {
+		add := &Embedding{Dim: e.Dim, Data: make([]float32, e.Dim)}
+		add.Data[1] = 1
+		if e.Sparse != nil {
+			add = NewSparseEmbedding(e.Dim)
+			add.AppendDense(make([]float32, e.Dim))
+		}
+		got := mapped.Embeddings[k].KeepAppend(func(i int) bool { return i%2 == 1 }, add)
+		var want [][]float32
+		for i := 1; i < e.Rows(); i += 2 {
+			want = append(want, e.RowInto(i, make([]float32, e.Dim)))
+		}
+		want = append(want, add.RowInto(0, make([]float32, e.Dim)))
+		require.Equal(t, len(want), got.Rows(), "%s", k)
+		for i, w := range want {
+			assert.Equal(t, w, got.RowInto(i, make([]float32, e.Dim)), "%s row %d", k, i)
+		}
+		assert.Equal(t, ix.Embeddings[k], mapped.Embeddings[k], "%s: the mapped matrix is left as it was", k)
+	}
+}

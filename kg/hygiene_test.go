@@ -74,7 +74,7 @@ func TestStemSynonyms(t *testing.T) {
 	b.Entity("ox", "") // too short to link
 	b.Entity("oxen", "")
 	cfg := DefaultConfig()
-	assert.Equal(t, 2, addStemSynonyms(ix, "", 0, cfg))
+	assert.Equal(t, 2, addStemSynonyms(graphio.NewSynonymBuilder(ix, ""), 0, cfg))
 	assert.ElementsMatch(t, []graphio.Synonym{{A: towns, B: town, Cosine: 1}, {A: guild, B: guild2, Cosine: 1}}, ix.Synonyms)
-	assert.Equal(t, 0, addStemSynonyms(ix, "", 0, cfg), "edges are added once")
+	assert.Equal(t, 0, addStemSynonyms(graphio.NewSynonymBuilder(ix, ""), 0, cfg), "edges are added once")
 }

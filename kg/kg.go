@@ -59,6 +59,21 @@ type Config struct {
 	// endpoints only, so the default is false; a chunk's own title (see
 	// extract.Titles) counts as a mention.
 	MentionOnly bool
+
+	// MergeShare is the share of the chunks at the last merge that may be added or
+	// deleted, all changes since it together, before a change is made as a merge
+	// (everything derived from the extraction results computed again, the index equal
+	// to a fresh build) rather than incrementally (frozen corpus statistics, bounded
+	// difference; see docs/lifecycle.md). 0 makes every change a merge. Default 0.10.
+	MergeShare float64
+	// MergeIDFDrift, when positive, also makes a change a merge once the largest
+	// relative change of a word's IDF weight since the last merge (State.IDFDrift)
+	// passes it. Default 0 (the drift is tracked and reported, the share decides):
+	// a word new since the merge has a drift of log 2 / (log N + 1) alone, about 0.06
+	// at 30K chunks, so a low bound would merge on almost every change.
+	MergeIDFDrift float64
+	// Merge makes the next change a merge whatever the drift (graphloom index --merge).
+	Merge bool
 }
 
 // defaultExactKNNLimit is Config.ExactKNNLimit's default.
@@ -67,7 +82,7 @@ const defaultExactKNNLimit = 20000
 // DefaultConfig returns HippoRAG 2's defaults.
 func DefaultConfig() Config {
 	return Config{SynonymThreshold: 0.8, SynonymMax: 100, SynonymMinAlnum: 3, EmbedBatch: 64, Hyperedges: true, StemSynonyms: true,
-		EntityRules: true, MaxEntityShare: 0.05, GenericMinChunks: 200}
+		EntityRules: true, MaxEntityShare: 0.05, GenericMinChunks: 200, MergeShare: 0.10}
 }
 
 // Report summarises a graph build.
@@ -172,6 +187,9 @@ func rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, e
 		rep.FilteredEntities[rule]++
 	}
 	ix.Meta.FilteredEntities = rep.FilteredEntities
+	if err := storeMergeState(ix, filter, cfg); err != nil {
+		return rep, err
+	}
 	stage("merge", t0)
 
 	if emb == nil {
@@ -321,8 +339,8 @@ func embedFrom(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch
 // (0 = all); edges are tagged with run. It returns the number of new edges.
 func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, error) {
 	m := ix.Embeddings[graphio.KindEntity]
-	if m == nil || len(ix.Entities) == 0 {
-		return 0, nil
+	if m == nil || len(ix.Entities) == 0 || from >= len(ix.Entities) {
+		return 0, nil // no entity to query
 	}
 	skip := make([]bool, len(ix.Entities))
 	for i, e := range ix.Entities {
@@ -346,7 +364,7 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("kg: synonyms: %w", err)
 	}
-	b := graphio.NewBuilder(ix, run)
+	b := graphio.NewSynonymBuilder(ix, run)
 	n := 0
 	for i := from; i < len(nbrs); i++ {
 		for _, nb := range nbrs[i] {
@@ -356,7 +374,7 @@ func AddSynonyms(ix *graphio.Index, run string, from int, cfg Config) (int, erro
 		}
 	}
 	if cfg.StemSynonyms {
-		n += addStemSynonyms(ix, run, from, cfg)
+		n += addStemSynonyms(b, from, cfg)
 	}
 	return n, nil
 }

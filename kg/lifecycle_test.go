@@ -28,7 +28,7 @@ func fresh(t *testing.T, ps []ingest.Passage) *graphio.Index {
 	t.Helper()
 	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
 	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err := kg.Build(context.Background(), ix, rule(), nil, kg.DefaultConfig(), nil)
+	_, err := kg.Build(context.Background(), ix, rule(), nil, exact(), nil)
 	require.NoError(t, err)
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 	return ix
@@ -45,7 +45,7 @@ func roundTrip(t *testing.T, ix *graphio.Index) *graphio.Index {
 }
 
 // forChange writes an index and reads it back as the CLI's add, delete and sync do
-// (kg.ReadForChange: without the built-in embedder's matrices).
+// (kg.ReadForChange: mapped, its matrices released).
 func forChange(t *testing.T, ix *graphio.Index) *graphio.Index {
 	t.Helper()
 	p := t.TempDir() + "/x.gl"
@@ -152,8 +152,9 @@ func TestAddEqualsFreshBuild(t *testing.T) {
 	want := fresh(t, append(append([]ingest.Passage{}, a...), b...))
 
 	ix := forChange(t, fresh(t, a))
-	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
+	require.False(t, ch.Incremental, "a merge")
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())
@@ -165,7 +166,7 @@ func TestAddEqualsFreshBuild(t *testing.T) {
 	assert.Equal(t, rankings(t, want, qs), rankings(t, ix, qs))
 
 	// Adding the same corpus again changes nothing and counts every document as present.
-	ch, err = kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	ch, err = kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, len(b), ch.Present)
 	assert.Zero(t, ch.Chunks)
@@ -188,8 +189,9 @@ func TestDeleteEqualsFreshBuild(t *testing.T) {
 	for i := len(a); i < len(a)+len(b); i++ {
 		docs = append(docs, int32(i))
 	}
-	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, kg.DefaultConfig())
+	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, exact())
 	require.NoError(t, err)
+	require.False(t, ch.Incremental, "a merge")
 	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
 	ix = roundTrip(t, ix)
 	require.NoError(t, ix.Validate())
@@ -211,12 +213,12 @@ func TestTitleGazetteerChange(t *testing.T) {
 	b := []ingest.Passage{{Title: "Fenmouth Quay", Text: "Fenmouth Quay is the old landing of Fenmouth. Fishing boats unload there."}}
 	want := fresh(t, append(append([]ingest.Passage{}, a...), b...))
 	ix := fresh(t, a)
-	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	ch, err := kg.Add(context.Background(), ix, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, ch.Reextracted, "Ada Brell's chunk names the new title")
 	assert.Equal(t, graphOf(want), graphOf(ix))
 
-	_, err = kg.Delete(context.Background(), ix, []int32{2}, rule(), nil, kg.DefaultConfig())
+	_, err = kg.Delete(context.Background(), ix, []int32{2}, rule(), nil, exact())
 	require.NoError(t, err)
 	assert.Equal(t, graphOf(fresh(t, a)), graphOf(ix))
 }
@@ -251,7 +253,7 @@ func TestDeleteAugmentedFacts(t *testing.T) {
 	for i := len(a); i < len(a)+len(b); i++ {
 		docs = append(docs, int32(i))
 	}
-	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, kg.DefaultConfig())
+	ch, err := kg.Delete(context.Background(), ix, docs, rule(), nil, exact())
 	require.NoError(t, err)
 	require.NoError(t, ix.Validate())
 	assert.Equal(t, map[string]int{run: 1}, ch.RunRecordsRemoved)
@@ -277,7 +279,7 @@ func TestAddRefusesAnotherSetup(t *testing.T) {
 	ix := fresh(t, a[:3])
 	other := ingest.DefaultConfig()
 	other.ChunkTokens = 600
-	_, err := kg.Add(context.Background(), ix, b, other, rule(), nil, kg.DefaultConfig(), nil)
+	_, err := kg.Add(context.Background(), ix, b, other, rule(), nil, exact(), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "chunk-tokens=1200")
 	assert.Contains(t, err.Error(), "chunk-tokens=600")
@@ -322,7 +324,7 @@ func TestMoreHopQAEquivalence(t *testing.T) {
 	wantAB := fresh(t, append(append([]ingest.Passage{}, a...), b...))
 
 	added := forChange(t, wantA)
-	_, err = kg.Add(context.Background(), added, b, ingest.DefaultConfig(), rule(), nil, kg.DefaultConfig(), nil)
+	_, err = kg.Add(context.Background(), added, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
 	retrieve.StoreBM25(added, retrieve.DefaultConfig())
 	added = roundTrip(t, added)
@@ -332,7 +334,7 @@ func TestMoreHopQAEquivalence(t *testing.T) {
 	for i := len(a); i < len(deleted.Documents); i++ {
 		docs = append(docs, int32(i))
 	}
-	_, err = kg.Delete(context.Background(), deleted, docs, rule(), nil, kg.DefaultConfig())
+	_, err = kg.Delete(context.Background(), deleted, docs, rule(), nil, exact())
 	require.NoError(t, err)
 	retrieve.StoreBM25(deleted, retrieve.DefaultConfig())
 	deleted = roundTrip(t, deleted)

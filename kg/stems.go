@@ -21,21 +21,58 @@ func stemKey(name string) string {
 	return strings.Join(ws, " ")
 }
 
-// addStemSynonyms links, with a synonym edge of weight 1, entities (index ≥ from)
-// whose names differ only in inflection — same stem key — as entity resolution by
-// normalisation; names shorter than cfg.SynonymMinAlnum are skipped as in
-// AddSynonyms. It returns the number of new edges.
-func addStemSynonyms(ix *graphio.Index, run string, from int, cfg Config) int {
+// stemSignature is what stemming leaves of a name for sure: its words' count and each
+// word's first two letters (Porter2 changes a word from its third letter on, apart
+// from the apostrophes it strips from its start and "dying", "lying" and "tying"; checked
+// on the 185K entity names of the 2Wiki 30K corpus).
+func stemSignature(name string) string {
+	var b []byte
+	for w := range strings.FieldsSeq(name) {
+		w = strings.TrimLeft(w, "'")
+		switch w {
+		case "dying", "lying", "tying":
+			w = w[:1] + "i"
+		}
+		n := 0
+		for i := range w {
+			if n == 2 {
+				w = w[:i]
+				break
+			}
+			n++
+		}
+		b = append(append(b, w...), ' ')
+	}
+	return string(b)
+}
+
+// addStemSynonyms links, through b (a synonym builder of the index), with a synonym
+// edge of weight 1, entities (index ≥ from) whose names differ only in inflection —
+// same stem key — as entity resolution by normalisation; names shorter than
+// cfg.SynonymMinAlnum are skipped as in AddSynonyms. It returns the number of new
+// edges.
+func addStemSynonyms(b *graphio.Builder, from int, cfg Config) int {
+	ix := b.Index()
+	// Stemming changes a word's ending only, so two names with one stem key have the
+	// same words' count and first letters: with from > 0, only the old names that
+	// share that with a new one are stemmed (stemming every name was most of an
+	// incremental add's synonym search).
+	var want map[string]bool
+	if from > 0 {
+		want = map[string]bool{}
+		for _, e := range ix.Entities[from:] {
+			want[stemSignature(e.Name)] = true
+		}
+	}
 	groups := map[string][]int32{}
 	for i := range ix.Entities {
 		name := ix.Entities[i].Name
-		if graphio.AlnumLen(name) < cfg.SynonymMinAlnum {
+		if graphio.AlnumLen(name) < cfg.SynonymMinAlnum || want != nil && !want[stemSignature(name)] {
 			continue
 		}
 		k := stemKey(name)
 		groups[k] = append(groups[k], int32(i))
 	}
-	b := graphio.NewBuilder(ix, run)
 	n := 0
 	for _, k := range slices.Sorted(maps.Keys(groups)) { // in key order: the edge order is part of the index
 		g := groups[k]

@@ -118,7 +118,15 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
 	}
 	if err == nil && titled && ex.Name() == ix.Meta.Extractor { // not an imported index's chunks
-		err = reextract(ctx, te, kept, titles(old.Chunks), titles(target.Chunks), keptResults, ch)
+		var againAt []int
+		var again []extract.Result
+		againAt, again, err = reextract(ctx, te, kept, titles(old.Chunks), titles(target.Chunks), titles(target.Chunks), ch)
+		for j, i := range againAt {
+			keptResults[i] = again[j]
+		}
+		if st, ok := ReadState(&old); ok && err == nil {
+			err = reextractPending(ctx, ex, st, kept, titles(target.Chunks), keptResults, ch)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kg: sync: extract: %w", err)

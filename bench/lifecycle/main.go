@@ -32,6 +32,7 @@ func main() {
 	sizes := flag.String("sizes", "6000,30000", "comma-separated passage counts")
 	share := flag.Float64("share", 0.01, "share of N added and deleted")
 	out := flag.String("out", "out/bench/lifecycle", "output directory")
+	flag.BoolVar(&keep, "keep", false, "keep the corpora and indexes in -out (for profiling)")
 	flag.Parse()
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {
@@ -49,6 +50,16 @@ func main() {
 	if err := run(*corpus, *bin, *out, ns, *share); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/lifecycle:", err)
 		os.Exit(1)
+	}
+}
+
+// keep leaves the corpora and indexes in the output directory.
+var keep bool
+
+// remove deletes a file unless -keep.
+func remove(path string) {
+	if !keep {
+		os.Remove(path)
 	}
 }
 
@@ -96,11 +107,11 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 	if err := scalecorpus.WriteJSON(full, ps[:n]); err != nil {
 		return r, err
 	}
-	defer os.Remove(full)
+	defer remove(full)
 	if err := scalecorpus.WriteJSON(extra, ps[n:]); err != nil {
 		return r, err
 	}
-	defer os.Remove(extra)
+	defer remove(extra)
 	// k distinct documents of the N, drawn at random (seed 1).
 	ids := filepath.Join(out, fmt.Sprintf("delete_%d.txt", n))
 	seen := map[string]bool{}
@@ -119,7 +130,7 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 	if err := os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return r, err
 	}
-	defer os.Remove(ids)
+	defer remove(ids)
 
 	ix := filepath.Join(out, fmt.Sprintf("full_%d.gl", n))
 	os.Remove(ix)
@@ -127,7 +138,7 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 	if r.FullSec, r.FullRSS, err = scalecorpus.Measure(bin, "index", "--quiet", "--corpus", full, "--out", ix); err != nil {
 		return r, fmt.Errorf("index: %w", err)
 	}
-	defer os.Remove(ix)
+	defer remove(ix)
 	r.FullMiB = fileMiB(ix)
 	added, deleted := filepath.Join(out, fmt.Sprintf("added_%d.gl", n)), filepath.Join(out, fmt.Sprintf("deleted_%d.gl", n))
 	for _, p := range []string{added, deleted} {
@@ -135,8 +146,8 @@ func measureSize(base []scalecorpus.Passage, bin, out string, n int, share float
 			return r, err
 		}
 	}
-	defer os.Remove(deleted)
-	defer os.Remove(added)
+	defer remove(deleted)
+	defer remove(added)
 	if r.AddSec, r.AddRSS, err = scalecorpus.Measure(bin, "index", "--quiet", "--add", extra, "--index", added); err != nil {
 		return r, fmt.Errorf("index --add: %w", err)
 	}

@@ -29,14 +29,21 @@ func newIndexCmd() *cobra.Command {
 	var lf llmFlags
 	xcfg := extract.DefaultLLMConfig()
 	cmd := &cobra.Command{
-		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index (--add PATH | --sync PATH [--plan] [--out NEW]) --index INDEX",
+		Use:   "index (--corpus PATH | --corpus-from-dataset FILE) --out INDEX | index (--add PATH | --sync PATH [--plan] [--out NEW] | --merge) --index INDEX",
 		Short: "Ingest a corpus, chunk it and write an index",
 		Long: `Ingest a corpus — a JSON array of {"title","text"}, JSONL, a {title: text} object, one
 .txt/.md file, or a directory of .txt/.md files (a symbolic link to one is followed) — merge duplicate passages, chunk long ones, and write the index.
 
 With --add, add a corpus's documents to an existing --index: only the new chunks are
-extracted (no old chunk is sent to an LLM again), the graph, embeddings, synonym edges
-and BM25 postings are rebuilt over the whole corpus and the file is replaced atomically.
+extracted (no old chunk is sent to an LLM again) and the file is replaced atomically.
+Between merges a change is incremental: the new chunks' records are merged, embedded
+with the built-in embedder's IDF table of the last merge, linked by synonym edges and
+indexed, deleted chunks' records go, and the rest is kept as it is (the difference
+from a fresh build is bounded; docs/lifecycle.md). Once the chunks changed since the
+last merge pass --merge-share of the corpus, or with --merge, the change is a merge:
+the graph, embeddings, synonym edges and BM25 postings are computed again over the
+whole corpus, and the index equals a fresh build. --merge with --index alone merges
+the changes made since the last merge without adding anything.
 A document already in the index (same title and text) is skipped and counted. The
 extractor, embedder and chunking must be the index's own (by default they are).
 
@@ -52,11 +59,18 @@ nothing; --out writes the result there and leaves --index as it was.`,
   graphloom index --corpus docs/ --out docs.gl --chunk-tokens 600 --overlap-tokens 50
   graphloom index --add new-docs/ --index docs.gl
   graphloom index --sync docs/ --index docs.gl --plan
+  graphloom index --merge --index docs.gl
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
     graphloom index --corpus examples/harbour/corpus.json --out harbour-llm.gl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			liveIndexGC()
+			if addPath == "" && syncPath == "" && kcfg.Merge {
+				if indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
+					return usageError{fmt.Errorf("index: --merge alone goes with --index INDEX (and neither --corpus nor --out); with --add or --sync it makes that change a merge")}
+				}
+				return runIndexMerge(cmd, indexPath, kcfg, wait, asJSON, force)
+			}
 			if addPath != "" || syncPath != "" || indexPath != "" {
 				switch {
 				case addPath != "" && syncPath != "":
@@ -191,6 +205,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 	f.Lookup("hyperedges").NoOptDefVal = "true"
 	f.Float32Var(&kcfg.SynonymThreshold, "synonym-threshold", kcfg.SynonymThreshold, "least entity cosine for a synonym edge")
 	registerEntityFilterFlags(cmd, &kcfg)
+	registerMergeFlags(cmd, &kcfg)
 	lf.register(cmd)
 	limitFlag(cmd, "chunk-tokens", atLeast1(1e6))
 	limitFlag(cmd, "overlap-tokens", atLeast0(1e6))

@@ -17,3 +17,11 @@ func registerEntityFilterFlags(cmd *cobra.Command, cfg *kg.Config) {
 	limitFlag(cmd, "max-entity-share", unit)
 	limitFlag(cmd, "generic-min-chunks", atLeast0(1e9))
 }
+
+// registerMergeFlags binds the lifecycle's merge knobs (index --add/--sync, delete).
+func registerMergeFlags(cmd *cobra.Command, cfg *kg.Config) {
+	f := cmd.Flags()
+	f.BoolVar(&cfg.Merge, "merge", cfg.Merge, "with --add, --sync or delete: make this change a merge (everything computed again over the whole corpus: the index equals a fresh build) instead of an incremental change between merges")
+	f.Float64Var(&cfg.MergeShare, "merge-share", cfg.MergeShare, "share of the chunks that may change between merges before a change is made as a merge (0 = every change is a merge)")
+	limitFlag(cmd, "merge-share", unit)
+}

@@ -133,7 +133,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	changed := ch.Chunks > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
 	if changed || o.out != o.index {
 		if changed {
-			retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+			retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 			ix.Meta.Graphloom = buildVersion()
 		} else if ix, err = graphio.ReadFile(o.index); err != nil { // whole: nothing was rebuilt
 			return err
@@ -166,6 +166,49 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		fmt.Fprintln(w, "nothing new: the index was left as it was")
 		return nil
 	}
+	printChange(w, ch)
+	return nil
+}
+
+// runIndexMerge merges the index at path in place (kg.Merge): everything derived from
+// its extraction results computed again, so that it equals a fresh build of its
+// corpus, under the writer lock, replaced atomically.
+func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, wait, asJSON, force bool) error {
+	if err := guardOutput(cmd, outSpec{name: "--index", path: path, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
+		inSpec{"--index", path}); err != nil {
+		return err
+	}
+	unlock, err := lockIndex(cmd, path, wait)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ix, err := kg.ReadForChange(path)
+	if err != nil {
+		return err
+	}
+	var ex extract.Extractor
+	if ix.Meta.Extractor == "rule" {
+		ex = extract.NewRule(extract.DefaultRuleConfig()) // offline: for the titles a delete deferred
+	}
+	ch, err := kg.Merge(cmd.Context(), ix, ex, nil, kcfg)
+	if err != nil {
+		return fmt.Errorf("index: merge %s: %w", path, err)
+	}
+	retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
+	ix.Meta.Graphloom = buildVersion()
+	if err := graphio.WriteFile(path, ix); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"index": path, "change": ch})
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "merged %s: every record computed again from the stored extraction results", path)
+	if ch.Reextracted > 0 {
+		fmt.Fprintf(w, " (%d chunks extracted again offline: titles deleted since the last merge)", ch.Reextracted)
+	}
+	fmt.Fprintln(w)
 	printChange(w, ch)
 	return nil
 }
@@ -244,8 +287,11 @@ func newDeleteCmd() *cobra.Command {
 mention, synonym edge, embedding and BM25 posting that rested only on them goes; a fact
 also stated elsewhere stays with its remaining citations. Augmented facts (augment runs)
 that cite a deleted chunk are removed, counted per run; a later augment --rollback of
-the run removes exactly what remains of it. The graph is rebuilt from the stored
-extraction results of the remaining chunks: nothing is sent to an LLM.`,
+the run removes exactly what remains of it. Nothing is sent to an LLM. Between merges
+the deletion is incremental (the deleted chunks' records go, the rest is kept); once
+the chunks changed since the last merge pass --merge-share, or with --merge, the graph
+is rebuilt from the stored extraction results of the remaining chunks and equals a
+fresh build (docs/lifecycle.md).`,
 		Example: `  graphloom delete --index harbour.gl --title "Port Keswyn" --plan
   graphloom delete --index harbour.gl --ids gone.txt --out harbour-smaller.gl`,
 		Args: cobra.NoArgs,
@@ -294,7 +340,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 				return fmt.Errorf("delete: %s: %w", path, err)
 			}
 			if !plan {
-				retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+				retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
 				ix.Meta.Graphloom = buildVersion()
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
@@ -326,6 +372,7 @@ extraction results of the remaining chunks: nothing is sent to an LLM.`,
 	f.BoolVar(&plan, "plan", false, "count what would go; write nothing")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	registerMergeFlags(cmd, &kcfg)
 	addForce(cmd, &force)
 	return cmd
 }

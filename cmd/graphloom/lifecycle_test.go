@@ -36,6 +36,11 @@ func TestIndexAddAndDelete(t *testing.T) {
 	r = run(t, nil, "index", "--add", more, "--index", idx)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "2 documents (1 already present, 0 duplicates merged), 2 chunks extracted")
+	r = run(t, nil, "index", "--merge", "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "merged "+idx)
+	r = run(t, nil, "index", "--merge", "--corpus", more, "--index", idx)
+	assert.Equal(t, 2, r.code, "--merge alone goes with --index only")
 	ix, err := graphio.ReadFile(idx)
 	require.NoError(t, err)
 	assert.Len(t, ix.Documents, 7)
@@ -259,4 +264,57 @@ func TestStaleModelWarns(t *testing.T) {
 	r = run(t, nil, query...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `warning: the CAGE encoder \S+x\.gl\.cage is stale: it was trained on index generation g0-[0-9a-f]{12} and the index is now g1-[0-9a-f]{12}`, r.stderr)
+}
+
+// TestDeleteKilled: `delete` killed (SIGKILL) at any point, incremental or as a merge,
+// leaves the index as it was (byte for byte) or as a clean delete leaves it, valid;
+// a rerun then gives the clean delete's index.
+func TestDeleteKilled(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 120), "--out", base).code)
+	before, err := os.ReadFile(base)
+	require.NoError(t, err)
+	ids := filepath.Join(dir, "ids.txt")
+	ix, err := graphio.ReadFile(base)
+	require.NoError(t, err)
+	var lines []string
+	for i := 0; i < len(ix.Documents); i += 20 {
+		lines = append(lines, ix.Documents[i].ID)
+	}
+	require.NoError(t, os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	withoutTime := func(path string) *graphio.Index {
+		t.Helper()
+		ix, err := graphio.ReadFile(path)
+		require.NoError(t, err, "a killed delete leaves a valid index")
+		delete(ix.Blobs, "lifecycle.history") // holds the time of the change
+		return ix
+	}
+	for _, mode := range []string{"--merge=false", "--merge"} {
+		clean := filepath.Join(dir, "clean.gl")
+		require.NoError(t, os.WriteFile(clean, before, 0o644))
+		r := run(t, nil, "delete", "--index", clean, "--ids", ids, mode)
+		require.Equal(t, 0, r.code, r.stderr)
+		want := withoutTime(clean)
+		for _, delay := range []time.Duration{0, 40 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%s/%v", mode, delay), func(t *testing.T) {
+				idx := filepath.Join(dir, "x.gl")
+				require.NoError(t, os.WriteFile(idx, before, 0o644))
+				cmd := cli(t, nil, "delete", "--index", idx, "--ids", ids, mode)
+				require.NoError(t, cmd.Start())
+				time.Sleep(delay)
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				_ = cmd.Wait()
+				after, err := os.ReadFile(idx)
+				require.NoError(t, err)
+				if string(after) != string(before) {
+					assert.Equal(t, want, withoutTime(idx), "killed after the rename: the clean delete's index")
+					return
+				}
+				r := run(t, nil, "delete", "--index", idx, "--ids", ids, mode)
+				require.Equal(t, 0, r.code, r.stderr)
+				assert.Equal(t, want, withoutTime(idx), "the rerun gives the clean delete's index")
+			})
+		}
+	}
 }
