@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 )
 
 // TestIndexAddAndDelete: `index --add` grows an index in place (a document already
@@ -75,6 +77,18 @@ func TestIndexAddAndDelete(t *testing.T) {
 	ix, err = graphio.ReadFile(idx)
 	require.NoError(t, err)
 	assert.Len(t, ix.Documents, 6)
+	// stats shows the lifecycle state: what changed since the last merge.
+	st, ok := kg.ReadState(ix)
+	require.True(t, ok)
+	r = run(t, nil, "stats", "--index", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, fmt.Sprintf("lifecycle\tlast merge at %d chunks; since: %d changes, %d chunks added or deleted", st.MergeChunks, st.Changes, st.Changed))
+	r = run(t, nil, "stats", "--index", idx, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var js struct{ Lifecycle *kg.State }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &js))
+	require.NotNil(t, js.Lifecycle)
+	assert.Equal(t, st.Changed, js.Lifecycle.Changed)
 
 	r = run(t, nil, "stats", "--index", idx, "--documents")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -62,11 +62,16 @@ func newStatsCmd() *cobra.Command {
 					}
 				}
 			}
+			var life *kg.State
+			if st, ok := kg.ReadState(ix); ok {
+				life = &st
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), struct {
 					graphio.Stats
 					Calibration *calibrationStats `json:"calibration,omitempty"`
-				}{s, cs})
+					Lifecycle   *kg.State         `json:"lifecycle,omitempty"`
+				}{s, cs, life})
 			}
 			if err := printStats(cmd, path, s, full); err != nil {
 				return err
@@ -85,6 +90,14 @@ func newStatsCmd() *cobra.Command {
 						fmt.Fprint(w, "  "+l)
 					}
 				}
+			}
+			if life != nil {
+				share := 0.0
+				if life.MergeChunks > 0 {
+					share = float64(life.Changed) / float64(life.MergeChunks)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "lifecycle\tlast merge at %d chunks; since: %d changes, %d chunks added or deleted (%.1f %%; a change past index --merge-share merges), IDF drift %.3g, %d deleted titles awaiting re-extraction\n",
+					life.MergeChunks, life.Changes, life.Changed, 100*share, life.IDFDrift, len(life.PendingTitles))
 			}
 			if len(history) > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "history\t%d add/delete/sync operations\n", len(history))
