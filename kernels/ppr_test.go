@@ -1137,3 +1137,42 @@ func TestPPRExtractPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestPPRExtractSingle: a single solve's scores, read from the y·full vector the
+// totals walk keeps (yf), are the general loop's bits (y and full read at random), for
+// every node and for a list of nodes, on graphs with leaves, bridges and isolated nodes.
+func TestPPRExtractSingle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(46, 3))
+	for _, tc := range []struct {
+		name     string
+		n, m     int
+		isolated int
+	}{
+		{"sparse, many leaves", 400, 300, 5},
+		{"denser", 1500, 4500, 10},
+		{"one chunk", 60, 90, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			csr := pprCSR(t, tc.n, pprRandomEdges(rng, tc.n, tc.m, tc.isolated))
+			s, err := newPPRSolver(csr, PPRConfig{Workers: 2}, 64)
+			require.NoError(t, err)
+			lay := s.lay
+			reset := pprRandomReset(rng, tc.n, "dense")
+			scale, err := s.resetScale(reset)
+			require.NoError(t, err)
+			y := make([]float64, lay.np)
+			for i := range y {
+				y[i] = rng.Float64()
+			}
+			nodes := []int32{int32(tc.n - 1), 0, int32(tc.n / 2), int32(tc.n / 3)}
+			for _, list := range [][]int32{nil, nodes} {
+				want := s.extract(y, 1, []int{0}, list, [][]float64{reset}, []float64{scale}, nil, []float64{0.25}, nil)[0]
+				got := s.extract(y, 1, []int{0}, list, [][]float64{reset}, []float64{scale}, nil, []float64{0.25}, make([]float64, lay.np))[0]
+				require.Len(t, got, len(want))
+				for j := range want {
+					require.Equal(t, math.Float64bits(want[j]), math.Float64bits(got[j]), "output %d (nodes %v)", j, list != nil)
+				}
+			}
+		})
+	}
+}
