@@ -600,12 +600,16 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	}
 	// y_0 = s'/strength, in internal order (s' = s with the eliminated nodes' resets
 	// folded into their neighbours', pprLeaves); leafMass = Σ s over them.
+	// The reset is read in node order within each chunk (ilvNode, as a tile's are) and
+	// the chunk's rows written at random: the chunk stays in cache, and the reads run
+	// forward instead of at random.
 	d := s.cfg.Damping
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		for i := lo; i < hi; i++ {
-			if v := lay.perm[i]; v >= 0 {
-				sv[i] = reset[v] * scale
+		rows := sv[lo:hi]
+		for k, v := range lay.ilvNode[lo:hi] {
+			if v >= 0 {
+				rows[lay.ilvRow[lo+k]] = reset[v] * scale
 			}
 		}
 	})
