@@ -38,7 +38,8 @@ const pprTeamSpins = 1 << 12
 // and polling, even with runtime.Gosched, keeps the waiting thread on its core for
 // its whole time slice: a sleeping member's thread gives the core back, so that the
 // late member can run. bench/ppr's single query on two goroutines at a load average
-// of 4–7 on this 2-core VM took 3–4× the one-goroutine time with polling only.
+// of 5–7 on a 2-core VM took 1.7–3.7× the one-goroutine time with polling only, and
+// 0.8–1.5× with the sleep.
 const pprTeamPark = 50 * time.Microsecond
 
 // runPPRTeam runs body on size members, the caller as member 0 and size−1 goroutines,
