@@ -35,11 +35,11 @@ import (
 //   - PPRSOR (default): successive over-relaxation by colour. The nodes are coloured so
 //     that no two neighbours share a colour (pprColouring); a pass updates the colours
 //     in turn, each colour's nodes in parallel and in place from the latest values of
-//     the others, z_v ← (1−ω)·z_v + ω·J_v(z), with Young's ω = 2/(1+√(1−d²)) (1.072 at
-//     d = 0.5). SOR converges for 0 < ω < 2 on such a system (Ostrowski–Reich). On the
-//     2Wiki HippoRAG graph it needs 13 passes where Chebyshev needs 19, for a smaller
-//     error (L1 error against a 1e-15 solution 7e-12 against 1.6e-11), and it keeps
-//     one vector instead of three.
+//     the others, z_v ← (1−ω)·z_v + ω·J_v(z), with ω 1.5 % above Young's 2/(1+√(1−d²))
+//     (1.088 at d = 0.5; see pprSOROmega). SOR converges for 0 < ω < 2 on such a system
+//     (Ostrowski–Reich). On the 2Wiki HippoRAG graph it needed 13 passes with Young's
+//     ω where Chebyshev needs 19, for a smaller error (L1 error against a 1e-15
+//     solution 7e-12 against 1.6e-11), and it keeps one vector instead of three.
 //   - PPRChebyshev: Jacobi accelerated by Chebyshev semi-iteration; the error falls
 //     like (d/(1+√(1−d²)))^k, 0.27^k at d = 0.5.
 //   - PPRPower: the plain power (Jacobi) iteration; 0.5^k at d = 0.5.
@@ -155,16 +155,35 @@ func (c PPRConfig) resolve() (PPRConfig, error) {
 	return c, nil
 }
 
+// pprSOROmega is the SOR passes' ω as a multiple of Young's 2/(1+√(1−d²)).
+//
+// Young's ω is optimal for a consistently ordered (two-colour) matrix whose Jacobi
+// spectral radius is d; a colouring of a sparse graph needs 5–7 colours, and there a
+// slightly larger ω converges faster. Passes to the default tolerance (1e-10), for
+// Young's ω × 1, 1.005, 1.01, 1.015, 1.02, 1.03 and 1.05 (portable single solve):
+//
+//	bench/ppr graph (100K nodes, 300K edges), d = 0.5:   13 12 12 11 12 12 13
+//	                                          d = 0.85:  27 26 24 22 22 23 24.5
+//	HippoRAG-like graph (30K passages, 60K entities), 0.5: 13 12 12 11 11 12 13
+//	                                          d = 0.85:  26 25 24 22 22 23 24
+//	TestPPRIterationCounts' graph (2,000 nodes), 0.5:     12 12 11 12 12 12 13
+//	                                          d = 0.85:  24 23 22 22 23 23 25
+//
+// 1.015 is the best or within one pass of it on each (bench/ppr: 13 → 11 passes at
+// d = 0.5). Any ω in (0, 2) converges to the same solution and the stopping test's
+// bound holds for any ω (PPRConfig.Tol), so this moves only the pass count.
+const pprSOROmega = 1.015
+
 // omegas returns the relaxation weight of each pass: all 1 for the power iteration;
-// the Chebyshev weights ω₁ = 1, ω₂ = 1/(1−ρ²/2), ωₖ₊₁ = 1/(1−ρ²ωₖ/4) with ρ = d; Young's
-// ω = 2/(1+√(1−d²)) for every SOR pass.
+// the Chebyshev weights ω₁ = 1, ω₂ = 1/(1−ρ²/2), ωₖ₊₁ = 1/(1−ρ²ωₖ/4) with ρ = d;
+// pprSOROmega × Young's ω = 2/(1+√(1−d²)) for every SOR pass.
 func (c PPRConfig) omegas() []float64 {
 	w := make([]float64, c.MaxIter)
 	rho2 := c.Damping * c.Damping
 	for k := range w {
 		switch {
 		case c.Method == PPRSOR:
-			w[k] = 2 / (1 + math.Sqrt(1-rho2))
+			w[k] = pprSOROmega * 2 / (1 + math.Sqrt(1-rho2))
 		case c.Method == PPRPower || k == 0:
 			w[k] = 1
 		case k == 1:
@@ -581,12 +600,16 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 	}
 	// y_0 = s'/strength, in internal order (s' = s with the eliminated nodes' resets
 	// folded into their neighbours', pprLeaves); leafMass = Σ s over them.
+	// The reset is read in node order within each chunk (ilvNode, as a tile's are) and
+	// the chunk's rows written at random: the chunk stays in cache, and the reads run
+	// forward instead of at random.
 	d := s.cfg.Damping
 	s.forChunks(func(c int) {
 		lo, hi := s.chunkRows(c)
-		for i := lo; i < hi; i++ {
-			if v := lay.perm[i]; v >= 0 {
-				sv[i] = reset[v] * scale
+		rows := sv[lo:hi]
+		for k, v := range lay.ilvNode[lo:hi] {
+			if v >= 0 {
+				rows[lay.ilvRow[lo+k]] = reset[v] * scale
 			}
 		}
 	})
@@ -628,7 +651,8 @@ func (s *PPRSolver) solve1(reset []float64, scale float64, nodes []int32) ([]flo
 			st, final = ms, cur
 		}
 	})
-	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, nil, []float64{leafMass})[0], st
+	// sv is dead once the passes are done: extract keeps y·full there.
+	return s.extract(final, 1, []int{0}, nodes, [][]float64{reset}, []float64{scale}, nil, []float64{leafMass}, sv)[0], st
 }
 
 // foldLeaves adds d·c·s_v of every fold (into a leaf's parent, c = 1, or a bridge's
@@ -666,7 +690,12 @@ func (s *PPRSolver) foldLeaves(sv, reset []float64, scale float64) float64 {
 // Two walks: the totals over the rows in internal order, then the scores in output
 // order, each node's row read once for every lane (a tile row's lanes share one
 // cache line) and the scores written in order, score = (y·full)·(1/total).
-func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, fold, leafMass []float64) [][]float64 {
+//
+// A single solve (stride 1) passes yf, a vector of the rows' length: the first walk
+// also stores y·full there in internal order, so that the second reads one array at
+// random instead of two (y and full, the same product, so the same bits). The random
+// reads were a fifth of a single solve's time on bench/ppr's graph.
+func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32, resets [][]float64, scales, fold, leafMass, yf []float64) [][]float64 {
 	lay := s.lay
 	if len(lanes) > pprLanes {
 		panic("kernels: PPR extract of more lanes than a tile has")
@@ -687,6 +716,18 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 			return
 		}
 		var sum [pprLanes]float64
+		if yf != nil { // a single solve: stride 1, lane 0
+			y, yf, mass, full, perm := y[:hi], yf[:hi], lay.mass[:hi], lay.full[:hi], lay.perm[:hi]
+			for v := lo; v < hi; v++ {
+				if perm[v] < 0 {
+					continue
+				}
+				sum[0] += float64(y[v] * mass[v])
+				yf[v] = y[v] * full[v]
+			}
+			sums[c] = sum
+			return
+		}
 		for v := lo; v < hi; v++ {
 			if lay.perm[v] < 0 {
 				continue
@@ -719,13 +760,24 @@ func (s *PPRSolver) extract(y []float64, stride int, lanes []int, nodes []int32,
 		j0, j1 := c*m/nc, (c+1)*m/nc
 		// A tile's full result: the rows' scores in one vector pass, the leaves below.
 		rows := nodes == nil && stride == pprLanes && pprExtractSIMD(s.path, lay.pos, j0, j1, y, lay.full, lanes, &inv, xs)
+		// A single solve's row scores: (y·full) from yf, times 1/total.
+		var x0 []float64
+		var inv0 float64
+		if yf != nil {
+			x0, inv0 = xs[0][:j1], inv[0]
+		}
+		pos := lay.pos
 		for j := j0; j < j1; j++ {
 			v := int32(j)
 			if nodes != nil {
 				v = nodes[j]
 			}
-			p := lay.pos[v]
+			p := pos[v]
 			if p >= 0 && rows {
+				continue
+			}
+			if p >= 0 && x0 != nil {
+				x0[j] = yf[p] * inv0
 				continue
 			}
 			if p < 0 {

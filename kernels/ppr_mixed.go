@@ -35,8 +35,8 @@ const pprLanes32 = 2 * pprLanes
 // (The test must not assume SOR's rate: it is about 0.17 a pass at d = 0.5, 0.3 at
 // 0.85 and 0.5–0.6 at 0.95, and the first passes can be slower; with "a pass no
 // longer halves it" d = 0.95 left float32 after 5 of 46 passes.) On bench/ppr's graph
-// a switch at 1e-6 took 8 float32 and 5 float64 passes, this one 9 and 4. A tolerance
-// within 16× of it skips them.
+// a switch at 1e-6 took 8 float32 and 5 float64 passes, this one 9 and 4 (8 and 4
+// with pprSOROmega's ω). A tolerance within 16× of it skips them.
 const pprFloat32Tol = 4 * 0x1p-24
 
 // A pair runs in one tile's memory. Its float32 tile is the float64 tile's reset and

@@ -265,7 +265,7 @@ func (s *PPRSolver) extractLanes(t *pprTile, cur []float64, lanes []int, out [][
 	for i, b := range lanes {
 		lm[i] = leafMass[b]
 	}
-	for i, x := range s.extract(cur, pprLanes, lanes, nodes, nil, nil, t.fold, lm) {
+	for i, x := range s.extract(cur, pprLanes, lanes, nodes, nil, nil, t.fold, lm, nil) {
 		out[lanes[i]] = x
 	}
 }
