@@ -59,6 +59,7 @@ func flagWalkBase(t *testing.T, dir, idx, corpus string) map[string][]string {
 		"serve":     {"serve", "--index", idx, "--dry-run"},
 		"synth":     {"synth", "--index", idx, "--out", filepath.Join(dir, "walk-qa.jsonl"), "--generator", "template"},
 		"calibrate": {"calibrate", "--index", idx, "--out", filepath.Join(dir, "walk-cal.gl"), "--force"},
+		"delete":    {"delete", "--index", idx, "--title", "Passage 1", "--plan"},
 	}
 }
 
