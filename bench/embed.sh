@@ -40,6 +40,11 @@ rm -f "$out/embed_go.json" "$out/embed_torch.json"
 echo "== graphloom encoder ($GOMLX_BACKEND) =="
 (cd "$root" && go run ./bench/embed -passages "$passages" -batch "$batch" -json "$out/embed_go.json")
 if "$py" -c 'import torch' 2>/dev/null; then
+  blas="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)"
+  if [[ -n "$blas" && "$blas" != *openblas* && "$blas" != *mkl* && "$blas" != *blis* ]]; then
+    # Debian's PyTorch calls libblas.so.3; the reference BLAS makes it ~7x slower here.
+    echo "warning: PyTorch calls the unoptimised reference BLAS ($blas): the ratio below flatters graphloom (bench/rgcn.sh installs libopenblas0-openmp)"
+  fi
   echo "== PyTorch nn.TransformerEncoder =="
   "$py" "$root/bench/embed_torch.py" --passages "$passages" --batch "$batch" --threads "$threads" | tee "$out/embed_torch.json"
 else

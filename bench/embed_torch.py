@@ -23,7 +23,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.word = nn.Embedding(vocab, hidden)
         self.pos = nn.Embedding(length, hidden)
-        self.type = nn.Embedding(2, hidden)
+        self.token_type = nn.Embedding(2, hidden)
         self.norm = nn.LayerNorm(hidden, eps=1e-12)
         layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, activation="gelu",
                                            batch_first=True, norm_first=False, layer_norm_eps=1e-12)
@@ -31,7 +31,7 @@ class Encoder(nn.Module):
 
     def forward(self, ids):
         pos = torch.arange(ids.shape[1]).unsqueeze(0)
-        x = self.norm(self.word(ids) + self.pos(pos) + self.type(torch.zeros_like(ids)))
+        x = self.norm(self.word(ids) + self.pos(pos) + self.token_type(torch.zeros_like(ids)))
         mask = torch.zeros(ids.shape, dtype=torch.bool)  # full-length passages: nothing padded
         h = self.blocks(x, src_key_padding_mask=mask)
         return F.normalize(h[:, 0], dim=-1)
