@@ -28,36 +28,18 @@ type Builder struct {
 // NewBuilder returns a Builder that appends to ix (which may be empty), tagging new
 // records with run ("" for extraction).
 func NewBuilder(ix *Index, run string) *Builder {
-	b := &Builder{
-		ix: ix, run: run,
-		docs:     make(map[string]int32, len(ix.Documents)),
-		chunks:   make(map[string]int32, len(ix.Chunks)),
-		ents:     make(map[string]int32, len(ix.Entities)),
-		facts:    make(map[string]int32, len(ix.Facts)),
-		hypers:   make(map[string]int32, len(ix.Hyperedges)),
-		mentions: make(map[[2]int32]struct{}, len(ix.Mentions)),
-		syns:     make(map[[2]int32]struct{}, len(ix.Synonyms)),
-	}
+	b := NewChunkBuilder(ix, run)
+	b.docs = make(map[string]int32, len(ix.Documents))
+	b.chunks = make(map[string]int32, len(ix.Chunks))
+	b.mentions = make(map[[2]int32]struct{}, len(ix.Mentions))
 	for i, d := range ix.Documents {
 		b.docs[d.ID] = int32(i)
 	}
 	for i, c := range ix.Chunks {
 		b.chunks[c.ID] = int32(i)
 	}
-	for i, e := range ix.Entities {
-		b.ents[e.Name] = int32(i)
-	}
-	for i, f := range ix.Facts {
-		b.facts[f.ID] = int32(i)
-	}
-	for i, h := range ix.Hyperedges {
-		b.hypers[h.ID] = int32(i)
-	}
 	for _, m := range ix.Mentions {
 		b.mentions[[2]int32{m.Entity, m.Chunk}] = struct{}{}
-	}
-	for _, s := range ix.Synonyms {
-		b.syns[[2]int32{s.A, s.B}] = struct{}{}
 	}
 	return b
 }
