@@ -582,11 +582,7 @@ func Merge(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 		return nil, fmt.Errorf("kg: merge: the index was extracted with %q, not %q", ix.Meta.Extractor, ex.Name())
 	}
 	ch := &Change{Op: "merge", Created: time.Now().UTC().Format(time.RFC3339)}
-	results, _, err := Results(ix)
-	if err != nil {
-		return nil, err
-	}
-	oldEmb, err := reuseEmbedder(ix, emb)
+	results, oldEmb, err := rebuildInputs(ix, emb)
 	if err != nil {
 		return nil, err
 	}
@@ -911,6 +907,21 @@ func checkChunking(ix *graphio.Index, icfg ingest.Config) error {
 		return fmt.Errorf("kg: the index was chunked in %s tokens, this run would chunk in %s", ix.Meta.Tokenizer, icfg.Encoding)
 	}
 	return nil
+}
+
+// rebuildInputs returns what a change rebuilt from the stored results starts from:
+// the extraction results (Results) and the embedder whose vectors it may reuse
+// (reuseEmbedder).
+func rebuildInputs(ix *graphio.Index, emb embed.Embedder) ([]extract.Result, embed.Embedder, error) {
+	results, _, err := Results(ix)
+	if err != nil {
+		return nil, nil, err
+	}
+	oldEmb, err := reuseEmbedder(ix, emb)
+	if err != nil {
+		return nil, nil, err
+	}
+	return results, oldEmb, nil
 }
 
 // reuseEmbedder returns the embedder a rebuild of ix embeds with: the built-in

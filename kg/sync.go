@@ -73,11 +73,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 		}
 		return ch, appendHistory(ix, *ch)
 	}
-	results, _, err := Results(ix)
-	if err != nil {
-		return nil, err
-	}
-	oldEmb, err := reuseEmbedder(ix, emb)
+	results, oldEmb, err := rebuildInputs(ix, emb)
 	if err != nil {
 		return nil, err
 	}
