@@ -260,12 +260,7 @@ func TestIncrementalThenMerge(t *testing.T) {
 // and questions: every fiftieth document added incrementally to an index of the
 // others, then deleted again incrementally, each within checkBounded of a fresh build.
 func TestMoreHopQABounded(t *testing.T) {
-	const dataset = "../../shared/data/corpora/morehopqa_150.json"
-	if _, err := os.Stat(dataset); err != nil {
-		t.Skipf("MoreHopQA-150 not found at %s (a fresh clone has no ../shared/data): %v", dataset, err)
-	}
-	ds, err := eval.ReadDataset(dataset)
-	require.NoError(t, err)
+	ds := moreHopQA(t)
 	var a, b []ingest.Passage
 	for i, p := range ds.Corpus() {
 		if i%50 == 49 {

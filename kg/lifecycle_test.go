@@ -298,16 +298,23 @@ func mustEmbedder(t *testing.T, ix *graphio.Index) embed.Embedder {
 	return e
 }
 
-// TestMoreHopQAEquivalence is the equivalence of TestAddEqualsFreshBuild and
-// TestDeleteEqualsFreshBuild on the corpus of MoreHopQA-150 (every passage of its
-// examples) and its 150 questions: B is every tenth document.
-func TestMoreHopQAEquivalence(t *testing.T) {
+// moreHopQA reads MoreHopQA-150 from ../shared, skipping the test where it is absent.
+func moreHopQA(t *testing.T) *eval.Dataset {
+	t.Helper()
 	const dataset = "../../shared/data/corpora/morehopqa_150.json"
 	if _, err := os.Stat(dataset); err != nil {
 		t.Skipf("MoreHopQA-150 not found at %s (a fresh clone has no ../shared/data): %v", dataset, err)
 	}
 	ds, err := eval.ReadDataset(dataset)
 	require.NoError(t, err)
+	return ds
+}
+
+// TestMoreHopQAEquivalence is the equivalence of TestAddEqualsFreshBuild and
+// TestDeleteEqualsFreshBuild on the corpus of MoreHopQA-150 (every passage of its
+// examples) and its 150 questions: B is every tenth document.
+func TestMoreHopQAEquivalence(t *testing.T) {
+	ds := moreHopQA(t)
 	var a, b []ingest.Passage
 	for i, p := range ds.Corpus() {
 		if i%10 == 9 {
@@ -324,7 +331,7 @@ func TestMoreHopQAEquivalence(t *testing.T) {
 	wantAB := fresh(t, append(append([]ingest.Passage{}, a...), b...))
 
 	added := forChange(t, wantA)
-	_, err = kg.Add(context.Background(), added, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
+	_, err := kg.Add(context.Background(), added, b, ingest.DefaultConfig(), rule(), nil, exact(), nil)
 	require.NoError(t, err)
 	retrieve.StoreBM25(added, retrieve.DefaultConfig())
 	added = roundTrip(t, added)
