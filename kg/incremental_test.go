@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
