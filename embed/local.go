@@ -70,18 +70,17 @@ func NewLocal(cfg LocalConfig, eng *engine.Engine) (*Local, error) {
 		return nil, fmt.Errorf("embed: %s: %w", cfg.Dir, err)
 	}
 	cfg.Dir = abs
-	var dt, compute dtypes.DType
-	switch cfg.DType {
-	case "", "float32":
-		dt = dtypes.Float32
-	case "bfloat16":
+	dt, err := lm.ParseDType(cfg.DType)
+	if err != nil {
+		return nil, fmt.Errorf("embed: local model %s: %w", cfg.Dir, err)
+	}
+	var compute dtypes.DType
+	if dt == dtypes.BFloat16 {
 		backend := engine.ResolveBackend("")
 		if eng != nil {
 			backend = eng.BackendConfig()
 		}
-		dt, compute = dtypes.BFloat16, lm.ComputeFor(backend)
-	default:
-		return nil, fmt.Errorf("embed: local model %s: dtype %q (want float32 or bfloat16)", cfg.Dir, cfg.DType)
+		compute = lm.ComputeFor(backend)
 	}
 	m, err := encoder.Load(abs, encoder.Options{Pooling: cfg.Pooling, Normalize: cfg.Normalize,
 		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength, DType: dt, ComputeDType: compute})

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/graphloom/graphloom/bench/internal/grdata"
@@ -190,9 +189,9 @@ func runLM(args []string) (map[string]any, error) {
 	if *dir == "" || *out == "" {
 		return nil, errors.New("need -dir DIR -out FILE")
 	}
-	dt, ok := map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}[*dtype]
-	if !ok {
-		return nil, fmt.Errorf("-dtype %q: want float32 or bfloat16", *dtype)
+	dt, err := lm.ParseDType(*dtype)
+	if err != nil {
+		return nil, fmt.Errorf("-dtype: %w", err)
 	}
 	eng, err := engine.New(engine.Config{})
 	if err != nil {

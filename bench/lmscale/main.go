@@ -32,7 +32,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
 
 	"github.com/graphloom/graphloom/bench/internal/grdata"
@@ -114,9 +113,9 @@ func settle() int64 {
 const gib = float64(1 << 30)
 
 func run(layers, seqLen, batch, newTokens int, backend, dtype string, noStep, noCheckpoint bool) error {
-	dt, ok := map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}[dtype]
-	if !ok {
-		return fmt.Errorf("-dtype %q: want float32 or bfloat16", dtype)
+	dt, err := lm.ParseDType(dtype)
+	if err != nil {
+		return fmt.Errorf("-dtype: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "graphloom-bench-lmscale-")
 	if err != nil {

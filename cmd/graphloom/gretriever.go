@@ -47,13 +47,10 @@ func lowerGCPercent() {
 	}
 }
 
-// lmDTypes are --lm-dtype's choices (lm.Options.DType).
-var lmDTypes = map[string]dtypes.DType{"float32": dtypes.Float32, "bfloat16": dtypes.BFloat16}
-
 // lmDTypeFlag registers --lm-dtype on cmd.
 func lmDTypeFlag(cmd *cobra.Command, dt *string) {
 	cmd.Flags().StringVar(dt, "lm-dtype", "float32", "dtype the LM's weights are held in: float32, or bfloat16 (half the memory; on XLA the layers compute in bf16 as transformers' torch_dtype=bfloat16, on the pure-Go backend in float32, its bf16 products being slow)")
-	limitChoices(cmd, "lm-dtype", "float32", "bfloat16")
+	limitChoices(cmd, "lm-dtype", lm.DTypeNames...)
 }
 
 // loadLM loads the frozen LM of a local Hugging Face directory into a fresh store,
@@ -65,7 +62,11 @@ func loadLM(dir, dtype string) (*lm.Model, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("--lm %s: %w: want a local Hugging Face model directory (config.json, *.safetensors, tokenizer.json); weights are never downloaded", dir, err)
 	}
-	opts := lm.Options{DType: lmDTypes[dtype]}
+	dt, err := lm.ParseDType(dtype)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--lm-dtype: %w", err)}
+	}
+	opts := lm.Options{DType: dt}
 	if opts.DType == dtypes.BFloat16 {
 		opts.ComputeDType = lm.ComputeFor(engine.ResolveBackend(""))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -56,7 +57,7 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.queryPrompt, "query-prompt", "", "local embedding model: prompt prefixed to questions (default: config_sentence_transformers.json's \"query\" prompt)")
 	fl.StringVar(&f.passagePrompt, "passage-prompt", "", "local embedding model: prompt prefixed to passages (default: config_sentence_transformers.json's \"document\" prompt)")
 	fl.StringVar(&f.embedDType, "embed-dtype", "float32", "local embedding model: dtype its weights and layers run in: float32, or bfloat16 (half the memory; on the pure-Go CPU backend much slower)")
-	limitChoices(cmd, "embed-dtype", "float32", "bfloat16")
+	limitChoices(cmd, "embed-dtype", lm.DTypeNames...)
 	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
 	limitFlag(cmd, "llm-timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 }

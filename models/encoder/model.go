@@ -58,24 +58,9 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	check := func(d dtypes.DType) (dtypes.DType, error) {
-		switch d {
-		case dtypes.InvalidDType, dtypes.Float32:
-			return dtypes.Float32, nil
-		case dtypes.BFloat16:
-			return d, nil
-		}
-		return dtypes.InvalidDType, fmt.Errorf("encoder: dtype %s not supported (want float32 or bfloat16)", d)
-	}
-	wdtype, err := check(weights)
+	wdtype, dtype, err := lm.ResolveDTypes(weights, compute)
 	if err != nil {
-		return nil, err
-	}
-	dtype := wdtype
-	if compute != dtypes.InvalidDType {
-		if dtype, err = check(compute); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("encoder: %w", err)
 	}
 	if scope == "" {
 		scope = DefaultScope

@@ -59,25 +59,42 @@ func ComputeFor(backend string) dtypes.DType {
 	return dtypes.BFloat16
 }
 
-// resolve resolves Options.DType and ComputeDType: the weights' and the layers'.
-func (o Options) resolve() (weights, compute dtypes.DType, err error) {
+// DTypeNames are the dtypes ParseDType accepts, as flags name them.
+var DTypeNames = []string{"float32", "bfloat16"}
+
+// ParseDType returns the dtype a flag names ("" is float32).
+func ParseDType(name string) (dtypes.DType, error) {
+	switch name {
+	case "", "float32":
+		return dtypes.Float32, nil
+	case "bfloat16":
+		return dtypes.BFloat16, nil
+	}
+	return dtypes.InvalidDType, fmt.Errorf("dtype %q: want float32 or bfloat16", name)
+}
+
+// ResolveDTypes checks the weights' and the layers' dtypes (float32, the zero
+// value's meaning, or bfloat16) and returns them resolved; a zero compute dtype
+// means the weights'.
+func ResolveDTypes(weights, compute dtypes.DType) (dtypes.DType, dtypes.DType, error) {
 	check := func(d dtypes.DType) (dtypes.DType, error) {
 		switch d {
 		case dtypes.InvalidDType, dtypes.Float32:
 			return dtypes.Float32, nil
 		case dtypes.BFloat16:
-			return dtypes.BFloat16, nil
+			return d, nil
 		}
-		return dtypes.InvalidDType, fmt.Errorf("lm: dtype %s not supported (want float32 or bfloat16)", d)
+		return dtypes.InvalidDType, fmt.Errorf("dtype %s not supported (want float32 or bfloat16)", d)
 	}
-	if weights, err = check(o.DType); err != nil {
-		return
+	w, err := check(weights)
+	if err != nil {
+		return dtypes.InvalidDType, dtypes.InvalidDType, err
 	}
-	compute = weights
-	if o.ComputeDType != dtypes.InvalidDType {
-		compute, err = check(o.ComputeDType)
+	if compute == dtypes.InvalidDType {
+		return w, w, nil
 	}
-	return
+	c, err := check(compute)
+	return w, c, err
 }
 
 // Model is a frozen decoder-only LM whose variables live in a model.Store.
@@ -183,9 +200,9 @@ func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	wdt, dt, err := opts.resolve()
+	wdt, dt, err := ResolveDTypes(opts.DType, opts.ComputeDType)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lm: %w", err)
 	}
 	scope := opts.Scope
 	if scope == "" {
