@@ -1,12 +1,14 @@
 package kernels
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
+	"github.com/stretchr/testify/assert"
 
 	"github.com/graphloom/graphloom/engine/enginetest"
 )
@@ -59,4 +61,37 @@ func TestNormAndActivationGradients(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestErf32 compares Erf32 and GELUForward on float32 tensors with float64 erf and
+// GELU over a dense grid of [−12, 12], the clamp's edges, ±0, ±Inf and NaN.
+func TestErf32(t *testing.T) {
+	e := enginetest.New(t)
+	const n = 240001
+	xs := make([]float32, 0, n+8)
+	for i := range n {
+		xs = append(xs, float32(-12+24*float64(i)/(n-1)))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), 4, -4, 3.9999998, 1e-30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	outs := run(t, e, func(in []*graph.Node) []*graph.Node {
+		return []*graph.Node{Erf32(in[0]), GELUForward(in[0])}
+	}, tensors.FromFlatDataAndDimensions(xs, len(xs)))
+	erf, gelu := flat64(outs[0]), flat64(outs[1])
+	var worstErf, worstGELU, at float64
+	for i, x := range xs[:len(xs)-3] {
+		x64 := float64(x)
+		if d := math.Abs(erf[i] - math.Erf(x64)); d > worstErf {
+			worstErf, at = d, x64
+		}
+		// float32 GELU also carries float32 rounding of x/2 and of the product (relative 6e-8 each).
+		worstGELU = max(worstGELU, math.Abs(gelu[i]-GELURef(x64))/max(1, math.Abs(x64)))
+	}
+	t.Logf("largest |Erf32 − erf| %.3g (at %.4g), largest |GELU − GELU64|/max(1, |x|) %.3g", worstErf, at, worstGELU)
+	assert.Less(t, worstErf, 5e-7, "largest |Erf32 − erf|")
+	assert.Less(t, worstGELU, 4e-7, "largest |GELU − GELU64| / max(1, |x|)")
+	k := len(xs) - 3
+	assert.Equal(t, []float64{1, -1}, erf[k:k+2], "erf(±Inf)")
+	assert.Equal(t, math.Inf(1), gelu[k], "GELU(+Inf)")
+	assert.True(t, math.IsNaN(erf[k+2]) && math.IsNaN(gelu[k+2]), "NaN stays NaN")
 }

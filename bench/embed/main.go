@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -29,14 +30,15 @@ func main() {
 	seqLen := flag.Int("len", 512, "tokens per passage (bge-small's maximum: 512)")
 	backend := flag.String("backend", "", "backend (default $GOMLX_BACKEND or go)")
 	jsonOut := flag.String("json", "", "also write the figures to this JSON file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the timed passages to this file")
 	flag.Parse()
-	if err := run(*passages, *batch, *layers, *hidden, *heads, *seqLen, *backend, *jsonOut); err != nil {
+	if err := run(*passages, *batch, *layers, *hidden, *heads, *seqLen, *backend, *jsonOut, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "embed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(passages, batch, layers, hidden, heads, seqLen int, backend, jsonOut string) error {
+func run(passages, batch, layers, hidden, heads, seqLen int, backend, jsonOut, cpuProfile string) error {
 	if passages < 1 || batch < 1 || layers < 1 || heads < 1 || hidden%heads != 0 || seqLen < 8 {
 		return fmt.Errorf("want passages, batch, layers, heads ≥ 1, hidden a multiple of heads, len ≥ 8")
 	}
@@ -86,11 +88,24 @@ func run(passages, batch, layers, hidden, heads, seqLen int, backend, jsonOut st
 		return err
 	}
 	compile := time.Since(t0)
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	t0 = time.Now()
 	if _, err := m.Embed(eng, texts, false); err != nil {
 		return err
 	}
 	elapsed := time.Since(t0)
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	st := m.Stats()
 	if st.Truncated != st.Texts {
 		return fmt.Errorf("only %d of %d passages reached %d tokens", st.Truncated, st.Texts, seqLen)
