@@ -6,7 +6,7 @@
 #
 # Usage: bench/embed.sh [--threads N] [--passages N] [--batch N] [--out DIR]
 #   --threads N   CPU threads for both sides (GOMAXPROCS, torch.set_num_threads); default 2
-#   --passages N  timed passages; default 16
+#   --passages N  timed passages; default 32 (each batch timed alone: the median batch is the figure)
 #   --batch N     passages per forward pass; default 8
 #   --out DIR     where the JSON results go; default bench/out
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 
 threads=2
-passages=16
+passages=32
 batch=8
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/bench/out"
