@@ -12,14 +12,14 @@ import (
 
 // GELU is the exact (erf) GELU, torch.nn.GELU() with approximate="none".
 //
-// The forward pass is x/2·(1 + Erf32(x/√2)) for float32 x (see [Erf32]: the Go
-// backend's own erf evaluates float64 math.Erf per element and is ≈ 1.6× slower at
-// an encoder's [8, 512, 1536]) and GoMLX's fused GELU for other dtypes. The
-// gradient Φ(x) + x·φ(x) is hand-written: it recovers Φ(x) = GELU(x)/x from the
-// forward output instead of evaluating erf a second time.
+// The forward pass is GoMLX's fused GELU. The gradient Φ(x) + x·φ(x) is hand-written:
+// it recovers Φ(x) = GELU(x)/x from the forward output instead of evaluating erf a
+// second time (erf dominates GELU's cost on the go backend). [GELUForward]'s graph-op
+// erf is not used here: on the R-GCN's small tensors its ops and their (unused)
+// automatic gradient cost more than they save (the demo's scorer training: 54 → 76 s).
 func GELU(x *graph.Node) *graph.Node {
 	return withVJP([]*graph.Node{x},
-		func(ins []*graph.Node) *graph.Node { return GELUForward(ins[0]) },
+		func(ins []*graph.Node) *graph.Node { return activation.Gelu(ins[0]) },
 		func(y, v *graph.Node) []*graph.Node {
 			g := x.Graph()
 			isZero := graph.Equal(x, graph.ScalarZero(g, x.DType()))
@@ -30,8 +30,11 @@ func GELU(x *graph.Node) *graph.Node {
 		})
 }
 
-// GELUForward is GELU without its hand-written gradient (for frozen networks: the
-// sentence encoders).
+// GELUForward is the exact GELU x/2·(1 + erf(x/√2)) for frozen networks on large
+// tensors (the sentence encoders): for float32 x the erf is [Erf32] (the Go backend's
+// own erf evaluates float64 math.Erf per element: at an encoder's [8, 512, 1536]
+// GELU takes 106–121 ms this way against 185–208 fused); other dtypes get GoMLX's
+// fused GELU. It defines no gradient of its own.
 func GELUForward(x *graph.Node) *graph.Node {
 	if x.DType() != dtypes.Float32 {
 		return activation.Gelu(x)
@@ -51,7 +54,9 @@ func Erf32(x *graph.Node) *graph.Node {
 		return graph.Erf(x)
 	}
 	g := x.Graph()
-	x = graph.Clamp(graph.Scalar(g, dtypes.Float32, -4), x, graph.Scalar(g, dtypes.Float32, 4))
+	// Max and Min rather than Clamp: GoMLX builds the automatic gradient of GELU's
+	// forward ops (see withVJP) and has none for Clamp.
+	x = graph.Min(graph.Max(x, graph.Scalar(g, dtypes.Float32, -4)), graph.Scalar(g, dtypes.Float32, 4))
 	x2 := graph.Mul(x, x)
 	horner := func(coef []float64) *graph.Node {
 		r := graph.AddScalar(graph.MulScalar(x2, coef[0]), coef[1])

@@ -94,4 +94,15 @@ func TestErf32(t *testing.T) {
 	assert.Equal(t, []float64{1, -1}, erf[k:k+2], "erf(±Inf)")
 	assert.Equal(t, math.Inf(1), gelu[k], "GELU(+Inf)")
 	assert.True(t, math.IsNaN(erf[k+2]) && math.IsNaN(gelu[k+2]), "NaN stays NaN")
+
+	// GELU's float32 gradient (the hand-written Φ(x) + x·φ(x)).
+	grid := []float32{-9, -4.5, -3.3, -1, -0.25, 0, 0.3, 1.7, 3.9, 8}
+	outs = run(t, e, func(in []*graph.Node) []*graph.Node {
+		return graph.Gradient(graph.ReduceAllSum(GELU(in[0])), in[0])
+	}, tensors.FromFlatDataAndDimensions(grid, len(grid)))
+	for i, d := range flat64(outs[0]) {
+		x := float64(grid[i])
+		want := 0.5*(1+math.Erf(x/math.Sqrt2)) + x*math.Exp(-x*x/2)*invSqrt2Pi
+		assert.InDelta(t, want, d, 2e-6, "GELU'(%g)", x)
+	}
 }
