@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -242,4 +243,49 @@ func TestPooledCalibrationLowersECE(t *testing.T) {
 	cfg.Calibrate = false
 	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
 	assert.Equal(t, tr.TestECE, tr.TestECECalibrated, "uncalibrated: the identity")
+}
+
+// TestSeedLeavesTheTestSplit trains (fake) single scorers with three seeds and one
+// TestSeed, and one with another TestSeed: the seeds share the test region and test
+// views and deal training and validation differently; the other TestSeed moves the
+// test region.
+func TestSeedLeavesTheTestSplit(t *testing.T) {
+	ix := chainIndex(t)
+	cfg := testOptions(nil).Config
+	cfg.Epochs, cfg.EvalEvery, cfg.Ensemble = 2, 2, 1
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	train := func(seed, testSeed int64) memberRun {
+		c := cfg
+		c.Seed, c.TestSeed = seed, testSeed
+		_, runs, _, err := trainMembers(context.Background(), g, feat, g.rootCandidates(), []Scorer{&fakeScorer{}}, c, trainLogs{})
+		require.NoError(t, err)
+		return runs[0]
+	}
+	testRegion := func(r memberRun) []int {
+		var out []int
+		for u, s := range r.part {
+			if s == splitTest {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	base := train(42, 0)
+	require.NotEmpty(t, testRegion(base))
+	for _, seed := range []int64{1, 2} {
+		r := train(seed, 0)
+		assert.Equal(t, testRegion(base), testRegion(r), "seed %d: the test region", seed)
+		require.Len(t, r.testViews, len(base.testViews), "seed %d", seed)
+		for i, v := range r.testViews {
+			assert.Equal(t, base.testViews[i].sg.nodes, v.sg.nodes, "seed %d: test view %d", seed, i)
+		}
+		assert.NotEqual(t, base.part, r.part, "seed %d deals training and validation anew", seed)
+	}
+	moved := false // a small graph offers few regions: some other TestSeed must move it
+	for ts := int64(1); ts <= 8 && !moved; ts++ {
+		moved = !slices.Equal(testRegion(base), testRegion(train(42, ts)))
+	}
+	assert.True(t, moved, "another TestSeed, another test region")
 }

@@ -137,9 +137,10 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		S         int64
 		K         int
 		CB        bool
+		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.TestSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -343,9 +344,11 @@ type member struct {
 // newMember partitions the walk graph for ensemble member k and draws its validation
 // views, the test views and its sizing epochs (which fit the scorer's padded shapes
 // and the shortcut baselines). Everything it draws comes from memberSeed(cfg.Seed, k)
-// except the test views, drawn with cfg.Seed in the test region of test (member 0's
-// partition; nil for member 0, which partitions as a single scorer does), so that every
-// member is tested on the same views, which none of them trained or chose its epoch on.
+// except the test split: member 0 (test nil) draws the test region with cfg.TestSeed
+// and deals the rest into training and validation with its own seed; the others
+// partition around member 0's test region (test). The test views are drawn with
+// cfg.TestSeed, so that every member, and every --seed, is tested on the same views,
+// which none of them trained or chose its epoch on.
 func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8) (*member, error) {
 	m := &member{sc: sc, cfg: base}
 	cfg := &m.cfg
@@ -357,7 +360,11 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	var roots [3][]int32
 	var testViews []view
 	for attempt := range partitionAttempts {
-		part := g.partitionAround(test, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, cfg.Seed+104729+int64(attempt))
+		around := test
+		if around == nil { // member 0: the test region from TestSeed alone
+			around = g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, base.TestSeed+104729+int64(attempt))
+		}
+		part := g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, cfg.Seed+104729+int64(attempt))
 		m.run.part = part
 		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
 		for split := range 3 {
@@ -377,7 +384,7 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 			}
 		}
 		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.Seed+15485863)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.TestSeed+15485863)))
 		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(cfg.Seed)))
 		if len(m.valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
 			break
