@@ -212,7 +212,17 @@ func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
 // Go backend, whose fused softmax is single-threaded, with more than one sequence.
 // (bench/embed at bge-small's shapes, batch 8, 2 cores: ≈ 1.6× faster softmax.)
 func perSequence(g *graph.Graph, bsz int) bool {
-	return bsz > 1 && g.Backend() != nil && g.Backend().Name() == "go"
+	return bsz > 1 && isGoBackend(g.Backend())
+}
+
+// isGoBackend reports whether b is GoMLX's pure-Go backend, whose Name is "Go
+// Backend" in compute v0.1.2 (the interface documents a short name, "go").
+func isGoBackend(b compute.Backend) bool {
+	if b == nil {
+		return false
+	}
+	name := strings.ToLower(b.Name())
+	return name == "go" || name == "go backend"
 }
 
 // attention is softmax(q·kᵀ/√hd, masked) · v for q, k, v [B, H, T, hd] and the
