@@ -29,15 +29,9 @@ type Builder struct {
 // records with run ("" for extraction).
 func NewBuilder(ix *Index, run string) *Builder {
 	b := NewChunkBuilder(ix, run)
-	b.docs = make(map[string]int32, len(ix.Documents))
-	b.chunks = make(map[string]int32, len(ix.Chunks))
+	b.docs = positions(ix.Documents, func(d Document) string { return d.ID })
+	b.chunks = positions(ix.Chunks, func(c Chunk) string { return c.ID })
 	b.mentions = make(map[[2]int32]struct{}, len(ix.Mentions))
-	for i, d := range ix.Documents {
-		b.docs[d.ID] = int32(i)
-	}
-	for i, c := range ix.Chunks {
-		b.chunks[c.ID] = int32(i)
-	}
 	for _, m := range ix.Mentions {
 		b.mentions[[2]int32{m.Entity, m.Chunk}] = struct{}{}
 	}
@@ -52,25 +46,25 @@ func NewBuilder(ix *Index, run string) *Builder {
 func NewChunkBuilder(ix *Index, run string) *Builder {
 	b := &Builder{
 		ix: ix, run: run,
-		ents:     make(map[string]int32, len(ix.Entities)),
-		facts:    make(map[string]int32, len(ix.Facts)),
-		hypers:   make(map[string]int32, len(ix.Hyperedges)),
+		ents:     positions(ix.Entities, func(e Entity) string { return e.Name }),
+		facts:    positions(ix.Facts, func(f Fact) string { return f.ID }),
+		hypers:   positions(ix.Hyperedges, func(h Hyperedge) string { return h.ID }),
 		mentions: map[[2]int32]struct{}{},
 		syns:     make(map[[2]int32]struct{}, len(ix.Synonyms)),
-	}
-	for i, e := range ix.Entities {
-		b.ents[e.Name] = int32(i)
-	}
-	for i, f := range ix.Facts {
-		b.facts[f.ID] = int32(i)
-	}
-	for i, h := range ix.Hyperedges {
-		b.hypers[h.ID] = int32(i)
 	}
 	for _, s := range ix.Synonyms {
 		b.syns[[2]int32{s.A, s.B}] = struct{}{}
 	}
 	return b
+}
+
+// positions maps each record's key to its position in records.
+func positions[T any](records []T, key func(T) string) map[string]int32 {
+	m := make(map[string]int32, len(records))
+	for i, r := range records {
+		m[key(r)] = int32(i)
+	}
+	return m
 }
 
 // NewSynonymBuilder returns a Builder for AddSynonym alone: it indexes ix's synonym
