@@ -18,15 +18,22 @@ import (
 	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
+// harbourIndex builds the example corpus's index with the offline rule extractor.
+func harbourIndex(t *testing.T) *graphio.Index {
+	t.Helper()
+	ix, _, err := ingest.Build(context.Background(), "../examples/harbour/corpus.json", ingest.DefaultConfig(), nil)
+	require.NoError(t, err)
+	_, err = kg.Build(context.Background(), ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	return ix
+}
+
 // TestUngroundedCompletionsAreRejected drives a scripted server that answers every
 // completion with a new entity found in no passage ("Zed Fakeman") and with
 // (Tomas Brell | fake relation | Aldwick) citing evidence chunks that name neither:
 // neither is merged, and both are counted by reason.
 func TestUngroundedCompletionsAreRejected(t *testing.T) {
-	ix, _, err := ingest.Build(context.Background(), "../examples/harbour/corpus.json", ingest.DefaultConfig(), nil)
-	require.NoError(t, err)
-	_, err = kg.Build(context.Background(), ix, extract.NewRule(extract.DefaultRuleConfig()), nil, kg.DefaultConfig(), nil)
-	require.NoError(t, err)
+	ix := harbourIndex(t)
 	_, ok := graphio.NewBuilder(ix, "").EntityIndex("tomas brell")
 	require.True(t, ok)
 

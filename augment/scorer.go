@@ -140,7 +140,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.TestSeed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -324,6 +324,11 @@ type memberRun struct {
 // dropout of member 0 are those of a single scorer with the command's seed.
 func memberSeed(seed int64, k int) int64 { return seed + int64(k)*1000003 }
 
+// splitSeed is the seed of ensemble member k's split (training and validation regions,
+// validation views, sizing epochs) from Config.SplitSeed: member 0's split is a single
+// scorer's.
+func splitSeed(seed int64, k int) int64 { return memberSeed(seed, k) }
+
 // member is one ensemble member during training: its scorer, its settings (its own
 // seed), its training region and roots, its validation views and its random source.
 type member struct {
@@ -343,16 +348,18 @@ type member struct {
 
 // newMember partitions the walk graph for ensemble member k and draws its validation
 // views, the test views and its sizing epochs (which fit the scorer's padded shapes
-// and the shortcut baselines). Everything it draws comes from memberSeed(cfg.Seed, k)
-// except the test split: member 0 (test nil) draws the test region with cfg.TestSeed
-// and deals the rest into training and validation with its own seed; the others
-// partition around member 0's test region (test). The test views are drawn with
-// cfg.TestSeed, so that every member, and every --seed, is tested on the same views,
-// which none of them trained or chose its epoch on.
+// and the shortcut baselines). The split is data, not training: the test region and
+// views come from cfg.SplitSeed, member k's training and validation regions, its
+// validation views and its sizing epochs from splitSeed(cfg.SplitSeed, k), and every
+// retry of a partition that leaves a split without views draws from those seeds too,
+// so --seed (memberSeed(cfg.Seed, k)) moves only what training draws: its views
+// every epoch, the initialisation and dropout. Member 0 (test nil) draws the test
+// region; the others partition around it (test).
 func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8) (*member, error) {
 	m := &member{sc: sc, cfg: base}
 	cfg := &m.cfg
 	cfg.Seed = memberSeed(base.Seed, k)
+	ss := splitSeed(base.SplitSeed, k)
 	tr := &m.tr
 	// Partition; on a small graph a partition may leave a split without views: try
 	// a few partition seeds.
@@ -361,10 +368,10 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	var testViews []view
 	for attempt := range partitionAttempts {
 		around := test
-		if around == nil { // member 0: the test region from TestSeed alone
-			around = g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, base.TestSeed+104729+int64(attempt))
+		if around == nil { // member 0: the test region from SplitSeed alone
+			around = g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, base.SplitSeed+104729+int64(attempt))
 		}
-		part := g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, cfg.Seed+104729+int64(attempt))
+		part := g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ss+104729+int64(attempt))
 		m.run.part = part
 		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
 		for split := range 3 {
@@ -383,9 +390,9 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 				}
 			}
 		}
-		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(cfg.Seed+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.TestSeed+15485863)))
-		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(cfg.Seed)))
+		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(ss+104729)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.SplitSeed+15485863)))
+		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(ss)))
 		if len(m.valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
 			break
 		}
@@ -399,7 +406,7 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	m.gTrain, m.trainRoots = graphs[splitTrain], roots[splitTrain]
 
 	// Sized epochs: fit the scorer's padded shapes, and the shortcut baselines.
-	sizeRng := rand.New(rand.NewSource(cfg.Seed + 7919))
+	sizeRng := rand.New(rand.NewSource(ss + 7919))
 	var sizing [][]view
 	var baseTrain []view
 	for range sizingEpochs {
