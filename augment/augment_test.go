@@ -201,6 +201,11 @@ func TestGraphHelpers(t *testing.T) {
 		assert.False(t, seen[r], "roots are distinct")
 		seen[r] = true
 	}
+	other := DefaultConfig()
+	other.Seed = 7
+	assert.Equal(t, roots, g.chainRoots(cands, 10, other), "--seed leaves the inference roots")
+	other.SplitSeed = 7
+	assert.NotEqual(t, roots, g.chainRoots(cands, 10, other), "--split-seed draws them")
 	// Walk weights: min(2·support, 5) × α.
 	for u, ns := range g.adj {
 		for _, n := range ns {

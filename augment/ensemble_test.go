@@ -138,12 +138,11 @@ func TestPartitionLeastTestRegion(t *testing.T) {
 	}
 }
 
-// TestTrainMembersShareOneTestRegion trains three (fake) members in lockstep and
-// checks that the test region is member 0's for every member, that no member trains
-// or validates on a test entity, that the members' train/validation regions differ,
-// that every member took the same number of steps (one early stopping for all), and
+// TestTrainMembersShareOneSplit trains three (fake) members in lockstep and checks
+// that every member has member 0's split (regions, test views), that no test view
+// leaves the test region, that every member took the same number of steps (one early stopping for all), and
 // that each was restored once, to the epoch of its own best validation ROC-AUC.
-func TestTrainMembersShareOneTestRegion(t *testing.T) {
+func TestTrainMembersShareOneSplit(t *testing.T) {
 	ix := chainIndex(t)
 	cfg := testOptions(nil).Config
 	cfg.Epochs, cfg.EvalEvery = 6, 2
@@ -157,17 +156,8 @@ func TestTrainMembersShareOneTestRegion(t *testing.T) {
 	require.Len(t, trs, 3)
 	require.Len(t, runs, 3)
 	assert.Len(t, history, 3, "evaluations at epochs 2, 4, 6")
-	differs := false
 	for k, r := range runs {
-		for u := range g.adj {
-			if len(g.adj[u]) == 0 {
-				continue
-			}
-			assert.Equal(t, runs[0].part[u] == splitTest, r.part[u] == splitTest, "member %d entity %d", k, u)
-			if r.part[u] != runs[0].part[u] {
-				differs = true
-			}
-		}
+		assert.Equal(t, runs[0].part, r.part, "member %d: member 0's regions", k)
 		assert.Equal(t, runs[0].testLabel, r.testLabel, "member %d: the shared test views", k)
 		require.Len(t, r.testViews, len(runs[0].testViews))
 		for i, v := range r.testViews {
@@ -188,7 +178,6 @@ func TestTrainMembersShareOneTestRegion(t *testing.T) {
 		}
 		assert.Equal(t, best.Epoch, trs[k].BestEpoch, "member %d: its own best epoch", k)
 	}
-	assert.True(t, differs, "members deal train and validation differently")
 }
 
 // TestPooledCalibrationLowersECE plants a miscalibrated scorer: labels drawn from
@@ -245,10 +234,10 @@ func TestPooledCalibrationLowersECE(t *testing.T) {
 	assert.Equal(t, tr.TestECE, tr.TestECECalibrated, "uncalibrated: the identity")
 }
 
-// TestSplitSeedFixesTheSplit builds ensemble members on the example corpus with four
-// seeds and one SplitSeed: they share every member's regions, validation views and
-// test views, while the views training draws differ; another SplitSeed moves the test
-// region. On this corpus the first partition's training probe fails for some seeds
+// TestSplitSeedFixesTheSplit builds two ensemble members on the example corpus with
+// four seeds and one SplitSeed: every member of every seed has the same regions,
+// validation views and test views, while the views training draws differ between
+// members and seeds; another SplitSeed moves the test region. On this corpus the first partition's training probe fails for some seeds
 // and not others, so a retry drawn from the seed (graphloom's second version) gave
 // seeds different test regions.
 func TestSplitSeedFixesTheSplit(t *testing.T) {
@@ -262,14 +251,14 @@ func TestSplitSeedFixesTheSplit(t *testing.T) {
 	build := func(seed, split int64) []*member {
 		c := cfg
 		c.Seed, c.SplitSeed = seed, split
-		var test []int8
 		var ms []*member
 		for k := range 2 {
-			m, err := newMember(g, feat, cands, &fakeScorer{}, c, k, test)
-			require.NoError(t, err, "seed %d member %d", seed, k)
-			if k == 0 {
-				test = m.run.part
+			var first *member
+			if k > 0 {
+				first = ms[0]
 			}
+			m, err := newMember(g, feat, cands, &fakeScorer{}, c, k, first)
+			require.NoError(t, err, "seed %d member %d", seed, k)
 			ms = append(ms, m)
 		}
 		return ms
@@ -285,7 +274,8 @@ func TestSplitSeedFixesTheSplit(t *testing.T) {
 		return nodes(m.gTrain.sampleGroups(m.trainRoots, m.cfg.TrainRoots, m.cfg, m.rng))
 	}
 	base := build(42, 0)
-	assert.NotEqual(t, base[0].run.part, base[1].run.part, "members deal training and validation differently")
+	assert.Equal(t, base[0].run.part, base[1].run.part, "the members share the split")
+	assert.NotEqual(t, firstEpoch(base[0]), firstEpoch(base[1]), "and draw their own training views")
 	for _, seed := range []int64{1, 2, 3} {
 		ms := build(seed, 0)
 		for k, m := range ms {

@@ -217,9 +217,12 @@ func (g *minerGraph) hopsFrom(root int32, d int) map[int32]bool {
 
 // chainRoots orders up to budget inference roots as the reference does: shuffle the
 // candidates, then repeatedly take the first remaining candidate exactly WalkLength
-// hops from the current root, or the first remaining candidate when none is.
+// hops from the current root, or the first remaining candidate when none is. The
+// shuffle draws from Config.SplitSeed (the reference: its one seed): which candidates
+// a run examines is part of the data sample, as the scorer's split is, so that --seed
+// varies training and walks but not the regions considered.
 func (g *minerGraph) chainRoots(cands []int32, budget int, cfg Config) []int32 {
-	rng := rand.New(rand.NewSource(cfg.Seed + 99991))
+	rng := rand.New(rand.NewSource(cfg.SplitSeed + 99991))
 	order := slices.Clone(cands)
 	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	used := make(map[int32]bool, budget)

@@ -126,7 +126,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		VF, TF    float64
 		TE, MT    int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -140,7 +140,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 4, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 5, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -320,14 +320,9 @@ type memberRun struct {
 	testViews             []view
 }
 
-// memberSeed is the seed of ensemble member k: views, partition, initialisation and
+// memberSeed is the seed of ensemble member k: the training views, initialisation and
 // dropout of member 0 are those of a single scorer with the command's seed.
 func memberSeed(seed int64, k int) int64 { return seed + int64(k)*1000003 }
-
-// splitSeed is the seed of ensemble member k's split (training and validation regions,
-// validation views, sizing epochs) from Config.SplitSeed: member 0's split is a single
-// scorer's.
-func splitSeed(seed int64, k int) int64 { return memberSeed(seed, k) }
 
 // member is one ensemble member during training: its scorer, its settings (its own
 // seed), its training region and roots, its validation views and its random source.
@@ -341,25 +336,37 @@ type member struct {
 	valViews   []view
 	valGraphs  []*kernels.Graph
 	valLabels  []float32
+	sizing     [][]view // the sizing batches (prepareShapes)
 	rng        *rand.Rand
 	bestAUC    float64 // the best validation ROC-AUC so far, and its epoch
 	bestEpoch  int
 }
 
-// newMember partitions the walk graph for ensemble member k and draws its validation
-// views, the test views and its sizing epochs (which fit the scorer's padded shapes
-// and the shortcut baselines). The split is data, not training: the test region and
-// views come from cfg.SplitSeed, member k's training and validation regions, its
-// validation views and its sizing epochs from splitSeed(cfg.SplitSeed, k), and every
-// retry of a partition that leaves a split without views draws from those seeds too,
-// so --seed (memberSeed(cfg.Seed, k)) moves only what training draws: its views
-// every epoch, the initialisation and dropout. Member 0 (test nil) draws the test
-// region; the others partition around it (test).
-func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, test []int8) (*member, error) {
+// newMember sets up ensemble member k. Member 0 (first nil) draws the split — the
+// data, not training: the walk graph's test, validation and training regions, the
+// test and validation views and the sizing epochs (which fit the scorer's padded
+// shapes and the shortcut baselines), all from cfg.SplitSeed, every retry of a
+// partition that leaves a split without views included. The other members share it
+// (first) and differ in what training draws from memberSeed(cfg.Seed, k): the views of
+// every epoch, the initialisation and dropout; so --seed moves training alone.
+func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base Config, k int, first *member) (*member, error) {
 	m := &member{sc: sc, cfg: base}
 	cfg := &m.cfg
 	cfg.Seed = memberSeed(base.Seed, k)
-	ss := splitSeed(base.SplitSeed, k)
+	if first != nil {
+		tr, ft := &m.tr, &first.tr
+		tr.SplitRoots, tr.SplitNodes, tr.EvalViews, tr.TestViews = ft.SplitRoots, ft.SplitNodes, ft.EvalViews, ft.TestViews
+		tr.Baselines, tr.BestBaseline = ft.Baselines, ft.BestBaseline
+		m.run.part, m.run.testViews = first.run.part, first.run.testViews
+		m.gTrain, m.trainRoots, m.sizing = first.gTrain, first.trainRoots, first.sizing
+		m.valViews, m.valGraphs, m.valLabels = first.valViews, first.valGraphs, first.valLabels
+		if err := prepareShapes(sc, m.sizing, [][]view{m.valViews, m.run.testViews}); err != nil {
+			return m, err
+		}
+		m.rng = rand.New(rand.NewSource(cfg.Seed))
+		return m, nil
+	}
+	ss := base.SplitSeed
 	tr := &m.tr
 	// Partition; on a small graph a partition may leave a split without views: try
 	// a few partition seeds.
@@ -367,10 +374,7 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	var roots [3][]int32
 	var testViews []view
 	for attempt := range partitionAttempts {
-		around := test
-		if around == nil { // member 0: the test region from SplitSeed alone
-			around = g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, base.SplitSeed+104729+int64(attempt))
-		}
+		around := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ss+104729+int64(attempt))
 		part := g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ss+104729+int64(attempt))
 		m.run.part = part
 		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
@@ -391,7 +395,7 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 			}
 		}
 		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(ss+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(base.SplitSeed+15485863)))
+		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(ss+15485863)))
 		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(ss)))
 		if len(m.valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
 			break
@@ -426,6 +430,7 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	for _, vs := range sizing {
 		sizingBatches = append(sizingBatches, miniBatches(vs, cfg.MiniBatches, sizeRng)...)
 	}
+	m.sizing = sizingBatches
 	if err := prepareShapes(sc, sizingBatches, [][]view{m.valViews, testViews}); err != nil {
 		return m, err
 	}
@@ -465,14 +470,14 @@ func (m *member) step(feat *featurizer, epoch int) (float64, error) {
 func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, scs []Scorer, base Config, logs trainLogs) ([]TrainReport, []memberRun, []EvalRow, error) {
 	t0 := time.Now()
 	ms := make([]*member, len(scs))
-	var test []int8
 	for k, sc := range scs {
-		m, err := newMember(g, feat, cands, sc, base, k, test)
+		var first *member
+		if k > 0 {
+			first = ms[0]
+		}
+		m, err := newMember(g, feat, cands, sc, base, k, first)
 		if err != nil {
 			return []TrainReport{m.tr}, nil, nil, err
-		}
-		if k == 0 {
-			test = m.run.part
 		}
 		ms[k] = m
 	}

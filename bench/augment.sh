@@ -4,7 +4,9 @@
 # ../shared, a --plan run on the 2Wiki corpus (6,119 passages); then the seed
 # stability of a single scorer against the ensemble (bench/augment_stability.sh) on
 # the example corpus, over STABILITY_SEEDS (default 42 1 2 3 4) seeds of the whole
-# command, with the ensemble size STABILITY_K (default: augment's --ensemble default).
+# command, with the ensemble size STABILITY_K (default: augment's --ensemble default),
+# and with STABILITY_2WIKI=1 the single scorer's on the 2Wiki index (--plan, its
+# defaults; about 5–10 minutes a seed on 2 cores).
 #   bench/augment.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1
@@ -56,3 +58,7 @@ echo " single scorer (--ensemble 1):"
 "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-single" "$seeds" --roots 100 --budget 40 --ensemble 1
 echo " ensemble (${k:-default} members):"
 "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-ensemble" "$seeds" --roots 100 --budget 40 "${kflag[@]}"
+if [[ -n "${STABILITY_2WIKI:-}" && -f "$out/2wiki.gl" ]]; then
+	echo "seed stability, 2Wiki, augment --plan --no-checkpoint --ensemble 1, seeds $seeds:"
+	"$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-single" "$seeds" --ensemble 1
+fi
