@@ -146,7 +146,9 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	t0 = time.Now()
 	roots := g.chainRoots(cands, cfg.rootBudget(len(ix.Entities)), cfg)
 	rep.Roots = len(roots)
-	rng := mrand.New(mrand.NewSource(cfg.Seed + 1))
+	// The walks of the inference subgraphs, like the roots, are the data sample
+	// (Config.SplitSeed): --seed moves the scorer's training, not what it scores.
+	rng := mrand.New(mrand.NewSource(cfg.SplitSeed + 1))
 	var subs []*subgraph
 	for _, r := range roots {
 		if s := g.sample(r, cfg.WalksPerRoot, cfg, rng); s != nil {

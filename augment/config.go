@@ -111,11 +111,18 @@ type Config struct {
 	Hidden int
 	// Dropout of the scorer; paper: 0.1.
 	Dropout float64
-	// Ensemble is the number of scorers trained, each with its own seed for views,
-	// partition (around one shared test region, which no member trains or validates
-	// on), initialisation and dropout; the mean of their (calibrated) probabilities
-	// selects. Not in the paper, which trains one: one scorer's selection depends on its
-	// seed more than on the corpus (issue 50). Default 3, flag --ensemble.
+	// Ensemble is the number of scorers trained on one split (SplitSeed), each with its
+	// own seed for its training views, initialisation and dropout; the mean of their
+	// (calibrated) probabilities selects. Not in the paper, which trains one: one
+	// scorer's selection depended on its seed more than on the corpus (issue 50).
+	// Default 3, flag --ensemble.
+	//
+	// Deviation from graphloom's first ensemble, whose members each drew their own
+	// training and validation regions: on a small graph a member's regions decide most
+	// of what it learns (example corpus, test ROC-AUC of members with other regions
+	// 0.47–0.63 beside member 0's 0.64–0.68), so their mean was below member 0 alone
+	// (ensemble of 3 over seeds 42, 1, 2, 3, 4: 0.607 ± 0.051 against 0.649 ± 0.039).
+	// Members on one split average what training draws, the variance that is left.
 	//
 	// The members train in lockstep: each epoch every member takes its steps on its own
 	// views and every EvalEvery epochs each is scored on its own validation region;
@@ -143,15 +150,16 @@ type Config struct {
 	// scorer stable on this 45-passage corpus.
 	Ensemble int
 	// Calibrate fits one Platt scaling σ(a·z + b) to the logits of every member on
-	// its own validation split, pooled (each member's logits standardised by the mean
+	// the validation split, pooled (each member's logits standardised by the mean
 	// and spread of its own validation logits, so that no member's scale dominates the
 	// mean probability), and applies it to every member, so that a score reads as a
 	// probability and θ means the same from one trained scorer to the next; not in the
 	// paper (raw sigmoid). Default on; flag --calibrate. Deviation from per-member
-	// scaling (graphloom's first version): a member's validation split (16 entities,
-	// 13 roots on the example corpus) also chose its epoch, so its own fit learns that
-	// split's luck (seed 42: a = 1.70, b = 1.52, where the test split needs a < 1) and
-	// did not lower the test calibration error (0.311 → 0.309, ensemble of 3).
+	// scaling (graphloom's first version, when each member drew its own regions): a
+	// member's validation split (16 entities, 13 roots on the example corpus) also
+	// chose its epoch, so its own fit learns that split's luck (seed 42: a = 1.70,
+	// b = 1.52, where the test split needs a < 1) and did not lower the test
+	// calibration error (0.311 → 0.309, ensemble of 3).
 	// Measured trade-off (same runs as Ensemble): pooled without standardising lowers
 	// the test ECE on every seed (0.373 → 0.140 with one epoch chosen for all members;
 	// seed 42 with members' own epochs 0.292 → 0.105) but the mean probability then
@@ -190,16 +198,15 @@ type Config struct {
 	// MaxTokens caps each completion; paper: 12,000.
 	MaxTokens int
 
-	// Seed drives the random choices of training and inference: the scorer's training
-	// views every epoch, its initialisation and dropout, and the walks that sample each
-	// inference subgraph; not the scorer's split nor the inference roots (SplitSeed).
-	// Paper: 42.
+	// Seed drives the scorer's training: its training views every epoch, its
+	// initialisation and dropout; not the data sample (SplitSeed). Paper: 42 (for
+	// everything).
 	Seed int64
 	// SplitSeed draws the data sample: the scorer's test region and test views, each
 	// ensemble member's training and validation regions, validation views (which choose
-	// its epoch and fit the calibration) and sizing epochs, and which root candidates
-	// inference examines (chainRoots' shuffle); not in the paper, which draws everything
-	// from one seed. Default 0, fixed apart from Seed: a held-out split is data, kept
+	// its epoch and fit the calibration) and sizing epochs, and what inference scores:
+	// which root candidates it examines (chainRoots' shuffle) and the walks that sample
+	// their subgraphs; not in the paper, which draws everything from one seed. Default 0, fixed apart from Seed: a held-out split is data, kept
 	// fixed across training seeds, so that --seed varies training alone, runs compare
 	// on the same held-out subgraphs, and selection on a large graph (2Wiki: 4,147 of
 	// 20,771 candidates examined) ranks the same regions.

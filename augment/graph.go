@@ -220,7 +220,7 @@ func (g *minerGraph) hopsFrom(root int32, d int) map[int32]bool {
 // hops from the current root, or the first remaining candidate when none is. The
 // shuffle draws from Config.SplitSeed (the reference: its one seed): which candidates
 // a run examines is part of the data sample, as the scorer's split is, so that --seed
-// varies training and walks but not the regions considered.
+// varies the scorer's training alone.
 func (g *minerGraph) chainRoots(cands []int32, budget int, cfg Config) []int32 {
 	rng := rand.New(rand.NewSource(cfg.SplitSeed + 99991))
 	order := slices.Clone(cands)
