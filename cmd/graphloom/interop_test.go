@@ -45,7 +45,7 @@ func TestLightRAGImportAugmentExport(t *testing.T) {
 	require.Len(t, q.Passages, 2)
 	assert.Contains(t, q.Passages[0].Text+q.Passages[1].Text, "wrecked on Gull Rock")
 
-	r = run(t, nil, "augment", "--index", idx, "--selector", "random", "--completer", "extractive", "--budget", "8", "--roots", "8", "--json")
+	r = run(t, nil, "augment", "--index", idx, "--selector", "random", "--completer", "extractive", "--budget", "8", "--roots", "8", "--max-jaccard", "1", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	ix, err := graphio.ReadFile(idx)
 	require.NoError(t, err)
