@@ -6,7 +6,7 @@
 # the example corpus, over STABILITY_SEEDS (default 42 1 2 3 4) seeds of the whole
 # command, with the ensemble size STABILITY_K (default: augment's --ensemble default),
 # and with STABILITY_2WIKI=1 the single scorer's on the 2Wiki index (--plan, its
-# defaults; about 5–10 minutes a seed on 2 cores).
+# defaults; 3.5–9 minutes a seed on 2 shared cores).
 #   bench/augment.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1
