@@ -327,19 +327,26 @@ func memberSeed(seed int64, k int) int64 { return seed + int64(k)*1000003 }
 // member is one ensemble member during training: its scorer, its settings (its own
 // seed), its training region and roots, its validation views and its random source.
 type member struct {
-	sc         Scorer
-	cfg        Config
-	tr         TrainReport
-	run        memberRun
+	sc  Scorer
+	cfg Config
+	tr  TrainReport
+	run memberRun
+	memberSplit
+	rng       *rand.Rand
+	bestAUC   float64 // the best validation ROC-AUC so far, and its epoch
+	bestEpoch int
+}
+
+// memberSplit is what member 0 draws from Config.SplitSeed and the other members
+// share: the training region and roots, the validation views and the sizing batches
+// (prepareShapes).
+type memberSplit struct {
 	gTrain     *minerGraph
 	trainRoots []int32
 	valViews   []view
 	valGraphs  []*kernels.Graph
 	valLabels  []float32
-	sizing     [][]view // the sizing batches (prepareShapes)
-	rng        *rand.Rand
-	bestAUC    float64 // the best validation ROC-AUC so far, and its epoch
-	bestEpoch  int
+	sizing     [][]view
 }
 
 // newMember sets up ensemble member k. Member 0 (first nil) draws the split — the
@@ -354,12 +361,9 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	cfg := &m.cfg
 	cfg.Seed = memberSeed(base.Seed, k)
 	if first != nil {
-		tr, ft := &m.tr, &first.tr
-		tr.SplitRoots, tr.SplitNodes, tr.EvalViews, tr.TestViews = ft.SplitRoots, ft.SplitNodes, ft.EvalViews, ft.TestViews
-		tr.Baselines, tr.BestBaseline = ft.Baselines, ft.BestBaseline
-		m.run.part, m.run.testViews = first.run.part, first.run.testViews
-		m.gTrain, m.trainRoots, m.sizing = first.gTrain, first.trainRoots, first.sizing
-		m.valViews, m.valGraphs, m.valLabels = first.valViews, first.valGraphs, first.valLabels
+		// Before training, member 0's report holds its split alone.
+		m.tr, m.memberSplit = first.tr, first.memberSplit
+		m.run = memberRun{part: first.run.part, testViews: first.run.testViews}
 		if err := prepareShapes(sc, m.sizing, [][]view{m.valViews, m.run.testViews}); err != nil {
 			return m, err
 		}
