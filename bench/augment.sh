@@ -5,8 +5,8 @@
 # stability of a single scorer against the ensemble (bench/augment_stability.sh) on
 # the example corpus, over STABILITY_SEEDS (default 42 1 2 3 4) seeds of the whole
 # command, with the ensemble size STABILITY_K (default: augment's --ensemble default),
-# and with STABILITY_2WIKI=1 the single scorer's on the 2Wiki index (--plan, its
-# defaults; 3.5–9 minutes a seed on 2 shared cores).
+# and with STABILITY_2WIKI=1 the same two on the 2Wiki index (--plan, its defaults;
+# one scorer 3.5–9 minutes a seed on 2 shared cores, the ensemble of 3 11–27).
 #   bench/augment.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1
@@ -59,6 +59,9 @@ echo " single scorer (--ensemble 1):"
 echo " ensemble (${k:-default} members):"
 "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-ensemble" "$seeds" --roots 100 --budget 40 "${kflag[@]}"
 if [[ -n "${STABILITY_2WIKI:-}" && -f "$out/2wiki.gl" ]]; then
-	echo "seed stability, 2Wiki, augment --plan --no-checkpoint --ensemble 1, seeds $seeds:"
+	echo "seed stability, 2Wiki, augment --plan --no-checkpoint, seeds $seeds:"
+	echo " single scorer (--ensemble 1):"
 	"$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-single" "$seeds" --ensemble 1
+	echo " ensemble (${k:-default} members):"
+	"$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-ensemble" "$seeds" "${kflag[@]}"
 fi

@@ -2,8 +2,8 @@
 # make bench: every benchmark, each printing its figures against a reference run in the
 # same invocation. Long: budget 60–90 minutes on 2 cores (section 4's seed stability trains
 # 20 scorers, ≈ 10–15 min; STABILITY_SEEDS="42 1 2" shortens it; the planted-missingness runs on
-# the 2Wiki corpus train 3 seeds × the default ensemble of 3 scorers and complete thousands
-# of subgraphs, ≈ 15 min (≈ 5 with one scorer per seed, before issue 50); the
+# the 2Wiki corpus train 3 seeds × one scorer and 3 seeds × the default ensemble of 3 and
+# complete thousands of subgraphs, ≈ 30–60 min; PLANTED_2WIKI_K=1 keeps one scorer); the
 # scale section indexes 6K and 30K passages, ≈ 20 min; SCALE_SIZES=6000 shortens it).
 #   bench/run.sh BIN CORPORA OUTDIR
 #
