@@ -125,20 +125,20 @@ type Config struct {
 	// Members on one split average what training draws, the variance that is left.
 	//
 	// The members train in lockstep: each epoch every member takes its steps on its own
-	// views and every EvalEvery epochs each is scored on its own validation region;
+	// views and every EvalEvery epochs each is scored on the shared validation views;
 	// each member keeps the weights of its own best validation ROC-AUC, and one early
 	// stopping ends training when the members' mean best ROC-AUC stops improving.
 	// Measured (example corpus, seeds 42, 1, 2): choosing one epoch for all members on
 	// their pooled validation ROC-AUC gave test ROC-AUC 0.591 ± 0.033 and selected-set
 	// Jaccard 0.31, below each member choosing its own (see bench/augment.sh).
-	// They are not stacked into one GoMLX graph with one optimizer step: each member
-	// pads its own batches (its own regions draw different subgraph sizes), so a
-	// stacked step would need one padded shape for all K batches and one variable store
-	// with K scopes (models.RGCNClassifier owns its store), and on the CPU backend a
-	// step's time grows with its arithmetic (R-GCN step 105 ms at width 128, 209 ms at
-	// 256, DEVELOPERS' GoMLX notes): K stacked members do K times the arithmetic, so
-	// stacking would save only the per-step dispatch, not K−1 trainings. K members
-	// cost K trainings.
+	// They are not stacked into one GoMLX graph with one optimizer step (the issue's
+	// wording): the members now share the split and its padded shapes, so a stacked
+	// step would need one variable store with K scopes (models.RGCNClassifier owns its
+	// store), and on the CPU backend a step's time grows with its arithmetic (R-GCN
+	// step 105 ms at width 128, 209 ms at 256, DEVELOPERS' GoMLX notes): K stacked
+	// members do K times the arithmetic, so stacking would save only the per-step
+	// dispatch, not K−1 trainings. On a GPU it would save more; not built, as no GPU
+	// has been lent to this work. K members cost K trainings.
 	//
 	// Measured (augment --plan --no-checkpoint, seeds 42, 1, 2, 3, 4, SplitSeed 0;
 	// test ROC-AUC, count ≥ θ, mean pairwise Jaccard of the selected sets, test ECE
@@ -161,7 +161,11 @@ type Config struct {
 	// member's validation split (16 entities, 13 roots on the example corpus) also
 	// chose its epoch, so its own fit learns that split's luck (seed 42: a = 1.70,
 	// b = 1.52, where the test split needs a < 1) and did not lower the test
-	// calibration error (0.311 → 0.309, ensemble of 3).
+	// calibration error (0.311 → 0.309, ensemble of 3). The members now share one
+	// validation split, which also chose each member's epoch, so the pooled fit keeps
+	// some of that luck too; what pooling adds is K differently trained scorers' logits
+	// on each view. It still lowers the test ECE on the example corpus (0.431 → 0.116,
+	// every seed); see Ensemble for 2Wiki.
 	// Measured trade-off (same runs as Ensemble): pooled without standardising lowers
 	// the test ECE on every seed (0.373 → 0.140 with one epoch chosen for all members;
 	// seed 42 with members' own epochs 0.292 → 0.105) but the mean probability then
@@ -201,12 +205,12 @@ type Config struct {
 	MaxTokens int
 
 	// Seed drives the scorer's training: its training views every epoch, its
-	// initialisation and dropout; not the data sample (SplitSeed). Paper: 42 (for
-	// everything).
+	// initialisation and dropout (and the order of the random selector); not the data
+	// sample (SplitSeed). Paper: 42 (for everything).
 	Seed int64
-	// SplitSeed draws the data sample: the scorer's test region and test views, each
-	// ensemble member's training and validation regions, validation views (which choose
-	// its epoch and fit the calibration) and sizing epochs, and what inference scores:
+	// SplitSeed draws the data sample: the scorer's test region and test views, the
+	// training and validation regions (shared by the ensemble's members), the validation
+	// views (which choose each member's epoch and fit the calibration) and sizing epochs, and what inference scores:
 	// which root candidates it examines (chainRoots' shuffle) and the walks that sample
 	// their subgraphs; not in the paper, which draws everything from one seed. Default 0, fixed apart from Seed: a held-out split is data, kept
 	// fixed across training seeds, so that --seed varies training alone, runs compare

@@ -11,9 +11,9 @@ import (
 // eceBins is the number of equal-width bins of the reported expected calibration error.
 const eceBins = 10
 
-// ensemble is the trained scorer of a run: Config.Ensemble members, each with its own
-// seed for views, partition, initialisation and dropout, whose calibrated probabilities
-// are averaged. With one member it is the single scorer of the paper.
+// ensemble is the trained scorer of a run: Config.Ensemble members on one split
+// (Config.SplitSeed), each with its own seed for its training views, initialisation
+// and dropout, whose calibrated probabilities are averaged. With one member it is the single scorer of the paper.
 type ensemble struct {
 	members []Scorer
 	calib   []train.Platt // per member; the identity (A = 1, B = 0) when not calibrated
@@ -50,9 +50,10 @@ func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
 	return out, nil
 }
 
-// calibrate fits one Platt scaling to every member's logits on its own validation
-// views, pooled (each member's validation split is out of its own training; pooled,
-// the fit sees K times the views and K differently drawn regions), after
+// calibrate fits one Platt scaling to every member's logits on the shared validation
+// views, pooled (the validation split is out of every member's training; pooled, the
+// fit sees each view scored by K differently trained members, though the views also
+// chose each member's epoch, so the fit keeps some of that split's luck), after
 // standardising each member's logits by the mean and standard deviation of its own
 // validation logits (members differ in logit scale, and the mean probability would
 // otherwise follow the most confident member), and applies it to every member (the

@@ -274,15 +274,24 @@ func TestSplitSeedFixesTheSplit(t *testing.T) {
 		return nodes(m.gTrain.sampleGroups(m.trainRoots, m.cfg.TrainRoots, m.cfg, m.rng))
 	}
 	base := build(42, 0)
+	// Each member's first epoch, drawn once: a second call would draw its second.
+	baseFirst := make([][][]int32, len(base))
+	for k, m := range base {
+		baseFirst[k] = firstEpoch(m)
+	}
 	assert.Equal(t, base[0].run.part, base[1].run.part, "the members share the split")
-	assert.NotEqual(t, firstEpoch(base[0]), firstEpoch(base[1]), "and draw their own training views")
+	assert.NotEqual(t, baseFirst[0], baseFirst[1], "and draw their own training views")
+	again := build(42, 0)
+	for k, m := range again {
+		assert.Equal(t, baseFirst[k], firstEpoch(m), "member %d: the same seed draws the same first epoch", k)
+	}
 	for _, seed := range []int64{1, 2, 3} {
 		ms := build(seed, 0)
 		for k, m := range ms {
 			assert.Equal(t, base[k].run.part, m.run.part, "seed %d member %d: the regions", seed, k)
 			assert.Equal(t, nodes(base[k].valViews), nodes(m.valViews), "seed %d member %d: the validation views", seed, k)
 			assert.Equal(t, nodes(base[k].run.testViews), nodes(m.run.testViews), "seed %d member %d: the test views", seed, k)
-			assert.NotEqual(t, firstEpoch(base[k]), firstEpoch(m), "seed %d member %d: training draws its own views", seed, k)
+			assert.NotEqual(t, baseFirst[k], firstEpoch(m), "seed %d member %d: training draws its own views", seed, k)
 		}
 	}
 	testRegion := func(part []int8) []int {

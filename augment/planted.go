@@ -93,9 +93,12 @@ type plantedFact struct {
 // PlantedSelectors — the GNN, the random selector (the paper's ablation) and the
 // facts selector (most facts first: the shortcut a learned selector must also beat) —
 // the latter two with a budget equal to the number of subgraphs the GNN selected, and
-// counts per class the deleted facts recovered and the deleted-fact regions selected. opts.Plan must be false; opts.Config.Seed is
-// replaced by each seed, and opts.Checkpoint is ignored (every damaged index trains its
-// own scorer). ix is not changed.
+// counts per class the deleted facts recovered and the deleted-fact regions selected.
+// opts.Plan must be false. A seed is a replicate of the whole benchmark: opts.Config.Seed
+// is replaced by each seed and opts.Config.SplitSeed is offset by it (so that the
+// scorer's split and the inference roots and walks move with the deletions, as they
+// did before SplitSeed existed), and opts.Checkpoint is ignored (every damaged index
+// trains its own scorer). ix is not changed.
 //
 // With the extractive completer, the cross-chunk facts are first made complete: the
 // completer reads the whole corpus at once, and every cross-chunk fact it derives
@@ -165,7 +168,10 @@ func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts 
 			}
 			o := opts
 			o.Checkpoint = ""
+			// A seed is a replicate of the whole benchmark: the deletions, the scorer's
+			// training and its data sample (split, inference roots and walks) all move.
 			o.Config.Seed = seed
+			o.Config.SplitSeed = opts.Config.SplitSeed + seed
 			o.Config.RandomSelector = selector == "random"
 			o.Config.FactsSelector = selector == "facts"
 			if selector != "gnn" {

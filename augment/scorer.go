@@ -311,7 +311,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 }
 
 // memberRun is what the training of one ensemble member leaves for the ensemble: its
-// partition (member 0's test region is every member's), its validation logits and
+// partition (member 0's, which every member shares), its validation logits and
 // labels (for the calibration) and its logits on the shared test views.
 type memberRun struct {
 	part                  []int8

@@ -382,8 +382,10 @@ func (g *minerGraph) partition(valFrac, testFrac float64, minTest int, seed int6
 // partitionAround is partition with the test region given: the entities test assigns
 // to splitTest stay there (nil: none), and the others are dealt into train and
 // validation regions as partition deals them, the shares counted over all entities.
-// Ensemble members partition around member 0's test region, so that the test split
-// shares no entity with any member's training or validation split.
+// newMember draws the test region with partition and deals the training and
+// validation regions around it with this, under the same seed (the split graphloom's
+// first ensemble gave member 0, kept so that the measured split stays the same); the
+// other members share member 0's split.
 func (g *minerGraph) partitionAround(test []int8, valFrac, testFrac float64, minTest int, seed int64) []int8 {
 	n := len(g.adj)
 	fixed := func(u int32) bool { return test != nil && test[u] == splitTest }

@@ -147,6 +147,7 @@ func TestNumericFlagErrors(t *testing.T) {
 		{[]string{"index", "--corpus", corpus, "--out", filepath.Join(dir, "s.gl"), "--overlap-tokens", "200", "--chunk-tokens", "100"}, "--overlap-tokens 200 must be below --chunk-tokens 100"},
 		{[]string{"augment", "--index", idx, "--epochs", "0"}, "--epochs 0"},
 		{[]string{"augment", "--index", idx, "--llm-timeout", "-1s"}, "--llm-timeout"},
+		{[]string{"augment", "--index", idx, "--split-seed", "1", "--test-seed", "2"}, "--test-seed is the old name of --split-seed: give one of them"},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			r := run(t, nil, tc.args...)
