@@ -37,4 +37,19 @@ for r, p in zip(rows, sys.argv[1:]):
 print(f"  over {len(rows)} seeds: test ROC-AUC {ms('auc')}; ≥ θ {ms('above')}; best shortcut {ms('base')}; ECE {ms('ece')} uncalibrated, {ms('ecec')} calibrated")
 if jac:
     print(f"  mean pairwise Jaccard of the selected sets: {statistics.mean(jac):.3f} (min {min(jac):.3f})")
+# Issue 50's acceptance rows, read off the figures above.
+if len(rows) > 1:
+    mark = lambda ok: "✓" if ok else "✗"
+    auc = [r["auc"] for r in rows]
+    above = [r["above"] for r in rows]
+    m_above = statistics.mean(above)
+    worst = max(abs(a - m_above) for a in above) / max(1e-9, m_above)
+    m_base = statistics.mean(r["base"] for r in rows)
+    ece, ecec = statistics.mean(r["ece"] for r in rows), statistics.mean(r["ecec"] for r in rows)
+    rises = sum(r["ecec"] > r["ece"] for r in rows)
+    print(f"  checks: ROC-AUC sd {statistics.stdev(auc):.3f} ≤ 0.03 {mark(statistics.stdev(auc) <= 0.03)}; "
+          f"count ≥ θ within ±{100 * worst:.0f} % of its mean (≤ 20 %) {mark(worst <= 0.2)}; "
+          f"Jaccard {statistics.mean(jac):.2f} ≥ 0.6 {mark(statistics.mean(jac) >= 0.6)}; "
+          f"mean ROC-AUC {statistics.mean(auc):.3f} ≥ shortcut {m_base:.3f} + 0.10 {mark(statistics.mean(auc) >= m_base + 0.1)}; "
+          f"mean ECE {ece:.3f} → {ecec:.3f} {mark(ecec < ece)} (higher after calibration on {rises} of {len(rows)} seeds)")
 PY
