@@ -52,12 +52,13 @@ type Config struct {
 	// tells it from a root that never had one). On the planted graph (TestScorerLearnsPlantedMissingness)
 	// the scorer reaches 0.82 against 0.79 for an oracle that knows the planted rule.
 	// What it does not do yet is find planted deletions (augment --planted, 2Wiki,
-	// 3 seeds): it selects fewer deleted-fact regions than the random selector,
+	// 3 seeds; one scorer and the default ensemble alike, see Planted): it selects
+	// fewer deleted-fact regions than the random selector,
 	// because deletions drawn uniformly over facts fall on well-connected entities
 	// (the root's fact degree alone tells a deletion's end from other roots at ROC-AUC
 	// 0.81–0.93) while a root that lost all of its few facts is what a corrupted view
-	// looks like most often, so the score ranks those ends low (0.34–0.38), and within
-	// roots of equal degree it tells them apart only weakly (0.50–0.65).
+	// looks like most often, so the score ranks those ends low (0.33–0.38), and within
+	// roots of equal degree it tells them apart only weakly (0.36–0.77).
 	RootCentred bool
 	// TrainRoots and EvalRoots are the roots sampled per epoch and the fixed validation
 	// roots; paper: 128 and 64. TestRoots is the number of test roots whose views are
