@@ -82,8 +82,15 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		if err != nil {
 			return fmt.Errorf("augment: calibrating the scorer: %w", err)
 		}
-		for k := range e.calib {
-			e.calib[k] = train.Platt{A: p.A / sd[k], B: p.B - p.A*mu[k]/sd[k]}
+		tr.CalibrationRefused = ""
+		if p.A > 0 {
+			for k := range e.calib {
+				e.calib[k] = train.Platt{A: p.A / sd[k], B: p.B - p.A*mu[k]/sd[k]}
+			}
+		} else {
+			// A slope ≤ 0 would flatten or invert the members' ranking: keep the raw
+			// probabilities and say so.
+			tr.CalibrationRefused = fmt.Sprintf("the fitted slope a = %.4g on the standardised validation logits is not positive (validation ROC-AUC of member 0 %.3f): it would invert the scorers' ranking, so θ applies to the raw mean probability", p.A, rocOf(runs[0].valLogits, runs[0].valLabels))
 		}
 	}
 	tr.Calibration = e.calib
@@ -113,6 +120,15 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	return nil
+}
+
+// rocOf is the ROC-AUC of logits against labels (0.5 when one class is absent).
+func rocOf(z, y []float32) float64 {
+	s, pos := make([]float64, len(z)), make([]bool, len(z))
+	for i, v := range z {
+		s[i], pos[i] = float64(v), y[i] > 0.5
+	}
+	return train.ROCAUC(s, pos)
 }
 
 // meanStd returns the mean and standard deviation of xs; the deviation is 1 where it

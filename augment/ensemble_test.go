@@ -310,3 +310,43 @@ func TestSplitSeedFixesTheSplit(t *testing.T) {
 	}
 	assert.True(t, moved, "another SplitSeed, another test region")
 }
+
+// TestCalibrationNeverInvertsTheRanking plants validation logits that rank well
+// (ROC-AUC 0.8) but whose few confidently wrong views (negatives at logits 20–30) make
+// the BCE-optimal Platt slope negative (about −0.7 on the standardised logits, by a
+// float64 fit of the same data): applying it would turn a good scorer's ranking upside
+// down, as it did on the example corpus with --split-seed 3 (members' test ROC-AUC
+// 0.86, the ensemble's 0.16). The scaling is refused, the members keep the identity,
+// and the ensemble's test ROC-AUC is the raw logits'.
+func TestCalibrationNeverInvertsTheRanking(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var z, y []float32
+	add := func(n int, lo, hi float64, label float32) {
+		for range n {
+			z = append(z, float32(lo+(hi-lo)*rng.Float64()))
+			y = append(y, label)
+		}
+	}
+	add(60, 0, 1, 1)
+	add(48, -1, 0, 0)
+	add(12, 20, 30, 0)
+	views := make([]view, len(z))
+	for i := range views {
+		views[i] = view{label: y[i], group: i}
+	}
+	runs := []memberRun{{valLogits: z, valLabels: y, testLogits: z, testLabel: y}}
+	cfg := DefaultConfig()
+	var tr TrainReport
+	e := &ensemble{}
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	assert.Contains(t, tr.CalibrationRefused, "not positive")
+	require.Len(t, tr.Calibration, 1)
+	assert.Equal(t, train.Platt{A: 1}, tr.Calibration[0], "the identity")
+	assert.InDelta(t, 0.8, tr.TestAUC, 0.01, "the raw ranking, not its inverse")
+
+	// Well-ranked logits without the outliers are calibrated as before.
+	runs[0] = memberRun{valLogits: z[:108], valLabels: y[:108], testLogits: z[:108], testLabel: y[:108]}
+	require.NoError(t, e.calibrate(runs, views[:108], cfg, &tr))
+	assert.Empty(t, tr.CalibrationRefused)
+	assert.Greater(t, tr.Calibration[0].A, 0.0)
+}

@@ -71,14 +71,18 @@ type TrainReport struct {
 	// ensemble's (its mean calibrated probability), the validation metrics and History
 	// the members' mean, epochs shared (the members train in lockstep), the best epoch
 	// member 0's; Members holds each member's own report.
-	Calibration       []train.Platt `json:"calibration,omitempty"`
-	TestECE           float64       `json:"test_ece"`
-	TestECECalibrated float64       `json:"test_ece_calibrated"`
-	Members           []TrainReport `json:"members,omitempty"`
-	Seconds           float64       `json:"seconds"`
-	Compilations      int64         `json:"compilations"` // executables the scorer compiled while training
-	History           []EvalRow     `json:"history"`
-	Fingerprint       string        `json:"fingerprint"`
+	Calibration []train.Platt `json:"calibration,omitempty"`
+	// CalibrationRefused says why the fitted scaling was not applied (its slope was
+	// not positive, which would invert the ranking); the members then keep the
+	// identity. Empty when it was applied or Config.Calibrate is off.
+	CalibrationRefused string        `json:"calibration_refused,omitempty"`
+	TestECE            float64       `json:"test_ece"`
+	TestECECalibrated  float64       `json:"test_ece_calibrated"`
+	Members            []TrainReport `json:"members,omitempty"`
+	Seconds            float64       `json:"seconds"`
+	Compilations       int64         `json:"compilations"` // executables the scorer compiled while training
+	History            []EvalRow     `json:"history"`
+	Fingerprint        string        `json:"fingerprint"`
 	// IndexGeneration is the kg.Generation of the index the scorer was trained on.
 	IndexGeneration string `json:"index_generation,omitempty"`
 	ChecksumError   string `json:"-"`
@@ -126,7 +130,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		VF, TF    float64
 		TE, MT    int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members; 6: a calibration with a slope ≤ 0 is refused)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -140,7 +144,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 5, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 6, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -217,7 +221,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	if opts.Log != nil {
 		fmt.Fprintf(opts.Log, "scorer (%d member(s), calibrated %v): test ROC-AUC %.3f, ranking %.3f; expected calibration error %.3f → %.3f\n",
-			cfg.Ensemble, cfg.Calibrate, tr.TestAUC, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
+			cfg.Ensemble, cfg.Calibrate && tr.CalibrationRefused == "", tr.TestAUC, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
 	}
 	tr.Fingerprint, tr.IndexGeneration = fp, kg.Generation(ix)
 	if opts.Checkpoint == "" {

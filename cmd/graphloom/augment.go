@@ -262,6 +262,9 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 			if len(tr.Calibration) > 0 {
 				fmt.Fprintf(w, "calibration (test split, 10-bin expected calibration error): %.3f uncalibrated, %.3f calibrated\n", tr.TestECE, tr.TestECECalibrated)
 			}
+			if tr.CalibrationRefused != "" {
+				fmt.Fprintf(w, "calibration not applied: %s\n", tr.CalibrationRefused)
+			}
 		}
 	}
 	fmt.Fprintf(w, "selection (%s): %d root candidates, %d roots, %d subgraphs sampled, %d ≥ θ, %d selected (budget %d)\n",
