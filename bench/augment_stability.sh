@@ -4,6 +4,8 @@
 # scorer's test ROC-AUC, of the number of subgraphs ≥ θ and of the test expected
 # calibration error before and after calibration, and the mean pairwise Jaccard of
 # the selected subgraph sets (a subgraph named by its root entity).
+# STABILITY_FLAG=--split-seed varies the data sample instead of training (--seed then
+# stays at augment's default unless given among the flags).
 #   bench/augment_stability.sh BIN INDEX OUTDIR "SEEDS" [augment flags…]
 set -euo pipefail
 bin=$1
@@ -15,7 +17,7 @@ mkdir -p "$out"
 files=()
 for s in $seeds; do
 	f="$out/seed$s.json"
-	"$bin" augment --index "$index" --plan --no-checkpoint --json --quiet --seed "$s" "$@" >"$f"
+	"$bin" augment --index "$index" --plan --no-checkpoint --json --quiet "${STABILITY_FLAG:---seed}" "$s" "$@" >"$f"
 	files+=("$f")
 done
 /usr/bin/env python3 - "${files[@]}" <<'PY'
