@@ -13,7 +13,8 @@ const eceBins = 10
 
 // ensemble is the trained scorer of a run: Config.Ensemble members on one split
 // (Config.SplitSeed), each with its own seed for its training views, initialisation
-// and dropout, whose calibrated probabilities are averaged. With one member it is the single scorer of the paper.
+// and dropout, whose calibrated probabilities are averaged. With one member it is the
+// single scorer of the paper.
 type ensemble struct {
 	members []Scorer
 	calib   []train.Platt // per member; the identity (A = 1, B = 0) when not calibrated
@@ -62,7 +63,8 @@ func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
 // ranking accuracy, accuracy and BCE of the mean calibrated probability, and the
 // expected calibration error (10 equal-width bins) of the mean probability before
 // and after calibration. Without cfg.Calibrate the members keep the identity and both
-// errors are the uncalibrated one.
+// errors are the uncalibrated one. A fit whose slope is not positive is refused
+// (tr.CalibrationRefused, naming tr.EvalAUC, the validation ROC-AUC already in it).
 func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr *TrainReport) error {
 	e.calib = make([]train.Platt, len(runs))
 	for k := range e.calib {
@@ -90,7 +92,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		} else {
 			// A slope ≤ 0 would flatten or invert the members' ranking: keep the raw
 			// probabilities and say so.
-			tr.CalibrationRefused = fmt.Sprintf("the fitted slope a = %.4g on the standardised validation logits is not positive (validation ROC-AUC of member 0 %.3f): it would invert the scorers' ranking, so θ applies to the raw mean probability", p.A, rocOf(runs[0].valLogits, runs[0].valLabels))
+			tr.CalibrationRefused = fmt.Sprintf("the fitted slope a = %.4g on the standardised validation logits is not positive (validation ROC-AUC %.3f): it would invert the scorers' ranking, so θ applies to the raw mean probability", p.A, tr.EvalAUC)
 		}
 	}
 	tr.Calibration = e.calib
@@ -120,15 +122,6 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	return nil
-}
-
-// rocOf is the ROC-AUC of logits against labels (0.5 when one class is absent).
-func rocOf(z, y []float32) float64 {
-	s, pos := make([]float64, len(z)), make([]bool, len(z))
-	for i, v := range z {
-		s[i], pos[i] = float64(v), y[i] > 0.5
-	}
-	return train.ROCAUC(s, pos)
 }
 
 // meanStd returns the mean and standard deviation of xs; the deviation is 1 where it
