@@ -160,12 +160,14 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	t0 = time.Now()
 	scored := make([]candidate, len(subs))
 	if sc != nil {
-		probs, err := scoreSubgraphs(ctx, feat, sc, subs, progress("score"))
+		logits, err := scoreSubgraphs(ctx, feat, sc, subs, progress("score"))
 		if err != nil {
 			return nil, err
 		}
+		probs := make([]float64, len(subs))
 		for i, s := range subs {
-			scored[i] = candidate{s, probs[i]}
+			probs[i] = sigmoid(logits[i])
+			scored[i] = candidate{sg: s, score: probs[i], logit: logits[i]}
 			if probs[i] >= cfg.Threshold {
 				rep.AboveTheta++
 			}
@@ -173,7 +175,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		rep.ScoreQuantiles = quantiles(probs)
 	} else {
 		for i, s := range subs {
-			scored[i] = candidate{s, 0}
+			scored[i] = candidate{sg: s}
 		}
 		rep.AboveTheta = len(subs)
 	}
@@ -269,8 +271,8 @@ func FormatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// scoreSubgraphs returns the ensemble's missingness probability of every subgraph,
-// in batches.
+// scoreSubgraphs returns the log-odds of the ensemble's missingness probability
+// (ensemble.logit) of every subgraph, in batches.
 func scoreSubgraphs(ctx context.Context, feat *featurizer, sc *ensemble, subs []*subgraph, progress func(done, total int)) ([]float64, error) {
 	const batch = scoreChunk
 	var shapes [][]*kernels.Graph
@@ -294,11 +296,11 @@ func scoreSubgraphs(ctx context.Context, feat *featurizer, sc *ensemble, subs []
 		for _, s := range subs[lo:hi] {
 			gs = append(gs, feat.graph(s, nil))
 		}
-		probs, err := sc.probs(gs)
+		logits, err := sc.logits(gs)
 		if err != nil {
 			return nil, fmt.Errorf("augment: score: %w", err)
 		}
-		out = append(out, probs...)
+		out = append(out, logits...)
 		if progress != nil {
 			progress(hi, len(subs))
 		}

@@ -22,16 +22,44 @@ type ensemble struct {
 
 // prob returns the ensemble's missingness score of one graph from its members'
 // logits: the mean over members of σ(A_k·z_k + B_k).
-func (e *ensemble) prob(logits []float32) float64 {
-	var s float64
+func (e *ensemble) prob(logits []float32) float64 { return sigmoid(e.logit(logits)) }
+
+// logit returns the log-odds of the ensemble's mean probability, log(p̄ / (1 − p̄)),
+// computed from the members' calibrated logits c_k in log space (p̄ = mean σ(c_k),
+// 1 − p̄ = mean σ(−c_k)), so that it keeps its order where every member is confident
+// and p̄ rounds to 1 in float64 (c_k above ≈ 37); selection ranks by it. A steep
+// calibration once made every score of a run exactly 1 and its ranking ties.
+func (e *ensemble) logit(logits []float32) float64 {
+	pos := make([]float64, len(logits)) // log σ(c_k)
+	neg := make([]float64, len(logits)) // log σ(−c_k)
 	for k, z := range logits {
-		s += e.calib[k].Prob(float64(z))
+		c := e.calib[k].A*float64(z) + e.calib[k].B
+		pos[k], neg[k] = -softplus(-c), -softplus(c)
 	}
-	return s / float64(len(logits))
+	return logSumExp(pos) - logSumExp(neg)
 }
 
-// probs scores graphs with every member and returns the ensemble's probabilities.
-func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
+// softplus is log(1 + eˣ), without overflow.
+func softplus(x float64) float64 { return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
+
+// logSumExp is log Σ eˣ of xs, without overflow.
+func logSumExp(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	if math.IsInf(m, -1) {
+		return m
+	}
+	var s float64
+	for _, x := range xs {
+		s += math.Exp(x - m)
+	}
+	return m + math.Log(s)
+}
+
+// logits scores graphs with every member and returns the ensemble's log-odds (logit).
+func (e *ensemble) logits(gs []*kernels.Graph) ([]float64, error) {
 	per := make([][]float32, len(e.members))
 	for k, sc := range e.members {
 		z, err := sc.Logits(gs)
@@ -46,7 +74,7 @@ func (e *ensemble) probs(gs []*kernels.Graph) ([]float64, error) {
 		for k := range per {
 			col[k] = per[k][i]
 		}
-		out[i] = e.prob(col)
+		out[i] = e.logit(col)
 	}
 	return out, nil
 }
@@ -99,6 +127,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 	labels := runs[0].testLabel
 	raw := make([]float64, len(labels))
 	cal := make([]float64, len(labels))
+	logits := make([]float32, len(labels)) // the ensemble's test metrics: those of its logit
 	col := make([]float32, len(runs))
 	for i := range labels {
 		var s float64
@@ -106,16 +135,11 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 			col[k] = r.testLogits[i]
 			s += sigmoid(float64(r.testLogits[i]))
 		}
-		raw[i], cal[i] = s/float64(len(runs)), e.prob(col)
+		l := e.logit(col)
+		raw[i], cal[i], logits[i] = s/float64(len(runs)), sigmoid(l), float32(l)
 	}
 	tr.TestECE = round3(train.ECE(raw, labels, eceBins))
 	tr.TestECECalibrated = round3(train.ECE(cal, labels, eceBins))
-	// The ensemble's test metrics: those of the logit of its probability.
-	logits := make([]float32, len(cal))
-	for i, p := range cal {
-		p = min(max(p, 1e-7), 1-1e-7)
-		logits[i] = float32(math.Log(p / (1 - p)))
-	}
 	row, err := scoreRow(logits, labels, testViews)
 	if err != nil {
 		return err

@@ -54,6 +54,28 @@ func TestEnsembleMeanOfCalibratedProbabilities(t *testing.T) {
 	assert.InDelta(t, (0.5+0.7310585786300049)/2, e.prob([]float32{0, 1}), 1e-12)
 }
 
+// TestEnsembleLogitKeepsConfidentScoresApart checks the ensemble's log-odds against
+// direct formulas: log(p̄/(1 − p̄)) from the mean probability where it is exact, and
+// −log(mean e^−c_k) (σ(−c) = e^−c to within e^−2c) where every member is so
+// confident that p̄ rounds to 1 in float64 and the probabilities tie.
+func TestEnsembleLogitKeepsConfidentScoresApart(t *testing.T) {
+	e := &ensemble{calib: []train.Platt{{A: 1}, {A: 2, B: -1}}}
+	for _, zs := range [][]float32{{0, 1}, {-3, 2}, {4, -6}} {
+		p := (sigmoid(float64(zs[0])) + sigmoid(2*float64(zs[1])-1)) / 2
+		assert.InDelta(t, math.Log(p/(1-p)), e.logit(zs), 1e-9, "%v", zs)
+	}
+	e = &ensemble{calib: []train.Platt{{A: 1}, {A: 1}}}
+	a, b := []float32{40, 45}, []float32{41, 43}
+	require.Equal(t, 1.0, e.prob(a), "the probabilities round to 1")
+	require.Equal(t, e.prob(a), e.prob(b))
+	want := func(c []float32) float64 {
+		return -math.Log((math.Exp(-float64(c[0])) + math.Exp(-float64(c[1]))) / 2)
+	}
+	assert.InDelta(t, want(a), e.logit(a), 1e-9)
+	assert.InDelta(t, want(b), e.logit(b), 1e-9)
+	assert.Greater(t, e.logit(b), e.logit(a), "b's least confident member is the surer")
+}
+
 // seededScorer is fakeScorer that remembers the seed it was made with.
 type seededScorer struct {
 	fakeScorer

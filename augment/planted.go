@@ -370,7 +370,7 @@ func rootEndDiagnostics(ix *graphio.Index, scored []candidate, deleted []planted
 	deg := make([]float64, len(scored))
 	stratum := make([]int, len(scored))
 	for i, c := range scored {
-		scores[i] = c.score
+		scores[i] = c.logit // ranks like the score, without its ties at 1
 		d := degree[c.sg.root]
 		deg[i], stratum[i] = float64(d), d
 	}

@@ -11,7 +11,8 @@ import (
 // candidate is a scored inference subgraph.
 type candidate struct {
 	sg    *subgraph
-	score float64
+	score float64 // the ensemble's probability, against Threshold
+	logit float64 // its log-odds, the ranking (keeps its order where score rounds to 1)
 }
 
 // Selected is a subgraph chosen for completion, with its evidence.
@@ -43,7 +44,7 @@ func selectSubgraphs(ix *graphio.Index, cands []candidate, budget int, cfg Confi
 		}
 		sort.SliceStable(order, func(i, j int) bool { return facts[order[i].sg] > facts[order[j].sg] })
 	default:
-		sort.SliceStable(order, func(i, j int) bool { return order[i].score > order[j].score })
+		sort.SliceStable(order, func(i, j int) bool { return order[i].logit > order[j].logit })
 	}
 	byScore := !cfg.RandomSelector && !cfg.FactsSelector
 	ev := newEvidenceIndex(ix)
