@@ -206,6 +206,16 @@ func TestGraphHelpers(t *testing.T) {
 	assert.Equal(t, roots, g.chainRoots(cands, 10, other), "--seed leaves the inference roots")
 	other.SplitSeed = 7
 	assert.NotEqual(t, roots, g.chainRoots(cands, 10, other), "--split-seed draws them")
+	every := DefaultConfig()
+	every.RootFraction = 1
+	all := g.chainRoots(cands, every.rootBudget(len(ix.Entities)), every)
+	assert.ElementsMatch(t, cands, all, "--root-fraction 1 examines every candidate")
+	every.SplitSeed = 7
+	assert.ElementsMatch(t, all, g.chainRoots(cands, every.rootBudget(len(ix.Entities)), every), "whatever the split seed")
+	for _, f := range []float64{0, -0.1, 1.5} {
+		every.RootFraction = f
+		assert.Error(t, every.Validate(), "root fraction %v", f)
+	}
 	// Walk weights: min(2·support, 5) × α.
 	for u, ns := range g.adj {
 		for _, n := range ns {

@@ -283,6 +283,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("augment: validation and test fractions must be positive with a sum below 1")
 	case c.MinTestEntities < 0:
 		return fmt.Errorf("augment: the least test region size %d must be ≥ 0", c.MinTestEntities)
+	case !(c.RootFraction > 0 && c.RootFraction <= 1) || c.Roots < 0:
+		return fmt.Errorf("augment: the root fraction %v must lie in (0,1] and the root count %d be ≥ 0", c.RootFraction, c.Roots)
 	case c.Threshold < 0 || c.Threshold > 1 || c.MaxJaccard < 0 || c.MaxJaccard > 1:
 		return fmt.Errorf("augment: threshold and Jaccard bound must lie in [0,1]")
 	case !(c.Budget > 0) || math.IsInf(c.Budget, 0):

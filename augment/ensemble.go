@@ -87,8 +87,9 @@ func (e *ensemble) logits(gs []*kernels.Graph) ([]float64, error) {
 // validation logits (members differ in logit scale, and the mean probability would
 // otherwise follow the most confident member), and applies it to every member (the
 // ensemble's test views stay unseen): member k's scaling is σ(a·(z − μ_k)/s_k + b).
-// It fills the report's calibration fields and the ensemble's test metrics: ROC-AUC,
-// ranking accuracy, accuracy and BCE of the mean calibrated probability, and the
+// It fills the report's calibration fields and the ensemble's test metrics: ROC-AUC
+// (and its standard error over the test roots), ranking accuracy, accuracy and BCE of
+// the mean calibrated probability, and the
 // expected calibration error (10 equal-width bins) of the mean probability before
 // and after calibration. Without cfg.Calibrate the members keep the identity and both
 // errors are the uncalibrated one. A fit whose slope is not positive is refused
@@ -145,7 +146,30 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		return err
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
+	tr.TestAUCSE = testAUCSE(logits, labels, testViews)
 	return nil
+}
+
+// testAUCSE is the standard error of the test ROC-AUC over the test roots
+// (TrainReport.TestAUCSE), 0 where it is undefined.
+func testAUCSE(logits, labels []float32, views []view) float64 {
+	if len(views) != len(logits) {
+		return 0
+	}
+	scores := make([]float64, len(logits))
+	pos := make([]bool, len(logits))
+	roots := make([]int, len(logits))
+	for i, l := range logits {
+		if views[i].sg == nil {
+			return 0
+		}
+		scores[i], pos[i], roots[i] = float64(l), labels[i] > 0.5, int(views[i].sg.root)
+	}
+	se := train.ClusterBootstrapSE(scores, pos, roots, 1000, 1)
+	if math.IsNaN(se) {
+		return 0
+	}
+	return round3(se)
 }
 
 // meanStd returns the mean and standard deviation of xs; the deviation is 1 where it

@@ -372,3 +372,30 @@ func TestCalibrationNeverInvertsTheRanking(t *testing.T) {
 	assert.Empty(t, tr.CalibrationRefused)
 	assert.Greater(t, tr.Calibration[0].A, 0.0)
 }
+
+// TestTestAUCSEGroupsViewsByRoot checks that the test ROC-AUC's standard error counts
+// roots, not views: five views of each root with the same score carry the information
+// of one view each, so the error matches that of one view a root, and the error of
+// views taken as independent is well below it.
+func TestTestAUCSEGroupsViewsByRoot(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	var one, five []view
+	var l1, l5, y1, y5 []float32
+	for r := range 80 {
+		y := float32(r % 2)
+		z := float32(rng.NormFloat64()) + y
+		one, l1, y1 = append(one, view{sg: &subgraph{root: int32(r)}, label: y}), append(l1, z), append(y1, y)
+		for range 5 {
+			five, l5, y5 = append(five, view{sg: &subgraph{root: int32(r)}, label: y}), append(l5, z), append(y5, y)
+		}
+	}
+	se1, se5 := testAUCSE(l1, y1, one), testAUCSE(l5, y5, five)
+	require.Positive(t, se1)
+	assert.InEpsilon(t, se1, se5, 0.15)
+	apart := make([]view, len(five))
+	for i := range apart {
+		apart[i] = view{sg: &subgraph{root: int32(i)}, label: y5[i]}
+	}
+	assert.Less(t, testAUCSE(l5, y5, apart), se5/1.8, "views taken as independent")
+	assert.Zero(t, testAUCSE(l5, y5, one), "views and logits differ in number")
+}

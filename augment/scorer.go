@@ -58,7 +58,14 @@ type TrainReport struct {
 	TestBCE      float64 `json:"test_bce"`
 	TestAccuracy float64 `json:"test_accuracy"`
 	TestAUC      float64 `json:"test_roc_auc"`
-	TestRanking  float64 `json:"test_ranking_accuracy"`
+	// TestAUCSE is the standard error of TestAUC from the test split's size: the
+	// bootstrap over the test roots (a root's views resampled together, as they are
+	// not independent; train.ClusterBootstrapSE, 1,000 resamples). A test split of a
+	// dozen roots (example corpus) measures the ROC-AUC to about ± 0.05–0.08 whatever
+	// the scorer: differences between runs below that are the test split's, not the
+	// scorer's. 0 in reports of earlier checkpoints.
+	TestAUCSE   float64 `json:"test_roc_auc_se,omitempty"`
+	TestRanking float64 `json:"test_ranking_accuracy"`
 	// Baselines is the test ROC-AUC of shortcut classifiers that see only a view's
 	// structure (shortcutBaselines); BestBaseline the highest of them.
 	Baselines    map[string]float64 `json:"shortcut_baselines_test_roc_auc"`
@@ -220,8 +227,8 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 	}
 	tr.Seconds = round3(time.Since(t0).Seconds())
 	if opts.Log != nil {
-		fmt.Fprintf(opts.Log, "scorer (%d member(s), calibrated %v): test ROC-AUC %.3f, ranking %.3f; expected calibration error %.3f → %.3f\n",
-			cfg.Ensemble, cfg.Calibrate && tr.CalibrationRefused == "", tr.TestAUC, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
+		fmt.Fprintf(opts.Log, "scorer (%d member(s), calibrated %v): test ROC-AUC %.3f ± %.3f, ranking %.3f; expected calibration error %.3f → %.3f\n",
+			cfg.Ensemble, cfg.Calibrate && tr.CalibrationRefused == "", tr.TestAUC, tr.TestAUCSE, tr.TestRanking, tr.TestECE, tr.TestECECalibrated)
 	}
 	tr.Fingerprint, tr.IndexGeneration = fp, kg.Generation(ix)
 	if opts.Checkpoint == "" {

@@ -26,7 +26,7 @@ rows = []
 for path in sys.argv[1:]:
     r = json.load(open(path))["report"]
     t = r["training"]
-    rows.append(dict(auc=t["test_roc_auc"], base=t["best_shortcut_baseline"], above=r["subgraphs_above_threshold"],
+    rows.append(dict(auc=t["test_roc_auc"], se=t.get("test_roc_auc_se", float("nan")), base=t["best_shortcut_baseline"], above=r["subgraphs_above_threshold"],
                      sampled=r["sampled_subgraphs"], ece=t.get("test_ece", float("nan")), ecec=t.get("test_ece_calibrated", float("nan")),
                      sel={s["root"] for s in r.get("selected") or []}, secs=float(r["stage_seconds"].get("train", 0))))
 def ms(k):
@@ -35,8 +35,8 @@ def ms(k):
     return f"{statistics.mean(xs):.3f} ± {sd:.3f}"
 jac = [len(a["sel"] & b["sel"]) / max(1, len(a["sel"] | b["sel"])) for a, b in itertools.combinations(rows, 2)]
 for r, p in zip(rows, sys.argv[1:]):
-    print(f"  {p.rsplit('/', 1)[-1]}: test ROC-AUC {r['auc']:.3f} (best shortcut {r['base']:.3f}), {r['above']} of {r['sampled']} ≥ θ, {len(r['sel'])} selected, ECE {r['ece']:.3f} → {r['ecec']:.3f}, train {r['secs']:.0f}s")
-print(f"  over {len(rows)} seeds: test ROC-AUC {ms('auc')}; ≥ θ {ms('above')}; best shortcut {ms('base')}; ECE {ms('ece')} uncalibrated, {ms('ecec')} calibrated")
+    print(f"  {p.rsplit('/', 1)[-1]}: test ROC-AUC {r['auc']:.3f} ± {r['se']:.3f} (best shortcut {r['base']:.3f}), {r['above']} of {r['sampled']} ≥ θ, {len(r['sel'])} selected, ECE {r['ece']:.3f} → {r['ecec']:.3f}, train {r['secs']:.0f}s")
+print(f"  over {len(rows)} seeds: test ROC-AUC {ms('auc')} (a run's own standard error from its test roots: {ms('se')}); ≥ θ {ms('above')}; best shortcut {ms('base')}; ECE {ms('ece')} uncalibrated, {ms('ecec')} calibrated")
 if jac:
     print(f"  mean pairwise Jaccard of the selected sets: {statistics.mean(jac):.3f} (min {min(jac):.3f})")
 # Issue 50's acceptance rows, read off the figures above.

@@ -200,7 +200,8 @@ rerun does not repeat paid calls.`,
 	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn, random and facts selectors (3 seeds, each moving the deletions, the scorer's training and its data sample) and count what each recovers; the index is not changed")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
-	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: 0.1 × entities)")
+	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: --root-fraction × entities)")
+	f.Float64Var(&cfg.RootFraction, "root-fraction", cfg.RootFraction, "inference roots as a share of entities when --roots is 0 (the paper's 0.1 examines a random tenth of the root candidates, drawn by --split-seed; 1 examines every candidate, so that the selection does not depend on that draw)")
 	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "least missingness score θ")
 	f.Float64Var(&cfg.MaxJaccard, "max-jaccard", cfg.MaxJaccard, "skip subgraphs overlapping a selected one by more than this node-Jaccard")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
@@ -218,6 +219,7 @@ rerun does not repeat paid calls.`,
 	limitChoices(cmd, "node-features", augment.FeaturesAuto, augment.FeaturesEvidence, augment.FeaturesEmbedding, augment.FeaturesBoth)
 	limitFlag(cmd, "budget", flagRange{lo: 0, hi: 1e6, loOpen: true})
 	limitFlag(cmd, "roots", atLeast0(1e7))
+	limitFlag(cmd, "root-fraction", flagRange{lo: 0, hi: 1, loOpen: true})
 	limitFlag(cmd, "threshold", unit)
 	limitFlag(cmd, "max-jaccard", unit)
 	limitFlag(cmd, "epochs", atLeast1(1e5))
@@ -257,8 +259,12 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 			if n := len(tr.Members); n > 1 {
 				how = fmt.Sprintf("ensemble of %d in lockstep, %s", n, how)
 			}
-			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %.3f, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f\n",
-				how, tr.TestAUC, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline)
+			auc := fmt.Sprintf("%.3f", tr.TestAUC)
+			if tr.TestAUCSE > 0 {
+				auc += fmt.Sprintf(" ± %.3f", tr.TestAUCSE)
+			}
+			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %s, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f\n",
+				how, auc, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline)
 			if len(tr.Calibration) > 0 {
 				fmt.Fprintf(w, "calibration (test split, 10-bin expected calibration error): %.3f uncalibrated, %.3f calibrated\n", tr.TestECE, tr.TestECECalibrated)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand"
 	"sort"
 )
 
@@ -94,6 +95,53 @@ func ROCAUC(scores []float64, positive []bool) float64 {
 		return math.NaN()
 	}
 	return (rankSum - nPos*(nPos+1)/2) / (nPos * nNeg)
+}
+
+// ClusterBootstrapSE is the standard error of ROCAUC(scores, positive) when items of
+// one cluster are not independent (views sampled around one root): the standard
+// deviation of the ROC-AUC over reps bootstrap resamples that draw whole clusters with
+// replacement (seeded by seed). With every item its own cluster it is the ordinary
+// bootstrap, which for large samples agrees with DeLong's variance. It returns NaN
+// with fewer than two clusters, and resamples that lack a class are skipped.
+func ClusterBootstrapSE(scores []float64, positive []bool, cluster []int, reps int, seed int64) float64 {
+	if len(scores) != len(positive) || len(scores) != len(cluster) || reps < 2 {
+		return math.NaN()
+	}
+	byCluster := map[int][]int{}
+	var ids []int
+	for i, c := range cluster {
+		if _, ok := byCluster[c]; !ok {
+			ids = append(ids, c)
+		}
+		byCluster[c] = append(byCluster[c], i)
+	}
+	if len(ids) < 2 {
+		return math.NaN()
+	}
+	rng := rand.New(rand.NewSource(seed))
+	var s, q float64
+	n := 0
+	var rs []float64
+	var rp []bool
+	for range reps {
+		rs, rp = rs[:0], rp[:0]
+		for range ids {
+			for _, i := range byCluster[ids[rng.Intn(len(ids))]] {
+				rs = append(rs, scores[i])
+				rp = append(rp, positive[i])
+			}
+		}
+		if a := ROCAUC(rs, rp); !math.IsNaN(a) {
+			s += a
+			q += a * a
+			n++
+		}
+	}
+	if n < 2 {
+		return math.NaN()
+	}
+	m := s / float64(n)
+	return math.Sqrt(max(0, (q-float64(n)*m*m)/float64(n-1)))
 }
 
 // EarlyStopping tracks a validation loss (lower is better).

@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -132,4 +133,89 @@ func TestConfigValidate(t *testing.T) {
 			assert.Error(t, c.Validate())
 		})
 	}
+}
+
+// delongSE is DeLong's nonparametric standard error of the ROC-AUC of independent
+// items, from its structural components (the independent reference of
+// TestClusterBootstrapSE).
+func delongSE(scores []float64, positive []bool) float64 {
+	var pos, neg []float64
+	for i, s := range scores {
+		if positive[i] {
+			pos = append(pos, s)
+		} else {
+			neg = append(neg, s)
+		}
+	}
+	psi := func(x, y float64) float64 {
+		switch {
+		case x > y:
+			return 1
+		case x == y:
+			return 0.5
+		}
+		return 0
+	}
+	v10 := make([]float64, len(pos))
+	v01 := make([]float64, len(neg))
+	for i, x := range pos {
+		for j, y := range neg {
+			p := psi(x, y)
+			v10[i] += p / float64(len(neg))
+			v01[j] += p / float64(len(pos))
+		}
+	}
+	variance := func(v []float64) float64 {
+		var m, q float64
+		for _, x := range v {
+			m += x / float64(len(v))
+		}
+		for _, x := range v {
+			q += (x - m) * (x - m)
+		}
+		return q / float64(len(v)-1)
+	}
+	return math.Sqrt(variance(v10)/float64(len(pos)) + variance(v01)/float64(len(neg)))
+}
+
+// TestClusterBootstrapSE checks the clustered bootstrap against DeLong's standard
+// error: with every item its own cluster they agree; with every item copied five
+// times into one cluster the copies add no information, so the standard error stays
+// the original's (DeLong's of the originals), where treating the copies as
+// independent would shrink it by √5.
+func TestClusterBootstrapSE(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	const n = 120
+	var scores []float64
+	var pos []bool
+	for i := range n {
+		p := i%2 == 0
+		s := rng.NormFloat64()
+		if p {
+			s += 1
+		}
+		scores, pos = append(scores, s), append(pos, p)
+	}
+	ref := delongSE(scores, pos)
+	own := make([]int, n)
+	for i := range own {
+		own[i] = i
+	}
+	assert.InEpsilon(t, ref, ClusterBootstrapSE(scores, pos, own, 2000, 1), 0.1, "independent items")
+
+	var rs []float64
+	var rp []bool
+	var cl, each []int
+	for i := range n {
+		for range 5 {
+			rs, rp = append(rs, scores[i]), append(rp, pos[i])
+			cl, each = append(cl, i), append(each, len(each))
+		}
+	}
+	clustered := ClusterBootstrapSE(rs, rp, cl, 2000, 1)
+	assert.InEpsilon(t, ref, clustered, 0.1, "copies in one cluster")
+	assert.Greater(t, clustered, 1.8*ClusterBootstrapSE(rs, rp, each, 2000, 1), "copies taken as independent")
+
+	assert.True(t, math.IsNaN(ClusterBootstrapSE(scores, pos, make([]int, n), 100, 1)), "one cluster")
+	assert.True(t, math.IsNaN(ClusterBootstrapSE(scores, pos[:3], own, 100, 1)), "lengths differ")
 }
