@@ -201,7 +201,7 @@ rerun does not repeat paid calls.`,
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: --root-fraction × entities)")
-	f.Float64Var(&cfg.RootFraction, "root-fraction", cfg.RootFraction, "inference roots as a share of entities when --roots is 0 (the paper's 0.1 examines a random tenth of the root candidates, drawn by --split-seed; 1 examines every candidate, so that the selection does not depend on that draw)")
+	f.Float64Var(&cfg.RootFraction, "root-fraction", cfg.RootFraction, "inference roots as a share of entities when --roots is 0 (the paper's 0.1 examines a random tenth of the root candidates, drawn by --split-seed; 1 examines every candidate, so that the selection does not depend on that draw, but it then leans harder on the scorer's ranking: on planted deletions it found fewer)")
 	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "least missingness score θ")
 	f.Float64Var(&cfg.MaxJaccard, "max-jaccard", cfg.MaxJaccard, "skip subgraphs overlapping a selected one by more than this node-Jaccard")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
