@@ -3,6 +3,7 @@ package augment
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/train"
@@ -100,13 +101,20 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		e.calib[k] = train.Platt{A: 1}
 	}
 	if cfg.Calibrate {
-		var z, y []float32
+		var z, raw, y []float32
+		var roots []int32
 		mu, sd := make([]float64, len(runs)), make([]float64, len(runs))
 		for k, r := range runs {
 			mu[k], sd[k] = meanStd(r.valLogits)
-			for _, v := range r.valLogits {
+			for i, v := range r.valLogits {
 				z = append(z, float32((float64(v)-mu[k])/sd[k]))
+				root := int32(i) // without roots (tests), every view its own
+				if len(r.valRoots) == len(r.valLogits) {
+					root = r.valRoots[i]
+				}
+				roots = append(roots, root)
 			}
+			raw = append(raw, r.valLogits...)
 			y = append(y, r.valLabels...)
 		}
 		p, err := train.FitPlatt(z, y)
@@ -114,14 +122,18 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 			return fmt.Errorf("augment: calibrating the scorer: %w", err)
 		}
 		tr.CalibrationRefused = ""
-		if p.A > 0 {
-			for k := range e.calib {
-				e.calib[k] = train.Platt{A: p.A / sd[k], B: p.B - p.A*mu[k]/sd[k]}
-			}
-		} else {
+		cal, unc, groups, folds := calibrationCV(z, raw, y, roots)
+		switch {
+		case !(p.A > 0):
 			// A slope ≤ 0 would flatten or invert the members' ranking: keep the raw
 			// probabilities and say so.
 			tr.CalibrationRefused = fmt.Sprintf("the fitted slope a = %.4g on the standardised validation logits is not positive (validation ROC-AUC %.3f): it would invert the scorers' ranking, so θ applies to the raw mean probability", p.A, tr.EvalAUC)
+		case folds > 1 && cal >= unc:
+			tr.CalibrationRefused = fmt.Sprintf("fitted with each of %d groups of validation roots held out in turn (%d could be fitted without), the scaling predicts the held-out roots' views worse than the raw scores do (BCE %.3f against %.3f): it would not carry to other regions of the graph, so θ applies to the raw mean probability", groups, folds, cal, unc)
+		default:
+			for k := range e.calib {
+				e.calib[k] = train.Platt{A: p.A / sd[k], B: p.B - p.A*mu[k]/sd[k]}
+			}
 		}
 	}
 	tr.Calibration = e.calib
@@ -170,6 +182,58 @@ func testAUCSE(logits, labels []float32, views []view) float64 {
 		return 0
 	}
 	return round3(se)
+}
+
+// calibrationFolds is the number of root folds of calibrationCV.
+const calibrationFolds = 5
+
+// calibrationCV cross-validates the calibration over validation roots: the distinct
+// roots are dealt in ascending order into up to calibrationFolds folds; for each fold
+// a Platt scaling is fitted to the standardised logits z of the views of the other
+// folds and scores the fold's views. It returns the mean BCE of those held-out
+// calibrated probabilities, the mean BCE of the raw logits (σ of the member's own
+// logit, what the scores are without calibration) on the same views, the number of
+// folds and the number scored (a fold is skipped when no scaling can be fitted
+// without it: one class left, or a fit that diverges). A root's views
+// share its neighbourhood, so held-out roots, not held-out views, show whether a
+// scaling carries to other regions of the graph (the test split, inference roots).
+func calibrationCV(z, raw, y []float32, roots []int32) (cal, unc float64, groups, folds int) {
+	ids := slices.Clone(roots)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	k := min(calibrationFolds, len(ids))
+	if k < 2 {
+		return 0, 0, k, 0
+	}
+	fold := make(map[int32]int, len(ids))
+	for i, r := range ids {
+		fold[r] = i % k
+	}
+	n := 0
+	for f := range k {
+		var fz, fy []float32
+		for i, r := range roots {
+			if fold[r] != f {
+				fz, fy = append(fz, z[i]), append(fy, y[i])
+			}
+		}
+		p, err := train.FitPlatt(fz, fy)
+		if err != nil {
+			continue // one class left: this fold cannot be scored
+		}
+		folds++
+		for i, r := range roots {
+			if fold[r] == f {
+				cal += train.BCEWithLogits(p.A*float64(z[i])+p.B, float64(y[i]))
+				unc += train.BCEWithLogits(float64(raw[i]), float64(y[i]))
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0, 0, k, 0
+	}
+	return cal / float64(n), unc / float64(n), k, folds
 }
 
 // meanStd returns the mean and standard deviation of xs; the deviation is 1 where it

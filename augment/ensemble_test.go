@@ -399,3 +399,79 @@ func TestTestAUCSEGroupsViewsByRoot(t *testing.T) {
 	assert.Less(t, testAUCSE(l5, y5, apart), se5/1.8, "views taken as independent")
 	assert.Zero(t, testAUCSE(l5, y5, one), "views and logits differ in number")
 }
+
+// TestCalibrationCarriesAcrossRoots checks the calibration's cross-validation over
+// validation roots against two constructions with known answers. Overconfident raw
+// logits (ten times the log-odds that generated the labels) are the case calibration
+// exists for: fitted without some roots, the scaling still predicts them better than
+// the raw scores, and it is applied. Logits whose spread is mostly a per-root offset
+// (each root's views a tight cluster around its own level, the label decided within
+// the root by a hair) fit a steep scaling on all roots that does not carry to a held-out
+// root, so it is refused and the members keep the identity.
+func TestCalibrationCarriesAcrossRoots(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var z, y []float32
+	var roots []int32
+	for r := range 40 {
+		for range 8 {
+			l := 2 * rng.NormFloat64()
+			label := float32(0)
+			if rng.Float64() < sigmoid(l) {
+				label = 1
+			}
+			z, y, roots = append(z, float32(10*l)), append(y, label), append(roots, int32(r))
+		}
+	}
+	views := make([]view, len(z))
+	for i := range views {
+		views[i] = view{sg: &subgraph{root: roots[i]}, label: y[i], group: int(roots[i])}
+	}
+	cfg := DefaultConfig()
+	var tr TrainReport
+	e := &ensemble{}
+	runs := []memberRun{{valLogits: z, valLabels: y, valRoots: roots, testLogits: z, testLabel: y}}
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	require.Empty(t, tr.CalibrationRefused)
+	assert.InDelta(t, 0.1, tr.Calibration[0].A, 0.03, "the scaling undoes the factor ten")
+	cal, unc, groups, folds := calibrationCV(standardised(z), z, y, roots)
+	assert.Equal(t, calibrationFolds, groups)
+	assert.Equal(t, calibrationFolds, folds)
+	assert.Less(t, cal, unc)
+
+	// Five roots with half their views positive, a hair (0.05) above the negatives;
+	// four roots lie close together (levels 0–0.03), the fifth far above (0.3). Without
+	// the fifth the other four are separable and the scaling fitted on them is steep,
+	// so the fifth root's negatives, all above their boundary, come out confidently
+	// wrong: held out by root, the scaling loses to the raw scores.
+	z, y, roots = nil, nil, nil
+	for r, level := range []float64{0, 0.01, 0.02, 0.03, 0.3} {
+		for i := range 20 {
+			label := float32(i % 2)
+			z, y, roots = append(z, float32(level+0.05*float64(label)+0.001*rng.NormFloat64())), append(y, label), append(roots, int32(r))
+		}
+	}
+	views = make([]view, len(z))
+	for i := range views {
+		views[i] = view{sg: &subgraph{root: roots[i]}, label: y[i], group: int(roots[i])}
+	}
+	runs = []memberRun{{valLogits: z, valLabels: y, valRoots: roots, testLogits: z, testLabel: y}}
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	assert.Contains(t, tr.CalibrationRefused, "held-out", "refused: %+v", tr.Calibration)
+	assert.Equal(t, train.Platt{A: 1}, tr.Calibration[0], "the identity")
+	// The same views, every one its own root: the offsets no longer hide from the
+	// folds, and the scaling is applied.
+	runs[0].valRoots = nil
+	require.NoError(t, e.calibrate(runs, views, cfg, &tr))
+	assert.Empty(t, tr.CalibrationRefused)
+}
+
+// standardised returns z standardised by its own mean and deviation (as calibrate does
+// for each member).
+func standardised(z []float32) []float32 {
+	m, s := meanStd(z)
+	out := make([]float32, len(z))
+	for i, v := range z {
+		out[i] = float32((float64(v) - m) / s)
+	}
+	return out
+}

@@ -138,7 +138,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		VF, TF    float64
 		TE, MT    int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members; 6: a calibration with a slope ≤ 0 is refused)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members; 6: a calibration with a slope ≤ 0 is refused; 7: and one that does not beat the raw scores on held-out validation roots)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -152,7 +152,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 6, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 7, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -328,6 +328,7 @@ func trainScorer(ctx context.Context, g *minerGraph, feat *featurizer, cands []i
 type memberRun struct {
 	part                  []int8
 	valLogits, valLabels  []float32
+	valRoots              []int32 // each validation view's root (calibrationCV's folds)
 	testLogits, testLabel []float32
 	testViews             []view
 }
@@ -604,6 +605,10 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 			return []TrainReport{ms[0].tr}, nil, nil, err
 		}
 		m.run.valLogits, m.run.valLabels = valLogits, m.valLabels
+		m.run.valRoots = make([]int32, len(m.valViews))
+		for i, v := range m.valViews {
+			m.run.valRoots[i] = v.sg.root
+		}
 		tr.BestEpoch = m.bestEpoch
 		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 		testGraphs, testLabels := graphsOf(feat, m.run.testViews)
