@@ -93,8 +93,11 @@ func (e *ensemble) logits(gs []*kernels.Graph) ([]float64, error) {
 // the mean calibrated probability, and the
 // expected calibration error (10 equal-width bins) of the mean probability before
 // and after calibration. Without cfg.Calibrate the members keep the identity and both
-// errors are the uncalibrated one. A fit whose slope is not positive is refused
-// (tr.CalibrationRefused, naming tr.EvalAUC, the validation ROC-AUC already in it).
+// errors are the uncalibrated one. A fit is refused (tr.CalibrationRefused; the
+// members keep the identity) when its slope is not positive (naming tr.EvalAUC, the
+// validation ROC-AUC already in it) or when it does not carry across validation
+// roots: fitted without each group of roots in turn, it predicts their views worse
+// than the raw scores do (calibrationCV).
 func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr *TrainReport) error {
 	e.calib = make([]train.Platt, len(runs))
 	for k := range e.calib {
