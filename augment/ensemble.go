@@ -21,11 +21,9 @@ type ensemble struct {
 	calib   []train.Platt // per member; the identity (A = 1, B = 0) when not calibrated
 }
 
-// prob returns the ensemble's missingness score of one graph from its members'
-// logits: the mean over members of σ(A_k·z_k + B_k).
-func (e *ensemble) prob(logits []float32) float64 { return sigmoid(e.logit(logits)) }
-
-// logit returns the log-odds of the ensemble's mean probability, log(p̄ / (1 − p̄)),
+// logit returns the log-odds of the ensemble's missingness score of one graph from
+// its members' logits z_k: the score is the mean probability p̄ = mean σ(A_k·z_k + B_k)
+// = σ(logit), and logit is log(p̄ / (1 − p̄)),
 // computed from the members' calibrated logits c_k in log space (p̄ = mean σ(c_k),
 // 1 − p̄ = mean σ(−c_k)), so that it keeps its order where every member is confident
 // and p̄ rounds to 1 in float64 (c_k above ≈ 37); selection ranks by it. A steep

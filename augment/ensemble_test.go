@@ -51,7 +51,7 @@ func TestPartitionAroundKeepsTheTestRegion(t *testing.T) {
 // (σ(0) + σ(1))/2.
 func TestEnsembleMeanOfCalibratedProbabilities(t *testing.T) {
 	e := &ensemble{calib: []train.Platt{{A: 1}, {A: 2, B: -1}}}
-	assert.InDelta(t, (0.5+0.7310585786300049)/2, e.prob([]float32{0, 1}), 1e-12)
+	assert.InDelta(t, (0.5+0.7310585786300049)/2, sigmoid(e.logit([]float32{0, 1})), 1e-12)
 }
 
 // TestEnsembleLogitKeepsConfidentScoresApart checks the ensemble's log-odds against
@@ -66,8 +66,8 @@ func TestEnsembleLogitKeepsConfidentScoresApart(t *testing.T) {
 	}
 	e = &ensemble{calib: []train.Platt{{A: 1}, {A: 1}}}
 	a, b := []float32{40, 45}, []float32{41, 43}
-	require.Equal(t, 1.0, e.prob(a), "the probabilities round to 1")
-	require.Equal(t, e.prob(a), e.prob(b))
+	require.Equal(t, 1.0, sigmoid(e.logit(a)), "the probabilities round to 1")
+	require.Equal(t, sigmoid(e.logit(a)), sigmoid(e.logit(b)))
 	want := func(c []float32) float64 {
 		return -math.Log((math.Exp(-float64(c[0])) + math.Exp(-float64(c[1]))) / 2)
 	}
