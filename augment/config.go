@@ -135,11 +135,13 @@ type Config struct {
 	// They are not stacked into one GoMLX graph with one optimizer step (the issue's
 	// wording): the members now share the split and its padded shapes, so a stacked
 	// step would need one variable store with K scopes (models.RGCNClassifier owns its
-	// store), and on the CPU backend a step's time grows with its arithmetic (R-GCN
-	// step 105 ms at width 128, 209 ms at 256, DEVELOPERS' GoMLX notes): K stacked
-	// members do K times the arithmetic, so stacking would save only the per-step
-	// dispatch, not K−1 trainings. On a GPU it would save more; not built, as no GPU
-	// has been lent to this work. K members cost K trainings.
+	// store), and on the CPU backend a step's time grows with its work: bench/rgcn's
+	// training step at the scorer's evidence width (86) and hidden 256, subgraphs of
+	// 8–20 nodes, takes 58 ms for 32 subgraphs and 168 ms for 96 (2.9×; Go backend,
+	// AVX-512, 2 cores, 2026-12-06), so three members stacked on one step's batch axis
+	// would save about 3 % of their time, not two trainings. On a GPU, where such a
+	// step is launch-bound, it would save more; not built, as no GPU has been lent to
+	// this work. K members cost K trainings.
 	//
 	// Measured (augment --plan --no-checkpoint, seeds 42, 1, 2, 3, 4, SplitSeed 0;
 	// test ROC-AUC, count ≥ θ, mean pairwise Jaccard of the selected sets, test ECE
@@ -264,17 +266,22 @@ type Config struct {
 	// from SplitSeed, see Ensemble.
 	//
 	// What SplitSeed itself moves (default ensemble, Seed 42, SplitSeeds 0–4 on the
-	// example corpus, 0–2 on 2Wiki; 2026-12-06): on the example corpus (12–14 test and
-	// 5–16 validation roots) test ROC-AUC 0.661–0.846 (0.726 ± 0.070), but each run's own
-	// test split measures it only to ± 0.101 on average (TrainReport.TestAUCSE), so the
+	// example corpus, 0–2 on 2Wiki; 2026-12-06): on the example corpus (7–13 test and
+	// 8–12 validation roots with views) test ROC-AUC 0.536–0.710 (0.644 ± 0.076; best
+	// shortcut 0.568 ± 0.060, above the scorer on SplitSeed 4), but each run's own test
+	// split measures it only to ± 0.101 on average (TrainReport.TestAUCSE), so the
 	// spread is within what one test split can tell; what the sample does move there is
-	// the calibration, fitted on its validation roots, and with it the count ≥ θ (6–46
-	// of 68; one sample's calibrated scores, test ECE 0.369 → 0.324, put 6 above θ) and
-	// the selection (selected sets' Jaccard 0.35; test ECE 0.349 → 0.201 on average).
-	// On 2Wiki the scorer is steady across samples (0.809 ± 0.016 against a run's own
-	// ± 0.021, shortcut 0.645; 2,481 ± 39 ≥ θ) but with the paper's RootFraction the
-	// selected sets overlap by 0.11: each sample examines another fifth of the 20,771
-	// root candidates, and selection can only pick what was examined; with
+	// the calibration, fitted on its validation roots, and with it the count ≥ θ (8–46
+	// of 68) and the selection (selected sets' Jaccard 0.31, least pair 0.15; test ECE
+	// 0.419 → 0.191 on average). Those are SplitSeeds with partitions of their own and
+	// validation and test views from ≥ minSplitRoots roots; before both (SplitSeeds 0
+	// and 1 shared regions, and SplitSeed 4 kept a validation region whose views came
+	// from 2 roots) the same sweep read 0.726 ± 0.070, 6–46 and 0.35. On 2Wiki the
+	// scorer is steady across samples (0.809 ± 0.016 against a run's own ± 0.021,
+	// shortcut 0.645; 2,481 ± 39 ≥ θ; measured when SplitSeeds 1 and 2 still drew
+	// other partitions, each a sample all the same) but with the paper's RootFraction
+	// the selected sets overlap by 0.11: each sample examines another fifth of the
+	// 20,771 root candidates, and selection can only pick what was examined; with
 	// RootFraction 1, 0.62 (see RootFraction).
 	SplitSeed int64
 }

@@ -475,3 +475,52 @@ func standardised(z []float32) []float32 {
 	}
 	return out
 }
+
+// TestSplitNeedsViewsFromSeveralRoots: newMember keeps the first partition whose
+// validation and test views both come from ≥ minSplitRoots distinct roots (counted
+// here from the views themselves), every earlier attempt having fallen short or drawn
+// no views; and no two SplitSeeds share a partition (graphloom's first draws gave
+// SplitSeed s's retries SplitSeed s+1's regions, so 0 and 1 had the same split on the
+// example corpus).
+func TestSplitNeedsViewsFromSeveralRoots(t *testing.T) {
+	ix := harbourIndex(t)
+	cfg := DefaultConfig()
+	cfg.TrainRoots, cfg.EvalRoots, cfg.TestRoots = 32, 64, 64
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	cands := g.rootCandidates()
+	distinct := func(vs []view) int {
+		var rs []int32
+		for _, v := range vs {
+			rs = append(rs, v.sg.nodes[v.sg.rootIndex()])
+		}
+		slices.Sort(rs)
+		return len(slices.Compact(rs))
+	}
+	var parts [][]int8
+	retried := 0
+	for split := int64(0); split < 6; split++ {
+		c := cfg
+		c.SplitSeed = split
+		m, err := newMember(g, feat, cands, &fakeScorer{}, c, 0, nil)
+		require.NoError(t, err, "split seed %d", split)
+		tr := m.tr
+		assert.Equal(t, distinct(m.valViews), tr.ValViewRoots, "split seed %d: validation roots", split)
+		assert.Equal(t, distinct(m.run.testViews), tr.TestViewRoots, "split seed %d: test roots", split)
+		assert.GreaterOrEqual(t, min(tr.ValViewRoots, tr.TestViewRoots), minSplitRoots, "split seed %d", split)
+		for a := range tr.Partition {
+			d := g.drawSplit(cands, c, a)
+			assert.True(t, !d.ok || min(distinct(d.val), distinct(d.test)) < minSplitRoots,
+				"split seed %d: attempt %d had views from %d and %d roots and was passed over", split, a, distinct(d.val), distinct(d.test))
+			if d.ok {
+				retried++
+			}
+		}
+		for i, p := range parts {
+			assert.False(t, slices.Equal(p, m.run.part), "split seeds %d and %d share a partition", i, split)
+		}
+		parts = append(parts, m.run.part)
+	}
+	t.Logf("%d partitions with views passed over for too few roots", retried)
+}

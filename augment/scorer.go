@@ -49,6 +49,13 @@ type TrainReport struct {
 	TrainViews int    `json:"train_views_per_epoch"`
 	EvalViews  int    `json:"val_views"`
 	TestViews  int    `json:"test_views"`
+	// ValViewRoots and TestViewRoots count the distinct roots the validation and test
+	// views come from (views of one root share its neighbourhood); Partition is the
+	// partition attempt kept (0: the first; see minSplitRoots). 0 in reports of
+	// earlier checkpoints.
+	ValViewRoots  int `json:"val_view_roots,omitempty"`
+	TestViewRoots int `json:"test_view_roots,omitempty"`
+	Partition     int `json:"partition_attempt,omitempty"`
 	// Validation metrics at the best epoch.
 	EvalBCE      float64 `json:"val_bce"`
 	EvalAccuracy float64 `json:"val_accuracy"`
@@ -61,7 +68,7 @@ type TrainReport struct {
 	// TestAUCSE is the standard error of TestAUC from the test split's size: the
 	// bootstrap over the test roots (a root's views resampled together, as they are
 	// not independent; train.ClusterBootstrapSE, 1,000 resamples). A test split of a
-	// dozen roots (example corpus) measures the ROC-AUC only to ± 0.04–0.13 (0.101 on
+	// dozen roots (example corpus) measures the ROC-AUC only to ± 0.07–0.14 (0.101 on
 	// average over SplitSeeds 0–4), 2Wiki's (2,840 test-region roots, 504 views) to
 	// ± 0.021: differences between runs on other test splits below that are the
 	// split's, not the scorer's. 0 in reports of earlier checkpoints.
@@ -138,7 +145,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		VF, TF    float64
 		TE, MT    int
 		RC        bool
-		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members; 6: a calibration with a slope ≤ 0 is refused; 7: and one that does not beat the raw scores on held-out validation roots)
+		V         int // view-drawing scheme (balanced, re-walked corruptions, root node type, AUC-chosen epoch, root's own facts; 4: lockstep members, pooled epoch choice and calibration; 5: the split from SplitSeed, shared by the members; 6: a calibration with a slope ≤ 0 is refused; 7: and one that does not beat the raw scores on held-out validation roots; 8: a partition's validation and test views from ≥ minSplitRoots roots)
 		E, MB     int
 		LR        float64
 		EE, P     int
@@ -152,7 +159,7 @@ func fingerprint(ix *graphio.Index, cfg Config) string {
 		TS        int64
 	}{cfg.WalkLength, cfg.WalksPerRoot, cfg.WeightClip, cfg.FactWalkScale, cfg.SynonymWalkScale,
 		cfg.MinNodes, cfg.MinFactEdges, cfg.FactMaskRatio, cfg.EntityDeleteRatio, cfg.TrainRoots, cfg.EvalRoots,
-		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 7, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
+		cfg.ValFraction, cfg.TestFraction, cfg.TestRoots, cfg.MinTestEntities, cfg.RootCentred, 8, cfg.Epochs, cfg.MiniBatches, cfg.LearningRate, cfg.EvalEvery, cfg.Patience, cfg.MinDelta, cfg.NodeFeatures, cfg.Hidden, cfg.Dropout, cfg.Seed, cfg.Ensemble, cfg.Calibrate, cfg.SplitSeed}
 	b, _ := json.Marshal(t)
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -385,39 +392,25 @@ func newMember(g *minerGraph, feat *featurizer, cands []int32, sc Scorer, base C
 	}
 	ss := base.SplitSeed
 	tr := &m.tr
-	// Partition; on a small graph a partition may leave a split without views: try
-	// a few partition seeds.
-	var graphs [3]*minerGraph
-	var roots [3][]int32
-	var testViews []view
+	// Partition; on a small graph a partition may leave a split without views, or
+	// with views from so few roots that they cannot choose an epoch or carry a
+	// calibration: try a few partition seeds (minSplitRoots).
+	var best *splitDraw
 	for attempt := range partitionAttempts {
-		around := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ss+104729+int64(attempt))
-		part := g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ss+104729+int64(attempt))
-		m.run.part = part
-		tr.SplitRoots, tr.SplitNodes = [3]int{}, [3]int{}
-		for split := range 3 {
-			graphs[split] = g.restrict(part, int8(split))
-			var in []int32
-			for _, c := range cands {
-				if part[c] == int8(split) {
-					in = append(in, c)
-				}
-			}
-			roots[split] = graphs[split].rootsIn(in)
-			tr.SplitRoots[split] = len(roots[split])
-			for u := range graphs[split].adj {
-				if len(graphs[split].adj[u]) > 0 {
-					tr.SplitNodes[split]++
-				}
-			}
+		d := g.drawSplit(cands, *cfg, attempt)
+		if best == nil || d.ok && (!best.ok || d.viewRoots() > best.viewRoots()) {
+			best = d
 		}
-		m.valViews = graphs[splitVal].sampleGroups(roots[splitVal], cfg.EvalRoots, *cfg, rand.New(rand.NewSource(ss+104729)))
-		testViews = graphs[splitTest].sampleGroups(roots[splitTest], cfg.TestRoots, *cfg, rand.New(rand.NewSource(ss+15485863)))
-		probe := graphs[splitTrain].sampleGroups(roots[splitTrain], 8, *cfg, rand.New(rand.NewSource(ss)))
-		if len(m.valViews) > 0 && len(testViews) > 0 && len(probe) > 0 {
+		if d.ok && d.viewRoots() >= minSplitRoots {
 			break
 		}
 	}
+	m.run.part = best.part
+	graphs, roots := best.graphs, best.roots
+	tr.SplitRoots, tr.SplitNodes = best.splitRoots, best.splitNodes
+	m.valViews = best.val
+	testViews := best.test
+	tr.ValViewRoots, tr.TestViewRoots, tr.Partition = best.valR, best.testR, best.attempt
 	tooSparse := fmt.Errorf("augment: too few training views: subgraphs need ≥ %d nodes and ≥ %d fact edges in each of the train, validation and test regions (roots %v); the graph is too small or sparse", cfg.MinNodes, cfg.MinFactEdges, tr.SplitRoots)
 	if len(m.valViews) == 0 || len(testViews) == 0 {
 		return m, tooSparse
@@ -654,6 +647,81 @@ func miniBatches(views []view, n int, rng *rand.Rand) [][]view {
 		out[i] = views[i*len(views)/n : (i+1)*len(views)/n]
 	}
 	return out
+}
+
+// splitDraw is one partition attempt of newMember: the regions, each split's walk
+// graph and root candidates, the validation and test views, and the distinct roots
+// those views come from. ok: every split yields views (a probe of the training one).
+type splitDraw struct {
+	attempt     int
+	part        []int8
+	graphs      [3]*minerGraph
+	roots       [3][]int32
+	splitRoots  [3]int
+	splitNodes  [3]int
+	val, test   []view
+	valR, testR int
+	ok          bool
+}
+
+// viewRoots is the smaller of the validation and test views' root counts.
+func (d *splitDraw) viewRoots() int { return min(d.valR, d.testR) }
+
+// drawSplit partitions the walk graph with the attempt's seed (from cfg.SplitSeed)
+// and samples the validation and test views.
+func (g *minerGraph) drawSplit(cands []int32, cfg Config, attempt int) *splitDraw {
+	ss := cfg.SplitSeed
+	d := &splitDraw{attempt: attempt}
+	// Each SplitSeed has its own partitionAttempts seeds (graphloom's first draws
+	// used ss+attempt, so SplitSeed s's retries were SplitSeed s+1's partitions: on
+	// the example corpus SplitSeeds 0 and 1 had the same regions); SplitSeed 0's are
+	// unchanged.
+	ps := ss*partitionAttempts + 104729 + int64(attempt)
+	around := g.partition(cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ps)
+	d.part = g.partitionAround(around, cfg.ValFraction, cfg.TestFraction, cfg.MinTestEntities, ps)
+	for split := range 3 {
+		d.graphs[split] = g.restrict(d.part, int8(split))
+		var in []int32
+		for _, c := range cands {
+			if d.part[c] == int8(split) {
+				in = append(in, c)
+			}
+		}
+		d.roots[split] = d.graphs[split].rootsIn(in)
+		d.splitRoots[split] = len(d.roots[split])
+		for u := range d.graphs[split].adj {
+			if len(d.graphs[split].adj[u]) > 0 {
+				d.splitNodes[split]++
+			}
+		}
+	}
+	d.val = d.graphs[splitVal].sampleGroups(d.roots[splitVal], cfg.EvalRoots, cfg, rand.New(rand.NewSource(ss+104729)))
+	d.test = d.graphs[splitTest].sampleGroups(d.roots[splitTest], cfg.TestRoots, cfg, rand.New(rand.NewSource(ss+15485863)))
+	probe := d.graphs[splitTrain].sampleGroups(d.roots[splitTrain], 8, cfg, rand.New(rand.NewSource(ss)))
+	d.ok = len(d.val) > 0 && len(d.test) > 0 && len(probe) > 0
+	d.valR, d.testR = viewRoots(d.val), viewRoots(d.test)
+	return d
+}
+
+// minSplitRoots is the least number of distinct roots the validation and the test
+// views must come from for newMember to keep a partition without trying the next
+// seed; when none of partitionAttempts reaches it, the partition whose views come
+// from the most roots (the smaller of the two counts) is kept. A root's views share
+// its neighbourhood, so views from two roots measure two regions: on the example
+// corpus, SplitSeed 4's first partition gave a validation region of 8 entities whose
+// 376 views came from 2 roots; every member kept epoch 10 on them and the pooled
+// calibration was steep enough to put 65 of 68 real subgraphs above θ (refused since
+// by calibrationCV). Five is calibrationCV's fold count, so that every fold holds
+// out a root of its own.
+const minSplitRoots = 5
+
+// viewRoots counts the distinct roots of views.
+func viewRoots(views []view) int {
+	seen := map[int32]bool{}
+	for _, v := range views {
+		seen[v.sg.root] = true
+	}
+	return len(seen)
 }
 
 // partitionAttempts is how many partition seeds trainScorer tries before it gives up
