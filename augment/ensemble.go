@@ -160,6 +160,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 	tr.TestAUCSE = testAUCSE(logits, labels, testViews)
+	tr.Doubt = shortcutDoubt(*tr)
 	return nil
 }
 

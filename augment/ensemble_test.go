@@ -2,6 +2,7 @@ package augment
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand"
 	"path/filepath"
@@ -523,4 +524,35 @@ func TestSplitNeedsViewsFromSeveralRoots(t *testing.T) {
 		parts = append(parts, m.run.part)
 	}
 	t.Logf("%d partitions with views passed over for too few roots", retried)
+}
+
+// TestShortcutDoubt: the note augment prints when the test split does not show the
+// scorer beating its shortcut baseline, on figures measured on the two corpora.
+func TestShortcutDoubt(t *testing.T) {
+	base := map[string]float64{"all_structure": 0}
+	for _, tc := range []struct {
+		name          string
+		auc, se, best float64
+		roots         int
+		want          string // a part of the note; "" for none
+	}{
+		{"example corpus, split seed 4: below the shortcut", 0.536, 0.070, 0.657, 13, "does not beat its best shortcut baseline's 0.657"},
+		{"example corpus, one scorer: within two standard errors", 0.647, 0.112, 0.500, 10, "only to ± 0.112, so 0.647 is not shown"},
+		{"equal to the shortcut", 0.600, 0.010, 0.600, 0, "does not beat"},
+		{"2Wiki: clear of it", 0.805, 0.021, 0.645, 2840, ""},
+		{"no standard error (an earlier checkpoint) and above", 0.700, 0, 0.600, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := shortcutDoubt(TrainReport{TestAUC: tc.auc, TestAUCSE: tc.se, BestBaseline: tc.best, Baselines: base, TestViewRoots: tc.roots})
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tc.want)
+			if tc.roots > 0 {
+				assert.Contains(t, got, fmt.Sprintf("of %d roots", tc.roots))
+			}
+		})
+	}
+	assert.Empty(t, shortcutDoubt(TrainReport{TestAUC: 0.4}), "no baselines measured: nothing to compare with")
 }

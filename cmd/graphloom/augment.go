@@ -265,6 +265,9 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 			}
 			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %s, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f\n",
 				how, auc, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline)
+			if tr.Doubt != "" {
+				fmt.Fprintf(w, "note: %s\n", tr.Doubt)
+			}
 			if len(tr.Calibration) > 0 {
 				fmt.Fprintf(w, "calibration (test split, 10-bin expected calibration error): %.3f uncalibrated, %.3f calibrated\n", tr.TestECE, tr.TestECECalibrated)
 			}
