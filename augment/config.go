@@ -201,7 +201,7 @@ type Config struct {
 	//
 	// Measured on 2Wiki (default ensemble, Seed 42; 2026-12-06): the paper's tenth is a
 	// random draw (SplitSeed) of 4,049 of 20,771 candidates, so two SplitSeeds select
-	// sets that overlap by a Jaccard of 0.11 (SplitSeeds 0–2); with 1 (16,412 subgraphs
+	// sets that overlap by a Jaccard of 0.10–0.11 (SplitSeeds 0–2); with 1 (16,412 subgraphs
 	// sampled, scoring 72–87 s against 19–27 s) they overlap by 0.62 (0.59–0.65), the
 	// count ≥ θ within ± 1 %. The default stays the paper's: examining every candidate
 	// concentrates the selection on what the scorer ranks highest, and on planted
@@ -277,12 +277,12 @@ type Config struct {
 	// validation and test views from ≥ minSplitRoots roots; before both (SplitSeeds 0
 	// and 1 shared regions, and SplitSeed 4 kept a validation region whose views came
 	// from 2 roots) the same sweep read 0.726 ± 0.070, 6–46 and 0.35. On 2Wiki the
-	// scorer is steady across samples (0.809 ± 0.016 against a run's own ± 0.021,
-	// shortcut 0.645; 2,481 ± 39 ≥ θ; measured when SplitSeeds 1 and 2 still drew
-	// other partitions, each a sample all the same) but with the paper's RootFraction
-	// the selected sets overlap by 0.11: each sample examines another fifth of the
-	// 20,771 root candidates, and selection can only pick what was examined; with
-	// RootFraction 1, 0.62 (see RootFraction).
+	// scorer is steady across samples (0.816 ± 0.017 against a run's own ± 0.021,
+	// shortcut 0.664; 2,448 ± 37 ≥ θ; test ECE 0.076 → 0.053) but with the paper's
+	// RootFraction the selected sets overlap by 0.10: each sample examines another
+	// fifth of the 20,771 root candidates, and selection can only pick what was
+	// examined; with RootFraction 1, 0.62 (see RootFraction; measured when SplitSeeds 1
+	// and 2 drew the partitions of SplitSeed 0's retries).
 	SplitSeed int64
 }
 
