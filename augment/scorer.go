@@ -70,8 +70,9 @@ type TrainReport struct {
 	// not independent; train.ClusterBootstrapSE, 1,000 resamples). A test split of a
 	// dozen roots (example corpus) measures the ROC-AUC only to ± 0.07–0.14 (0.101 on
 	// average over SplitSeeds 0–4), 2Wiki's (504 views from 211 of its 2,840
-	// test-region root candidates) to ± 0.021: differences between runs on other test splits below that are the
-	// split's, not the scorer's. 0 in reports of earlier checkpoints.
+	// test-region root candidates) to ± 0.021: differences between runs on other test
+	// splits below that are the split's, not the scorer's. 0 in reports of earlier
+	// checkpoints.
 	TestAUCSE float64 `json:"test_roc_auc_se,omitempty"`
 	// Doubt says, when it is not empty, why the test split does not show the scorer
 	// beating its best shortcut baseline (shortcutDoubt); augment prints it.
