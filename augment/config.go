@@ -148,7 +148,10 @@ type Config struct {
 	// before → after calibration; the best shortcut baseline beside it): example
 	// corpus (--roots 100 --budget 40, 68 subgraphs), this ensemble of 3 0.696 ± 0.025,
 	// 44.6 ± 1.9, 0.92, 0.431 → 0.116; one scorer 0.649 ± 0.039, 44.0 ± 2.6, 0.83,
-	// 0.429 → 0.116; shortcut 0.500 (the 152 test views are balanced in shape). 2Wiki (4,049 subgraphs, 1,224 selected),
+	// 0.429 → 0.116; shortcut 0.500 (the 152 test views are balanced in shape); the
+	// same ensemble on the AVX2 path (GODEBUG=cpu.avx512f=off, same machine, which
+	// trains other scorers from the same seeds) 0.675 ± 0.022, 45.4 ± 0.5, 0.90,
+	// 0.442 → 0.083 (train 333–576 s a seed against 157–227 s). 2Wiki (4,049 subgraphs, 1,224 selected),
 	// this ensemble of 3 0.808 ± 0.005, 2,471 ± 46, 0.69 (least pair 0.60), 0.067 →
 	// 0.053; one scorer 0.801 ± 0.008, 2,412 ± 137, 0.62, 0.066 → 0.058; shortcut 0.655
 	// (train 504–639 s a seed for the ensemble, 221–544 s for one scorer, on 2 loaded
