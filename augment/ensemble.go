@@ -102,7 +102,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		e.calib[k] = train.Platt{A: 1}
 	}
 	if cfg.Calibrate {
-		var z, raw, y []float32
+		var z, rawVal, y []float32
 		var roots []int32
 		mu, sd := make([]float64, len(runs)), make([]float64, len(runs))
 		for k, r := range runs {
@@ -115,7 +115,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 				}
 				roots = append(roots, root)
 			}
-			raw = append(raw, r.valLogits...)
+			rawVal = append(rawVal, r.valLogits...)
 			y = append(y, r.valLabels...)
 		}
 		p, err := train.FitPlatt(z, y)
@@ -123,7 +123,7 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 			return fmt.Errorf("augment: calibrating the scorer: %w", err)
 		}
 		tr.CalibrationRefused = ""
-		cal, unc, groups, folds := calibrationCV(z, raw, y, roots)
+		cal, unc, groups, folds := calibrationCV(z, rawVal, y, roots)
 		switch {
 		case !(p.A > 0):
 			// A slope ≤ 0 would flatten or invert the members' ranking: keep the raw

@@ -602,10 +602,7 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 			return []TrainReport{ms[0].tr}, nil, nil, err
 		}
 		m.run.valLogits, m.run.valLabels = valLogits, m.valLabels
-		m.run.valRoots = make([]int32, len(m.valViews))
-		for i, v := range m.valViews {
-			m.run.valRoots[i] = v.sg.root
-		}
+		m.run.valRoots = rootsOf(m.valViews)
 		tr.BestEpoch = m.bestEpoch
 		tr.EvalBCE, tr.EvalAccuracy, tr.EvalAUC, tr.RankingAcc = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 		testGraphs, testLabels := graphsOf(feat, m.run.testViews)
@@ -743,13 +740,20 @@ func shortcutDoubt(tr TrainReport) string {
 // out a root of its own.
 const minSplitRoots = 5
 
+// rootsOf returns each view's root, in view order.
+func rootsOf(views []view) []int32 {
+	out := make([]int32, len(views))
+	for i, v := range views {
+		out[i] = v.sg.root
+	}
+	return out
+}
+
 // viewRoots counts the distinct roots of views.
 func viewRoots(views []view) int {
-	seen := map[int32]bool{}
-	for _, v := range views {
-		seen[v.sg.root] = true
-	}
-	return len(seen)
+	rs := rootsOf(views)
+	slices.Sort(rs)
+	return len(slices.Compact(rs))
 }
 
 // partitionAttempts is how many partition seeds trainScorer tries before it gives up
