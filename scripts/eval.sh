@@ -96,6 +96,12 @@ section "learned fusion: graphloom calibrate"
 	for cs in biomed books movies university; do
 		sets+=("case_$cs=$corpora/case_study_$cs.json")
 	done
+	[[ -e "$out/techset.glx" ]] && sets+=("techset=$out/techset/questions.json")
+	for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
+		[[ -e "$book" ]] || continue
+		ds=${book%_corpus.json}.json
+		sets+=("$(basename "${ds%.json}")=$ds")
+	done
 	scripts/calibration.sh "$bin" "$out" "${sets[@]}"
 } | tee "$out/calibration.md"
 cat "$out/calibration.md" >>"$summary"
