@@ -14,8 +14,10 @@ import (
 // With evidence features (feat non-nil) one more, root_text, fits a logistic
 // regression on what the text says about the root alone (its static evidence
 // features: chunks, sentences, co-occurring entities, type, name shape): were the
-// corruptions drawn more often from some kinds of root, it would find it.
-func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view) map[string]float64 {
+// corruptions drawn more often from some kinds of root, it would find it. test holds
+// each baseline's scores of the test views, in order (the paired comparison of
+// shortcutGap).
+func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view) (auc map[string]float64, test map[string][]float64) {
 	feats := func(vs []view) ([][]float64, []bool) {
 		x := make([][]float64, len(vs))
 		y := make([]bool, len(vs))
@@ -34,17 +36,20 @@ func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view)
 		}
 		return out
 	}
-	out := map[string]float64{}
+	auc, test = map[string]float64{}, map[string][]float64{}
+	add := func(name string, scores []float64) {
+		auc[name], test[name] = round3(train.ROCAUC(scores, ys)), scores
+	}
 	for j, name := range shapeFeatureNames[:3] {
 		sign := 1.0
 		if train.ROCAUC(column(xv, j, 1), yv) < 0.5 {
 			sign = -1
 		}
-		out[name] = round3(train.ROCAUC(column(xs, j, sign), ys))
+		add(name, column(xs, j, sign))
 	}
 	for name, cols := range map[string][]int{"degree_stats": {3, 4, 5, 6, 7}, "all_structure": {0, 1, 2, 3, 4, 5, 6, 7}} {
 		lr := fitLogistic(selectCols(xt, cols), yt)
-		out[name] = round3(train.ROCAUC(lr.scores(selectCols(xs, cols)), ys))
+		add(name, lr.scores(selectCols(xs, cols)))
 	}
 	if feat != nil && feat.evidence {
 		root := func(vs []view) [][]float64 {
@@ -58,9 +63,9 @@ func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view)
 			return x
 		}
 		lr := fitLogistic(root(trainViews), yt)
-		out["root_text"] = round3(train.ROCAUC(lr.scores(root(testViews)), ys))
+		add("root_text", lr.scores(root(testViews)))
 	}
-	return out
+	return auc, test
 }
 
 func selectCols(x [][]float64, cols []int) [][]float64 {

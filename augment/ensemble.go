@@ -159,31 +159,43 @@ func (e *ensemble) calibrate(runs []memberRun, testViews []view, cfg Config, tr 
 		return err
 	}
 	tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
-	tr.TestAUCSE = testAUCSE(logits, labels, testViews)
+	tr.TestAUCSE, tr.ShortcutGapSE = testAUCSE(logits, labels, testViews, runs[0].baseTest)
 	tr.Doubt = shortcutDoubt(*tr)
 	return nil
 }
 
-// testAUCSE is the standard error of the test ROC-AUC over the test roots
-// (TrainReport.TestAUCSE), 0 where it is undefined.
-func testAUCSE(logits, labels []float32, views []view) float64 {
+// testAUCSE returns the standard errors over the test roots of the test ROC-AUC
+// (TrainReport.TestAUCSE) and of its gap to the best shortcut baseline, whose scores
+// of the views base holds (TrainReport.ShortcutGapSE); each 0 where it is undefined.
+func testAUCSE(logits, labels []float32, views []view, base map[string][]float64) (aucSE, gapSE float64) {
 	if len(views) != len(logits) {
-		return 0
+		return 0, 0
 	}
 	scores := make([]float64, len(logits))
 	pos := make([]bool, len(logits))
 	roots := make([]int, len(logits))
 	for i, l := range logits {
 		if views[i].sg == nil {
-			return 0
+			return 0, 0
 		}
 		scores[i], pos[i], roots[i] = float64(l), labels[i] > 0.5, int(views[i].sg.root)
 	}
-	se := train.ClusterBootstrapSE(scores, pos, roots, 1000, 1)
-	if math.IsNaN(se) {
-		return 0
+	finite := func(x float64) float64 {
+		if math.IsNaN(x) {
+			return 0
+		}
+		return round3(x)
 	}
-	return round3(se)
+	aucSE = finite(train.ClusterBootstrapSE(scores, pos, roots, 1000, 1))
+	if len(base) > 0 {
+		var rivals [][]float64
+		for _, k := range sortedKeys(base) {
+			rivals = append(rivals, base[k])
+		}
+		_, se := train.ClusterBootstrapAUCGap(scores, rivals, pos, roots, 1000, 1)
+		gapSE = finite(se)
+	}
+	return aucSE, gapSE
 }
 
 // calibrationFolds is the number of root folds of calibrationCV.

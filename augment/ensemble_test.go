@@ -390,15 +390,34 @@ func TestTestAUCSEGroupsViewsByRoot(t *testing.T) {
 			five, l5, y5 = append(five, view{sg: &subgraph{root: int32(r)}, label: y}), append(l5, z), append(y5, y)
 		}
 	}
-	se1, se5 := testAUCSE(l1, y1, one), testAUCSE(l5, y5, five)
+	aucSE := func(l, y []float32, vs []view) float64 { se, _ := testAUCSE(l, y, vs, nil); return se }
+	se1, se5 := aucSE(l1, y1, one), aucSE(l5, y5, five)
 	require.Positive(t, se1)
 	assert.InEpsilon(t, se1, se5, 0.15)
 	apart := make([]view, len(five))
 	for i := range apart {
 		apart[i] = view{sg: &subgraph{root: int32(i)}, label: y5[i]}
 	}
-	assert.Less(t, testAUCSE(l5, y5, apart), se5/1.8, "views taken as independent")
-	assert.Zero(t, testAUCSE(l5, y5, one), "views and logits differ in number")
+	assert.Less(t, aucSE(l5, y5, apart), se5/1.8, "views taken as independent")
+	assert.Zero(t, aucSE(l5, y5, one), "views and logits differ in number")
+
+	// The gap to a shortcut baseline that shares the scorer's errors (its score is
+	// the logit plus noise of its own, one draw a root): counted by root too, and
+	// paired, well below the scorer's own error.
+	b1, b5 := make([]float64, len(l1)), make([]float64, 0, len(l5))
+	for i, z := range l1 {
+		b1[i] = float64(z) + 0.7*rng.NormFloat64()
+		for range 5 {
+			b5 = append(b5, b1[i])
+		}
+	}
+	_, gap1 := testAUCSE(l1, y1, one, map[string][]float64{"all_structure": b1})
+	_, gap5 := testAUCSE(l5, y5, five, map[string][]float64{"all_structure": b5})
+	require.Positive(t, gap1)
+	assert.InEpsilon(t, gap1, gap5, 0.15)
+	assert.Less(t, gap1, 0.8*se1, "paired against the scorer's own error")
+	_, gapNone := testAUCSE(l1, y1, one, nil)
+	assert.Zero(t, gapNone, "no baselines")
 }
 
 // TestCalibrationCarriesAcrossRoots checks the calibration's cross-validation over
@@ -531,19 +550,23 @@ func TestSplitNeedsViewsFromSeveralRoots(t *testing.T) {
 func TestShortcutDoubt(t *testing.T) {
 	base := map[string]float64{"all_structure": 0}
 	for _, tc := range []struct {
-		name          string
-		auc, se, best float64
-		roots         int
-		want          string // a part of the note; "" for none
+		name                 string
+		auc, se, gapSE, best float64
+		roots                int
+		want                 string // a part of the note; "" for none
 	}{
-		{"example corpus, split seed 4: below the shortcut", 0.536, 0.070, 0.657, 13, "does not beat its best shortcut baseline's 0.657"},
-		{"example corpus, one scorer: within two standard errors", 0.647, 0.112, 0.500, 10, "only to ± 0.112, so 0.647 is not shown"},
-		{"equal to the shortcut", 0.600, 0.010, 0.600, 0, "does not beat"},
-		{"2Wiki: clear of it", 0.805, 0.021, 0.645, 2840, ""},
-		{"no standard error (an earlier checkpoint) and above", 0.700, 0, 0.600, 0, ""},
+		{"example corpus, split seed 4: below the shortcut", 0.536, 0.070, 0, 0.657, 13, "does not beat its best shortcut baseline's 0.657"},
+		{"example corpus, one scorer, paired: within two errors of the lead", 0.647, 0.112, 0.123, 0.500, 10, "lead over its best shortcut baseline (ROC-AUC 0.647 against 0.500) only to ± 0.123"},
+		{"the same report without the paired error (an earlier checkpoint)", 0.647, 0.112, 0, 0.500, 10, "only to ± 0.112, so 0.647 is not shown"},
+		{"paired error small: the lead is shown though the scorer's own error is wide", 0.700, 0.110, 0.040, 0.550, 12, ""},
+		{"paired error wide: not shown though the scorer's own error is small", 0.700, 0.040, 0.090, 0.550, 12, "only to ± 0.090"},
+		{"equal to the shortcut", 0.600, 0.010, 0.010, 0.600, 0, "does not beat"},
+		{"2Wiki: clear of it", 0.805, 0.021, 0.023, 0.655, 211, ""},
+		{"2Wiki, an earlier checkpoint without the paired error", 0.805, 0.021, 0, 0.645, 2840, ""},
+		{"no standard error (an earlier checkpoint) and above", 0.700, 0, 0, 0.600, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := shortcutDoubt(TrainReport{TestAUC: tc.auc, TestAUCSE: tc.se, BestBaseline: tc.best, Baselines: base, TestViewRoots: tc.roots})
+			got := shortcutDoubt(TrainReport{TestAUC: tc.auc, TestAUCSE: tc.se, ShortcutGapSE: tc.gapSE, BestBaseline: tc.best, Baselines: base, TestViewRoots: tc.roots})
 			if tc.want == "" {
 				assert.Empty(t, got)
 				return

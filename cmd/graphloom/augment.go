@@ -263,8 +263,12 @@ func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augm
 			if tr.TestAUCSE > 0 {
 				auc += fmt.Sprintf(" ± %.3f", tr.TestAUCSE)
 			}
-			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %s, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f\n",
-				how, auc, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline)
+			lead := ""
+			if tr.ShortcutGapSE > 0 {
+				lead = fmt.Sprintf(" (lead %+.3f ± %.3f, paired over the test roots)", tr.TestAUC-tr.BestBaseline, tr.ShortcutGapSE)
+			}
+			fmt.Fprintf(w, "scorer: %s; test split (no entity shared with training): ROC-AUC %s, ranking %.3f, accuracy %.3f; best shortcut baseline ROC-AUC %.3f%s\n",
+				how, auc, tr.TestRanking, tr.TestAccuracy, tr.BestBaseline, lead)
 			if tr.Doubt != "" {
 				fmt.Fprintf(w, "note: %s\n", tr.Doubt)
 			}

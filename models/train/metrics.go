@@ -104,7 +104,67 @@ func ROCAUC(scores []float64, positive []bool) float64 {
 // bootstrap, which for large samples agrees with DeLong's variance. It returns NaN
 // with fewer than two clusters, and resamples that lack a class are skipped.
 func ClusterBootstrapSE(scores []float64, positive []bool, cluster []int, reps int, seed int64) float64 {
-	if len(scores) != len(positive) || len(scores) != len(cluster) || reps < 2 {
+	if len(scores) != len(positive) || len(scores) != len(cluster) {
+		return math.NaN()
+	}
+	var rs []float64
+	var rp []bool
+	return clusterBootstrapSD(cluster, reps, seed, func(idx []int) float64 {
+		rs, rp = rs[:0], rp[:0]
+		for _, i := range idx {
+			rs, rp = append(rs, scores[i]), append(rp, positive[i])
+		}
+		return ROCAUC(rs, rp)
+	})
+}
+
+// ClusterBootstrapAUCGap compares a classifier with its best rival on the same items:
+// gap is ROCAUC(scores) − max over rivals of ROCAUC(rival), and se its standard error
+// from reps cluster-bootstrap resamples (ClusterBootstrapSE's), each resample scoring
+// the classifier and every rival on the same items and taking the best rival anew.
+// Paired, it counts what the two ROC-AUCs share (the same hard items), and taking the
+// maximum within each resample counts the choice of the best rival; a comparison of
+// the classifier's own standard error with the best rival's ROC-AUC counts neither.
+// se is NaN where ClusterBootstrapSE's would be, or when rivals is empty or a rival's
+// length differs from scores'.
+func ClusterBootstrapAUCGap(scores []float64, rivals [][]float64, positive []bool, cluster []int, reps int, seed int64) (gap, se float64) {
+	if len(rivals) == 0 || len(scores) != len(positive) || len(scores) != len(cluster) {
+		return math.NaN(), math.NaN()
+	}
+	for _, r := range rivals {
+		if len(r) != len(scores) {
+			return math.NaN(), math.NaN()
+		}
+	}
+	all := make([]int, len(scores))
+	for i := range all {
+		all[i] = i
+	}
+	var rs []float64
+	var rp []bool
+	gapOf := func(idx []int) float64 {
+		auc := func(s []float64) float64 {
+			rs, rp = rs[:0], rp[:0]
+			for _, i := range idx {
+				rs, rp = append(rs, s[i]), append(rp, positive[i])
+			}
+			return ROCAUC(rs, rp)
+		}
+		best := math.Inf(-1)
+		for _, r := range rivals {
+			best = max(best, auc(r))
+		}
+		return auc(scores) - best
+	}
+	return gapOf(all), clusterBootstrapSD(cluster, reps, seed, gapOf)
+}
+
+// clusterBootstrapSD is the standard deviation of stat over reps resamples that draw
+// as many clusters as there are, whole and with replacement (seeded by seed); stat
+// gets the resample's item indices and NaN results are skipped. NaN with fewer than
+// two clusters, reps < 2 or fewer than two finite results.
+func clusterBootstrapSD(cluster []int, reps int, seed int64, stat func(idx []int) float64) float64 {
+	if reps < 2 {
 		return math.NaN()
 	}
 	byCluster := map[int][]int{}
@@ -121,17 +181,13 @@ func ClusterBootstrapSE(scores []float64, positive []bool, cluster []int, reps i
 	rng := rand.New(rand.NewSource(seed))
 	var s, q float64
 	n := 0
-	var rs []float64
-	var rp []bool
+	var idx []int
 	for range reps {
-		rs, rp = rs[:0], rp[:0]
+		idx = idx[:0]
 		for range ids {
-			for _, i := range byCluster[ids[rng.Intn(len(ids))]] {
-				rs = append(rs, scores[i])
-				rp = append(rp, positive[i])
-			}
+			idx = append(idx, byCluster[ids[rng.Intn(len(ids))]]...)
 		}
-		if a := ROCAUC(rs, rp); !math.IsNaN(a) {
+		if a := stat(idx); !math.IsNaN(a) {
 			s += a
 			q += a * a
 			n++

@@ -139,6 +139,42 @@ func TestConfigValidate(t *testing.T) {
 // items, from its structural components (the independent reference of
 // TestClusterBootstrapSE).
 func delongSE(scores []float64, positive []bool) float64 {
+	v10, v01 := delongComponents(scores, positive)
+	return math.Sqrt(sampleVar(v10)/float64(len(v10)) + sampleVar(v01)/float64(len(v01)))
+}
+
+// delongDiffSE is DeLong's standard error of ROCAUC(a) − ROCAUC(b) on the same
+// independent items: the variance of the differences of the two classifiers'
+// structural components (DeLong, DeLong & Clarke-Pearson 1988, their covariance
+// formula written as one variance).
+func delongDiffSE(a, b []float64, positive []bool) float64 {
+	a10, a01 := delongComponents(a, positive)
+	b10, b01 := delongComponents(b, positive)
+	d10, d01 := make([]float64, len(a10)), make([]float64, len(a01))
+	for i := range d10 {
+		d10[i] = a10[i] - b10[i]
+	}
+	for j := range d01 {
+		d01[j] = a01[j] - b01[j]
+	}
+	return math.Sqrt(sampleVar(d10)/float64(len(d10)) + sampleVar(d01)/float64(len(d01)))
+}
+
+func sampleVar(v []float64) float64 {
+	var m, q float64
+	for _, x := range v {
+		m += x / float64(len(v))
+	}
+	for _, x := range v {
+		q += (x - m) * (x - m)
+	}
+	return q / float64(len(v)-1)
+}
+
+// delongComponents returns DeLong's structural components: for each positive the
+// share of negatives it outscores (ties half), for each negative the share of
+// positives that outscore it.
+func delongComponents(scores []float64, positive []bool) (v10, v01 []float64) {
 	var pos, neg []float64
 	for i, s := range scores {
 		if positive[i] {
@@ -156,8 +192,8 @@ func delongSE(scores []float64, positive []bool) float64 {
 		}
 		return 0
 	}
-	v10 := make([]float64, len(pos))
-	v01 := make([]float64, len(neg))
+	v10 = make([]float64, len(pos))
+	v01 = make([]float64, len(neg))
 	for i, x := range pos {
 		for j, y := range neg {
 			p := psi(x, y)
@@ -165,17 +201,7 @@ func delongSE(scores []float64, positive []bool) float64 {
 			v01[j] += p / float64(len(pos))
 		}
 	}
-	variance := func(v []float64) float64 {
-		var m, q float64
-		for _, x := range v {
-			m += x / float64(len(v))
-		}
-		for _, x := range v {
-			q += (x - m) * (x - m)
-		}
-		return q / float64(len(v)-1)
-	}
-	return math.Sqrt(variance(v10)/float64(len(pos)) + variance(v01)/float64(len(neg)))
+	return v10, v01
 }
 
 // TestClusterBootstrapSE checks the clustered bootstrap against DeLong's standard
@@ -218,4 +244,65 @@ func TestClusterBootstrapSE(t *testing.T) {
 
 	assert.True(t, math.IsNaN(ClusterBootstrapSE(scores, pos, make([]int, n), 100, 1)), "one cluster")
 	assert.True(t, math.IsNaN(ClusterBootstrapSE(scores, pos[:3], own, 100, 1)), "lengths differ")
+}
+
+// TestClusterBootstrapAUCGap checks the paired bootstrap of a ROC-AUC gap against
+// DeLong's standard error of the difference of two correlated ROC-AUCs: on
+// independent items, and on items copied five times into one cluster each; that
+// pairing matters (the unpaired combination of the two standard errors is far
+// larger for a rival that shares the classifier's errors); and that the gap is taken
+// to the best rival.
+func TestClusterBootstrapAUCGap(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	const n = 160
+	var scores, rival, weak []float64
+	var pos []bool
+	for i := range n {
+		p := i%2 == 0
+		s := rng.NormFloat64()
+		if p {
+			s += 1.2
+		}
+		scores, pos = append(scores, s), append(pos, p)
+		rival = append(rival, s+0.8*rng.NormFloat64()) // shares the classifier's errors
+		weak = append(weak, rng.NormFloat64())         // chance
+	}
+	own := make([]int, n)
+	for i := range own {
+		own[i] = i
+	}
+	ref := delongDiffSE(scores, rival, pos)
+	gap, se := ClusterBootstrapAUCGap(scores, [][]float64{rival, weak}, pos, own, 2000, 1)
+	assert.InDelta(t, ROCAUC(scores, pos)-ROCAUC(rival, pos), gap, 1e-12, "the gap is to the best rival")
+	assert.InEpsilon(t, ref, se, 0.15, "independent items: DeLong's %.4f", ref)
+	unpaired := math.Hypot(delongSE(scores, pos), delongSE(rival, pos))
+	t.Logf("gap %.4f: paired bootstrap SE %.4f, DeLong %.4f, unpaired %.4f", gap, se, ref, unpaired)
+	assert.Less(t, se, 0.7*unpaired, "paired (%.4f) against unpaired (%.4f)", se, unpaired)
+
+	var rs, rr, rw []float64
+	var rp []bool
+	var cl, each []int
+	for i := range n {
+		for range 5 {
+			rs, rr, rw, rp = append(rs, scores[i]), append(rr, rival[i]), append(rw, weak[i]), append(rp, pos[i])
+			cl, each = append(cl, i), append(each, len(each))
+		}
+	}
+	_, clustered := ClusterBootstrapAUCGap(rs, [][]float64{rr, rw}, rp, cl, 2000, 1)
+	_, flat := ClusterBootstrapAUCGap(rs, [][]float64{rr, rw}, rp, each, 2000, 1)
+	assert.InEpsilon(t, ref, clustered, 0.15, "copies in one cluster")
+	assert.Greater(t, clustered, 1.8*flat, "copies taken as independent")
+
+	for name, f := range map[string]func() (float64, float64){
+		"no rival": func() (float64, float64) { return ClusterBootstrapAUCGap(scores, nil, pos, own, 100, 1) },
+		"rival's length": func() (float64, float64) {
+			return ClusterBootstrapAUCGap(scores, [][]float64{rival[:9]}, pos, own, 100, 1)
+		},
+		"one cluster": func() (float64, float64) {
+			return ClusterBootstrapAUCGap(scores, [][]float64{rival}, pos, make([]int, n), 100, 1)
+		},
+	} {
+		_, se := f()
+		assert.True(t, math.IsNaN(se), name)
+	}
 }
