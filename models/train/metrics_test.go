@@ -135,6 +135,20 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// twoClassScores returns n scores, every other one positive: standard normal, the
+// positives shifted by shift.
+func twoClassScores(rng *rand.Rand, n int, shift float64) ([]float64, []bool) {
+	scores, pos := make([]float64, n), make([]bool, n)
+	for i := range n {
+		pos[i] = i%2 == 0
+		scores[i] = rng.NormFloat64()
+		if pos[i] {
+			scores[i] += shift
+		}
+	}
+	return scores, pos
+}
+
 // delongSE is DeLong's nonparametric standard error of the ROC-AUC of independent
 // items, from its structural components (the independent reference of
 // TestClusterBootstrapSE).
@@ -210,18 +224,8 @@ func delongComponents(scores []float64, positive []bool) (v10, v01 []float64) {
 // the original's (DeLong's of the originals), where treating the copies as
 // independent would shrink it by √5.
 func TestClusterBootstrapSE(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
 	const n = 120
-	var scores []float64
-	var pos []bool
-	for i := range n {
-		p := i%2 == 0
-		s := rng.NormFloat64()
-		if p {
-			s += 1
-		}
-		scores, pos = append(scores, s), append(pos, p)
-	}
+	scores, pos := twoClassScores(rand.New(rand.NewSource(3)), n, 1)
 	ref := delongSE(scores, pos)
 	own := make([]int, n)
 	for i := range own {
@@ -255,15 +259,9 @@ func TestClusterBootstrapSE(t *testing.T) {
 func TestClusterBootstrapAUCGap(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	const n = 160
-	var scores, rival, weak []float64
-	var pos []bool
-	for i := range n {
-		p := i%2 == 0
-		s := rng.NormFloat64()
-		if p {
-			s += 1.2
-		}
-		scores, pos = append(scores, s), append(pos, p)
+	scores, pos := twoClassScores(rng, n, 1.2)
+	var rival, weak []float64
+	for _, s := range scores {
 		rival = append(rival, s+0.8*rng.NormFloat64()) // shares the classifier's errors
 		weak = append(weak, rng.NormFloat64())         // chance
 	}
