@@ -114,14 +114,19 @@ type plantedFact struct {
 // 30 % of the ≈ 4,050 sampled subgraphs) lets the random selector take 14.0 and 8.7
 // of them, so a selector 1.5× better than random would have to take 99 % of what is
 // reachable. The facts selector takes 8.7 and 10.0; the GNN with one scorer
-// (--ensemble 1) 13.0 ± 8.2 and 7.7 ± 3.1, with the default ensemble of 3 9.3 ± 5.5 and
-// 7.7 ± 2.5 (2026-12-06, seeds 42, 43, 44; scorer test ROC-AUC 0.78–0.82 and
-// 0.79–0.83): selecting large subgraphs is no shortcut here, and random selection's
+// (--ensemble 1) 13.3 ± 4.7 and 6.3 ± 2.3, with the default ensemble of 3 13.0 ± 6.2
+// and 6.3 ± 2.3 (2026-12-06, seeds 42, 43, 44, the split draws of that day's evening;
+// scorer test ROC-AUC 0.79–0.82 and 0.80–0.82), and at ⅛ of the budget 0.3 of the
+// cross-chunk regions against random's 9.3: selecting large subgraphs is no shortcut
+// here, and random selection's
 // lead at small budgets comes from single subgraphs that hold a cluster of deleted
 // facts (15 of the 39 cross-chunk ones in one subgraph on two of the three seeds).
 // Both scorers rank the subgraphs rooted at a deleted fact's end below the others
-// (score ROC-AUC 0.33–0.38 for each, see RootEndAUC): the ensemble averages out what
-// training draws, not that bias, so it selects those regions no more often. On the
+// (score ROC-AUC 0.34–0.38 for each, see RootEndAUC), though among roots of equal
+// degree they rank them above (0.36–0.77, 0.73–0.77 on two of the three seeds): the
+// deleted facts' ends are high-degree roots (degree alone 0.87–0.89) and the scorers
+// score high-degree roots low. The ensemble averages out what training draws, not that
+// bias, so it selects those regions no more often. On the
 // example corpus (10 + 10 facts, 100 roots, budget 40) every selector takes nearly
 // all reachable regions, so that benchmark cannot tell selectors apart.
 func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts Options) ([]PlantedRow, error) {
