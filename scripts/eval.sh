@@ -96,7 +96,9 @@ section "learned fusion: graphloom calibrate"
 	for cs in biomed books movies university; do
 		sets+=("case_$cs=$corpora/case_study_$cs.json")
 	done
-	[[ -e "$out/techset.glx" ]] && sets+=("techset=$out/techset/questions.json")
+	if [[ -e "$out/techset.glx" ]]; then
+		sets+=("techset=$out/techset/questions.json")
+	fi
 	for book in "$corpora"/literaryqa/literaryqa_test_*_corpus.json; do
 		[[ -e "$book" ]] || continue
 		ds=${book%_corpus.json}.json
