@@ -15,8 +15,8 @@ import (
 // regression on what the text says about the root alone (its static evidence
 // features: chunks, sentences, co-occurring entities, type, name shape): were the
 // corruptions drawn more often from some kinds of root, it would find it. test holds
-// each baseline's scores of the test views, in order (the paired comparison of
-// shortcutGap).
+// each baseline's scores of the test views, in order (for the paired comparison,
+// TrainReport.ShortcutGapSE).
 func shortcutBaselines(feat *featurizer, trainViews, valViews, testViews []view) (auc map[string]float64, test map[string][]float64) {
 	feats := func(vs []view) ([][]float64, []bool) {
 		x := make([][]float64, len(vs))
