@@ -143,10 +143,14 @@ func ClusterBootstrapAUCGap(scores []float64, rivals [][]float64, positive []boo
 	var rs []float64
 	var rp []bool
 	gapOf := func(idx []int) float64 {
+		rp = rp[:0] // the resample's classes, shared by every classifier scored on it
+		for _, i := range idx {
+			rp = append(rp, positive[i])
+		}
 		auc := func(s []float64) float64 {
-			rs, rp = rs[:0], rp[:0]
+			rs = rs[:0]
 			for _, i := range idx {
-				rs, rp = append(rs, s[i]), append(rp, positive[i])
+				rs = append(rs, s[i])
 			}
 			return ROCAUC(rs, rp)
 		}
