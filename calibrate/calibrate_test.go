@@ -24,6 +24,72 @@ func TestTGain(t *testing.T) {
 	assert.True(t, math.IsInf(tGain([]float64{0, 0}, []float64{1, 1}), -1))
 }
 
+func TestMinGainT(t *testing.T) {
+	// Standard normal quantiles from the tables: 1 − 0.025, 1 − 0.025/3, 1 − 0.005.
+	for _, c := range []struct {
+		m    int
+		want float64
+	}{{1, 1.959964}, {3, 2.393980}, {5, 2.575829}} {
+		assert.InDelta(t, c.want, MinGainT(c.m), 1e-5, "m = %d", c.m)
+	}
+}
+
+func TestDealFoldsValidatesMostQuestionsOverRepeatedDeals(t *testing.T) {
+	// 60 chunks in 3 folds of 20; each question has two distinct evidence chunks, so
+	// one deal puts both in one fold with probability 19/59, and R independent deals
+	// at least once with 1 − (1 − 19/59)^R.
+	const chunks, folds, n = 60, 3, 3000
+	gen := rand.New(rand.NewPCG(7, 7))
+	for _, repeats := range []int{1, 5} {
+		qs := make([]question, n)
+		for i := range qs {
+			a, b := gen.IntN(chunks), gen.IntN(chunks-1)
+			if b >= a {
+				b++
+			}
+			qs[i].chunks = []int32{int32(a), int32(b)}
+		}
+		dealFolds(qs, chunks, folds, repeats, rand.New(rand.NewPCG(1, 2)))
+		validated := 0
+		for _, q := range qs {
+			require.Len(t, q.folds, repeats)
+			once := false
+			for _, m := range q.folds {
+				switch m {
+				case 1, 2, 4:
+					once = true
+				case 3, 5, 6:
+				default:
+					t.Fatalf("deal mask %b for two chunks", m)
+				}
+			}
+			if once {
+				validated++
+			}
+		}
+		want := 1 - math.Pow(1-19.0/59, float64(repeats))
+		assert.InDelta(t, want, float64(validated)/n, 0.03, "%d deals", repeats)
+	}
+	// Every deal puts each chunk in one fold, folds of equal size: a question on a
+	// single chunk is validated in every deal, in the fold of that chunk.
+	qs := make([]question, chunks)
+	for c := range qs {
+		qs[c].chunks = []int32{int32(c)}
+	}
+	dealFolds(qs, chunks, folds, 4, rand.New(rand.NewPCG(3, 4)))
+	for d := range 4 {
+		size := make([]int, folds)
+		for _, q := range qs {
+			for k := range folds {
+				if q.folds[d] == 1<<k {
+					size[k]++
+				}
+			}
+		}
+		assert.Equal(t, []int{20, 20, 20}, size, "deal %d", d)
+	}
+}
+
 func TestOneChunkCovers(t *testing.T) {
 	for _, c := range []struct {
 		groups [][]int32
@@ -144,7 +210,7 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 		assert.Len(t, rf.Features, retrieve.NumFeatures)
 		assert.Contains(t, retrieve.Variants, rf.Use)
 		if rf.Use != retrieve.VariantDefaults {
-			assert.GreaterOrEqual(t, rf.Gain[rf.Use], float64(MinGainT))
+			assert.GreaterOrEqual(t, rf.Gain[rf.Use], MinGainT(len(retrieve.Variants)-1))
 		}
 	}
 	require.NoError(t, retrieve.WriteCalibration(ix, cal))

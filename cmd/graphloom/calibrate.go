@@ -128,6 +128,7 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 	f.Uint64Var(&cfg.Synth.Seed, "synth-seed", cfg.Synth.Seed, "seed of the synthetic question sample")
 	f.IntVar(&cfg.MaxQuestions, "max-questions", cfg.MaxQuestions, "most synthetic questions kept")
 	f.IntVar(&cfg.Folds, "folds", cfg.Folds, "cross-validation folds (split by evidence chunk)")
+	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "cross-validation repeats (chunks dealt to folds anew each time)")
 	f.IntVar(&cfg.K, "k", cfg.K, "recall cut-off the fitting and the selection compare (R@k)")
 	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "most training steps of each ranker")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
@@ -136,6 +137,7 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 	lf.register(cmd)
 	limitFlag(cmd, "max-questions", atLeast1(1e6))
 	limitFlag(cmd, "folds", atLeast1(20))
+	limitFlag(cmd, "repeats", atLeast1(100))
 	limitFlag(cmd, "steps", atLeast1(1e6))
 	limitFlag(cmd, "k", atLeast1(1e3))
 	return cmd
@@ -143,8 +145,12 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 
 // printCalibration renders a calibration report for people.
 func printCalibration(w io.Writer, rep *calibrate.Report) {
-	fmt.Fprintf(w, "synthetic questions (%s): %d generated, %d kept (%d multi-passage), %d-fold cross-validation split by evidence chunk\n",
+	fmt.Fprintf(w, "synthetic questions (%s): %d generated, %d kept (%d multi-passage), %d-fold cross-validation split by evidence chunk",
 		rep.Generator, rep.Generated, rep.Questions, rep.Multi, rep.Folds)
+	if rep.Repeats > 1 {
+		fmt.Fprintf(w, ", %d deals", rep.Repeats)
+	}
+	fmt.Fprintln(w)
 	if rep.TooSmall != "" {
 		fmt.Fprintf(w, "not calibrated: too small — %s\n", rep.TooSmall)
 	}
