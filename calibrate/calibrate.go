@@ -72,6 +72,14 @@ type Config struct {
 	SingleShare float64
 	// MaxQuestions caps the questions kept (a seeded sample); default 900.
 	MaxQuestions int
+	// Ask bounds the candidates sent to the generator for each question shape, as a
+	// multiple of MaxQuestions; default 1.25. They are drawn before generation by the
+	// rule the kept questions follow (multi-passage ones first, single-passage ones
+	// within SingleShare), since a call to the LLM generator is paid and a question
+	// beyond MaxQuestions is thrown away: on the 2Wiki corpus the templates' 2,375
+	// candidates gave 900 questions. The margin covers rejected pairs; a later shape
+	// is asked only while questions are short.
+	Ask float64
 	// MinQuestions is the fewest questions below which the corpus is too small to
 	// calibrate (the defaults are kept), and MinQuestions/Folds the fewest held-out
 	// ones; default 45. Selection also needs a gain of MinGainT standard errors.
@@ -105,7 +113,7 @@ func DefaultConfig() Config {
 	tc := train.DefaultConfig()
 	tc.Optimizer, tc.LearningRate, tc.MinLearningRate, tc.WeightDecay = "adamw", 0.01, 0.01, 0.01
 	tc.TotalSteps, tc.EvalEvery, tc.Patience = 400, 25, 4
-	return Config{Retrievers: []string{"ppr", "hyperppr"}, Synth: sc, Folds: 3, Repeats: 5, SingleShare: 0.1, MaxQuestions: 900,
+	return Config{Retrievers: []string{"ppr", "hyperppr"}, Synth: sc, Folds: 3, Repeats: 5, SingleShare: 0.1, MaxQuestions: 900, Ask: 1.25,
 		MinQuestions: 45, K: 5, Depth: retrieve.CalibrationDepth, Negatives: 16, Margin: 0.1, Pairs: 512,
 		Train: tc, Seed: 1}
 }
@@ -123,6 +131,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("calibrate: single-passage share %g: want 0 ≤ share ≤ 1", c.SingleShare)
 	case c.MaxQuestions < 1 || c.MinQuestions < 1:
 		return errors.New("calibrate: question cap and minimum must be ≥ 1")
+	case !(c.Ask >= 1):
+		return fmt.Errorf("calibrate: candidates asked per shape %g × the question cap: want at least 1", c.Ask)
 	case c.K < 1 || c.Depth < c.K || c.Negatives < 1 || c.Pairs < 1 || !(c.Margin > 0):
 		return fmt.Errorf("calibrate: need K ≥ 1, Depth ≥ K, Negatives ≥ 1, Pairs ≥ 1, Margin > 0 (got %d, %d, %d, %d, %g)", c.K, c.Depth, c.Negatives, c.Pairs, c.Margin)
 	}
@@ -194,8 +204,9 @@ type question struct {
 
 // Run calibrates the graph retrievers of s's index (s opened with calibration off)
 // and returns the calibration to store with the report. gen generates the questions;
-// eng trains the rankers.
-func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *engine.Engine, cfg Config, log func(string)) (*retrieve.Calibration, *Report, error) {
+// eng trains the rankers; log (may be nil) receives progress lines and progress (may
+// be nil) the generation's calls done.
+func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *engine.Engine, cfg Config, log func(string), progress func(done, total int)) (*retrieve.Calibration, *Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -220,7 +231,8 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 			if i > 0 && len(items) >= cfg.MaxQuestions {
 				break
 			}
-			got, srep, err := synth.Run(ctx, ix, gen, sc, nil)
+			cands, srep := synth.Candidates(ix, sc)
+			got, err := synth.RunCandidates(ctx, ix, gen, pick(ix, cands, cfg, i), srep, sc, progress)
 			if err != nil {
 				return nil, nil, fmt.Errorf("calibrate: %w", err)
 			}
@@ -278,6 +290,62 @@ func shapes(sc synth.Config) []synth.Config {
 		out = append(out, fewer)
 	}
 	return out
+}
+
+// pick draws the candidates of shape number shape sent to the generator: at most
+// Ask × MaxQuestions, multi-passage ones first, single-passage ones within the bound
+// questions applies (SingleShare), each class a seeded sample; in Candidates' order.
+func pick(ix *graphio.Index, cands []synth.Candidate, cfg Config, shape int) []synth.Candidate {
+	budget := int(math.Ceil(cfg.Ask * float64(cfg.MaxQuestions)))
+	if len(cands) <= budget {
+		return cands
+	}
+	var multi, single []int
+	for i, c := range cands {
+		var groups [][]int32
+		for _, f := range c.Facts {
+			if ch := ix.Facts[f].Chunks; len(ch) > 0 {
+				groups = append(groups, ch)
+			}
+		}
+		switch {
+		case len(groups) == 0:
+		case oneChunkCovers(groups):
+			single = append(single, i)
+		default:
+			multi = append(multi, i)
+		}
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xa5c+uint64(shape)))
+	rng.Shuffle(len(multi), func(i, j int) { multi[i], multi[j] = multi[j], multi[i] })
+	rng.Shuffle(len(single), func(i, j int) { single[i], single[j] = single[j], single[i] })
+	reserve := min(len(single), int(math.Ceil(cfg.SingleShare*float64(budget))))
+	nm := min(len(multi), budget-reserve)
+	ns := min(len(single), budget-nm, max(nm, reserve))
+	keep := slices.Concat(multi[:nm], single[:ns])
+	slices.Sort(keep)
+	out := make([]synth.Candidate, len(keep))
+	for k, i := range keep {
+		out[k] = cands[i]
+	}
+	return out
+}
+
+// Plan is what calibrate would ask the generator of ix, per question shape in the
+// order they are tried: candidates (the LLM generator's calls) and, with count, their
+// prompt tokens. A shape after the first is asked only while fewer than MaxQuestions
+// questions are kept, so the first is what a large corpus costs and the sum the most
+// a small one can.
+func Plan(ix *graphio.Index, cfg Config, count func(string) int) (calls, tokens []int) {
+	if len(ix.Facts) == 0 {
+		return nil, nil
+	}
+	for i, sc := range shapes(cfg.Synth) {
+		cands, _ := synth.Candidates(ix, sc)
+		cands = pick(ix, cands, cfg, i)
+		calls, tokens = append(calls, len(cands)), append(tokens, synth.PlanTokens(ix, cands, sc, count))
+	}
+	return calls, tokens
 }
 
 // defaultRanker is a ranker that ranks as the uncalibrated defaults do.

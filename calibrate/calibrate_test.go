@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/extract"
+	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 	"github.com/graphloom/graphloom/synth"
@@ -87,6 +88,71 @@ func TestDealFoldsValidatesMostQuestionsOverRepeatedDeals(t *testing.T) {
 			}
 		}
 		assert.Equal(t, []int{20, 20, 20}, size, "deal %d", d)
+	}
+}
+
+func TestPickBoundsTheCandidatesAsked(t *testing.T) {
+	// Fact i is stated by chunk i alone; fact 0 also by chunk 1. A two-fact candidate
+	// on facts (0, 1) is answerable from chunk 1 (single-passage), on (i, i+1), i ≥ 1,
+	// it is not (multi-passage); one on a fact without chunks counts as neither.
+	ix := &graphio.Index{}
+	for i := range 1000 {
+		ix.Facts = append(ix.Facts, graphio.Fact{Chunks: []int32{int32(i)}})
+	}
+	ix.Facts[0].Chunks = []int32{0, 1}
+	ix.Facts[999].Chunks = nil
+	cands := func(multi, single int) []synth.Candidate {
+		var out []synth.Candidate
+		for i := range multi {
+			out = append(out, synth.Candidate{Type: synth.TypeHop, Facts: []int32{int32(i + 1), int32(i + 2)}})
+		}
+		for range single {
+			out = append(out, synth.Candidate{Type: synth.TypeSum, Facts: []int32{0, 1}})
+		}
+		return append(out, synth.Candidate{Type: synth.TypeHop, Facts: []int32{999}})
+	}
+	cfg := DefaultConfig()
+	cfg.MaxQuestions = 100 // Ask 1.25: 125 candidates
+	for _, c := range []struct {
+		name                  string
+		multi, single         int
+		wantMulti, wantSingle int
+	}{
+		// Plenty of both: a tenth (13) kept for single-passage questions.
+		{"plenty", 300, 50, 112, 13},
+		// Few multi-passage: as many single-passage ones again, within the budget.
+		{"few multi", 60, 200, 60, 60},
+		{"no single", 300, 0, 125, 0},
+		{"no multi", 0, 300, 0, 13},
+		// Within the budget: all are asked, the chunkless one too.
+		{"small", 80, 40, 80, 40},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := cands(c.multi, c.single)
+			got := pick(ix, in, cfg, 0)
+			m, s := 0, 0
+			for _, x := range got {
+				switch x.Type {
+				case synth.TypeHop:
+					if x.Facts[0] != 999 {
+						m++
+					}
+				case synth.TypeSum:
+					s++
+				}
+			}
+			assert.Equal(t, c.wantMulti, m)
+			assert.Equal(t, c.wantSingle, s)
+			// In Candidates' order, and the same draw twice.
+			pos := map[*int32]int{}
+			for i := range in {
+				pos[&in[i].Facts[0]] = i
+			}
+			for i := 1; i < len(got); i++ {
+				assert.Less(t, pos[&got[i-1].Facts[0]], pos[&got[i].Facts[0]])
+			}
+			assert.Equal(t, got, pick(ix, in, cfg, 0))
+		})
 	}
 }
 
@@ -197,7 +263,7 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 	defer eng.Close()
 	cfg := DefaultConfig()
 	cfg.Train.TotalSteps = 100
-	cal, rep, err := Run(ctx, s, synth.Template{}, eng, cfg, nil)
+	cal, rep, err := Run(ctx, s, synth.Template{}, eng, cfg, nil, nil)
 	require.NoError(t, err)
 	assert.Positive(t, rep.Questions)
 	assert.Empty(t, rep.TooSmall)
@@ -220,7 +286,7 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 
 	// Too small: a cap below the minimum keeps the defaults and says why.
 	cfg.MaxQuestions = 10
-	_, rep, err = Run(ctx, s, synth.Template{}, eng, cfg, nil)
+	_, rep, err = Run(ctx, s, synth.Template{}, eng, cfg, nil, nil)
 	require.NoError(t, err)
 	assert.Contains(t, rep.TooSmall, "needs at least 45")
 	for _, rf := range rep.Fits {

@@ -65,13 +65,25 @@ func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, prog
 		return nil, nil, fmt.Errorf("synth: the index has no facts to ask about")
 	}
 	cands, rep := Candidates(ix, cfg)
+	items, err := RunCandidates(ctx, ix, gen, cands, rep, cfg, progress)
+	return items, rep, err
+}
+
+// RunCandidates generates and validates, as Run does, the items of cands — those of
+// Candidates or a subset of them — counting in rep (from Candidates): Asked becomes
+// the candidates sent, per type.
+func RunCandidates(ctx context.Context, ix *graphio.Index, gen Generator, cands []Candidate, rep *Report, cfg Config, progress func(done, total int)) ([]Item, error) {
 	rep.Generator = gen.Name()
+	rep.Asked = map[string]int{}
+	for _, c := range cands {
+		rep.Asked[c.Type]++
+	}
 	pairs, err := gen.Generate(ctx, ix, cands, cfg, progress)
 	if err != nil {
-		return nil, rep, err
+		return nil, err
 	}
 	if len(pairs) != len(cands) {
-		return nil, rep, fmt.Errorf("synth: %s returned %d pairs for %d candidates", gen.Name(), len(pairs), len(cands))
+		return nil, fmt.Errorf("synth: %s returned %d pairs for %d candidates", gen.Name(), len(pairs), len(cands))
 	}
 	if _, isLLM := gen.(*LLMGenerator); isLLM {
 		rep.Calls = len(cands)
@@ -82,7 +94,7 @@ func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, prog
 			}
 		}
 		if failed > 0 && failed == len(pairs) {
-			return nil, rep, fmt.Errorf("synth: every generation call failed (%d of %d); nothing was written", failed, len(pairs))
+			return nil, fmt.Errorf("synth: every generation call failed (%d of %d); nothing was written", failed, len(pairs))
 		}
 	}
 	var items []Item
@@ -105,7 +117,7 @@ func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, prog
 		items = append(items, it)
 		rep.Items[c.Type]++
 	}
-	return items, rep, nil
+	return items, nil
 }
 
 func validate(p Pair, evidence string, seen map[string]bool) string {
@@ -268,11 +280,17 @@ Return JSON only: {"question": "...", "answer": "..."}`
 // prompt tokens (count gives a text's tokens) — without sending anything.
 func Plan(ix *graphio.Index, cfg Config, count func(string) int) *Report {
 	cands, rep := Candidates(ix, cfg)
-	rep.Plan, rep.Calls = true, len(cands)
+	rep.Plan, rep.Calls, rep.PlanTokens = true, len(cands), PlanTokens(ix, cands, cfg, count)
+	return rep
+}
+
+// PlanTokens is the prompt tokens the LLM generator would send for cands.
+func PlanTokens(ix *graphio.Index, cands []Candidate, cfg Config, count func(string) int) int {
+	n := 0
 	for _, r := range Requests(ix, cands, cfg) {
 		for _, m := range r.Messages {
-			rep.PlanTokens += count(m.Content) + 4 // per-message overhead of the chat format
+			n += count(m.Content) + 4 // per-message overhead of the chat format
 		}
 	}
-	return rep
+	return n
 }

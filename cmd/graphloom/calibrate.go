@@ -12,6 +12,7 @@ import (
 	"github.com/graphloom/graphloom/calibrate"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -21,9 +22,9 @@ func newCalibrateCmd() *cobra.Command {
 	rcfg := retrieve.DefaultConfig()
 	var lf llmFlags
 	var path, out, generator, retrievers string
-	var asJSON, wait, force bool
+	var asJSON, wait, force, plan bool
 	cmd := &cobra.Command{
-		Use:   "calibrate --index INDEX [--out NEW] [--generator template|llm]",
+		Use:   "calibrate --index INDEX [--out NEW] [--generator template|llm] [--plan]",
 		Short: "Fit the graph retrievers' final ranking on the corpus's own synthetic questions",
 		Long: `Fit how ppr and hyperppr rank passages to this corpus, without labelled data:
 synthetic questions are generated from the index's graph (SelfGraphRAG's two-hop paths
@@ -35,8 +36,13 @@ question-entity and linked-fact hits, title match, length), with and without a
 per-question gate, trained with a pairwise loss. The variant that does best on the
 held-out questions is stored in the index and used by query, eval and serve — only if
 it beats the uncalibrated defaults there; otherwise the defaults stay (stats says
-which). --calibration off on those commands ignores it. Only the index is read.`,
+which). --calibration off on those commands ignores it. Only the index is read.
+
+With --generator llm every question is one LLM call, through the on-disk cache (a
+rerun repeats none); at most 1.25 × --max-questions candidates are asked per question
+shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 		Example: `  graphloom calibrate --index harbour.gl
+  graphloom calibrate --index harbour.gl --generator llm --plan
   graphloom calibrate --index harbour.gl --out harbour-calibrated.gl --json
   graphloom stats --index harbour.gl`,
 		Args: cobra.NoArgs,
@@ -56,6 +62,9 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
+			}
+			if plan {
+				return printCalibrationPlan(cmd, path, cfg, asJSON)
 			}
 			if out == "" {
 				out = path
@@ -97,7 +106,12 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 			if !asJSON {
 				logf = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "calibrate:", s) }
 			}
-			cal, rep, err := calibrate.Run(cmd.Context(), s, gen, eng, cfg, logf)
+			progress, finish := func(int, int) {}, func() {}
+			if generator == "llm" {
+				progress, finish = barWith(cmd, "calibrate: questions", lf.live)
+			}
+			defer finish()
+			cal, rep, err := calibrate.Run(cmd.Context(), s, gen, eng, cfg, logf, progress)
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", path, err)
 			}
@@ -132,6 +146,7 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 	f.IntVar(&cfg.K, "k", cfg.K, "recall cut-off the fitting and the selection compare (R@k)")
 	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "most training steps of each ranker")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&plan, "plan", false, "print the LLM calls and prompt tokens the llm generator would spend; send nothing")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	addForce(cmd, &force)
 	lf.register(cmd)
@@ -141,6 +156,39 @@ which). --calibration off on those commands ignores it. Only the index is read.`
 	limitFlag(cmd, "steps", atLeast1(1e6))
 	limitFlag(cmd, "k", atLeast1(1e3))
 	return cmd
+}
+
+// printCalibrationPlan prints what calibrate would ask the LLM generator, sending
+// nothing.
+func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config, asJSON bool) error {
+	ix, err := graphio.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	tok, err := ingest.NewTokenizer("cl100k_base")
+	if err != nil {
+		return err
+	}
+	calls, tokens := calibrate.Plan(ix, cfg, tok.Count)
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return printJSON(w, map[string]any{"index": path, "plan": true, "calls_per_shape": calls, "prompt_tokens_per_shape": tokens, "max_questions": cfg.MaxQuestions})
+	}
+	if len(calls) == 0 {
+		fmt.Fprintln(w, "plan: the index has no facts to ask about: no LLM call; nothing sent")
+		return nil
+	}
+	total, totalTok := 0, 0
+	for i := range calls {
+		total, totalTok = total+calls[i], totalTok+tokens[i]
+	}
+	fmt.Fprintf(w, "plan: %d LLM calls, %d prompt tokens (cl100k) for the first question shape", calls[0], tokens[0])
+	if len(calls) > 1 {
+		fmt.Fprintf(w, "; at most %d calls, %d tokens with the other shapes (%s calls), asked only while fewer than %d questions are kept",
+			total, totalTok, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(calls[1:])), ", "), "[]"), cfg.MaxQuestions)
+	}
+	fmt.Fprintln(w, "; nothing sent")
+	return nil
 }
 
 // printCalibration renders a calibration report for people.

@@ -2,12 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
 // TestCalibrateCommand: calibrate --out leaves its input as it was and writes a
@@ -68,4 +73,81 @@ func TestCalibrateCommand(t *testing.T) {
 	assert.Contains(t, r.stderr, "warning: the stored calibration (`graphloom calibrate` fits it again) is stale")
 	r = run(t, nil, "stats", "--index", cal)
 	assert.Contains(t, r.stdout, "STALE")
+}
+
+// TestCalibrateWithTheLLMGenerator: --plan counts the calls and sends nothing; the
+// run asks the LLM for as many questions as the plan said (the cap, not every
+// candidate), calibrates on its questions, and a rerun sends nothing new (the cache).
+func TestCalibrateWithTheLLMGenerator(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+	srv := llmtest.NewServer(t)
+	// A hop prompt lists its path "a [r] b" line by line, a summary its target and the
+	// facts into it: the reply asks about the path's start and middle, or about the
+	// target's three sources, and answers with the path's end or the target.
+	fact := regexp.MustCompile(`(?m)^(.+) \[[^\]]*\] (.+)$`)
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		u := r.LastUser()
+		fs := fact.FindAllStringSubmatch(u, -1)
+		if len(fs) == 0 {
+			return llmtest.Reply{Content: "no"}
+		}
+		q, a := fmt.Sprintf("Which place or person lies beyond %s, by way of %s?", fs[0][1], fs[0][2]), fs[len(fs)-1][2]
+		if strings.HasPrefix(u, "Target node") {
+			var from []string
+			for _, f := range fs {
+				from = append(from, f[1])
+			}
+			q = "What do " + strings.Join(from, " and ") + " all point to?"
+		}
+		b, _ := json.Marshal(map[string]string{"question": q, "answer": a})
+		return llmtest.Reply{Content: string(b)}
+	})
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	args := []string{"calibrate", "--index", idx, "--generator", "llm", "--max-questions", "60", "--steps", "40", "--retrievers", "ppr"}
+
+	r := run(t, env, append(args, "--plan", "--json")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var plan struct {
+		Calls []int `json:"calls_per_shape"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan), r.stdout)
+	require.Len(t, plan.Calls, 3)
+	assert.Equal(t, 75, plan.Calls[0], "1.25 × 60: the harbour graph has more paths")
+	assert.Zero(t, srv.Count(), "--plan sends nothing")
+
+	cal := filepath.Join(dir, "hc.gl")
+	r = run(t, env, append(args, "--out", cal, "--json")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		Report struct {
+			Generator string `json:"generator"`
+			Questions int    `json:"questions"`
+			Synth     []struct {
+				Calls int `json:"calls"`
+			} `json:"synth"`
+			Fits []struct {
+				Use string `json:"use"`
+			} `json:"retrievers"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	assert.Equal(t, "llm:m", out.Report.Generator)
+	assert.Equal(t, 60, out.Report.Questions)
+	require.Len(t, out.Report.Fits, 1)
+	sent := 0
+	for i, s := range out.Report.Synth {
+		assert.Equal(t, plan.Calls[i], s.Calls, "shape %d: the calls the plan counted", i+1)
+		sent += s.Calls
+	}
+	// Requests repeated within the run (two candidates verbalised alike) are answered
+	// from the cache: at most one HTTP call a counted call.
+	got := srv.Count()
+	assert.LessOrEqual(t, got, sent)
+	assert.Greater(t, got, sent*9/10)
+
+	r = run(t, env, append(args, "--out", filepath.Join(dir, "again.gl"))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, got, srv.Count(), "a rerun is answered from the cache")
 }
