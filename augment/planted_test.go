@@ -46,6 +46,40 @@ func (r *rereader) Complete(_ context.Context, _ *graphio.Index, sel []Selected,
 	return out, nil
 }
 
+// TestDegreeResidual: logits built as 2 + 3·log(1 + degree) plus deviations that sum to
+// zero within each degree come back as those deviations.
+func TestDegreeResidual(t *testing.T) {
+	// Entity i has fact degree i: i facts from it to entity 0 (which gets 0+1+…+4 = 10).
+	ix := &graphio.Index{}
+	for range 6 {
+		ix.Entities = append(ix.Entities, graphio.Entity{})
+	}
+	for i := 1; i <= 4; i++ {
+		for range i {
+			ix.Facts = append(ix.Facts, graphio.Fact{Subject: int32(i), Object: 0})
+		}
+	}
+	var cands []candidate
+	var dev []float64
+	for _, root := range []int32{1, 2, 3, 4, 5} { // degrees 1, 2, 3, 4, 0
+		d := float64(root)
+		if root == 5 {
+			d = 0
+		}
+		for _, e := range []float64{-0.5, 0.5} {
+			cands = append(cands, candidate{sg: &subgraph{root: root}, logit: 2 + 3*math.Log1p(d) + e})
+			dev = append(dev, e)
+		}
+	}
+	got := degreeResidual(ix, cands)
+	require.Len(t, got, len(cands))
+	for i := range got {
+		assert.InDelta(t, dev[i], got[i].logit, 1e-12)
+		assert.Same(t, cands[i].sg, got[i].sg)
+	}
+	assert.Equal(t, 2+3*math.Log1p(1)-0.5, cands[0].logit, "the input is left as it was")
+}
+
 // TestPlanted deletes facts, runs both selectors at the same budget and counts: the
 // input index is untouched, every deleted fact an ideal completer re-reads from the
 // selected evidence counts as recovered, and a completer that proposes nothing
@@ -57,7 +91,7 @@ func TestPlanted(t *testing.T) {
 	rows, err := Planted(context.Background(), ix, 6, []int64{1, 2, 3}, opts)
 	require.NoError(t, err)
 	assert.Equal(t, before, encode(t, ix), "the benchmark works on copies")
-	require.Len(t, rows, 18, "3 seeds × 3 selectors × 2 classes")
+	require.Len(t, rows, 24, "3 seeds × (3 selectors + the GNN's degree-adjusted ranking) × 2 classes")
 	gnn := map[[2]any]PlantedRow{}
 	for _, r := range rows {
 		if r.Selector == "gnn" {
@@ -81,11 +115,14 @@ func TestPlanted(t *testing.T) {
 			assert.Equal(t, g.Selected, r.Selected, "%s runs at the GNN's number of calls", r.Selector)
 			assert.Equal(t, g.Reachable, r.Reachable, "every selector chooses among the same sampled subgraphs")
 		}
+		if r.Selector == PlantedDegreeAdjusted {
+			assert.Zero(t, r.Recovered, "nothing is completed for the diagnostic")
+		}
 		recovered += r.Recovered
 	}
 	assert.Positive(t, recovered, "the ideal completer brings deleted facts back")
 	sum := SummarisePlanted(rows)
-	require.Len(t, sum, 6)
+	require.Len(t, sum, 8)
 	assert.Equal(t, "gnn", sum[0].Selector)
 	assert.Equal(t, PlantedCrossChunk, sum[0].Class)
 

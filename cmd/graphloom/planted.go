@@ -41,15 +41,23 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 			auc = fmt.Sprintf("%.3f (%.3f)", r.TestAUC, r.BestBaseline)
 		}
 		b := r.RegionsByBudget
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d %d %d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, r.Recovered, r.Regions,
+		rec := fmt.Sprint(r.Recovered)
+		if r.Selector == augment.PlantedDegreeAdjusted {
+			rec = "- (not completed)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d %d %d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, rec, r.Regions,
 			b[0], b[1], b[2], r.Reachable, r.Touched, r.Selected, auc)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "selector\tclass\tseeds\tdeleted\trecovered (mean ± sd)\tregions (mean ± sd)\tat ⅛ ¼ ½ budget\treachable\ttouched (mean ± sd)\tselected")
 	for _, s := range sum {
 		b := s.RegionsByBudget
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f ± %.2f\t%.2f ± %.2f\t%.1f %.1f %.1f\t%.1f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
-			s.Recovered[0], s.Recovered[1], s.Regions[0], s.Regions[1], b[0], b[1], b[2], s.Reachable, s.Touched[0], s.Touched[1], s.Selected[0])
+		rec := fmt.Sprintf("%.2f ± %.2f", s.Recovered[0], s.Recovered[1])
+		if s.Selector == augment.PlantedDegreeAdjusted {
+			rec = "- (not completed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%.2f ± %.2f\t%.1f %.1f %.1f\t%.1f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
+			rec, s.Regions[0], s.Regions[1], b[0], b[1], b[2], s.Reachable, s.Touched[0], s.Touched[1], s.Selected[0])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
