@@ -111,25 +111,27 @@ func TestPickBoundsTheCandidatesAsked(t *testing.T) {
 		}
 		return append(out, synth.Candidate{Type: synth.TypeHop, Facts: []int32{999}})
 	}
-	cfg := DefaultConfig()
-	cfg.MaxQuestions = 100 // Ask 1.25: 125 candidates
+	cfg := DefaultConfig() // SingleShare 0.1
+	const budget = 125
 	for _, c := range []struct {
 		name                  string
 		multi, single         int
 		wantMulti, wantSingle int
 	}{
-		// Plenty of both: a tenth (13) kept for single-passage questions.
-		{"plenty", 300, 50, 112, 13},
-		// Few multi-passage: as many single-passage ones again, within the budget.
+		// Single-passage ones bounded by max(multi, ⌈0.1 × all⌉) = max(300, 35): all 50;
+		// then 350 > 125, each class cut to its share: 125 × 300/350 = 107.1 → 107, 18.
+		{"plenty", 300, 50, 107, 18},
+		// max(60, 26) = 60 single-passage ones; 120 ≤ 125: all of them.
 		{"few multi", 60, 200, 60, 60},
 		{"no single", 300, 0, 125, 0},
-		{"no multi", 0, 300, 0, 13},
+		// max(0, ⌈0.1 × 300⌉) = 30.
+		{"no multi", 0, 300, 0, 30},
 		// Within the budget: all are asked, the chunkless one too.
 		{"small", 80, 40, 80, 40},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := cands(c.multi, c.single)
-			got := pick(ix, in, cfg, 0)
+			got := pick(ix, in, budget, cfg, 0)
 			m, s := 0, 0
 			for _, x := range got {
 				switch x.Type {
@@ -151,9 +153,25 @@ func TestPickBoundsTheCandidatesAsked(t *testing.T) {
 			for i := 1; i < len(got); i++ {
 				assert.Less(t, pos[&got[i-1].Facts[0]], pos[&got[i].Facts[0]])
 			}
-			assert.Equal(t, got, pick(ix, in, cfg, 0))
+			assert.Equal(t, got, pick(ix, in, budget, cfg, 0))
 		})
 	}
+
+	// ask: a later shape asks none of what an earlier one asked, and at most
+	// 1.25 × the questions still wanted.
+	asked := map[string]bool{}
+	first := ask(ix, cands(300, 0), asked, 100, cfg, 0)
+	assert.Len(t, first, 125)
+	again := ask(ix, cands(300, 0), asked, 40, cfg, 1)
+	assert.Len(t, again, 50)
+	seen := map[int32]bool{}
+	for _, c := range first {
+		seen[c.Facts[0]] = true
+	}
+	for _, c := range again {
+		assert.False(t, seen[c.Facts[0]], "asked twice: %v", c.Facts)
+	}
+	assert.Len(t, asked, 175)
 }
 
 func TestOneChunkCovers(t *testing.T) {

@@ -39,7 +39,7 @@ it beats the uncalibrated defaults there; otherwise the defaults stay (stats say
 which). --calibration off on those commands ignores it. Only the index is read.
 
 With --generator llm every question is one LLM call, through the on-disk cache (a
-rerun repeats none); at most 1.25 × --max-questions candidates are asked per question
+rerun repeats none); at most 1.25 × the questions still wanted are asked per question
 shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 		Example: `  graphloom calibrate --index harbour.gl
   graphloom calibrate --index harbour.gl --generator llm --plan
@@ -64,7 +64,7 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 				return usageError{err}
 			}
 			if plan {
-				return printCalibrationPlan(cmd, path, cfg, asJSON)
+				return printCalibrationPlan(cmd, path, cfg, generator, asJSON)
 			}
 			if out == "" {
 				out = path
@@ -106,11 +106,21 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 			if !asJSON {
 				logf = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "calibrate:", s) }
 			}
+			// One bar per question shape: each counts its own calls from 0.
 			progress, finish := func(int, int) {}, func() {}
 			if generator == "llm" {
-				progress, finish = barWith(cmd, "calibrate: questions", lf.live)
+				var bar func(int, int)
+				last := -1
+				progress = func(done, total int) {
+					if bar == nil || done < last {
+						finish()
+						bar, finish = barWith(cmd, "calibrate: questions", lf.live)
+					}
+					last = done
+					bar(done, total)
+				}
 			}
-			defer finish()
+			defer func() { finish() }()
 			cal, rep, err := calibrate.Run(cmd.Context(), s, gen, eng, cfg, logf, progress)
 			if err != nil {
 				return fmt.Errorf("calibrate: %s: %w", path, err)
@@ -159,8 +169,8 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 }
 
 // printCalibrationPlan prints what calibrate would ask the LLM generator, sending
-// nothing.
-func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config, asJSON bool) error {
+// nothing (with the template generator: what --generator llm would ask).
+func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config, generator string, asJSON bool) error {
 	ix, err := graphio.ReadFile(path)
 	if err != nil {
 		return err
@@ -172,7 +182,11 @@ func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config,
 	calls, tokens := calibrate.Plan(ix, cfg, tok.Count)
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return printJSON(w, map[string]any{"index": path, "plan": true, "calls_per_shape": calls, "prompt_tokens_per_shape": tokens, "max_questions": cfg.MaxQuestions})
+		return printJSON(w, map[string]any{"index": path, "plan": true, "generator": generator,
+			"llm_calls_per_shape": calls, "prompt_tokens_per_shape": tokens, "max_questions": cfg.MaxQuestions})
+	}
+	if generator != "llm" {
+		fmt.Fprintln(w, "the template generator makes no LLM call; with --generator llm:")
 	}
 	if len(calls) == 0 {
 		fmt.Fprintln(w, "plan: the index has no facts to ask about: no LLM call; nothing sent")
@@ -184,7 +198,7 @@ func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config,
 	}
 	fmt.Fprintf(w, "plan: %d LLM calls, %d prompt tokens (cl100k) for the first question shape", calls[0], tokens[0])
 	if len(calls) > 1 {
-		fmt.Fprintf(w, "; at most %d calls, %d tokens with the other shapes (%s calls), asked only while fewer than %d questions are kept",
+		fmt.Fprintf(w, "; at most %d calls, %d tokens with the other shapes (%s calls), asked only while fewer than %d questions have been generated",
 			total, totalTok, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(calls[1:])), ", "), "[]"), cfg.MaxQuestions)
 	}
 	fmt.Fprintln(w, "; nothing sent")

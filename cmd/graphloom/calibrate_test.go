@@ -76,8 +76,9 @@ func TestCalibrateCommand(t *testing.T) {
 }
 
 // TestCalibrateWithTheLLMGenerator: --plan counts the calls and sends nothing; the
-// run asks the LLM for as many questions as the plan said (the cap, not every
-// candidate), calibrates on its questions, and a rerun sends nothing new (the cache).
+// run asks the LLM for as many questions as the plan said for the first shape (1.25 ×
+// the cap, not every candidate) and for later shapes only what is missing, calibrates
+// on its questions, and a rerun sends nothing new (the cache).
 func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 	dir := t.TempDir()
 	idx := filepath.Join(dir, "h.gl")
@@ -110,7 +111,7 @@ func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 	r := run(t, env, append(args, "--plan", "--json")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	var plan struct {
-		Calls []int `json:"calls_per_shape"`
+		Calls []int `json:"llm_calls_per_shape"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan), r.stdout)
 	require.Len(t, plan.Calls, 3)
@@ -134,11 +135,17 @@ func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
 	assert.Equal(t, "llm:m", out.Report.Generator)
-	assert.Equal(t, 60, out.Report.Questions)
+	assert.LessOrEqual(t, out.Report.Questions, 60)
+	assert.GreaterOrEqual(t, out.Report.Questions, 45, "enough to calibrate")
 	require.Len(t, out.Report.Fits, 1)
+	require.NotEmpty(t, out.Report.Synth)
+	assert.Equal(t, plan.Calls[0], out.Report.Synth[0].Calls, "the first shape: the calls the plan counted")
 	sent := 0
 	for i, s := range out.Report.Synth {
-		assert.Equal(t, plan.Calls[i], s.Calls, "shape %d: the calls the plan counted", i+1)
+		if i > 0 { // asked for the questions still missing: at most the plan's bound
+			assert.LessOrEqual(t, s.Calls, plan.Calls[i], "shape %d", i+1)
+			assert.Less(t, s.Calls, plan.Calls[0], "shape %d", i+1)
+		}
 		sent += s.Calls
 	}
 	// Requests repeated within the run (two candidates verbalised alike) are answered
