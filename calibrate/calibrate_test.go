@@ -188,6 +188,48 @@ func TestOneChunkCovers(t *testing.T) {
 	}
 }
 
+// TestRankerKeepsAStartItCannotBeat: where the uncalibrated ranking already puts every
+// evidence candidate first, no trained ranker beats it on the held-back questions, so
+// it is returned as it was.
+func TestRankerKeepsAStartItCannotBeat(t *testing.T) {
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(3, 3))
+	var qs []question
+	var sets []retrieve.CandidateSet
+	for q := range 200 {
+		cs := retrieve.CandidateSet{Z: make([]float64, retrieve.NumGates)}
+		cs.Z[retrieve.GateBias] = 1
+		perm := rng.Perm(20)
+		var best int32
+		for i := range 20 {
+			x := make([]float64, retrieve.NumFeatures)
+			for j := range x {
+				x[j] = rng.Float64()
+			}
+			x[retrieve.FeatDefault] = 1 / math.Sqrt(float64(perm[i]+1))
+			c := int32(q*20 + i)
+			cs.Chunks = append(cs.Chunks, c)
+			cs.X = append(cs.X, x)
+			cs.DefaultRank = append(cs.DefaultRank, int32(perm[i]+1))
+			if perm[i] == 0 {
+				best = c
+			}
+		}
+		qs = append(qs, question{text: "q", groups: [][]int32{{best}}, chunks: []int32{best}, multi: true})
+		sets = append(sets, cs)
+	}
+	cfg := DefaultConfig()
+	cfg.K = 1
+	for _, gated := range []bool{false, true} {
+		r, res, _, err := trainRanker(context.Background(), eng, qs, sets, gated, cfg)
+		require.NoError(t, err)
+		assert.Equal(t, defaultRanker(gated), r, "gated %v", gated)
+		assert.Zero(t, res.BestStep)
+	}
+}
+
 // planted makes n questions of 20 candidates each, with random features and gate
 // features; the single evidence candidate is the argmax of feature a when the
 // question's graph gate is 1 and of feature b when it is 0. The uncalibrated rank is

@@ -147,23 +147,93 @@ func hinge(r retrieve.Ranker, ps []pair, margin float64) float64 {
 	return sum / w
 }
 
-// trainRanker trains a (gated) ranker on the fitting questions, a fifth of them held
-// back for early stopping, starting from the uncalibrated ranking.
-func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []retrieve.CandidateSet, gated bool, cfg Config) (retrieve.Ranker, *train.Result, int, error) {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7a1d))
-	var trainQ, heldQ []question
-	var trainS, heldS []retrieve.CandidateSet
-	for i := range qs {
-		if i%5 == 4 {
-			heldQ, heldS = append(heldQ, qs[i]), append(heldS, sets[i])
-		} else {
-			trainQ, trainS = append(trainQ, qs[i]), append(trainS, sets[i])
+// holdBack splits the questions by evidence chunk: a third of the chunks (at random)
+// are held back; the questions whose evidence chunks all lie there are held back,
+// those with none there are kept for fitting, and the rest are left out, so that no
+// chunk's questions are on both sides.
+func holdBack(qs []question, sets []retrieve.CandidateSet, rng *rand.Rand) (fitQ []question, fitS []retrieve.CandidateSet, heldQ []question, heldS []retrieve.CandidateSet) {
+	chunks := int32(0)
+	for _, q := range qs {
+		for _, c := range q.chunks {
+			chunks = max(chunks, c+1)
 		}
 	}
-	trainP, heldP := pairs(trainQ, trainS, cfg, rng), pairs(heldQ, heldS, cfg, rng)
-	if len(trainP) == 0 || len(heldP) == 0 {
-		return retrieve.Ranker{}, nil, 0, fmt.Errorf("no training pairs: the candidate pools hold no evidence (%d, %d questions)", len(trainQ), len(heldQ))
+	held := make([]bool, chunks)
+	for i, c := range rng.Perm(int(chunks)) {
+		held[c] = i%3 == 0
 	}
+	for i, q := range qs {
+		n := 0
+		for _, c := range q.chunks {
+			if held[c] {
+				n++
+			}
+		}
+		switch n {
+		case len(q.chunks):
+			heldQ, heldS = append(heldQ, q), append(heldS, sets[i])
+		case 0:
+			fitQ, fitS = append(fitQ, q), append(fitS, sets[i])
+		}
+	}
+	return fitQ, fitS, heldQ, heldS
+}
+
+// rankerScores scores the candidates of cs with r (its gate read only when r has one).
+func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
+	z := cs.Z
+	if r.V == nil {
+		z = nil
+	}
+	out := make([]float64, len(cs.Chunks))
+	for j := range out {
+		out[j] = r.ScoreOf(cs.X[j], z)
+	}
+	return out
+}
+
+// trainRanker trains a (gated) ranker on the fitting questions, starting from the
+// uncalibrated ranking, with the pairwise hinge. The number of steps is chosen on
+// questions held back by evidence chunk (holdBack): trained on the others, training
+// stops early on the held-back pairs' hinge, and if the held-back questions' R@K is
+// then no better than the starting ranking's, that ranking stands. Otherwise the ranker
+// is trained again on every question for the chosen number of steps.
+func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []retrieve.CandidateSet, gated bool, cfg Config) (retrieve.Ranker, *train.Result, int, error) {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7a1d))
+	init := defaultRanker(gated)
+	fitQ, fitS, heldQ, heldS := holdBack(qs, sets, rng)
+	fitP, heldP := pairs(fitQ, fitS, cfg, rng), pairs(heldQ, heldS, cfg, rng)
+	allP := pairs(qs, sets, cfg, rng)
+	if len(allP) == 0 {
+		return retrieve.Ranker{}, nil, 0, fmt.Errorf("no training pairs: the candidate pools hold no evidence (%d questions)", len(qs))
+	}
+	if len(fitP) == 0 || len(heldP) == 0 {
+		return init, &train.Result{}, len(allP), nil // nothing to choose the steps on
+	}
+	heldRecall := func(r retrieve.Ranker) float64 {
+		return meanRecall(heldQ, heldS, cfg.K, func(cs *retrieve.CandidateSet) []float64 { return rankerScores(&r, cs) })
+	}
+	r, res, err := fitRanker(ctx, eng, fitP, heldP, gated, cfg, cfg.Train.TotalSteps, cfg.Train.Patience, rng)
+	if err != nil {
+		return retrieve.Ranker{}, nil, 0, err
+	}
+	if res.BestStep == 0 || heldRecall(r) <= heldRecall(init)+1e-9 {
+		res.BestStep = 0
+		return init, res, len(allP), nil
+	}
+	steps := res.BestStep
+	r, res, err = fitRanker(ctx, eng, allP, allP, gated, cfg, steps, 0, rng)
+	if err != nil {
+		return retrieve.Ranker{}, nil, 0, err
+	}
+	res.BestStep = steps
+	return r, res, len(allP), nil
+}
+
+// fitRanker trains a ranker from the uncalibrated ranking on trainP for at most steps
+// steps, keeping the weights of the least hinge on evalP (evaluated every
+// Train.EvalEvery steps; patience 0: no early stop).
+func fitRanker(ctx context.Context, eng *engine.Engine, trainP, evalP []pair, gated bool, cfg Config, steps, patience int, rng *rand.Rand) (retrieve.Ranker, *train.Result, error) {
 	init := defaultRanker(gated)
 	w0 := make([]float32, len(init.W))
 	for j, w := range init.W {
@@ -175,14 +245,16 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 	}
 	lr, err := models.NewLinearRanker(w0, gates)
 	if err != nil {
-		return retrieve.Ranker{}, nil, 0, err
+		return retrieve.Ranker{}, nil, err
 	}
 	task := pairTask{LinearRanker: lr, margin: cfg.Margin}
 	tc := cfg.Train
 	tc.Seed = int64(cfg.Seed)
+	tc.TotalSteps, tc.Patience = steps, patience
+	tc.EvalEvery = min(tc.EvalEvery, steps)
 	tr, err := train.NewTask(eng, task, tc)
 	if err != nil {
-		return retrieve.Ranker{}, nil, 0, err
+		return retrieve.Ranker{}, nil, err
 	}
 	// Batches: the training pairs reshuffled every pass, cfg.Pairs at a time.
 	order := rng.Perm(len(trainP))
@@ -213,12 +285,12 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 		if err != nil {
 			return train.Metrics{}, err
 		}
-		return train.Metrics{Loss: hinge(r, heldP, cfg.Margin), N: len(heldP)}, nil
+		return train.Metrics{Loss: hinge(r, evalP, cfg.Margin), N: len(evalP)}, nil
 	}
 	res, err := tr.FitTask(ctx, next, eval)
 	if err != nil {
-		return retrieve.Ranker{}, nil, 0, err
+		return retrieve.Ranker{}, nil, err
 	}
 	r, err := current()
-	return r, res, len(trainP), err
+	return r, res, err
 }
