@@ -392,11 +392,7 @@ func rootEndDiagnostics(ix *graphio.Index, scored []candidate, deleted []planted
 			}
 		}
 	}
-	degree := make([]int, len(ix.Entities))
-	for _, f := range ix.Facts {
-		degree[f.Subject]++
-		degree[f.Object]++
-	}
+	degree := factDegrees(ix)
 	scores := make([]float64, len(scored))
 	deg := make([]float64, len(scored))
 	stratum := make([]int, len(scored))
@@ -421,15 +417,21 @@ func rootEndDiagnostics(ix *graphio.Index, scored []candidate, deleted []planted
 	}
 }
 
-// degreeResidual returns the candidates with each logit replaced by its residual
-// from the least-squares line logit ≈ a + b·log(1 + d) over the candidates, d the
-// root's fact degree in ix.
-func degreeResidual(ix *graphio.Index, cands []candidate) []candidate {
+// factDegrees is each entity's number of facts, as subject or object.
+func factDegrees(ix *graphio.Index) []int {
 	degree := make([]int, len(ix.Entities))
 	for _, f := range ix.Facts {
 		degree[f.Subject]++
 		degree[f.Object]++
 	}
+	return degree
+}
+
+// degreeResidual returns the candidates with each logit replaced by its residual
+// from the least-squares line logit ≈ a + b·log(1 + d) over the candidates, d the
+// root's fact degree in ix.
+func degreeResidual(ix *graphio.Index, cands []candidate) []candidate {
+	degree := factDegrees(ix)
 	x := make([]float64, len(cands))
 	var mx, my float64
 	for i, c := range cands {

@@ -333,12 +333,7 @@ func pick(ix *graphio.Index, cands []synth.Candidate, budget int, cfg Config, sh
 	}
 	var multi, single []int
 	for i, c := range cands {
-		var groups [][]int32
-		for _, f := range c.Facts {
-			if ch := ix.Facts[f].Chunks; len(ch) > 0 {
-				groups = append(groups, ch)
-			}
-		}
+		groups := evidenceGroups(ix, c.Facts)
 		switch {
 		case len(groups) == 0:
 		case oneChunkCovers(groups):
@@ -410,17 +405,18 @@ func questions(ix *graphio.Index, items []synth.Item, cfg Config) []question {
 	}
 	var multi, single []question
 	for _, it := range items {
-		q := question{text: it.Question}
+		var facts []int32
 		for _, id := range it.FactIDs {
-			f, ok := factOf[id]
-			if !ok || len(ix.Facts[f].Chunks) == 0 {
-				continue
+			if f, ok := factOf[id]; ok {
+				facts = append(facts, f)
 			}
-			q.groups = append(q.groups, ix.Facts[f].Chunks)
-			q.chunks = append(q.chunks, ix.Facts[f].Chunks...)
 		}
+		q := question{text: it.Question, groups: evidenceGroups(ix, facts)}
 		if len(q.groups) == 0 {
 			continue
+		}
+		for _, g := range q.groups {
+			q.chunks = append(q.chunks, g...)
 		}
 		slices.Sort(q.chunks)
 		q.chunks = slices.Compact(q.chunks)
@@ -457,6 +453,18 @@ func dealFolds(qs []question, chunks, folds, repeats int, rng *rand.Rand) {
 			}
 		}
 	}
+}
+
+// evidenceGroups is a question's evidence: per fact that some chunk states, the chunks
+// that state it.
+func evidenceGroups(ix *graphio.Index, facts []int32) [][]int32 {
+	var groups [][]int32
+	for _, f := range facts {
+		if ch := ix.Facts[f].Chunks; len(ch) > 0 {
+			groups = append(groups, ch)
+		}
+	}
+	return groups
 }
 
 // oneChunkCovers reports whether a single chunk states a fact of every group: the

@@ -133,11 +133,7 @@ func (t pairTask) LossFn(b train.Batch) (func(scope *model.Scope, in []*graph.No
 func hinge(r retrieve.Ranker, ps []pair, margin float64) float64 {
 	sum, w := 0.0, 0.0
 	for _, p := range ps {
-		z := p.z
-		if r.V == nil {
-			z = nil
-		}
-		d := margin - r.ScoreOf(p.pos, z) + r.ScoreOf(p.neg, z)
+		d := margin - r.ScoreOf(p.pos, p.z) + r.ScoreOf(p.neg, p.z) // an ungated r ignores z
 		sum += p.w * max(0, d)
 		w += p.w
 	}
@@ -179,15 +175,11 @@ func holdBack(qs []question, sets []retrieve.CandidateSet, rng *rand.Rand) (fitQ
 	return fitQ, fitS, heldQ, heldS
 }
 
-// rankerScores scores the candidates of cs with r (its gate read only when r has one).
+// rankerScores scores the candidates of cs with r (an ungated r ignores the gate).
 func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
-	z := cs.Z
-	if r.V == nil {
-		z = nil
-	}
 	out := make([]float64, len(cs.Chunks))
 	for j := range out {
-		out[j] = r.ScoreOf(cs.X[j], z)
+		out[j] = r.ScoreOf(cs.X[j], cs.Z)
 	}
 	return out
 }
