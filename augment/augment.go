@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	mrand "math/rand"
 	"slices"
 	"strings"
 	"time"
@@ -146,15 +145,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 	t0 = time.Now()
 	roots := g.chainRoots(cands, cfg.rootBudget(len(ix.Entities)), cfg)
 	rep.Roots = len(roots)
-	// The walks of the inference subgraphs, like the roots, are the data sample
-	// (Config.SplitSeed): --seed moves the scorer's training, not what it scores.
-	rng := mrand.New(mrand.NewSource(cfg.SplitSeed + 1))
-	var subs []*subgraph
-	for _, r := range roots {
-		if s := g.sample(r, cfg.WalksPerRoot, cfg, rng); s != nil {
-			subs = append(subs, s)
-		}
-	}
+	subs := g.sampleRoots(roots, cfg)
 	rep.Sampled = len(subs)
 	stage("sample", t0)
 	t0 = time.Now()

@@ -176,6 +176,47 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// TestInferenceSampleFollowsTheGraph checks that what inference examines is a function
+// of the graph: the root order is the SHA-256 of the names (the FIPS 180-2 vector for
+// "abc" begins ba7816bf8f01cfea), an entity left out of the candidates leaves the
+// others' order as it was, every root's subgraph comes from walks seeded by its own
+// key (not by its index, nor by what was sampled before it), and those walks are
+// still random: another source gives some root another subgraph.
+func TestInferenceSampleFollowsTheGraph(t *testing.T) {
+	assert.Equal(t, uint64(0xba7816bf8f01cfea), rootKey("abc"))
+	ix := chainIndex(t)
+	g := newMinerGraph(ix, DefaultConfig())
+	cands := g.rootCandidates()
+	require.Greater(t, len(cands), 10)
+	order := g.rootOrder(cands)
+	assert.ElementsMatch(t, cands, order)
+	assert.NotEqual(t, cands, order, "not the index's order")
+	// One candidate fewer (an entity deleted, or one more added seen the other way).
+	gone := cands[len(cands)/2]
+	without := func(xs []int32) []int32 {
+		return slices.DeleteFunc(slices.Clone(xs), func(c int32) bool { return c == gone })
+	}
+	assert.Equal(t, without(order), g.rootOrder(without(cands)))
+
+	cfg := DefaultConfig()
+	all := g.sampleRoots(order, cfg)
+	require.Len(t, all, len(order), "every chain-index root has a subgraph")
+	moved := -1
+	for i, r := range order {
+		own := g.sample(r, cfg.WalksPerRoot, cfg, rand.New(rand.NewSource(int64(rootKey(ix.Entities[r].Name)))))
+		require.NotNil(t, own)
+		assert.Equal(t, own.nodes, all[i].nodes, "root %d: walks seeded by its own key", r)
+		other := g.sample(r, cfg.WalksPerRoot, cfg, rand.New(rand.NewSource(int64(r))))
+		if i > 0 && moved < 0 && (other == nil || !slices.Equal(other.nodes, all[i].nodes)) {
+			moved = i
+		}
+	}
+	require.Positive(t, moved, "walks seeded otherwise give some root (not the first) another subgraph")
+	alone := g.sampleRoots([]int32{order[moved]}, cfg)
+	require.Len(t, alone, 1)
+	assert.Equal(t, all[moved].nodes, alone[0].nodes, "a root's subgraph does not depend on the roots before it")
+}
+
 func TestGraphHelpers(t *testing.T) {
 	assert.InDelta(t, 2.0/4, jaccard([]int32{1, 2, 3}, []int32{2, 3, 4}), 1e-12)
 	assert.Equal(t, 0.0, jaccard(nil, nil))
@@ -202,16 +243,12 @@ func TestGraphHelpers(t *testing.T) {
 		seen[r] = true
 	}
 	other := DefaultConfig()
-	other.Seed = 7
-	assert.Equal(t, roots, g.chainRoots(cands, 10, other), "--seed leaves the inference roots")
-	other.SplitSeed = 7
-	assert.NotEqual(t, roots, g.chainRoots(cands, 10, other), "--split-seed draws them")
+	other.Seed, other.SplitSeed = 7, 7
+	assert.Equal(t, roots, g.chainRoots(cands, 10, other), "neither --seed nor --split-seed moves the inference roots")
 	every := DefaultConfig()
 	every.RootFraction = 1
 	all := g.chainRoots(cands, every.rootBudget(len(ix.Entities)), every)
 	assert.ElementsMatch(t, cands, all, "--root-fraction 1 examines every candidate")
-	every.SplitSeed = 7
-	assert.ElementsMatch(t, all, g.chainRoots(cands, every.rootBudget(len(ix.Entities)), every), "whatever the split seed")
 	for _, f := range []float64{0, -0.1, 1.5} {
 		every.RootFraction = f
 		assert.Error(t, every.Validate(), "root fraction %v", f)

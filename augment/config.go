@@ -143,22 +143,29 @@ type Config struct {
 	// step is launch-bound, it would save more; not built, as no GPU has been lent to
 	// this work. K members cost K trainings.
 	//
-	// Measured (augment --plan --no-checkpoint, seeds 42, 1, 2, 3, 4, SplitSeed 0;
-	// test ROC-AUC, count ≥ θ, mean pairwise Jaccard of the selected sets, test ECE
-	// before → after calibration; the best shortcut baseline beside it): example
-	// corpus (--roots 100 --budget 40, 68 subgraphs), this ensemble of 3 0.696 ± 0.025,
-	// 44.6 ± 1.9, 0.92, 0.431 → 0.116; one scorer 0.649 ± 0.039, 44.0 ± 2.6, 0.83,
-	// 0.429 → 0.116; shortcut 0.500 (the 152 test views are balanced in shape); the
-	// same ensemble on the AVX2 path (GODEBUG=cpu.avx512f=off, same machine, which
-	// trains other scorers from the same seeds) 0.675 ± 0.022, 45.4 ± 0.5, 0.90,
-	// 0.442 → 0.083 (train 333–576 s a seed against 157–227 s). 2Wiki (4,049 subgraphs, 1,224 selected),
-	// this ensemble of 3 0.808 ± 0.005, 2,471 ± 46, 0.69 (least pair 0.60), 0.067 →
-	// 0.053; one scorer 0.801 ± 0.008, 2,412 ± 137, 0.62, 0.066 → 0.058; shortcut 0.655
-	// (train 504–639 s a seed for the ensemble, 221–544 s for one scorer, on 2 loaded
-	// cores). On 2Wiki's 504 test views a perfectly calibrated score has an expected ECE
-	// of 0.034–0.046 (simulated, 10 bins), so both are near that floor: calibrated, the
-	// error is steady (0.048–0.064), uncalibrated it is not (0.038–0.101), and on one
-	// seed of five it was lower before calibration (0.038 → 0.052). Before SplitSeed, with
+	// Measured (augment --plan --no-checkpoint, seeds 42, 1, 2, 3, 4, SplitSeed 0,
+	// inference in rootKey's order; test ROC-AUC, count ≥ θ, mean pairwise Jaccard of
+	// the selected sets, test ECE before → after calibration; the best shortcut
+	// baseline beside it; AMD EPYC, 2 quiet cores, 2026-12-06): example corpus (--roots
+	// 100 --budget 40, 68 subgraphs), this ensemble of 3 0.696 ± 0.025, 45.8 ± 1.3,
+	// 0.95, 0.431 → 0.116; one scorer 0.649 ± 0.039, 44.8 ± 2.2, 0.85, 0.429 → 0.116;
+	// shortcut 0.500 (the 152 test views are balanced in shape); the same ensemble on
+	// the AVX2 path (GODEBUG=cpu.avx512f=off, same machine, which trains other scorers
+	// from the same seeds) 0.675 ± 0.022, 45.4 ± 0.5, 0.90, 0.442 → 0.083 (train
+	// 102–172 s a seed against 79–107 s). 2Wiki (4,040 subgraphs, 1,224 selected), this
+	// ensemble of 3 0.808 ± 0.006, 2,453 ± 47, 0.69 (least pair 0.58), 0.067 → 0.050
+	// (train 123–145 s a seed); shortcut 0.655. On 2Wiki's 504 test views a perfectly
+	// calibrated score has an expected ECE of 0.034–0.046 (simulated, 10 bins), so
+	// both are near that floor: calibrated, the error is steady (0.038–0.064),
+	// uncalibrated it is not (0.038–0.101), and on one seed of five it was higher
+	// after calibration (0.047 → 0.048). With the roots and walks SplitSeed 0 drew
+	// (earlier on 2026-12-06, the 2Wiki figures on an earlier build): the example
+	// corpus's ensemble 44.6 ± 1.9 ≥ θ and Jaccard 0.92, one scorer 44.0 ± 2.6 and
+	// 0.83, the AVX2 path the same figures as now (train 333–576 s a seed against
+	// 157–227 s, on loaded cores); 2Wiki's ensemble 0.808 ±
+	// 0.005, 2,471 ± 46, 0.69 (0.60), 0.067 → 0.053, one scorer 0.801 ± 0.008, 2,412 ±
+	// 137, 0.62, 0.066 → 0.058 (train 504–639 s a seed for the ensemble, 221–544 s for
+	// one scorer, on 2 loaded cores). Before SplitSeed, with
 	// the split, roots and walks drawn from Seed: example corpus, one scorer 0.608 ±
 	// 0.067, 27 ± 14, 0.31; 2Wiki, one scorer, roots from Seed: Jaccard 0.10.
 	Ensemble int
@@ -202,15 +209,20 @@ type Config struct {
 	// 0.1 (multi-hop sets), flag --root-fraction. Roots, when > 0, sets it absolutely
 	// (paper, LiteraryQA: 512). 1 examines every root candidate.
 	//
-	// Measured on 2Wiki (default ensemble, Seed 42; 2026-12-06): the paper's tenth is a
-	// random draw (SplitSeed) of 4,049 of 20,771 candidates, so two SplitSeeds select
-	// sets that overlap by a Jaccard of 0.10–0.11 (SplitSeeds 0–2); with 1 (16,412 subgraphs
-	// sampled, scoring 72–87 s against 19–27 s) they overlap by 0.62 (0.59–0.65), the
-	// count ≥ θ within ± 1 %. The default stays the paper's: examining every candidate
-	// concentrates the selection on what the scorer ranks highest, and on planted
+	// The roots are chained (chainRoots) through the candidates in rootKey's order (a
+	// hash of the names), not in an order a seed draws. Measured on 2Wiki (default
+	// ensemble, Seed 42; 2026-12-06): the paper's tenth is 4,147 roots of 20,771
+	// candidates (4,040 subgraphs sampled); while SplitSeed drew the order, two
+	// SplitSeeds selected sets that overlapped by a Jaccard of 0.10–0.11 (SplitSeeds
+	// 0–2) and with 1 (16,412 subgraphs sampled, scoring 72–87 s against 19–27 s) by
+	// 0.62 (0.59–0.65); in rootKey's order, with the paper's tenth, by 0.66 (0.60–0.69,
+	// SplitSeeds 0–4), the count ≥ θ within ± 2 %. The default stays the paper's:
+	// examining every candidate concentrates the selection on what the scorer ranks
+	// highest, and on planted
 	// missingness (augment --planted 100, one scorer, seeds 42–44) that finds fewer
 	// deleted facts — cross-chunk regions selected 2.3 ± 0.6 of 23 reachable against
-	// 13.0 ± 8.2 of 20.7 with the paper's tenth, facts recovered 12.0 against 24.0,
+	// 13.0 ± 8.2 of 20.7 with the paper's tenth as SplitSeed drew it (11.3 ± 3.8 of
+	// 22.0 in rootKey's order), facts recovered 12.0 against 24.0 (23.3),
 	// where the random selector over every candidate still takes 12.0 regions (24.7
 	// facts): the scorer ranks subgraphs rooted at a deleted fact's end low (score
 	// ROC-AUC 0.34–0.44; see RootCentred), and the more candidates it ranks, the more
@@ -249,12 +261,16 @@ type Config struct {
 	Seed int64
 	// SplitSeed draws the data sample: the scorer's test region and test views, the
 	// training and validation regions (shared by the ensemble's members), the validation
-	// views (which choose each member's epoch and fit the calibration) and sizing epochs, and what inference scores:
-	// which root candidates it examines (chainRoots' shuffle) and the walks that sample
-	// their subgraphs; not in the paper, which draws everything from one seed. Default 0, fixed apart from Seed: a held-out split is data, kept
-	// fixed across training seeds, so that --seed varies training alone, runs compare
-	// on the same held-out subgraphs, and selection on a large graph (2Wiki: 4,147 of
-	// 20,771 candidates examined) ranks the same regions.
+	// views (which choose each member's epoch and fit the calibration) and sizing
+	// epochs; not in the paper, which draws everything from one seed. Default 0, fixed
+	// apart from Seed: a held-out split is data, kept fixed across training seeds, so
+	// that --seed varies training alone and runs compare on the same held-out subgraphs.
+	// What inference scores is no seed's: the root candidates it examines and the walks
+	// that sample their subgraphs follow each entity's rootKey (a hash of its name;
+	// the reference shuffles them with its seed), so that another data sample trains
+	// another scorer on the same subgraphs and selection on a large graph (2Wiki: 4,147
+	// of 20,771 candidates examined) ranks the same regions. Until 2026-12-06 they came
+	// from SplitSeed.
 	//
 	// Deviation, measured: with the split drawn from Seed the scorer's selection
 	// followed the seed more than the corpus. On the example corpus (95 walk-graph
@@ -268,24 +284,25 @@ type Config struct {
 	// seeds 1 and 2 were tested on 152 views and 42, 3, 4 on 468); with the whole split
 	// from SplitSeed, see Ensemble.
 	//
-	// What SplitSeed itself moves (default ensemble, Seed 42, SplitSeeds 0–4 on the
-	// example corpus, 0–2 on 2Wiki; 2026-12-06): on the example corpus (7–13 test and
-	// 8–12 validation roots with views) test ROC-AUC 0.536–0.710 (0.644 ± 0.076; best
-	// shortcut 0.568 ± 0.060, above the scorer on SplitSeed 4), but each run's own test
-	// split measures it only to ± 0.101 on average (TrainReport.TestAUCSE), so the
-	// spread is within what one test split can tell; what the sample does move there is
-	// the calibration, fitted on its validation roots, and with it the count ≥ θ (8–46
-	// of 68) and the selection (selected sets' Jaccard 0.31, least pair 0.15; test ECE
-	// 0.419 → 0.191 on average). Those are SplitSeeds with partitions of their own and
-	// validation and test views from ≥ minSplitRoots roots; before both (SplitSeeds 0
-	// and 1 shared regions, and SplitSeed 4 kept a validation region whose views came
-	// from 2 roots) the same sweep read 0.726 ± 0.070, 6–46 and 0.35. On 2Wiki the
-	// scorer is steady across samples (0.816 ± 0.017 against a run's own ± 0.021,
-	// shortcut 0.664; 2,448 ± 37 ≥ θ; test ECE 0.076 → 0.053) but with the paper's
-	// RootFraction the selected sets overlap by 0.10: each sample examines another
-	// fifth of the 20,771 root candidates, and selection can only pick what was
-	// examined; with RootFraction 1, 0.62 (see RootFraction; measured when SplitSeeds 1
-	// and 2 drew the partitions of SplitSeed 0's retries).
+	// What SplitSeed itself moves (default ensemble, Seed 42, SplitSeeds 0–4 on both
+	// corpora, inference in rootKey's order; 2026-12-06): on the example corpus (7–13
+	// test and 8–12 validation roots with views) test ROC-AUC 0.536–0.710 (0.644 ±
+	// 0.076; best shortcut 0.568 ± 0.060, above the scorer on SplitSeed 4), but each
+	// run's own test split measures it only to ± 0.101 on average
+	// (TrainReport.TestAUCSE), so the spread is within what one test split can tell;
+	// what the sample does move there is the calibration, fitted on its validation
+	// roots, and with it the count ≥ θ (8–46 of 68) and the selection (selected sets'
+	// Jaccard 0.32, least pair 0.13; test ECE 0.419 → 0.191 on average). Those are
+	// SplitSeeds with partitions of their own and validation and test views from ≥
+	// minSplitRoots roots; before both (SplitSeeds 0 and 1 shared regions, and
+	// SplitSeed 4 kept a validation region whose views came from 2 roots) the same
+	// sweep read 0.726 ± 0.070, 6–46 and 0.35. On 2Wiki the scorer is steady across
+	// samples (0.817 ± 0.012 against a run's own ± 0.021, shortcut 0.662 ± 0.025;
+	// 2,415 ± 25 of 4,040 ≥ θ; test ECE 0.069 → 0.055, lower or equal on every sample)
+	// and so is the selection: the selected sets (1,224 subgraphs) overlap by a mean
+	// Jaccard of 0.66 (least pair 0.60). While SplitSeed drew the inference roots they
+	// overlapped by 0.10 (SplitSeeds 0–2): each sample examined another fifth of the
+	// root candidates, and selection can only pick what was examined.
 	SplitSeed int64
 }
 

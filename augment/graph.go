@@ -1,6 +1,9 @@
 package augment
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
 	"math/rand"
 	"slices"
 	"sort"
@@ -215,16 +218,14 @@ func (g *minerGraph) hopsFrom(root int32, d int) map[int32]bool {
 	return out
 }
 
-// chainRoots orders up to budget inference roots as the reference does: shuffle the
-// candidates, then repeatedly take the first remaining candidate exactly WalkLength
-// hops from the current root, or the first remaining candidate when none is. The
-// shuffle draws from Config.SplitSeed (the reference: its one seed): which candidates
-// a run examines is part of the data sample, as the scorer's split is, so that --seed
-// varies the scorer's training alone.
+// chainRoots orders up to budget inference roots as the reference does, walking the
+// candidates in one order and repeatedly taking the first remaining candidate
+// exactly WalkLength hops from the current root, or the first remaining candidate
+// when none is. The reference shuffles the candidates with its one seed; here the
+// order is rootOrder's, a hash of each entity's name, so which candidates a run
+// examines is a function of the graph and of no seed (see Config.SplitSeed).
 func (g *minerGraph) chainRoots(cands []int32, budget int, cfg Config) []int32 {
-	rng := rand.New(rand.NewSource(cfg.SplitSeed + 99991))
-	order := slices.Clone(cands)
-	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	order := g.rootOrder(cands)
 	used := make(map[int32]bool, budget)
 	var out []int32
 	next := 0 // first possibly unused position in order
@@ -253,6 +254,51 @@ func (g *minerGraph) chainRoots(cands []int32, budget int, cfg Config) []int32 {
 			cand = firstUnused()
 		}
 		cur = cand
+	}
+	return out
+}
+
+// rootKey is an entity's place in the inference order and the seed of the walks that
+// sample its subgraph: the first 8 bytes of SHA-256 of its normalised name. A hash
+// rather than a seeded shuffle (the reference's), so that what inference examines
+// does not move with any seed: two runs that train on other data samples score the
+// same subgraphs, and a root's subgraph does not depend on which roots were sampled
+// before it. An entity added to or deleted from the index leaves the others' keys as
+// they were (a root's walks change only where its neighbourhood did), though the
+// chain of examined roots can change from where it first meets the change. The walks'
+// source keeps the key modulo 2³¹ − 1 (math/rand's seeding), enough to tell roots'
+// walks apart.
+func rootKey(name string) uint64 {
+	sum := sha256.Sum256([]byte(name))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// rootOrder returns cands sorted by rootKey (equal keys by index).
+func (g *minerGraph) rootOrder(cands []int32) []int32 {
+	keys := make(map[int32]uint64, len(cands))
+	for _, c := range cands {
+		keys[c] = rootKey(g.ix.Entities[c].Name)
+	}
+	order := slices.Clone(cands)
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return order
+}
+
+// sampleRoots samples one inference subgraph per root, each from walks seeded by its
+// root's key, leaving out a root whose walks find too small a one (see sample).
+func (g *minerGraph) sampleRoots(roots []int32, cfg Config) []*subgraph {
+	rng := rand.New(rand.NewSource(0))
+	var out []*subgraph
+	for _, r := range roots {
+		rng.Seed(int64(rootKey(g.ix.Entities[r].Name)))
+		if s := g.sample(r, cfg.WalksPerRoot, cfg, rng); s != nil {
+			out = append(out, s)
+		}
 	}
 	return out
 }

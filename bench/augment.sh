@@ -5,8 +5,10 @@
 # stability of a single scorer against the ensemble (bench/augment_stability.sh) on
 # the example corpus, over STABILITY_SEEDS (default 42 1 2 3 4) seeds of the whole
 # command, with the ensemble size STABILITY_K (default: augment's --ensemble default),
-# and with STABILITY_2WIKI=1 the same two on the 2Wiki index (--plan, its defaults;
-# one scorer 3.5–9 minutes a seed on 2 shared cores, the ensemble of 3 11–27).
+# and the ensemble over STABILITY_SPLITS (default 0 1 2 3 4) data samples
+# (--split-seed); with STABILITY_2WIKI=1 the same three on the 2Wiki index (--plan, its
+# defaults; on 2 shared cores one scorer 3.5–9 minutes a seed, the ensemble of 3 11–27;
+# on 2 quiet AMD EPYC cores the ensemble 2–2.5).
 #   bench/augment.sh BIN CORPORA OUTDIR
 set -euo pipefail
 bin=$1
@@ -58,10 +60,15 @@ echo " single scorer (--ensemble 1):"
 "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-single" "$seeds" --roots 100 --budget 40 --ensemble 1
 echo " ensemble (${k:-default} members):"
 "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-ensemble" "$seeds" --roots 100 --budget 40 "${kflag[@]}"
+splits=${STABILITY_SPLITS:-0 1 2 3 4}
+echo " ensemble (${k:-default} members) over data samples, --split-seed $splits:"
+STABILITY_FLAG=--split-seed "$dir/augment_stability.sh" "$bin" "$out/harbour-stability.gl" "$out/stability-ensemble-splits" "$splits" --roots 100 --budget 40 "${kflag[@]}"
 if [[ -n "${STABILITY_2WIKI:-}" && -f "$out/2wiki.gl" ]]; then
 	echo "seed stability, 2Wiki, augment --plan --no-checkpoint, seeds $seeds:"
 	echo " single scorer (--ensemble 1):"
 	"$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-single" "$seeds" --ensemble 1
 	echo " ensemble (${k:-default} members):"
 	"$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-ensemble" "$seeds" "${kflag[@]}"
+	echo " ensemble (${k:-default} members) over data samples, --split-seed $splits:"
+	STABILITY_FLAG=--split-seed "$dir/augment_stability.sh" "$bin" "$out/2wiki.gl" "$out/stability-2wiki-ensemble-splits" "$splits" "${kflag[@]}"
 fi

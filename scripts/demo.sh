@@ -34,13 +34,13 @@ step "3. CrossAug at the paper's θ: train the missingness scorer, select subgra
 # One scorer (--ensemble 1), not the default ensemble of 3: the members train in
 # lockstep but cost three trainings (one took 107–349 s on 2 loaded cores), which would
 # take the demo past its 2-minute budget. The scorer's split (test region, training and
-# validation regions, the inference roots and walks) comes from --split-seed, not
-# --seed: this command with --plan over seeds 42, 1, 2, 3, 4 measured test ROC-AUC
-# 0.649 ± 0.039 (shortcut baselines 0.500), 44 ± 3 of 68 subgraphs ≥ θ, a mean pairwise
-# Jaccard of the selected sets of 0.83 and test calibration error 0.429 → 0.116 (the
-# default ensemble of 3: 0.696 ± 0.025, 45 ± 2, 0.92; make bench section 4).
+# validation regions) comes from --split-seed, not --seed, and the inference roots and
+# walks from no seed: this command with --plan over seeds 42, 1, 2, 3, 4 measured test
+# ROC-AUC 0.649 ± 0.039 (shortcut baselines 0.500), 45 ± 2 of 68 subgraphs ≥ θ, a mean
+# pairwise Jaccard of the selected sets of 0.85 and test calibration error 0.429 → 0.116
+# (the default ensemble of 3: 0.696 ± 0.025, 46 ± 1, 0.95; make bench section 4).
 "$bin" augment --index "$idx" --roots 100 --budget 40 --ensemble 1 --gold-facts "$ex/facts.json" --quiet
-echo "bench spread of this command over seeds 42, 1, 2, 3, 4 (make bench section 4, AVX-512 machine; AVX2 trains other scorers from the same seeds): test ROC-AUC 0.649 ± 0.039, 44 ± 3 of 68 ≥ θ, selected sets' mean pairwise Jaccard 0.83, test calibration error 0.429 → 0.116"
+echo "bench spread of this command over seeds 42, 1, 2, 3, 4 (make bench section 4, AVX-512 machine; AVX2 trains other scorers from the same seeds): test ROC-AUC 0.649 ± 0.039, 45 ± 2 of 68 ≥ θ, selected sets' mean pairwise Jaccard 0.85, test calibration error 0.429 → 0.116"
 
 step "4. a multi-hop question over the augmented graph (HippoRAG 2 PPR)"
 "$bin" query --index "$idx" --retriever ppr --top-k 3 --no-recognition \

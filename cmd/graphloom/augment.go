@@ -201,16 +201,16 @@ rerun does not repeat paid calls.`,
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")
 	f.IntVar(&cfg.Roots, "roots", 0, "inference roots (default: --root-fraction × entities)")
-	f.Float64Var(&cfg.RootFraction, "root-fraction", cfg.RootFraction, "inference roots as a share of entities when --roots is 0 (the paper's 0.1 examines a random tenth of the root candidates, drawn by --split-seed; 1 examines every candidate, so that the selection does not depend on that draw, but it then leans harder on the scorer's ranking: on planted deletions it found fewer)")
+	f.Float64Var(&cfg.RootFraction, "root-fraction", cfg.RootFraction, "inference roots as a share of entities when --roots is 0 (the paper's 0.1 examines as many roots as a tenth of the entities, chained through the candidates in an order no seed moves, a hash of their names; 1 examines every candidate, but the selection then leans harder on the scorer's ranking: on planted deletions it found fewer)")
 	f.Float64Var(&cfg.Threshold, "threshold", cfg.Threshold, "least missingness score θ")
 	f.Float64Var(&cfg.MaxJaccard, "max-jaccard", cfg.MaxJaccard, "skip subgraphs overlapping a selected one by more than this node-Jaccard")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "most training epochs")
 	f.BoolVar(&cfg.RootCentred, "root-centred", cfg.RootCentred, "corrupt training views at their root: its own facts, entities next to it (false: anywhere, as the paper)")
 	f.StringVar(&cfg.NodeFeatures, "node-features", cfg.NodeFeatures, "scorer input: auto (evidence with the built-in embedder, else both), evidence (text-vs-graph statistics per entity), embedding (the paper's name embeddings) or both")
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the scorer's training (its training views, weights and dropout), not of the data sample (--split-seed)")
-	f.Int64Var(&cfg.SplitSeed, "split-seed", cfg.SplitSeed, "random seed of the data sample: the scorer's test region and views, its training and validation regions and validation views (shared by the ensemble's members), and the inference roots and walks (fixed apart from --seed, so that seeds vary training alone)")
+	f.Int64Var(&cfg.SplitSeed, "split-seed", cfg.SplitSeed, "random seed of the data sample: the scorer's test region and views, its training and validation regions and validation views (shared by the ensemble's members; fixed apart from --seed, so that seeds vary training alone); the inference roots and walks follow no seed")
 	f.Int64Var(&cfg.SplitSeed, "test-seed", cfg.SplitSeed, "old name of --split-seed")
-	_ = f.MarkDeprecated("test-seed", "use --split-seed, which now also fixes the training and validation regions and the inference roots and walks")
+	_ = f.MarkDeprecated("test-seed", "use --split-seed, which now also fixes the training and validation regions")
 	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers in lockstep (on one split, each with its own seed for training views, weights and dropout, one early stopping on their mean validation ROC-AUC) and select by their mean score")
 	f.BoolVar(&cfg.Calibrate, "calibrate", cfg.Calibrate, "Platt-scale the scorers' logits (one scaling fitted on the members' validation logits, pooled) so that θ applies to a calibrated probability")
 	f.IntVar(&cfg.MinTestEntities, "min-test-entities", cfg.MinTestEntities, "the scorer's test region holds at least this many entities (at most a third of the walk graph)")
@@ -238,7 +238,7 @@ func emptySelectionAdvice(rep *augment.Report, cfg augment.Config) string {
 	case rep.Sampled == 0:
 		return "no subgraph could be sampled from the inference roots: raise --roots, or build a denser graph (more facts per entity)"
 	case rep.AboveTheta == 0 && len(rep.ScoreQuantiles) == 5:
-		return fmt.Sprintf("no missingness score reached θ = %.3g (the highest was %.3f, the median %.3f): lower --threshold below %.3f, try another --seed (training) or --split-seed (roots and walks), or use --selector random",
+		return fmt.Sprintf("no missingness score reached θ = %.3g (the highest was %.3f, the median %.3f): lower --threshold below %.3f, try another --seed (training) or --split-seed (the data sample), or use --selector random",
 			cfg.Threshold, rep.ScoreQuantiles[4], rep.ScoreQuantiles[2], rep.ScoreQuantiles[4])
 	default:
 		return "every candidate overlapped a selected one too much: raise --max-jaccard or --budget"
