@@ -18,6 +18,7 @@ import (
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm"
 )
 
 // Options configures one augmentation job beyond the paper's knobs.
@@ -186,11 +187,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range Requests(ix, rep.Selected, cfg, len(ix.Hyperedges) > 0) {
-			for _, m := range r.Messages {
-				rep.PlanTokens += tok.Count(m.Content) + 4 // per-message overhead of the chat format
-			}
-		}
+		rep.PlanTokens = llm.PromptTokens(Requests(ix, rep.Selected, cfg, len(ix.Hyperedges) > 0), tok.Count)
 		return rep, nil
 	}
 

@@ -44,6 +44,18 @@ func User(content string) Message { return Message{Role: RoleUser, Content: cont
 // Assistant returns an assistant message (a previous answer, or a few-shot example).
 func Assistant(content string) Message { return Message{Role: RoleAssistant, Content: content} }
 
+// PromptTokens is the prompt tokens reqs would send, count giving a text's tokens:
+// each message's content and 4 tokens of the chat format's overhead per message.
+func PromptTokens(reqs []ChatRequest, count func(string) int) int {
+	n := 0
+	for _, r := range reqs {
+		for _, m := range r.Messages {
+			n += count(m.Content) + 4
+		}
+	}
+	return n
+}
+
 // ChatRequest is one chat completion request.
 type ChatRequest struct {
 	Messages []Message

@@ -817,3 +817,10 @@ func TestClassify(t *testing.T) {
 	assert.ErrorIs(t, &APIError{Kind: KindTimeout}, ErrTimeout)
 	assert.NotErrorIs(t, &APIError{Kind: KindTimeout}, ErrRateLimited)
 }
+
+func TestPromptTokens(t *testing.T) {
+	reqs := []ChatRequest{{Messages: []Message{System("ab"), User("cde")}}, {Messages: []Message{User("")}}}
+	count := func(s string) int { return len(s) }
+	assert.Equal(t, 2+4+3+4+0+4, PromptTokens(reqs, count))
+	assert.Zero(t, PromptTokens(nil, count))
+}

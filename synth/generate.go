@@ -286,11 +286,5 @@ func Plan(ix *graphio.Index, cfg Config, count func(string) int) *Report {
 
 // PlanTokens is the prompt tokens the LLM generator would send for cands.
 func PlanTokens(ix *graphio.Index, cands []Candidate, cfg Config, count func(string) int) int {
-	n := 0
-	for _, r := range Requests(ix, cands, cfg) {
-		for _, m := range r.Messages {
-			n += count(m.Content) + 4 // per-message overhead of the chat format
-		}
-	}
-	return n
+	return llm.PromptTokens(Requests(ix, cands, cfg), count)
 }
