@@ -40,6 +40,9 @@ type PlantedRow struct {
 	Class     string `json:"class"`
 	Deleted   int    `json:"deleted"`   // facts of the class deleted
 	Recovered int    `json:"recovered"` // deleted facts among the accepted ones (s, p, o after normalisation)
+	// NotCompleted marks a row whose selection was not sent to the completer
+	// (PlantedDegreeAdjusted): Recovered and Accepted mean nothing there.
+	NotCompleted bool `json:"not_completed,omitempty"`
 	// Regions is how many deleted facts have both ends inside a selected subgraph;
 	// Touched how many have at least one end in one.
 	Regions int `json:"regions_selected"`
@@ -234,7 +237,10 @@ func Planted(ctx context.Context, ix *graphio.Index, n int, seeds []int64, opts 
 				cfg := o.Config
 				cfg.Threshold = math.Inf(-1)
 				adj := &Report{scored: rep.scored, Selected: selectSubgraphs(fresh, degreeResidual(fresh, rep.scored), budget, cfg)}
-				rows = append(rows, scorePlanted(fresh, adj, deleted, seed, PlantedDegreeAdjusted)...)
+				for _, r := range scorePlanted(fresh, adj, deleted, seed, PlantedDegreeAdjusted) {
+					r.NotCompleted = true
+					rows = append(rows, r)
+				}
 			}
 		}
 	}
@@ -507,6 +513,7 @@ type PlantedSummary struct {
 	Seeds           int
 	Deleted         float64
 	Recovered       [2]float64 // mean, standard deviation
+	NotCompleted    bool       // the rows' selections were not completed (PlantedRow.NotCompleted)
 	Regions         [2]float64
 	Touched         [2]float64
 	Reachable       float64                              // mean
@@ -553,7 +560,7 @@ func SummarisePlanted(rows []PlantedRow) []PlantedSummary {
 		for i := range byBudget {
 			byBudget[i] = stat(rs, func(r PlantedRow) int { return r.RegionsByBudget[i] })[0]
 		}
-		out = append(out, PlantedSummary{Selector: k.sel, Class: k.class, Seeds: len(rs),
+		out = append(out, PlantedSummary{Selector: k.sel, Class: k.class, Seeds: len(rs), NotCompleted: rs[0].NotCompleted,
 			Reachable: stat(rs, func(r PlantedRow) int { return r.Reachable })[0], RegionsByBudget: byBudget,
 			Deleted:   stat(rs, func(r PlantedRow) int { return r.Deleted })[0],
 			Recovered: stat(rs, func(r PlantedRow) int { return r.Recovered }),

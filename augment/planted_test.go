@@ -115,11 +115,15 @@ func TestPlanted(t *testing.T) {
 			assert.Equal(t, g.Selected, r.Selected, "%s runs at the GNN's number of calls", r.Selector)
 			assert.Equal(t, g.Reachable, r.Reachable, "every selector chooses among the same sampled subgraphs")
 		}
+		assert.Equal(t, r.Selector == PlantedDegreeAdjusted, r.NotCompleted, "%s: only the diagnostic ranking is not completed", r.Selector)
 		recovered += r.Recovered
 	}
 	assert.Positive(t, recovered, "the ideal completer brings deleted facts back")
 	sum := SummarisePlanted(rows)
 	require.Len(t, sum, 8)
+	for _, s := range sum {
+		assert.Equal(t, s.Selector == PlantedDegreeAdjusted, s.NotCompleted, s.Selector)
+	}
 	assert.Equal(t, "gnn", sum[0].Selector)
 	assert.Equal(t, PlantedCrossChunk, sum[0].Class)
 

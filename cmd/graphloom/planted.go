@@ -42,7 +42,7 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 		}
 		b := r.RegionsByBudget
 		rec := fmt.Sprint(r.Recovered)
-		if r.Selector == augment.PlantedDegreeAdjusted {
+		if r.NotCompleted {
 			rec = "- (not completed)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d %d %d\t%d\t%d\t%d\t%s\n", r.Seed, r.Selector, r.Class, r.Deleted, rec, r.Regions,
@@ -53,7 +53,7 @@ func runPlanted(cmd *cobra.Command, ix *graphio.Index, opts augment.Options, n i
 	for _, s := range sum {
 		b := s.RegionsByBudget
 		rec := fmt.Sprintf("%.2f ± %.2f", s.Recovered[0], s.Recovered[1])
-		if s.Selector == augment.PlantedDegreeAdjusted {
+		if s.NotCompleted {
 			rec = "- (not completed)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%.2f ± %.2f\t%.1f %.1f %.1f\t%.1f\t%.2f ± %.2f\t%.1f\n", s.Selector, s.Class, s.Seeds, s.Deleted,
