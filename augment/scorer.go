@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -222,7 +224,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		logs.jsonl = &jsonl // the training log and curves go beside the checkpoint
 	}
 	if opts.Log != nil && cfg.Ensemble > 1 {
-		fmt.Fprintf(opts.Log, "ensemble of %d members trained in lockstep (seeds %d + k·%d)\n", cfg.Ensemble, cfg.Seed, memberSeed(0, 1))
+		fmt.Fprintf(opts.Log, "ensemble of %d members trained in lockstep, concurrently (seeds %d + k·%d)\n", cfg.Ensemble, cfg.Seed, memberSeed(0, 1))
 	}
 	reports, runs, history, err := trainMembers(ctx, g, feat, cands, e.members, cfg, logs)
 	if err != nil {
@@ -482,12 +484,24 @@ func (m *member) step(feat *featurizer, epoch int) (float64, error) {
 	return loss, nil
 }
 
+// eachMember runs f on every member concurrently and returns their errors, joined in
+// member order.
+func eachMember(ms []*member, f func(k int, m *member) error) error {
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for k, m := range ms {
+		wg.Go(func() { errs[k] = f(k, m) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // trainMembers trains the ensemble's members in lockstep (trainScorer's procedure for
-// each): every epoch each member takes its steps on its own training views; every
-// EvalEvery epochs each member is scored on its own validation views and snapshots its
-// weights when its ROC-AUC improved by MinDelta; one early stopping ends training when
-// the mean of the members' best ROC-AUC has not improved for Patience epochs, and
-// every member restores its own best weights. It returns each member's report and run
+// each), concurrently (eachMember): every epoch each member takes its steps on its own
+// training views; every EvalEvery epochs each member is scored on its own validation
+// views and snapshots its weights when its ROC-AUC improved by MinDelta; one early
+// stopping ends training when the mean of the members' best ROC-AUC has not improved
+// for Patience epochs, and every member restores its own best weights. It returns each member's report and run
 // and the members' mean evaluations.
 func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, scs []Scorer, base Config, logs trainLogs) ([]TrainReport, []memberRun, []EvalRow, error) {
 	t0 := time.Now()
@@ -515,12 +529,17 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 		MinDelta: base.MinDelta, Log: logs.jsonl, Progress: logs.progress}
 	res, err := loop.Run(ctx, train.Hooks{
 		Step: func(i int) (train.StepStats, error) {
+			// The members' epochs run concurrently: each has its own views, random
+			// source, weights and optimizer, so the result is the sequential one.
+			losses := make([]float64, len(ms))
+			if err := eachMember(ms, func(k int, m *member) (err error) {
+				losses[k], err = m.step(feat, i)
+				return err
+			}); err != nil {
+				return train.StepStats{}, err
+			}
 			var loss float64
-			for _, m := range ms {
-				l, err := m.step(feat, i)
-				if err != nil {
-					return train.StepStats{}, err
-				}
+			for _, l := range losses {
 				loss += l / float64(len(ms))
 			}
 			epochs = i + 1
@@ -531,11 +550,15 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 			var bestMean float64
 			aucs := make([]string, len(ms))
 			n := 0
+			rows := make([]EvalRow, len(ms))
+			if err := eachMember(ms, func(k int, m *member) (err error) {
+				rows[k], _, err = evaluate(m.sc, m.valGraphs, m.valLabels, m.valViews)
+				return err
+			}); err != nil {
+				return train.Metrics{}, err
+			}
 			for k, m := range ms {
-				row, _, err := evaluate(m.sc, m.valGraphs, m.valLabels, m.valViews)
-				if err != nil {
-					return train.Metrics{}, err
-				}
+				row := rows[k]
 				row.Epoch = epochs
 				if h := m.tr.History; len(h) == 0 || h[len(h)-1].Epoch != row.Epoch {
 					m.tr.History = append(m.tr.History, row)

@@ -31,9 +31,10 @@ step "3. CrossAug at the paper's θ: train the missingness scorer, select subgra
 # absolute root and completion budget instead of the multi-hop fractions; θ is the
 # paper's 0.5. The scorer's test split shares no entity with its training views;
 # if no subgraph reaches θ the command says so and records no run.
-# One scorer (--ensemble 1), not the default ensemble of 3: the members train in
-# lockstep but cost three trainings (one took 107–349 s on 2 loaded cores), which would
-# take the demo past its 2-minute budget. The scorer's split (test region, training and
+# One scorer (--ensemble 1), not the default ensemble of 3: the members train
+# concurrently, but on 2 cores they still cost 2.5 trainings of one (76 s against 31 s
+# on an AVX-512 machine, 142 s on the AVX2 path), which would take the demo past its
+# 2-minute budget on an AVX2 machine. The scorer's split (test region, training and
 # validation regions) comes from --split-seed, not --seed, and the inference roots and
 # walks from no seed: this command with --plan over seeds 42, 1, 2, 3, 4 measured test
 # ROC-AUC 0.649 ± 0.039 (shortcut baselines 0.500), 45 ± 2 of 68 subgraphs ≥ θ, a mean

@@ -211,7 +211,7 @@ rerun does not repeat paid calls.`,
 	f.Int64Var(&cfg.SplitSeed, "split-seed", cfg.SplitSeed, "random seed of the data sample: the scorer's test region and views, its training and validation regions and validation views (shared by the ensemble's members; fixed apart from --seed, so that seeds vary training alone); the inference roots and walks follow no seed")
 	f.Int64Var(&cfg.SplitSeed, "test-seed", cfg.SplitSeed, "old name of --split-seed")
 	_ = f.MarkDeprecated("test-seed", "use --split-seed, which now also fixes the training and validation regions")
-	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers in lockstep (on one split, each with its own seed for training views, weights and dropout, one early stopping on their mean validation ROC-AUC) and select by their mean score")
+	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers in lockstep, concurrently (on one split, each with its own seed for training views, weights and dropout, one early stopping on their mean validation ROC-AUC) and select by their mean score")
 	f.BoolVar(&cfg.Calibrate, "calibrate", cfg.Calibrate, "Platt-scale the scorers' logits (one scaling fitted on the members' validation logits, pooled) so that θ applies to a calibrated probability")
 	f.IntVar(&cfg.MinTestEntities, "min-test-entities", cfg.MinTestEntities, "the scorer's test region holds at least this many entities (at most a third of the walk graph)")
 	lf.register(cmd)
