@@ -540,18 +540,11 @@ func SummarisePlanted(rows []PlantedRow) []PlantedSummary {
 		return keys[i].sel == "gnn" && keys[j].sel != "gnn"
 	})
 	stat := func(rs []PlantedRow, f func(PlantedRow) int) [2]float64 {
-		var m, v float64
-		for _, r := range rs {
-			m += float64(f(r))
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = float64(f(r))
 		}
-		m /= float64(len(rs))
-		for _, r := range rs {
-			v += (float64(f(r)) - m) * (float64(f(r)) - m)
-		}
-		if len(rs) > 1 {
-			v /= float64(len(rs) - 1)
-		}
-		return [2]float64{m, math.Sqrt(v)}
+		return meanSD(xs)
 	}
 	var out []PlantedSummary
 	for _, k := range keys {

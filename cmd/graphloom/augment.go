@@ -25,6 +25,8 @@ func newAugmentCmd() *cobra.Command {
 	var path, out, completer, selector, rollback, gold string
 	var plan, asJSON, noCheckpoint, wait, allowPartial, force bool
 	var planted int
+	var stability []int64
+	stabilityOver := augment.StabilityOverSeed
 	cmd := &cobra.Command{
 		Use:   "augment --index INDEX [--completer llm|extractive] [--plan] [--rollback RUN]",
 		Short: "CrossAug: add GNN-selected, evidence-cited cross-chunk facts to an index",
@@ -51,6 +53,19 @@ rerun does not repeat paid calls.`,
 			}
 			if cmd.Flags().Changed("split-seed") && cmd.Flags().Changed("test-seed") {
 				return usageError{fmt.Errorf("augment: --test-seed is the old name of --split-seed: give one of them")}
+			}
+			if len(stability) > 0 {
+				switch {
+				case planted > 0 || rollback != "":
+					return usageError{fmt.Errorf("augment: --stability reports on planned runs: drop --planted and --rollback")}
+				case stabilityOver != augment.StabilityOverSeed && stabilityOver != augment.StabilityOverSplit:
+					return usageError{fmt.Errorf("augment: --stability-over %q: want %s or %s", stabilityOver, augment.StabilityOverSeed, augment.StabilityOverSplit)}
+				case selector != "gnn":
+					return usageError{fmt.Errorf("augment: --stability reports on the gnn selector's scorer, not --selector %s", selector)}
+				}
+				plan = true // every run stops before completion and writes nothing
+			} else if cmd.Flags().Changed("stability-over") {
+				return usageError{fmt.Errorf("augment: --stability-over needs --stability SEEDS")}
 			}
 			if out == "" {
 				out = path
@@ -141,6 +156,9 @@ rerun does not repeat paid calls.`,
 			if planted > 0 {
 				return runPlanted(cmd, ix, opts, planted, asJSON)
 			}
+			if len(stability) > 0 {
+				return runStability(cmd, ix, opts, stability, stabilityOver, asJSON)
+			}
 			run := augment.NewRunID()
 			rep, err := augment.Run(cmd.Context(), ix, run, opts)
 			endStages()
@@ -197,6 +215,8 @@ rerun does not repeat paid calls.`,
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	f.BoolVar(&allowPartial, "allow-partial", false, "record the run even if some completion calls got no answer")
 	addForce(cmd, &force)
+	f.Int64SliceVar(&stability, "stability", nil, "stability report: run the whole planned command (--plan, no checkpoint: every run trains) once per seed in this list (e.g. 42,1,2,3,4) and print the spread of the scorer's test ROC-AUC, of the count ≥ θ and of test ECE, and the Jaccard overlap of the selected sets; the index is not changed")
+	f.StringVar(&stabilityOver, "stability-over", stabilityOver, "what --stability's seeds set: seed (the scorer's training) or split-seed (its data sample)")
 	f.IntVar(&planted, "planted", 0, "benchmark: delete N cross-chunk and N within-chunk facts, run the gnn, random and facts selectors (3 seeds, each moving the deletions, the scorer's training and its data sample) and count what each recovers; the index is not changed")
 	f.BoolVar(&noCheckpoint, "no-checkpoint", false, "do not save or reuse the scorer checkpoint (INDEX.scorer)")
 	f.Float64Var(&cfg.Budget, "budget", cfg.Budget, "subgraphs to complete: a fraction of 2×chunks if < 1, else a count")

@@ -148,6 +148,10 @@ func TestNumericFlagErrors(t *testing.T) {
 		{[]string{"augment", "--index", idx, "--epochs", "0"}, "--epochs 0"},
 		{[]string{"augment", "--index", idx, "--llm-timeout", "-1s"}, "--llm-timeout"},
 		{[]string{"augment", "--index", idx, "--split-seed", "1", "--test-seed", "2"}, "--test-seed is the old name of --split-seed: give one of them"},
+		{[]string{"augment", "--index", idx, "--stability-over", "split-seed"}, "--stability-over needs --stability SEEDS"},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--stability-over", "seeds"}, `--stability-over "seeds": want seed or split-seed`},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--selector", "random"}, "--stability reports on the gnn selector's scorer"},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--planted", "3"}, "--stability reports on planned runs"},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			r := run(t, nil, tc.args...)
