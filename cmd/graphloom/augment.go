@@ -38,11 +38,13 @@ citations and merge the accepted facts as a run that --rollback removes exactly.
 The completer is the configured LLM, or offline the extractive completer (rule extraction over the
 evidence chunks with aliases and pronouns resolved across them). --plan stops before completion and
 prints the calls and prompt tokens it would cost. LLM answers are cached on disk, so a killed run
-rerun does not repeat paid calls.`,
+rerun does not repeat paid calls. --stability SEEDS plans the command once per seed and reports how
+much the scorer and its selection move with the seed.`,
 		Example: `  graphloom augment --index harbour.gl --plan
   graphloom augment --index harbour.gl --completer extractive --roots 100 --budget 40 --gold-facts examples/harbour/facts.json
   graphloom stats --index harbour.gl            # lists the runs and their ids
-  graphloom augment --index harbour.gl --rollback aug-20250101T120000-ab12`,
+  graphloom augment --index harbour.gl --rollback aug-20250101T120000-ab12
+  graphloom augment --index harbour.gl --roots 100 --budget 40 --stability 42,1,2,3,4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireFlags(cmd, "index"); err != nil {
