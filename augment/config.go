@@ -143,7 +143,7 @@ type Config struct {
 	// lockstep one member after another → concurrently, and one scorer alone: 2Wiki
 	// 132 → 98 s (one scorer 48 s), example corpus (--roots 100 --budget 40) 102 →
 	// 76 s (31 s), the same on the AVX2 path (GODEBUG=cpu.avx512f=off) 161 → 142 s;
-	// selections and reports identical. So on 2 cores three members cost 2.1–2.5
+	// selections and reports identical. So on 2 cores three members cost 2.0–2.5
 	// trainings of one, where they cost 2.8–3.3; with more cores, less.
 	// They are not stacked into one GoMLX graph with one optimizer step (the issue's
 	// wording): the members now share the split and its padded shapes, so a stacked

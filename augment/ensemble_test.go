@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/train"
 )
 
@@ -578,4 +579,25 @@ func TestShortcutDoubt(t *testing.T) {
 		})
 	}
 	assert.Empty(t, shortcutDoubt(TrainReport{TestAUC: 0.4}), "no baselines measured: nothing to compare with")
+}
+
+// panicScorer is fakeScorer whose training step panics.
+type panicScorer struct{ fakeScorer }
+
+func (*panicScorer) TrainStep([]*kernels.Graph, []float32) (float64, error) { panic("boom") }
+
+// TestMemberPanicIsAnError checks that a member that panics in its own goroutine ends
+// training with an error naming the member, not the process.
+func TestMemberPanicIsAnError(t *testing.T) {
+	ix := chainIndex(t)
+	cfg := testOptions(nil).Config
+	cfg.Epochs, cfg.EvalEvery = 4, 2
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	scs := []Scorer{&fakeScorer{}, &panicScorer{}, &fakeScorer{}}
+	_, _, _, err = trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ensemble member 1 panicked: boom")
+	assert.NotContains(t, err.Error(), "member 0")
 }

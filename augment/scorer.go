@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,9 @@ import (
 )
 
 // Scorer is the trainable missingness classifier: one logit per graph (sigmoid = the
-// probability that the subgraph is incomplete).
+// probability that the subgraph is incomplete). The members of an ensemble are
+// distinct Scorers called concurrently (one goroutine each); one Scorer's methods are
+// never called concurrently.
 type Scorer interface {
 	// TrainStep takes one optimizer step on a batch of labelled graphs and returns the
 	// mean BCE before the update.
@@ -484,13 +487,27 @@ func (m *member) step(feat *featurizer, epoch int) (float64, error) {
 	return loss, nil
 }
 
-// eachMember runs f on every member concurrently and returns their errors, joined in
-// member order.
+// eachMember runs f on every member, concurrently when there are several, and returns
+// their errors, each naming its member, joined in member order. A member's panic is
+// returned as its error with the stack (in a goroutine it would end the process
+// before the command's own recovery could report it).
 func eachMember(ms []*member, f func(k int, m *member) error) error {
+	if len(ms) == 1 {
+		return f(0, ms[0])
+	}
 	errs := make([]error, len(ms))
 	var wg sync.WaitGroup
 	for k, m := range ms {
-		wg.Go(func() { errs[k] = f(k, m) })
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					errs[k] = fmt.Errorf("augment: ensemble member %d panicked: %v\n%s", k, r, debug.Stack())
+				}
+			}()
+			if err := f(k, m); err != nil {
+				errs[k] = fmt.Errorf("ensemble member %d: %w", k, err)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)

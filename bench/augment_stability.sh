@@ -16,10 +16,14 @@ out=$3
 seeds=$4
 shift 4
 mkdir -p "$out"
-over=seed
-if [[ "${STABILITY_FLAG:---seed}" == --split-seed ]]; then
-	over=split-seed
-fi
+case "${STABILITY_FLAG:---seed}" in
+--seed) over=seed ;;
+--split-seed | --test-seed) over=split-seed ;;
+*)
+	echo "STABILITY_FLAG=$STABILITY_FLAG: want --seed or --split-seed" >&2
+	exit 2
+	;;
+esac
 "$bin" augment --index "$index" --stability "$(echo $seeds | tr ' ' ,)" --stability-over "$over" --json "$@" >"$out/stability.json"
 /usr/bin/env python3 - "$out/stability.json" <<'PY'
 import json, sys

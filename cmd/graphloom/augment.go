@@ -65,6 +65,29 @@ much the scorer and its selection move with the seed.`,
 				case selector != "gnn":
 					return usageError{fmt.Errorf("augment: --stability reports on the gnn selector's scorer, not --selector %s", selector)}
 				}
+				// The seeds go to the flag --stability-over names: a value given to that
+				// flag too would be silently replaced. Nothing is completed or written.
+				seedFlags := []string{"seed"}
+				if stabilityOver == augment.StabilityOverSplit {
+					seedFlags = []string{"split-seed", "test-seed"}
+				}
+				for _, name := range seedFlags {
+					if cmd.Flags().Changed(name) {
+						return usageError{fmt.Errorf("augment: --%s is what --stability sets (--stability-over %s): list its values in --stability", name, stabilityOver)}
+					}
+				}
+				for _, name := range []string{"out", "gold-facts", "completer", "allow-partial"} {
+					if cmd.Flags().Changed(name) {
+						return usageError{fmt.Errorf("augment: --%s does not go with --stability, which plans each run and writes nothing", name)}
+					}
+				}
+				seen := map[int64]bool{}
+				for _, s := range stability {
+					if seen[s] {
+						return usageError{fmt.Errorf("augment: --stability: seed %d given twice", s)}
+					}
+					seen[s] = true
+				}
 				plan = true // every run stops before completion and writes nothing
 			} else if cmd.Flags().Changed("stability-over") {
 				return usageError{fmt.Errorf("augment: --stability-over needs --stability SEEDS")}

@@ -152,6 +152,10 @@ func TestNumericFlagErrors(t *testing.T) {
 		{[]string{"augment", "--index", idx, "--stability", "1,2", "--stability-over", "seeds"}, `--stability-over "seeds": want seed or split-seed`},
 		{[]string{"augment", "--index", idx, "--stability", "1,2", "--selector", "random"}, "--stability reports on the gnn selector's scorer"},
 		{[]string{"augment", "--index", idx, "--stability", "1,2", "--planted", "3"}, "--stability reports on planned runs"},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--seed", "3"}, "--seed is what --stability sets (--stability-over seed)"},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--stability-over", "split-seed", "--split-seed", "3"}, "--split-seed is what --stability sets (--stability-over split-seed)"},
+		{[]string{"augment", "--index", idx, "--stability", "1,2", "--gold-facts", "f.json"}, "--gold-facts does not go with --stability"},
+		{[]string{"augment", "--index", idx, "--stability", "1,1"}, "seed 1 given twice"},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			r := run(t, nil, tc.args...)
