@@ -167,15 +167,8 @@ func TestPartitionLeastTestRegion(t *testing.T) {
 // leaves the test region, that every member took the same number of steps (one early stopping for all), and
 // that each was restored once, to the epoch of its own best validation ROC-AUC.
 func TestTrainMembersShareOneSplit(t *testing.T) {
-	ix := chainIndex(t)
-	cfg := testOptions(nil).Config
-	cfg.Epochs, cfg.EvalEvery = 6, 2
-	g := newMinerGraph(ix, cfg)
-	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
-	require.NoError(t, err)
 	fakes := []*fakeScorer{{}, {}, {}}
-	scs := []Scorer{fakes[0], fakes[1], fakes[2]}
-	trs, runs, history, err := trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
+	trs, runs, history, err := trainOnChain(t, 6, fakes[0], fakes[1], fakes[2])
 	require.NoError(t, err)
 	require.Len(t, trs, 3)
 	require.Len(t, runs, 3)
@@ -196,7 +189,7 @@ func TestTrainMembersShareOneSplit(t *testing.T) {
 		assert.Equal(t, 1, fakes[k].restores, "member %d restored once", k)
 		best := trs[k].History[0]
 		for _, h := range trs[k].History {
-			if h.AUC > best.AUC+cfg.MinDelta {
+			if h.AUC > best.AUC+testOptions(nil).Config.MinDelta {
 				best = h
 			}
 		}
@@ -589,15 +582,21 @@ func (*panicScorer) TrainStep([]*kernels.Graph, []float32) (float64, error) { pa
 // TestMemberPanicIsAnError checks that a member that panics in its own goroutine ends
 // training with an error naming the member, not the process.
 func TestMemberPanicIsAnError(t *testing.T) {
-	ix := chainIndex(t)
-	cfg := testOptions(nil).Config
-	cfg.Epochs, cfg.EvalEvery = 4, 2
-	g := newMinerGraph(ix, cfg)
-	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
-	require.NoError(t, err)
-	scs := []Scorer{&fakeScorer{}, &panicScorer{}, &fakeScorer{}}
-	_, _, _, err = trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
+	_, _, _, err := trainOnChain(t, 4, &fakeScorer{}, &panicScorer{}, &fakeScorer{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ensemble member 1 panicked: boom")
 	assert.NotContains(t, err.Error(), "member 0")
+}
+
+// trainOnChain trains scs as an ensemble's members (trainMembers) on chainIndex with
+// the test options, for epochs epochs, evaluating every 2.
+func trainOnChain(t *testing.T, epochs int, scs ...Scorer) ([]TrainReport, []memberRun, []EvalRow, error) {
+	t.Helper()
+	ix := chainIndex(t)
+	cfg := testOptions(nil).Config
+	cfg.Epochs, cfg.EvalEvery = epochs, 2
+	g := newMinerGraph(ix, cfg)
+	feat, err := newFeaturizer(ix, cfg.NodeFeatures)
+	require.NoError(t, err)
+	return trainMembers(context.Background(), g, feat, g.rootCandidates(), scs, cfg, trainLogs{})
 }
