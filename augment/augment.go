@@ -139,6 +139,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		if err != nil {
 			return nil, err
 		}
+		defer sc.close()
 		stage("train", t0)
 	}
 

@@ -2,6 +2,7 @@ package augment
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -55,6 +56,17 @@ func logSumExp(xs []float64) float64 {
 		s += math.Exp(x - m)
 	}
 	return m + math.Log(s)
+}
+
+// close releases what the members hold on their engine (the members that are
+// io.Closers: the R-GCN scorer's compiled executables), once a run has scored with
+// them; the ensemble must not be used afterwards.
+func (e *ensemble) close() {
+	for _, m := range e.members {
+		if c, ok := m.(io.Closer); ok {
+			_ = c.Close() // releasing a cache: nothing to report
+		}
+	}
 }
 
 // logits scores graphs with every member and returns the ensemble's log-odds (logit).

@@ -139,5 +139,12 @@ func (s *RGCNScorer) Save(path string) error {
 	return models.Save(path, s.m, map[string]string{"model": "crossaug-missingness"})
 }
 
+// Close releases the executables the scorer compiled on its engine
+// (engine.Engine.Release); the scorer must not be used afterwards.
+func (s *RGCNScorer) Close() error {
+	s.eng.Release(s.m.Store())
+	return nil
+}
+
 // Compilations reports how many executables the engine has compiled.
 func (s *RGCNScorer) Compilations() int64 { return s.eng.Stats().Compilations }

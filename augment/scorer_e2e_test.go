@@ -198,3 +198,25 @@ func TestConcurrentMembersTrainAsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReleasesItsScorers checks that a run leaves none of its R-GCN scorers'
+// compiled executables on the engine (ensemble.close → engine.Release): a command
+// that runs many plans on one engine (augment --stability, --planted) does not keep
+// every finished ensemble's.
+func TestRunReleasesItsScorers(t *testing.T) {
+	ix := chainIndex(t)
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	opts := testOptions(nil)
+	opts.Plan = true
+	opts.Config.Ensemble, opts.Config.Hidden = 2, 16
+	opts.NewScorer = func(dim int, c Config) (Scorer, error) { return NewRGCNScorer(eng, dim, c) }
+	for i := range 2 {
+		_, err := Run(context.Background(), ix, fmt.Sprintf("plan-%d", i), opts)
+		require.NoError(t, err)
+		st := eng.Stats()
+		assert.Positive(t, st.Compilations, "run %d trained and scored on the engine", i)
+		assert.Zero(t, st.Executables, "run %d left its scorers' executables on the engine", i)
+	}
+}

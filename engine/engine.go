@@ -270,6 +270,24 @@ func (e *Engine) Forget(name string) int {
 	return n
 }
 
+// Release drops the executables compiled for store (every name and bucket), when the
+// model that owns the store is done with: the cache is keyed by store, so a program
+// that trains one model after another (augment --stability, --planted) would otherwise
+// keep every finished model's executables. It returns how many were dropped.
+func (e *Engine) Release(store *model.Store) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for k, x := range e.execs {
+		if k.store == store {
+			x.exec.Finalize()
+			delete(e.execs, k)
+			n++
+		}
+	}
+	return n
+}
+
 // Executable is one cached computation. Calls on the same Executable are serialized.
 type Executable struct {
 	key    Key

@@ -115,6 +115,22 @@ func TestExecutableCacheCounters(t *testing.T) {
 	assert.Equal(t, int64(4), st.Compilations)
 	assert.Equal(t, 2, e.Forget("double"))
 	assert.Equal(t, 0, e.Stats().Executables)
+
+	// Release drops one store's executables, every name and bucket, and no other's.
+	mine, theirs := model.NewStore(), model.NewStore()
+	for _, k := range []Key{{Name: "double", Bucket: "b4"}, {Name: "double", Bucket: "b8"}, {Name: "triple"}} {
+		_, err := e.Exec(k, mine, double)
+		require.NoError(t, err)
+	}
+	kept, err := e.Exec(key, theirs, double)
+	require.NoError(t, err)
+	require.Equal(t, 4, e.Stats().Executables)
+	assert.Equal(t, 3, e.Release(mine))
+	assert.Equal(t, 1, e.Stats().Executables)
+	out, err := kept.Call(in4)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{2, 4, 6, 8}, tensors.MustCopyFlatData[float32](out[0]))
+	assert.Zero(t, e.Release(mine))
 }
 
 func TestExecutableErrors(t *testing.T) {
