@@ -257,17 +257,7 @@ func (e *Engine) Exec(key Key, store *model.Store, fn GraphFn) (*Executable, err
 // Forget drops the executables whose name is name (all buckets), e.g. after the model
 // structure changed. It returns how many were dropped.
 func (e *Engine) Forget(name string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for k, x := range e.execs {
-		if k.Name == name {
-			x.exec.Finalize()
-			delete(e.execs, k)
-			n++
-		}
-	}
-	return n
+	return e.drop(func(k cacheKey) bool { return k.Name == name })
 }
 
 // Release drops the executables compiled for store (every name and bucket), when the
@@ -275,11 +265,17 @@ func (e *Engine) Forget(name string) int {
 // that trains one model after another (augment --stability, --planted) would otherwise
 // keep every finished model's executables. It returns how many were dropped.
 func (e *Engine) Release(store *model.Store) int {
+	return e.drop(func(k cacheKey) bool { return k.store == store })
+}
+
+// drop finalizes and removes the cached executables whose key matches, and returns
+// how many.
+func (e *Engine) drop(match func(cacheKey) bool) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
 	for k, x := range e.execs {
-		if k.store == store {
+		if match(k) {
 			x.exec.Finalize()
 			delete(e.execs, k)
 			n++
