@@ -219,7 +219,7 @@ func TestInferenceSampleFollowsTheGraph(t *testing.T) {
 
 func TestGraphHelpers(t *testing.T) {
 	assert.InDelta(t, 2.0/4, jaccard([]int32{1, 2, 3}, []int32{2, 3, 4}), 1e-12)
-	assert.Equal(t, 0.0, jaccard(nil, nil))
+	assert.Equal(t, 0.0, jaccard[int32](nil, nil))
 	for _, tc := range []struct {
 		name string
 		ok   bool

@@ -303,8 +303,9 @@ func (g *minerGraph) sampleRoots(roots []int32, cfg Config) []*subgraph {
 	return out
 }
 
-// jaccard is the node-set Jaccard similarity of two sorted node lists.
-func jaccard(a, b []int32) float64 {
+// jaccard is the Jaccard similarity of two sorted sets without repeats (node lists,
+// root names); 0 when both are empty.
+func jaccard[T cmp.Ordered](a, b []T) float64 {
 	i, j, inter := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {

@@ -138,20 +138,13 @@ func summariseStability(over string, runs []StabilityRun) *StabilityReport {
 	return rep
 }
 
-// setJaccard is |a ∩ b| / |a ∪ b| of two sorted sets without repeats (1 when both are
-// empty).
+// setJaccard is jaccard of two runs' selected sets, except that two empty sets agree
+// (1): two runs that selected nothing selected the same.
 func setJaccard(a, b []string) float64 {
-	inter := 0
-	for _, x := range a {
-		if _, ok := slices.BinarySearch(b, x); ok {
-			inter++
-		}
-	}
-	union := len(a) + len(b) - inter
-	if union == 0 {
+	if len(a)+len(b) == 0 {
 		return 1
 	}
-	return float64(inter) / float64(union)
+	return jaccard(a, b)
 }
 
 // meanSD returns the mean and the sample standard deviation (n − 1; 0 for one value)
