@@ -621,23 +621,19 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 		Snapshot: func() error { return nil },
 		Restore:  func() error { return nil },
 	})
-	if err == nil {
-		for k, m := range ms {
-			if m.bestEpoch == 0 {
-				continue // never evaluated: the last weights
-			}
-			if rerr := m.sc.Restore(); rerr != nil {
-				err = fmt.Errorf("augment: restoring member %d: %w", k, rerr)
-				break
-			}
-		}
-	}
 	if err != nil {
 		return []TrainReport{ms[0].tr}, nil, nil, err
 	}
+	// Each member restores its best weights and is scored once more on its validation
+	// and test views, concurrently as in training.
 	trs := make([]TrainReport, len(ms))
 	runs := make([]memberRun, len(ms))
-	for k, m := range ms {
+	if err := eachMember(ms, func(k int, m *member) error {
+		if m.bestEpoch > 0 { // 0: never evaluated, the last weights
+			if err := m.sc.Restore(); err != nil {
+				return fmt.Errorf("augment: restoring its best weights: %w", err)
+			}
+		}
 		tr := &m.tr
 		for i, h := range res.History {
 			if i < len(tr.History) {
@@ -647,7 +643,7 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 		tr.result = res
 		row, valLogits, err := evaluate(m.sc, m.valGraphs, m.valLabels, m.valViews)
 		if err != nil {
-			return []TrainReport{ms[0].tr}, nil, nil, err
+			return err
 		}
 		m.run.valLogits, m.run.valLabels = valLogits, m.valLabels
 		m.run.valRoots = rootsOf(m.valViews)
@@ -656,13 +652,16 @@ func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []
 		testGraphs, testLabels := graphsOf(feat, m.run.testViews)
 		row, testLogits, err := evaluate(m.sc, testGraphs, testLabels, m.run.testViews)
 		if err != nil {
-			return []TrainReport{ms[0].tr}, nil, nil, err
+			return err
 		}
 		m.run.testLogits, m.run.testLabel = testLogits, testLabels
 		tr.TestBCE, tr.TestAccuracy, tr.TestAUC, tr.TestRanking = row.EvalBCE, row.Accuracy, row.AUC, row.Ranking
 		tr.Seconds = round3(time.Since(t0).Seconds())
 		tr.Compilations = compiled() - compiledBefore
 		trs[k], runs[k] = *tr, m.run
+		return nil
+	}); err != nil {
+		return []TrainReport{ms[0].tr}, nil, nil, err
 	}
 	for i := range history {
 		if i < len(res.History) {
