@@ -11,6 +11,24 @@ shift 2
 r5() { # REPORT.md RETRIEVER → its R@5 (the first recall column: --ks 5)
 	awk -F'|' -v r="$2" '$2 ~ "^ *"r" *$" {gsub(/ /, "", $3); print $3}' "$1"
 }
+# heldout CALIBRATE.txt NAME: rows of the held-out synthetic table from calibrate's
+# printout, per retriever: the validated questions, each variant's cross-validated
+# R@5, the best feature alone, and whether each ranker beats every feature alone.
+heldout() {
+	awk -v set="$2" '
+		$1 ~ /^(ppr|hyperppr):$/ {
+			r = substr($1, 1, length($1) - 1); n = "–"
+			if (match($0, /[0-9]+ (synthetic )?questions/)) { split(substr($0, RSTART, RLENGTH), w, " "); n = w[1] }
+			if ($0 ~ /too small/) { printf "| %s | %s | %s, too small |  |  |  |  |  |  |\n", set, r, n; r = "" }
+		}
+		r != "" && $1 == "R@5" && $2 == "cross-validated:" { d = $4; fu = $6; ng = $8; rk = $10 }
+		r != "" && $1 == "features" && $2 == "alone" {
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s %s | %s / %s |\n", set, r, n, d, fu, ng, rk, $4, $5,
+				(ng + 0 > $5 + 0 ? "✓" : "✗"), (rk + 0 > $5 + 0 ? "✓" : "✗")
+			r = ""
+		}' "$1"
+}
+held=()
 echo "| set | retriever | bm25 | uncalibrated | calibrated | uses | fusion | ranker-nogate | ranker |"
 echo "|---|---|--:|--:|--:|---|--:|--:|--:|"
 for spec in "$@"; do
@@ -26,6 +44,7 @@ for spec in "$@"; do
 			--calibration "$mode" --ks 5 --out "$out/$name-cal-$mode" >/dev/null
 		rep[$mode]="$out/$name-cal-$mode/report.md"
 	done
+	held+=("$(heldout "$out/$name-calibrate.txt" "$name")")
 	for r in ppr hyperppr; do
 		uses=$(awk -v r="$r" '$1 == r":" && $2 == "uses" {print $3}' "$out/$name-calibrate.txt")
 		echo "| $name (calibrate ${secs}s) | $r | $(r5 "${rep[off]}" bm25) | $(r5 "${rep[off]}" $r) | $(r5 "${rep[auto]}" $r) | $uses | $(r5 "${rep[fusion]}" $r) | $(r5 "${rep[ranker-nogate]}" $r) | $(r5 "${rep[ranker]}" $r) |"
@@ -35,3 +54,10 @@ echo
 echo "R@5 (%) on the dataset's questions (LiteraryQA has no gold passages: its column is AnsIn@5, the answer among the five passages); calibration fitted on the index's own synthetic questions only. 'uses' is the variant
 calibration kept (defaults: none beat the uncalibrated ranking by 2.39 standard errors, the best of three, on held-out synthetic questions);
 the last three columns force each fitted part (the ablation)."
+echo
+echo "| set | retriever | held-out synthetic questions | defaults | fusion | ranker-nogate | ranker | best feature alone | rankers beat every feature alone (nogate / gated) |"
+echo "|---|---|--:|--:|--:|--:|--:|---|---|"
+printf '%s\n' "${held[@]}" | grep -v '^$' || true
+echo
+echo "R@5 (%) on the index's own synthetic questions, cross-validated by evidence chunk (calibrate's selection data): each
+question scored by the variant fitted without its fold; 'best feature alone' ranks by that one feature."
