@@ -17,6 +17,51 @@ import (
 	"github.com/graphloom/graphloom/synth"
 )
 
+// TestTemplateQuestionsCarryOnlyGraphTerms checks that the template generator's
+// questions give BM25 no term beyond the subgraph's entity names and relation
+// phrases: any other word would be in every synthetic question and in no real one.
+func TestTemplateQuestionsCarryOnlyGraphTerms(t *testing.T) {
+	ix := &graphio.Index{
+		Entities: []graphio.Entity{{Name: "tomas brell"}, {Name: "mira solenne"}, {Name: "aldwick"}, {Name: "port keswyn"}, {Name: "odile varrant"}},
+		Facts: []graphio.Fact{
+			{Subject: 1, Predicate: "daughter of", Object: 0, Chunks: []int32{0}},
+			{Subject: 0, Predicate: "was born in", Object: 2, Chunks: []int32{1}},
+			{Subject: 3, Predicate: "lies north of", Object: 2, Chunks: []int32{2}},
+			{Subject: 4, Predicate: "sailed to", Object: 2, Chunks: []int32{3}},
+		},
+	}
+	an := retrieve.Analyzer{Stem: true}
+	cands := []synth.Candidate{
+		{Type: synth.TypeHop, Facts: []int32{0, 1}, Answer: 2},
+		{Type: synth.TypeSum, Facts: []int32{1, 2, 3}, Answer: 2},
+	}
+	pairs, err := synth.Template{}.Generate(context.Background(), ix, cands, synth.DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Len(t, pairs, len(cands))
+	for i, c := range cands {
+		graph := map[string]bool{}
+		for _, f := range c.Facts {
+			x := &ix.Facts[f]
+			for _, text := range []string{ix.Entities[x.Subject].Name, x.Predicate, ix.Entities[x.Object].Name} {
+				for _, term := range an.Terms(text) {
+					graph[term] = true
+				}
+			}
+		}
+		q := pairs[i].Question
+		terms := an.Terms(q)
+		require.NotEmpty(t, terms, q)
+		for _, term := range terms {
+			assert.True(t, graph[term], "%s question %q: term %q is not from its subgraph", c.Type, q, term)
+		}
+		// and it still names the subgraph: the path's start, every relation.
+		assert.Contains(t, q, ix.Entities[ix.Facts[c.Facts[0]].Subject].Name)
+		for _, f := range c.Facts {
+			assert.Contains(t, q, ix.Facts[f].Predicate)
+		}
+	}
+}
+
 func TestTGain(t *testing.T) {
 	// d = [1 0 0 1]: mean 0.5, sample sd √(1/3), se √(1/3)/2 → t = √3.
 	assert.InDelta(t, math.Sqrt(3), tGain([]float64{1, 1, 0, 1}, []float64{0, 1, 0, 0}), 1e-12)

@@ -144,6 +144,15 @@ func norm(s string) string {
 // Template is the offline generator: questions from fixed relation templates over
 // the same paths and neighbourhoods. It is graphloom's, not the paper's (which
 // prompts an LLM), so that the whole pipeline runs without a model.
+//
+// Its questions hold the subgraph's entity names and relation phrases and otherwise
+// only stopwords of the BM25 analyzer (from, then, which, is, such, that, it, and):
+// a template word that is neither would be in every question and in no real one,
+// and would match whatever passages happen to contain it. The earlier wording
+// ("Starting from a, follow the relation …: which entity do you reach?") put start,
+// follow, relation, entity and reach into every path question; calibrate's
+// uncalibrated held-out R@5 rose from 78.7 to 80.3 on the example corpus, 95.7 to
+// 97.1 on MoreHopQA and 62.5 to 73.6 on LiteraryQA's largest book without them.
 type Template struct{}
 
 // Name implements Generator.
@@ -156,14 +165,14 @@ func (Template) Generate(_ context.Context, ix *graphio.Index, cands []Candidate
 		ent := func(e int32) string { return ix.Entities[e].Name }
 		switch c.Type {
 		case TypeHop:
-			// a –r1→ b –r2→ c: "Starting from a, follow "r1", then "r2": which entity is reached?"
+			// a –r1→ b –r2→ c: `From a: "r1", then "r2" — which?`
 			first := &ix.Facts[c.Facts[0]]
 			rels := make([]string, len(c.Facts))
 			for j, f := range c.Facts {
 				rels[j] = fmt.Sprintf("%q", ix.Facts[f].Predicate)
 			}
 			out[i] = Pair{
-				Question: fmt.Sprintf("Starting from %s, follow the relation %s: which entity do you reach?", ent(first.Subject), strings.Join(rels, ", then ")),
+				Question: fmt.Sprintf("From %s: %s — which?", ent(first.Subject), strings.Join(rels, ", then ")),
 				Answer:   ent(c.Answer),
 			}
 		case TypeSum:
@@ -172,7 +181,8 @@ func (Template) Generate(_ context.Context, ix *graphio.Index, cands []Candidate
 				x := &ix.Facts[f]
 				parts = append(parts, fmt.Sprintf("%s %q it", ent(x.Subject), x.Predicate))
 			}
-			out[i] = Pair{Question: fmt.Sprintf("Which entity is such that %s?", joinAnd(parts)), Answer: ent(c.Answer)}
+			// `Which is such that a "r" it, b "r" it and c "r" it?`
+			out[i] = Pair{Question: fmt.Sprintf("Which is such that %s?", joinAnd(parts)), Answer: ent(c.Answer)}
 		}
 		if progress != nil {
 			progress(i+1, len(cands))
