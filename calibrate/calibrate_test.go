@@ -22,7 +22,9 @@ import (
 // phrases: any other word would be in every synthetic question and in no real one.
 func TestTemplateQuestionsCarryOnlyGraphTerms(t *testing.T) {
 	ix := &graphio.Index{
-		Entities: []graphio.Entity{{Name: "tomas brell"}, {Name: "mira solenne"}, {Name: "aldwick"}, {Name: "port keswyn"}, {Name: "odile varrant"}},
+		Entities: []graphio.Entity{{Name: "tomas brell", Surface: []string{"Tomas Brell"}}, {Name: "mira solenne", Surface: []string{"Mira Solenne"}},
+			{Name: "aldwick", Surface: []string{"Aldwick"}}, {Name: "port keswyn", Surface: []string{"Port Keswyn"}},
+			{Name: "ships", Surface: []string{"Ships", "ships"}}},
 		Facts: []graphio.Fact{
 			{Subject: 1, Predicate: "daughter of", Object: 0, Chunks: []int32{0}},
 			{Subject: 0, Predicate: "was born in", Object: 2, Chunks: []int32{1}},
@@ -54,12 +56,58 @@ func TestTemplateQuestionsCarryOnlyGraphTerms(t *testing.T) {
 		for _, term := range terms {
 			assert.True(t, graph[term], "%s question %q: term %q is not from its subgraph", c.Type, q, term)
 		}
-		// and it still names the subgraph: the path's start, every relation.
-		assert.Contains(t, q, ix.Entities[ix.Facts[c.Facts[0]].Subject].Name)
+		// and it still names the subgraph — the path's start or every subject, as the
+		// corpus writes them (capitalised, so that query-entity linking sees names) —
+		// and every relation.
+		subjects := []string{"Mira Solenne"}
+		if c.Type == synth.TypeSum {
+			subjects = []string{"Tomas Brell", "Port Keswyn", " ships "} // also written in lower case: a common noun
+		}
+		for _, name := range subjects {
+			assert.Contains(t, q, name)
+		}
 		for _, f := range c.Facts {
 			assert.Contains(t, q, ix.Facts[f].Predicate)
 		}
 	}
+}
+
+// TestFitFusionKeepsTheKind: the fusion fit moves BM25's weight within the
+// uncalibrated fusion's kind and never switches kind, even where the other kind would
+// fit the questions better. Here linear fusion ranks the evidence first for every
+// μ in the grid and reciprocal-rank fusion for none: the evidence is second in both
+// rankings, each distractor first in one and third in the other, and 1/(k+1) +
+// 1/(k+3) > 2/(k+2) for any k > 0, so one distractor always outscores it.
+func TestFitFusionKeepsTheKind(t *testing.T) {
+	// Candidates 0 (evidence), 1 (first by PPR), 2 (first by BM25).
+	cs := retrieve.CandidateSet{
+		Chunks:    []int32{0, 1, 2},
+		Z:         []float64{1, 0, 0, 0, 1},
+		GraphRank: []int32{2, 1, 3}, BM25Rank: []int32{2, 3, 1}, DefaultRank: []int32{3, 1, 2},
+		Graph: []float64{0.95, 1, 0.5}, BM25: []float64{0.95, 0.5, 1},
+	}
+	qs := []question{{groups: [][]int32{{0}}, chunks: []int32{0}}}
+	sets := []retrieve.CandidateSet{cs}
+	recall := func(f retrieve.Fusion) float64 {
+		fit := retrieve.Fitted{Fusion: f}
+		return meanRecall(qs, sets, 1, func(cs *retrieve.CandidateSet) []float64 { return fit.Score(retrieve.VariantFusion, cs) })
+	}
+	for i := 4; i <= 16; i++ {
+		mu := float64(i) / 20
+		require.Equal(t, 100.0, recall(retrieve.Fusion{Kind: retrieve.FusionLinear, Mu: mu}), "linear μ=%g", mu)
+		require.Equal(t, 0.0, recall(retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: mu}), "rrf μ=%g", mu)
+	}
+	for _, kind := range []string{retrieve.FusionRRF, retrieve.FusionLinear} {
+		got := fitFusion(qs, sets, 1, retrieve.Fusion{Kind: kind, Mu: 0.5})
+		assert.Equal(t, kind, got.Kind, "the uncalibrated kind %s is kept", kind)
+	}
+	// Within a kind, μ moves where that fits better: only a high μ lifts the evidence
+	// (0.9, 0.3) above a distractor first by PPR (1, 0) in linear fusion.
+	cs2 := cs
+	cs2.Graph, cs2.BM25 = []float64{0.9, 1, 0}, []float64{0.3, 0, 1}
+	got := fitFusion(qs, []retrieve.CandidateSet{cs2}, 1, retrieve.Fusion{Kind: retrieve.FusionLinear, Mu: 0.2})
+	assert.Equal(t, retrieve.FusionLinear, got.Kind)
+	assert.Greater(t, got.Mu, 0.25, "μ chosen: %g", got.Mu)
 }
 
 func TestTGain(t *testing.T) {
