@@ -10,7 +10,8 @@
 //     kind, reciprocal-rank by default) by grid search;
 //   - ranker-nogate: a linear ranker over per-passage features (retrieve.FeatureNames:
 //     BM25 score and rank, PPR mass and rank, dense score and rank, the uncalibrated
-//     rank, question-entity and linked-fact hits, title match, length) trained with a
+//     rank, question-entity and linked-fact hits, title match; length is reported but
+//     not fitted, see Unfitted) trained with a
 //     pairwise hinge loss through models/train, starting from the uncalibrated ranking;
 //   - ranker: the same with a per-question gate (retrieve.GateNames).
 //

@@ -371,8 +371,8 @@ func TestRankersLearnAPlantedRanking(t *testing.T) {
 	require.NoError(t, err)
 	defer eng.Close()
 	rng := rand.New(rand.NewPCG(7, 7))
-	qs, sets := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatLength)
-	testQ, testS := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatLength)
+	qs, sets := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatBM25)
+	testQ, testS := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatBM25)
 	cfg := DefaultConfig()
 	f := retrieve.Fitted{Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5}}
 	for _, gated := range []bool{false, true} {
@@ -395,6 +395,31 @@ func TestRankersLearnAPlantedRanking(t *testing.T) {
 	assert.Greater(t, gated, 80.0)
 	assert.Greater(t, gated, nogate+15)
 	assert.Greater(t, nogate, def+20, "half the questions follow one feature")
+}
+
+// TestRankersLeaveLengthAlone: a question-independent feature is not fitted, even
+// where it alone finds the evidence: both rankers keep weight 0 on length and stay
+// at the uncalibrated ranking.
+func TestRankersLeaveLengthAlone(t *testing.T) {
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(8, 8))
+	qs, sets := planted(rng, 200, retrieve.FeatLength, retrieve.FeatLength)
+	cfg := DefaultConfig()
+	for _, gated := range []bool{false, true} {
+		r, _, _, err := trainRanker(context.Background(), eng, qs, sets, gated, cfg)
+		require.NoError(t, err)
+		assert.Zero(t, r.W[retrieve.FeatLength], "gated %v", gated)
+		if gated {
+			require.Len(t, r.V, retrieve.NumFeatures)
+			for g, v := range r.V[retrieve.FeatLength] {
+				assert.Zero(t, v, "V[length][%d]", g)
+			}
+		}
+		got := meanRecall(qs, sets, 1, func(cs *retrieve.CandidateSet) []float64 { return rankerScores(&r, cs) })
+		assert.Less(t, got, 30.0, "gated %v: R@1 on the fitting questions (length alone: 100)", gated)
+	}
 }
 
 // TestRunOnTheExampleCorpus: calibration reads only the index (no evaluation file
