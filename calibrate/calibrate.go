@@ -11,7 +11,7 @@
 //   - ranker-nogate: a linear ranker over per-passage features (retrieve.FeatureNames:
 //     BM25 score and rank, PPR mass and rank, dense score and rank, the uncalibrated
 //     rank, question-entity and linked-fact hits, title match; length is reported but
-//     not fitted, see Unfitted) trained with a
+//     not fitted, see unfitted) trained with a
 //     pairwise hinge loss through models/train, starting from the uncalibrated ranking;
 //   - ranker: the same with a per-question gate (retrieve.GateNames).
 //
@@ -231,7 +231,7 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 	rep.Config.SingleShare, rep.Config.Depth, rep.Config.Negatives, rep.Config.Margin = cfg.SingleShare, cfg.Depth, cfg.Negatives, cfg.Margin
 	rep.Config.Steps, rep.Config.LR = cfg.Train.TotalSteps, cfg.Train.LearningRate
 	cal := &retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames, Generation: kg.Generation(ix),
-		Retrievers: map[string]*retrieve.Fitted{}}
+		Retrievers: map[string]*retrieve.Fitted{}, Method: retrieve.CalibrationMethod}
 	var items []synth.Item
 	if len(ix.Facts) > 0 {
 		// The configured shape, then the others while questions are short of
@@ -276,7 +276,11 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 			continue
 		}
 		rf := &RFit{Retriever: name, Use: retrieve.VariantDefaults}
-		f := &retrieve.Fitted{Use: retrieve.VariantDefaults, Fusion: retrieve.Fusion{Kind: s.Config().FinalFusion, Mu: s.Config().FinalBM25Weight},
+		kind := s.Config().FinalFusion
+		if kind == "" {
+			kind = retrieve.FusionRRF
+		}
+		f := &retrieve.Fitted{Use: retrieve.VariantDefaults, Fusion: retrieve.Fusion{Kind: kind, Mu: s.Config().FinalBM25Weight},
 			NoGate: defaultRanker(false), Ranker: defaultRanker(true)}
 		if rep.TooSmall != "" {
 			rf.Why = "too small to calibrate: " + rep.TooSmall

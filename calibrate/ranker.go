@@ -75,14 +75,14 @@ func pairs(qs []question, sets []retrieve.CandidateSet, cfg Config, rng *rand.Ra
 	return out
 }
 
-// Unfitted marks the features the rankers are not fitted on (their weights stay 0):
+// unfitted marks the features the rankers are not fitted on (their weights stay 0):
 // those that do not depend on the question. Fitted on synthetic questions, a
 // question-independent weight learns how the generator samples evidence, not how
 // anyone asks: the generator draws facts, so passages stating many facts — long ones —
 // are evidence far more often than in real questions. On the example corpus the
 // ungated ranker put its largest weight on length (1.2, against 0.25 on the
 // uncalibrated rank). docs/calibration.md gives the effect on real questions.
-var Unfitted = [retrieve.NumFeatures]bool{retrieve.FeatLength: true}
+var unfitted = [retrieve.NumFeatures]bool{retrieve.FeatLength: true}
 
 // pairBatch is a fixed-size batch of pairs (padding has weight 0).
 type pairBatch struct {
@@ -95,7 +95,7 @@ func newPairBatch(ps []pair, n int) pairBatch {
 		z: make([]float32, n*retrieve.NumGates), w: make([]float32, n), n: n}
 	for i, p := range ps[:min(n, len(ps))] {
 		for j := range retrieve.NumFeatures {
-			if Unfitted[j] {
+			if unfitted[j] {
 				continue // 0 in every batch: its weight keeps its starting 0
 			}
 			b.xp[i*retrieve.NumFeatures+j] = float32(p.pos[j])

@@ -121,6 +121,24 @@ type Calibration struct {
 	Retrievers map[string]*Fitted `json:"retrievers"`
 	// Report is the calibration's report (package calibrate), shown by `stats`.
 	Report json.RawMessage `json:"report,omitempty"`
+	// Method is the calibration method's version (CalibrationMethod when fitted by
+	// this graphloom; 0 before it was recorded).
+	Method int `json:"method,omitempty"`
+}
+
+// CalibrationMethod is the version of how `graphloom calibrate` fits, raised when a
+// change would fit an index otherwise: 2 — template questions name entities as the
+// corpus writes them with no words of their own, the fusion fit keeps the
+// reciprocal-rank kind, the rankers leave length at 0.
+const CalibrationMethod = 2
+
+// Outdated returns a warning when c was fitted by an earlier calibration method: it
+// is still applied, and `graphloom calibrate` fits it again.
+func (c *Calibration) Outdated() string {
+	if c.Method >= CalibrationMethod {
+		return ""
+	}
+	return fmt.Sprintf("warning: the stored calibration is outdated: it was fitted by calibration method %d and this graphloom fits by method %d (its synthetic questions and fits changed); `graphloom calibrate` fits it again", c.Method, CalibrationMethod)
 }
 
 // ReadCalibration returns the calibration stored in ix, nil when there is none.

@@ -19,7 +19,7 @@ heldout() {
 		$1 ~ /^(ppr|hyperppr):$/ {
 			r = substr($1, 1, length($1) - 1); n = "–"
 			if (match($0, /[0-9]+ (synthetic )?questions/)) { split(substr($0, RSTART, RLENGTH), w, " "); n = w[1] }
-			if ($0 ~ /too small/) { printf "| %s | %s | %s, too small |  |  |  |  |  |  |\n", set, r, n; r = "" }
+			if ($0 ~ /too small/) { printf "| %s | %s | too small (%s) |  |  |  |  |  |  |\n", set, r, $0 ~ /lie within one fold/ ? n " held out" : n " kept"; r = "" }
 		}
 		r != "" && $1 == "R@5" && $2 == "cross-validated:" { d = $4; fu = $6; ng = $8; rk = $10 }
 		r != "" && $1 == "features" && $2 == "alone" {

@@ -407,13 +407,15 @@ func TestReloadAfterAdd(t *testing.T) {
 }
 
 // TestStatsShowCalibration: /v1/stats says which calibration variant each graph
-// retriever applies, and why it is stale when the index changed since it was fitted;
-// a calibrated ppr still answers.
+// retriever applies, and why it is stale when the index changed since it was fitted
+// or an earlier calibration method fitted it; a calibrated ppr still answers.
 func TestStatsShowCalibration(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		stale bool
-	}{{"current", false}, {"stale", true}} {
+		name   string
+		method int
+		stale  string // in the warning; "" none
+	}{{"current", retrieve.CalibrationMethod, ""}, {"stale", retrieve.CalibrationMethod, "index generation"},
+		{"outdated", 0, "calibration method 0"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "x.gl")
 			writeIndex(t, path, 4)
@@ -422,11 +424,11 @@ func TestStatsShowCalibration(t *testing.T) {
 			w := make([]float64, retrieve.NumFeatures)
 			w[retrieve.FeatDefault] = 1
 			gen := kg.Generation(ix)
-			if tc.stale {
+			if tc.name == "stale" {
 				gen = "g0-000000000000"
 			}
 			require.NoError(t, retrieve.WriteCalibration(ix, &retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames,
-				Generation: gen, Retrievers: map[string]*retrieve.Fitted{"ppr": {Use: retrieve.VariantFusion,
+				Generation: gen, Method: tc.method, Retrievers: map[string]*retrieve.Fitted{"ppr": {Use: retrieve.VariantFusion,
 					Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.3}, NoGate: retrieve.Ranker{W: w}, Ranker: retrieve.Ranker{W: w, V: zeros()}}}}))
 			require.NoError(t, graphio.WriteFile(path, ix))
 			s, err := New(path, func() (*graphio.Index, error) { return graphio.ReadFile(path) }, nil, DefaultConfig())
@@ -447,7 +449,11 @@ func TestStatsShowCalibration(t *testing.T) {
 			assert.Equal(t, 4, st.Chunks)
 			require.NotNil(t, st.Calibration)
 			assert.Equal(t, map[string]string{"ppr": "fusion"}, st.Calibration.Uses)
-			assert.Equal(t, tc.stale, st.Calibration.Stale != "", st.Calibration.Stale)
+			if tc.stale == "" {
+				assert.Empty(t, st.Calibration.Stale)
+			} else {
+				assert.Contains(t, st.Calibration.Stale, tc.stale)
+			}
 			code, v := post(t, ts.URL+"/v1/query", `{"question": "Where was Mara Vell2 born?", "retriever": "ppr", "top_k": 2}`)
 			require.Equal(t, http.StatusOK, code, v)
 			assert.Len(t, v["passages"].([]any), 2)

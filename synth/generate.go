@@ -3,8 +3,10 @@ package synth
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/llm"
@@ -160,20 +162,37 @@ func norm(s string) string {
 // "tomas brell" linked no entity at all.
 type Template struct{}
 
-// mention is how a template question names entity e: its first surface form in the
-// corpus, or a lower-case one when the corpus also writes it so (its capital then
-// only began a sentence: "Ships" and "ships"); its name when it has none.
+// mention is how a template question names entity e: the surface form the corpus
+// writes with the most capitals ("Tomas Brell" over "tomas brell"), but the
+// lower-case one when its only capital is its first letter and the corpus also
+// writes it without (the capital began a sentence: "Ships" and "ships"); its name
+// when it has no surface form.
 func mention(ix *graphio.Index, e int32) string {
 	x := &ix.Entities[e]
+	capitals := func(s string) int {
+		n := 0
+		for _, r := range s {
+			if unicode.IsUpper(r) {
+				n++
+			}
+		}
+		return n
+	}
+	best := ""
 	for _, s := range x.Surface {
-		if s == strings.ToLower(s) {
-			return s
+		if s != "" && (best == "" || capitals(s) > capitals(best)) {
+			best = s
 		}
 	}
-	if len(x.Surface) > 0 {
-		return x.Surface[0]
+	if best == "" {
+		return x.Name
 	}
-	return x.Name
+	if r, size := utf8.DecodeRuneInString(best); capitals(best) == 1 && unicode.IsUpper(r) {
+		if lower := string(unicode.ToLower(r)) + best[size:]; slices.Contains(x.Surface, lower) {
+			return lower
+		}
+	}
+	return best
 }
 
 // Name implements Generator.

@@ -200,3 +200,27 @@ func TestLLMSynthFailsWhenEveryCallFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "every generation call failed")
 }
+
+// TestMention: template questions name an entity as the corpus writes it, capitalised
+// where the corpus capitalises it beyond a sentence's first letter.
+func TestMention(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		surface []string
+		want    string
+	}{
+		{"ships", []string{"Ships", "ships"}, "ships"},                         // a common noun that began a sentence
+		{"ships", []string{"ships", "Ships"}, "ships"},                         // in either order
+		{"tomas brell", []string{"tomas brell", "Tomas Brell"}, "Tomas Brell"}, // a name also seen in lower case
+		{"tallow point", []string{"Tallow Point"}, "Tallow Point"},
+		{"lamplighters guild", []string{"Lamplighters' Guild"}, "Lamplighters' Guild"},
+		{"aldwick", []string{"", "Aldwick"}, "Aldwick"}, // an empty form is never used
+		{"1785", []string{"1785"}, "1785"},
+		{"reef", nil, "reef"}, // no surface form: the name
+	} {
+		ix := &graphio.Index{Entities: []graphio.Entity{{Name: tc.name, Surface: tc.surface}}}
+		if got := mention(ix, 0); got != tc.want {
+			t.Errorf("mention(%q, %q) = %q, want %q", tc.name, tc.surface, got, tc.want)
+		}
+	}
+}

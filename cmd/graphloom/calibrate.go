@@ -32,7 +32,7 @@ and in-neighbour summaries; offline templates, or the LLM with --generator llm),
 by evidence chunk into fitting and validation questions, and on the fitting ones
 graphloom fits the final PPR/BM25 fusion (grid search) and a linear ranker over
 per-passage features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
-question-entity and linked-fact hits, title match, length), with and without a
+question-entity and linked-fact hits, title match; length is reported, not fitted), with and without a
 per-question gate, trained with a pairwise loss. The variant that does best on the
 held-out questions is stored in the index and used by query, eval and serve — only if
 it beats the uncalibrated defaults there; otherwise the defaults stay (stats says
@@ -230,7 +230,12 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 		for n := range rf.Features {
 			names = append(names, n)
 		}
-		sort.Slice(names, func(i, j int) bool { return rf.Features[names[i]] > rf.Features[names[j]] })
+		sort.Slice(names, func(i, j int) bool {
+			if a, b := rf.Features[names[i]], rf.Features[names[j]]; a != b {
+				return a > b
+			}
+			return names[i] < names[j]
+		})
 		fmt.Fprintf(w, "  features alone (R@%d):", rep.K)
 		for _, n := range names {
 			fmt.Fprintf(w, " %s %.1f", n, rf.Features[n])
@@ -250,7 +255,11 @@ func warnSearcher(cmd *cobra.Command, s *retrieve.Searcher) {
 	}
 }
 
-// calibrationStale is kg.StaleWarning for a stored calibration.
+// calibrationStale is kg.StaleWarning for a stored calibration, or its warning that
+// an earlier calibration method fitted it.
 func calibrationStale(ix *graphio.Index, cal *retrieve.Calibration) string {
+	if w := cal.Outdated(); w != "" {
+		return w
+	}
 	return kg.StaleWarning(ix, cal.Generation, "the stored calibration (`graphloom calibrate` fits it again)")
 }
