@@ -285,9 +285,7 @@ func TestOneChunkCovers(t *testing.T) {
 // evidence candidate first, no trained ranker beats it on the held-back questions, so
 // it is returned as it was.
 func TestRankerKeepsAStartItCannotBeat(t *testing.T) {
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
+	eng := testEngine(t)
 	rng := rand.New(rand.NewPCG(3, 3))
 	var qs []question
 	var sets []retrieve.CandidateSet
@@ -367,9 +365,7 @@ func planted(rng *rand.Rand, n, a, b int) ([]question, []retrieve.CandidateSet) 
 // switch features with the gate. The rankers are scored in float64 by
 // retrieve.Fitted.Score: a mismatch with the GoMLX graph would fail here.
 func TestRankersLearnAPlantedRanking(t *testing.T) {
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
+	eng := testEngine(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	qs, sets := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatBM25)
 	testQ, testS := planted(rng, 300, retrieve.FeatTitle, retrieve.FeatBM25)
@@ -401,9 +397,7 @@ func TestRankersLearnAPlantedRanking(t *testing.T) {
 // where it alone finds the evidence: both rankers keep weight 0 on length and stay
 // at the uncalibrated ranking.
 func TestRankersLeaveLengthAlone(t *testing.T) {
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
+	eng := testEngine(t)
 	rng := rand.New(rand.NewPCG(8, 8))
 	qs, sets := planted(rng, 200, retrieve.FeatLength, retrieve.FeatLength)
 	cfg := DefaultConfig()
@@ -436,9 +430,7 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 	rc.Calibration = retrieve.CalibrationOff
 	s, err := retrieve.Open(ix, nil, rc, nil)
 	require.NoError(t, err)
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
+	eng := testEngine(t)
 	cfg := DefaultConfig()
 	cfg.Train.TotalSteps = 100
 	cal, rep, err := Run(ctx, s, synth.Template{}, eng, cfg, nil, nil)
@@ -470,4 +462,13 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 	for _, rf := range rep.Fits {
 		assert.Equal(t, retrieve.VariantDefaults, rf.Use)
 	}
+}
+
+// testEngine returns an engine on the configured backend, closed when t ends.
+func testEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	t.Cleanup(eng.Close)
+	return eng
 }
