@@ -132,11 +132,12 @@ type Calibration struct {
 // reciprocal-rank kind, the rankers leave length at 0.
 const CalibrationMethod = 2
 
-// Outdated returns a warning when c was fitted by an earlier calibration method: it
-// is still applied, and `graphloom calibrate` fits it again.
-func (c *Calibration) Outdated() string {
+// Warning says why c should be fitted again, "" when it need not: an earlier
+// calibration method fitted it, or stale(c.Generation) says why — the caller's
+// kg.StaleWarning against the index now. Either way c is still applied.
+func (c *Calibration) Warning(stale func(generation string) string) string {
 	if c.Method >= CalibrationMethod {
-		return ""
+		return stale(c.Generation)
 	}
 	return fmt.Sprintf("warning: the stored calibration is outdated: it was fitted by calibration method %d and this graphloom fits by method %d (its synthetic questions and fits changed); `graphloom calibrate` fits it again", c.Method, CalibrationMethod)
 }

@@ -320,10 +320,8 @@ func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
 		Calibration *calibrationInfo `json:"calibration,omitempty"`
 	}{Stats: graphio.ComputeStats(cur.ix, 10)}
 	if cal := cur.searcher.Calibration(); cal != nil {
-		info := &calibrationInfo{Uses: map[string]string{}, Generation: cal.Generation, Stale: cal.Outdated()}
-		if info.Stale == "" {
-			info.Stale = kg.StaleWarning(cur.ix, cal.Generation, "the stored calibration")
-		}
+		stale := cal.Warning(func(gen string) string { return kg.StaleWarning(cur.ix, gen, "the stored calibration") })
+		info := &calibrationInfo{Uses: map[string]string{}, Generation: cal.Generation, Stale: stale}
 		for name, f := range cal.Retrievers {
 			info.Uses[name] = f.Use
 		}

@@ -258,8 +258,7 @@ func warnSearcher(cmd *cobra.Command, s *retrieve.Searcher) {
 // calibrationStale is kg.StaleWarning for a stored calibration, or its warning that
 // an earlier calibration method fitted it.
 func calibrationStale(ix *graphio.Index, cal *retrieve.Calibration) string {
-	if w := cal.Outdated(); w != "" {
-		return w
-	}
-	return kg.StaleWarning(ix, cal.Generation, "the stored calibration (`graphloom calibrate` fits it again)")
+	return cal.Warning(func(gen string) string {
+		return kg.StaleWarning(ix, gen, "the stored calibration (`graphloom calibrate` fits it again)")
+	})
 }
