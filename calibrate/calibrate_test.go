@@ -31,17 +31,27 @@ func TestTemplateQuestionsCarryOnlyGraphTerms(t *testing.T) {
 			{Subject: 3, Predicate: "lies north of", Object: 2, Chunks: []int32{2}},
 			{Subject: 4, Predicate: "sailed to", Object: 2, Chunks: []int32{3}},
 		},
+		Hyperedges: []graphio.Hyperedge{
+			{Text: "Tomas Brell settled in Aldwick.", Entities: []int32{0, 2}, Chunks: []int32{1}},
+			{Text: "The Lamplighters' Guild met Mira Solenne in Aldwick.", Entities: []int32{3, 1, 2}, Chunks: []int32{2}},
+		},
 	}
 	an := retrieve.Analyzer{Stem: true}
 	cands := []synth.Candidate{
 		{Type: synth.TypeHop, Facts: []int32{0, 1}, Answer: 2},
 		{Type: synth.TypeSum, Facts: []int32{1, 2, 3}, Answer: 2},
+		{Type: synth.TypeHyper, Hyperedges: []int32{0, 1}, Named: []int32{0, 3}, Answer: 2},
 	}
 	pairs, err := synth.Template{}.Generate(context.Background(), ix, cands, synth.DefaultConfig(), nil)
 	require.NoError(t, err)
 	require.Len(t, pairs, len(cands))
 	for i, c := range cands {
 		graph := map[string]bool{}
+		for _, e := range c.Named { // a hyperedge has no relation phrase: only its members' names
+			for _, term := range an.Terms(ix.Entities[e].Name) {
+				graph[term] = true
+			}
+		}
 		for _, f := range c.Facts {
 			x := &ix.Facts[f]
 			for _, text := range []string{ix.Entities[x.Subject].Name, x.Predicate, ix.Entities[x.Object].Name} {
@@ -60,8 +70,11 @@ func TestTemplateQuestionsCarryOnlyGraphTerms(t *testing.T) {
 		// corpus writes them (capitalised, so that query-entity linking sees names) —
 		// and every relation.
 		subjects := []string{"Mira Solenne"}
-		if c.Type == synth.TypeSum {
+		switch c.Type {
+		case synth.TypeSum:
 			subjects = []string{"Tomas Brell", "Lamplighters' Guild", " ships "} // ships: also written in lower case, a common noun
+		case synth.TypeHyper:
+			subjects = []string{"Tomas Brell", "Lamplighters' Guild"} // the named members, not the hyperedges' other words
 		}
 		for _, name := range subjects {
 			assert.Contains(t, q, name)
@@ -462,6 +475,71 @@ func TestRunOnTheExampleCorpus(t *testing.T) {
 	for _, rf := range rep.Fits {
 		assert.Equal(t, retrieve.VariantDefaults, rf.Use)
 	}
+}
+
+// TestGenerateFallsBackToHyperedges: the hypergraph's questions are asked only while
+// the facts' give fewer than MinQuestions, after them, and never twice.
+func TestGenerateFallsBackToHyperedges(t *testing.T) {
+	ctx := context.Background()
+	ix, err := kg.BuildOffline(ctx, "../examples/harbour/corpus.json", kg.DefaultConfig(), extract.DefaultRuleConfig())
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	count := func(items []synth.Item) (facts, hyper int) {
+		for _, it := range items {
+			require.True(t, len(it.FactIDs) == 0 || len(it.HyperedgeIDs) == 0, it.ID)
+			if it.Type == synth.TypeHyper {
+				hyper++
+				require.NotEmpty(t, it.HyperedgeIDs, it.ID)
+			} else {
+				facts++
+			}
+		}
+		return facts, hyper
+	}
+	types := func(reps []*synth.Report) (hyperShapes int) {
+		for _, r := range reps {
+			if r.Asked[synth.TypeHyper] > 0 {
+				hyperShapes++
+			}
+		}
+		return hyperShapes
+	}
+
+	items, reps, err := generate(ctx, ix, synth.Template{}, cfg, nil)
+	require.NoError(t, err)
+	f, h := count(items)
+	require.GreaterOrEqual(t, f, cfg.MinQuestions, "the harbour graph's facts suffice")
+	assert.Zero(t, h)
+	assert.Zero(t, types(reps))
+
+	// Few facts: the hypergraph tops the questions up, after the facts' questions.
+	few := *ix
+	few.Facts = ix.Facts[:12]
+	items, reps, err = generate(ctx, &few, synth.Template{}, cfg, nil)
+	require.NoError(t, err)
+	f, h = count(items)
+	assert.Less(t, f, cfg.MinQuestions)
+	assert.Positive(t, f)
+	assert.GreaterOrEqual(t, f+h, cfg.MinQuestions)
+	assert.Positive(t, types(reps))
+	for i, it := range items {
+		if it.Type != synth.TypeHyper {
+			assert.Less(t, i, f, "fact questions come first")
+		}
+	}
+	seen := map[string]bool{}
+	for _, it := range items {
+		assert.False(t, seen[it.Question], it.Question)
+		seen[it.Question] = true
+	}
+
+	// No facts at all: the hypergraph alone.
+	few.Facts = nil
+	items, _, err = generate(ctx, &few, synth.Template{}, cfg, nil)
+	require.NoError(t, err)
+	f, h = count(items)
+	assert.Zero(t, f)
+	assert.GreaterOrEqual(t, h, cfg.MinQuestions)
 }
 
 // testEngine returns an engine on the configured backend, closed when t ends.

@@ -49,9 +49,15 @@ type Report struct {
 	PlanTokens int  `json:"planned_prompt_tokens,omitempty"`
 }
 
-// Candidates enumerates both kinds of candidates under cfg, hop first.
+// Candidates enumerates both kinds of candidates under cfg, hop first, or with
+// cfg.Hyperedges the hyper ones.
 func Candidates(ix *graphio.Index, cfg Config) ([]Candidate, *Report) {
 	rep := &Report{Candidates: map[string]int{}, Asked: map[string]int{}, Items: map[string]int{}, Rejected: map[string]int{}}
+	if cfg.Hyperedges {
+		hyper, n := HyperNeighbourhoods(ix, cfg)
+		rep.Candidates[TypeHyper], rep.Asked[TypeHyper] = n, len(hyper)
+		return hyper, rep
+	}
 	hop, nh := HopPaths(ix, cfg)
 	sum, ns := SumNeighbourhoods(ix, cfg)
 	rep.Candidates[TypeHop], rep.Candidates[TypeSum] = nh, ns
@@ -63,8 +69,11 @@ func Candidates(ix *graphio.Index, cfg Config) ([]Candidate, *Report) {
 // must occur in the verbalised evidence, the question must not state it, and a
 // question already asked is dropped; rejections are counted by reason.
 func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, progress func(done, total int)) ([]Item, *Report, error) {
-	if len(ix.Facts) == 0 {
+	if !cfg.Hyperedges && len(ix.Facts) == 0 {
 		return nil, nil, fmt.Errorf("synth: the index has no facts to ask about")
+	}
+	if cfg.Hyperedges && len(ix.Hyperedges) == 0 {
+		return nil, nil, fmt.Errorf("synth: the index has no hyperedges to ask about")
 	}
 	cands, rep := Candidates(ix, cfg)
 	items, err := RunCandidates(ctx, ix, gen, cands, rep, cfg, progress)
@@ -148,9 +157,9 @@ func norm(s string) string {
 // prompts an LLM), so that the whole pipeline runs without a model.
 //
 // Its questions hold the subgraph's entity names and relation phrases and otherwise
-// only stopwords of the BM25 analyzer (from, then, which, is, such, that, it, and):
-// a template word that is neither would be in every question and in no real one,
-// and would match whatever passages happen to contain it. The earlier wording
+// only stopwords of the BM25 analyzer (from, then, which, is, such, that, it, with,
+// and): a template word that is neither would be in every question and in no real
+// one, and would match whatever passages happen to contain it. The earlier wording
 // ("Starting from a, follow the relation …: which entity do you reach?") put start,
 // follow, relation, entity and reach into every path question; calibrate's
 // uncalibrated held-out R@5 rose from 78.7 to 80.3 on the example corpus, 95.7 to
@@ -224,6 +233,14 @@ func (Template) Generate(_ context.Context, ix *graphio.Index, cands []Candidate
 			}
 			// `Which is such that a "r" it, b "r" it and c "r" it?`
 			out[i] = Pair{Question: fmt.Sprintf("Which is such that %s?", joinAnd(parts)), Answer: ent(c.Answer)}
+		case TypeHyper:
+			// `Which is with a, with b and with c?`: a hyperedge has no relation
+			// phrase, only its members.
+			parts := make([]string, len(c.Named))
+			for j, u := range c.Named {
+				parts[j] = "with " + say(u)
+			}
+			out[i] = Pair{Question: fmt.Sprintf("Which is %s?", joinAnd(parts)), Answer: ent(c.Answer)}
 		}
 		if progress != nil {
 			progress(i+1, len(cands))
@@ -259,9 +276,13 @@ func Requests(ix *graphio.Index, cands []Candidate, cfg Config) []llm.ChatReques
 	for i, c := range cands {
 		sys := promptHop
 		user := fmt.Sprintf("Path (%d facts, in order):\n%s", len(c.Facts), Verbalize(ix, c.Facts))
-		if c.Type == TypeSum {
+		switch c.Type {
+		case TypeSum:
 			sys = promptSum
 			user = fmt.Sprintf("Target node: %s\nIncoming facts:\n%s", ix.Entities[c.Answer].Name, Verbalize(ix, c.Facts))
+		case TypeHyper:
+			sys = promptHyper
+			user = fmt.Sprintf("Target entity: %s\nPassages:\n%s", ix.Entities[c.Answer].Name, VerbalizeHyperedges(ix, c.Hyperedges))
 		}
 		reqs[i] = llm.ChatRequest{Messages: []llm.Message{llm.System(sys), llm.User(user)}, MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "synth"}
 	}
@@ -325,6 +346,12 @@ Return JSON only: {"question": "...", "answer": "..."}`
 const promptSum = `You write one question-answer pair for training a graph retriever.
 You are given a target node of a knowledge graph and three facts that point to it, one per line as "subject [relation] target".
 Write a natural question about the target that needs all three facts to answer and does not name the target. The answer is the target, written exactly as given.
+Return JSON only: {"question": "...", "answer": "..."}`
+
+// promptHyper is π_Q^sum for hyperedges: their texts stand for the facts.
+const promptHyper = `You write one question-answer pair for training a retriever.
+You are given a target entity and short passages that each mention it, one per line.
+Write a natural question about the target that needs every passage to answer and does not name the target. The answer is the target, written exactly as given.
 Return JSON only: {"question": "...", "answer": "..."}`
 
 // Plan reports what the LLM generator would send for ix under cfg — calls and

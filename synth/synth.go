@@ -3,11 +3,18 @@
 //
 //   - hop: a path v_a –r1→ v_b –r2→ v_c of PathLength facts (two by default); the
 //     question needs every edge of the path and its answer is the path's last node;
+//
 //   - sum: a node v_p with at least SumNeighbours distinct in-neighbours, of whose
 //     incoming facts SumNeighbours are sampled; the question is about v_p and
 //     answerable only from those facts.
 //
-// The evidence of an item is its facts verbalised ([Verbalize]), and the LLM
+//   - hyper (Config.Hyperedges): the same summary on the hypergraph of HyperGraphRAG's
+//     n-ary facts (seed 002): a node v in at least SumNeighbours hyperedges, of which
+//     SumNeighbours are sampled, each with one other member named; the question names
+//     those members and asks for v.
+//
+// The evidence of an item is its facts verbalised ([Verbalize]) or its hyperedges'
+// texts ([VerbalizeHyperedges]), and the LLM
 // generator (seed 001's M(Verbalize(·); π_Q)) writes the pair from that evidence
 // alone. The template generator writes them from relation templates, offline; it is
 // graphloom's own, not the paper's method, and is marked so in every item.
@@ -26,6 +33,8 @@ import (
 const (
 	TypeHop = "hop"
 	TypeSum = "sum"
+	// TypeHyper is the in-neighbour summary on the hypergraph (Config.Hyperedges).
+	TypeHyper = "hyper"
 )
 
 // Config holds SynthGen's settings.
@@ -43,6 +52,15 @@ type Config struct {
 	Seed uint64
 	// MaxTokens bounds each generated answer (LLM generator); default 256.
 	MaxTokens int
+	// Hyperedges asks about the index's hyperedges instead of its facts: one kind of
+	// item, hyper, the in-neighbour summary where a hyperedge has neither direction
+	// nor relation phrase, so a node's neighbours are its co-members and the
+	// evidence of each is the hyperedge's text (up to MaxSum nodes, SumNeighbours
+	// hyperedges each). It reaches corpora whose extraction gives far more n-ary
+	// facts than binary ones (the Go specification's index: 42 facts, 326
+	// hyperedges). Not in seed 001, which generates from triples: graphloom's
+	// extension to seed 002's hypergraph. Default off.
+	Hyperedges bool
 }
 
 // DefaultConfig returns the paper's settings.
@@ -50,12 +68,15 @@ func DefaultConfig() Config {
 	return Config{PathLength: 2, SumNeighbours: 3, MaxHop: 500, MaxSum: 500, Seed: 1, MaxTokens: 256}
 }
 
-// Candidate is a subgraph to ask about: its facts in edge-insertion order and the
-// node the answer names.
+// Candidate is a subgraph to ask about: its facts in edge-insertion order (or, for
+// hyper, its hyperedges and the member named from each) and the node the answer
+// names.
 type Candidate struct {
-	Type   string
-	Facts  []int32 // fact indices; for hop in path order
-	Answer int32   // entity the question asks for: the path's end, or the summarised node
+	Type       string
+	Facts      []int32 // fact indices; for hop in path order
+	Hyperedges []int32 // hyper: hyperedge indices, ascending
+	Named      []int32 // hyper: per hyperedge, the member the question names
+	Answer     int32   // entity the question asks for: the path's end, or the summarised node
 }
 
 // Item is one synthetic question–answer pair with its provenance.
@@ -68,8 +89,10 @@ type Item struct {
 	Nodes     []string    `json:"nodes"`    // entities of the subgraph, in order of appearance
 	Edges     [][3]string `json:"edges"`    // its facts as [subject, predicate, object]
 	FactIDs   []string    `json:"fact_ids"` // the index's fact ids
-	Chunks    []string    `json:"chunk_ids"`
-	Evidence  string      `json:"evidence"` // Verbalize(edges)
+	// HyperedgeIDs are a hyper item's hyperedges (its evidence, in place of facts).
+	HyperedgeIDs []string `json:"hyperedge_ids,omitempty"`
+	Chunks       []string `json:"chunk_ids"`
+	Evidence     string   `json:"evidence"` // Verbalize(edges), or VerbalizeHyperedges
 }
 
 // Verbalize is seed 001's linearisation of a subgraph: each fact (v_i, r, v_j)
@@ -82,6 +105,25 @@ func Verbalize(ix *graphio.Index, facts []int32) string {
 		lines[i] = ix.Entities[x.Subject].Name + " [" + x.Predicate + "] " + ix.Entities[x.Object].Name
 	}
 	return strings.Join(lines, "\n")
+}
+
+// VerbalizeHyperedges is the evidence of a hyper item: its hyperedges' texts (each
+// the verbatim knowledge segment the extractor kept), one per line, in the order
+// given.
+func VerbalizeHyperedges(ix *graphio.Index, hs []int32) string {
+	lines := make([]string, len(hs))
+	for i, h := range hs {
+		lines[i] = strings.Join(strings.Fields(ix.Hyperedges[h].Text), " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// evidence is a candidate's evidence text.
+func evidence(ix *graphio.Index, c Candidate) string {
+	if c.Type == TypeHyper {
+		return VerbalizeHyperedges(ix, c.Hyperedges)
+	}
+	return Verbalize(ix, c.Facts)
 }
 
 // HopPaths enumerates the directed paths of cfg.PathLength facts with distinct nodes
@@ -177,6 +219,80 @@ func SumNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total in
 	return out, total
 }
 
+// HyperNeighbourhoods finds the nodes in at least cfg.SumNeighbours hyperedges that
+// some chunk states and that have another member and, for each (a seeded sample of
+// cfg.MaxSum nodes when there are more), samples that many of its hyperedges, each
+// with one member the question will name: a member not named from an earlier
+// hyperedge (a hyperedge with none left is passed over). total is the number of such
+// nodes; a node whose hyperedges cannot name that many distinct members is skipped.
+func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total int) {
+	k := max(1, cfg.SumNeighbours)
+	of := map[int32][]int32{} // node → its hyperedges with another member
+	for h := range ix.Hyperedges {
+		x := &ix.Hyperedges[h]
+		if len(x.Chunks) == 0 {
+			continue
+		}
+		members := slices.Clone(x.Entities)
+		slices.Sort(members)
+		members = slices.Compact(members)
+		if len(members) < 2 {
+			continue
+		}
+		for _, e := range members {
+			of[e] = append(of[e], int32(h))
+		}
+	}
+	var nodes []int32
+	for v, hs := range of {
+		if len(hs) >= k {
+			nodes = append(nodes, v)
+		}
+	}
+	slices.Sort(nodes)
+	total = len(nodes)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68_79_70))
+	if cfg.MaxSum > 0 && len(nodes) > cfg.MaxSum {
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		nodes = nodes[:cfg.MaxSum]
+		slices.Sort(nodes)
+	}
+	for _, v := range nodes {
+		hs := slices.Clone(of[v])
+		rng.Shuffle(len(hs), func(i, j int) { hs[i], hs[j] = hs[j], hs[i] })
+		named := map[int32]bool{v: true}
+		type pick struct{ h, u int32 }
+		var picks []pick
+		for _, h := range hs {
+			var others []int32
+			for _, e := range ix.Hyperedges[h].Entities {
+				if !named[e] && !slices.Contains(others, e) {
+					others = append(others, e)
+				}
+			}
+			if len(others) == 0 {
+				continue
+			}
+			u := others[rng.IntN(len(others))]
+			named[u] = true
+			picks = append(picks, pick{h, u})
+			if len(picks) == k {
+				break
+			}
+		}
+		if len(picks) < k {
+			continue
+		}
+		slices.SortFunc(picks, func(a, b pick) int { return int(a.h - b.h) })
+		c := Candidate{Type: TypeHyper, Answer: v}
+		for _, p := range picks {
+			c.Hyperedges, c.Named = append(c.Hyperedges, p.h), append(c.Named, p.u)
+		}
+		out = append(out, c)
+	}
+	return out, total
+}
+
 func outgoing(ix *graphio.Index) [][]int32 {
 	out := make([][]int32, len(ix.Entities))
 	for f := range ix.Facts {
@@ -192,7 +308,7 @@ func sortCandidates(cs []Candidate) {
 
 // item fills an Item's provenance from a candidate.
 func item(ix *graphio.Index, c Candidate, n int) Item {
-	it := Item{ID: fmt.Sprintf("synth-%s-%d", c.Type, n), Type: c.Type, Evidence: Verbalize(ix, c.Facts)}
+	it := Item{ID: fmt.Sprintf("synth-%s-%d", c.Type, n), Type: c.Type, Evidence: evidence(ix, c)}
 	seenNode := map[int32]bool{}
 	seenChunk := map[int32]bool{}
 	node := func(e int32) {
@@ -208,6 +324,19 @@ func item(ix *graphio.Index, c Candidate, n int) Item {
 		node(x.Object)
 		it.Edges = append(it.Edges, [3]string{ix.Entities[x.Subject].Name, x.Predicate, ix.Entities[x.Object].Name})
 		it.FactIDs = append(it.FactIDs, x.ID)
+		for _, ch := range x.Chunks {
+			if !seenChunk[ch] {
+				seenChunk[ch] = true
+				chunks = append(chunks, ch)
+			}
+		}
+	}
+	for _, h := range c.Hyperedges {
+		x := &ix.Hyperedges[h]
+		for _, e := range x.Entities {
+			node(e)
+		}
+		it.HyperedgeIDs = append(it.HyperedgeIDs, x.ID)
 		for _, ch := range x.Chunks {
 			if !seenChunk[ch] {
 				seenChunk[ch] = true

@@ -3,6 +3,8 @@ package synth
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,6 +80,117 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 	cfg.SumNeighbours = 5
 	_, n = SumNeighbourhoods(ix, cfg)
 	assert.Zero(t, n)
+}
+
+// hyperGraph: Brill is in four hyperedges (with Anna, Corvia, Xavier and Yara, Zeno
+// and Anna), Anna in two; P and Q share two hyperedges but have no third member to
+// name; a hyperedge of one member is no one's neighbour.
+func hyperGraph(t *testing.T) *graphio.Index {
+	ix := &graphio.Index{}
+	b := graphio.NewBuilder(ix, "")
+	d, _ := b.AddDocument("D", "x", "s")
+	var chunks []int32
+	for i := range 4 {
+		c, _ := b.AddChunk(d, int32(i), fmt.Sprint("T", i), fmt.Sprint("text ", i), 2)
+		chunks = append(chunks, c)
+	}
+	for _, h := range []struct {
+		text    string
+		members []string
+		chunk   int
+	}{
+		{"Anna was born in Brill.", []string{"Anna", "Brill"}, 0},
+		{"Brill is the capital of Corvia.", []string{"Brill", "Corvia"}, 1},
+		{"Xavier and Yara visited Brill.", []string{"Xavier", "Yara", "Brill"}, 2},
+		{"Zeno met Anna in Brill.", []string{"Zeno", "Anna", "Brill"}, 3},
+		{"Xavier rested.", []string{"Xavier"}, 3},
+		{"P met Q.", []string{"P", "Q"}, 0},
+		{"Q met P again.", []string{"Q", "P"}, 1},
+	} {
+		var ents []int32
+		for _, m := range h.members {
+			ents = append(ents, b.Entity(m, ""))
+		}
+		b.AddHyperedge(h.text, ents, chunks[h.chunk], 1)
+	}
+	return ix
+}
+
+func TestHyperNeighbourhoods(t *testing.T) {
+	ix := hyperGraph(t)
+	name := func(e int32) string { return ix.Entities[e].Name }
+	cfg := DefaultConfig()
+	cfg.Hyperedges = true
+	cands, total := HyperNeighbourhoods(ix, cfg)
+	require.Equal(t, 1, total, "only brill is in three hyperedges with another member")
+	require.Len(t, cands, 1)
+	c := cands[0]
+	assert.Equal(t, "brill", name(c.Answer))
+	require.Len(t, c.Hyperedges, 3)
+	require.Len(t, c.Named, 3)
+	assert.True(t, slices.IsSorted(c.Hyperedges))
+	named := map[int32]bool{}
+	for i, h := range c.Hyperedges {
+		u := c.Named[i]
+		assert.Contains(t, ix.Hyperedges[h].Entities, u, "the named member is in its hyperedge")
+		assert.Contains(t, ix.Hyperedges[h].Entities, c.Answer)
+		assert.NotEqual(t, c.Answer, u)
+		assert.False(t, named[u], "%s named twice", name(u))
+		named[u] = true
+	}
+
+	// Two neighbours: brill and anna; p and q have two hyperedges each but one
+	// neighbour between them, so they count but give no candidate.
+	cfg.SumNeighbours = 2
+	cands, total = HyperNeighbourhoods(ix, cfg)
+	assert.Equal(t, 4, total)
+	var answers []string
+	for _, c := range cands {
+		answers = append(answers, name(c.Answer))
+	}
+	assert.Equal(t, []string{"anna", "brill"}, answers)
+	again, _ := HyperNeighbourhoods(ix, cfg)
+	assert.Equal(t, cands, again, "seeded")
+
+	// The template items: evidence is the hyperedges' texts, the question names the
+	// members and not the answer.
+	cfg.SumNeighbours = 3
+	items, rep, err := Run(context.Background(), ix, Template{}, cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{TypeHyper: 1}, rep.Items)
+	require.Len(t, items, 1)
+	it := items[0]
+	assert.Equal(t, "brill", it.Answer)
+	assert.Empty(t, it.FactIDs)
+	require.Len(t, it.HyperedgeIDs, 3)
+	var texts []string
+	chunks := map[string]bool{}
+	for i, id := range it.HyperedgeIDs {
+		h := &ix.Hyperedges[c.Hyperedges[i]]
+		assert.Equal(t, h.ID, id)
+		texts = append(texts, h.Text)
+		chunks[ix.Chunks[h.Chunks[0]].ID] = true
+	}
+	assert.Equal(t, strings.Join(texts, "\n"), it.Evidence)
+	assert.Len(t, it.Chunks, len(chunks))
+	for _, ch := range it.Chunks {
+		assert.True(t, chunks[ch], ch)
+	}
+	assert.True(t, strings.HasPrefix(it.Question, "Which is with "), it.Question)
+	for _, u := range c.Named {
+		assert.Contains(t, it.Question, "with "+ix.Entities[u].Surface[0])
+	}
+	assert.NotContains(t, it.Question, "Brill")
+
+	// The LLM generator's request: π_Q for hyperedges, the target and the texts.
+	reqs := Requests(ix, []Candidate{c}, cfg)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, promptHyper, reqs[0].Messages[0].Content)
+	assert.Equal(t, "Target entity: brill\nPassages:\n"+it.Evidence, reqs[0].Messages[1].Content)
+
+	// Without hyperedges there is nothing to ask.
+	_, _, err = Run(context.Background(), handGraph(t), Template{}, cfg, nil)
+	assert.ErrorContains(t, err, "no hyperedges")
 }
 
 func exampleIndex(t *testing.T) *graphio.Index {

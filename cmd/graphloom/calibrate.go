@@ -188,13 +188,13 @@ func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config,
 	if generator != "llm" {
 		fmt.Fprintln(w, "the template generator makes no LLM call; with --generator llm:")
 	}
-	if len(calls) == 0 {
-		fmt.Fprintln(w, "plan: the index has no facts to ask about: no LLM call; nothing sent")
-		return nil
-	}
 	total, totalTok := 0, 0
 	for i := range calls {
 		total, totalTok = total+calls[i], totalTok+tokens[i]
+	}
+	if total == 0 {
+		fmt.Fprintln(w, "plan: the index has no facts or hyperedges to ask about: no LLM call; nothing sent")
+		return nil
 	}
 	fmt.Fprintf(w, "plan: %d LLM calls, %d prompt tokens (cl100k) for the first question shape", calls[0], tokens[0])
 	if len(calls) > 1 {

@@ -114,7 +114,7 @@ func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 		Calls []int `json:"llm_calls_per_shape"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan), r.stdout)
-	require.Len(t, plan.Calls, 3)
+	require.Len(t, plan.Calls, 5, "three shapes of facts, two of hyperedges")
 	assert.Equal(t, 75, plan.Calls[0], "1.25 × 60: the harbour graph has more paths")
 	assert.Zero(t, srv.Count(), "--plan sends nothing")
 

@@ -31,7 +31,12 @@ question states the answer, or that repeat a question are rejected and counted.
 --generator llm (the paper's; the default when an LLM is configured) asks the LLM,
 through the on-disk cache; --plan prints the calls and prompt tokens it would spend
 and sends nothing. --generator template writes questions from relation templates,
-offline — graphloom's own stand-in, not the paper's method.`,
+offline — graphloom's own stand-in, not the paper's method.
+
+--hyperedges asks about the hypergraph instead (HyperGraphRAG's n-ary facts, for a
+corpus with few binary facts): "hyper" questions about a node from --neighbours of
+its hyperedges, each with one other member named; the evidence is the hyperedges'
+texts. graphloom's extension, not in SelfGraphRAG.`,
 		Example: `  graphloom synth --index harbour.gl --out qa.jsonl --generator template
   graphloom synth --index harbour.gl --out qa.jsonl --plan
   GRAPHLOOM_LLM_BASE_URL=http://localhost:11434/v1 GRAPHLOOM_LLM_MODEL=llama3.1 \
@@ -70,6 +75,11 @@ offline — graphloom's own stand-in, not the paper's method.`,
 				if asJSON {
 					return printJSON(w, rep)
 				}
+				if cfg.Hyperedges {
+					fmt.Fprintf(w, "plan: %d LLM calls (%d hyper; %d neighbourhoods enumerated), %d prompt tokens (cl100k); nothing sent\n",
+						rep.Calls, rep.Asked[synth.TypeHyper], rep.Candidates[synth.TypeHyper], rep.PlanTokens)
+					return nil
+				}
 				fmt.Fprintf(w, "plan: %d LLM calls (%d hop, %d sum; %d paths and %d neighbourhoods enumerated), %d prompt tokens (cl100k); nothing sent\n",
 					rep.Calls, rep.Asked[synth.TypeHop], rep.Asked[synth.TypeSum], rep.Candidates[synth.TypeHop], rep.Candidates[synth.TypeSum], rep.PlanTokens)
 				return nil
@@ -99,8 +109,12 @@ offline — graphloom's own stand-in, not the paper's method.`,
 			if asJSON {
 				return printJSON(w, map[string]any{"out": out, "report": rep})
 			}
-			fmt.Fprintf(w, "%d items → %s (%s): hop %d of %d asked, sum %d of %d asked",
-				len(items), out, rep.Generator, rep.Items[synth.TypeHop], rep.Asked[synth.TypeHop], rep.Items[synth.TypeSum], rep.Asked[synth.TypeSum])
+			if cfg.Hyperedges {
+				fmt.Fprintf(w, "%d items → %s (%s): hyper %d of %d asked", len(items), out, rep.Generator, rep.Items[synth.TypeHyper], rep.Asked[synth.TypeHyper])
+			} else {
+				fmt.Fprintf(w, "%d items → %s (%s): hop %d of %d asked, sum %d of %d asked",
+					len(items), out, rep.Generator, rep.Items[synth.TypeHop], rep.Asked[synth.TypeHop], rep.Items[synth.TypeSum], rep.Asked[synth.TypeSum])
+			}
 			if len(rep.Rejected) > 0 {
 				fmt.Fprintf(w, "; rejected: %s", augment.FormatCounts(rep.Rejected))
 			}
@@ -120,6 +134,7 @@ offline — graphloom's own stand-in, not the paper's method.`,
 	f.IntVar(&cfg.MaxHop, "max-hop", cfg.MaxHop, "most hop items asked for (0 = all; a seeded sample beyond)")
 	f.IntVar(&cfg.MaxSum, "max-sum", cfg.MaxSum, "most sum items asked for (0 = all; a seeded sample beyond)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every sample")
+	f.BoolVar(&cfg.Hyperedges, "hyperedges", false, "ask about the hyperedges (n-ary facts) instead of the facts: hyper items, --neighbours hyperedges each, at most --max-sum")
 	lf.register(cmd)
 	limitFlag(cmd, "path-length", atLeast1(6))
 	limitFlag(cmd, "neighbours", atLeast1(50))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,6 +42,25 @@ func TestSynthCLI(t *testing.T) {
 	}
 	assert.Positive(t, types["hop"])
 	assert.Positive(t, types["sum"])
+
+	// --hyperedges: hyper items whose evidence is hyperedges, not facts.
+	hq := filepath.Join(dir, "hyper.jsonl")
+	r = run(t, nil, "synth", "--index", idx, "--out", hq, "--hyperedges")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `hyper [1-9][0-9]* of [1-9][0-9]* asked`, r.stdout)
+	b, err := os.ReadFile(hq)
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var it struct {
+			Type       string
+			Facts      []string `json:"fact_ids"`
+			Hyperedges []string `json:"hyperedge_ids"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &it))
+		assert.Equal(t, "hyper", it.Type)
+		assert.Empty(t, it.Facts)
+		assert.NotEmpty(t, it.Hyperedges)
+	}
 
 	// --plan counts what the LLM would be sent and sends nothing.
 	srv := llmtest.NewServer(t)
