@@ -141,6 +141,43 @@ func TestMinGainT(t *testing.T) {
 	}
 }
 
+// TestChooseHoldsRankersToTheirFeatures: the variant used is the best held-out one of
+// those that beat the defaults by the bar; a ranker must also beat every feature
+// alone, the fusion need not.
+func TestChooseHoldsRankersToTheirFeatures(t *testing.T) {
+	const bar = 2.39
+	fit := func(fusion, nogate, ranker, alone float64, tFusion, tNoGate, tRanker float64) *RFit {
+		return &RFit{
+			Validation: map[string]float64{retrieve.VariantDefaults: 66.6, retrieve.VariantFusion: fusion, retrieve.VariantNoGate: nogate, retrieve.VariantRanker: ranker},
+			Gain:       map[string]float64{retrieve.VariantDefaults: 0, retrieve.VariantFusion: tFusion, retrieve.VariantNoGate: tNoGate, retrieve.VariantRanker: tRanker},
+			Features:   map[string]float64{"graph": 67.3, "linked_facts": alone, "length": 7.9},
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		rf     *RFit
+		want   string
+		barred []string
+	}{
+		{"ranker beats every feature", fit(68.6, 70.1, 69.0, 69.5, 2.6, 3.5, 3.0), retrieve.VariantNoGate, nil},
+		// The 2Wiki corpus's ppr: the ungated ranker led but linked_facts alone read more.
+		{"ranker below a feature: the fusion", fit(68.6, 68.8, 68.4, 69.5, 2.6, 2.9, 2.5), retrieve.VariantFusion, []string{"ranker-nogate (68.8)"}},
+		{"a tie with a feature is not a win", fit(66.0, 69.5, 60.0, 69.5, 0, 3.0, 0), retrieve.VariantDefaults, []string{"ranker-nogate (69.5)"}},
+		{"the fusion is not held to the features", fit(68.6, 60, 60, 69.5, 2.6, 0, 0), retrieve.VariantFusion, nil},
+		{"below the bar", fit(68.0, 70.1, 69.0, 60.0, 2.0, 2.3, 2.38), retrieve.VariantDefaults, nil},
+		{"the better ranker wins", fit(60, 70.1, 70.3, 69.5, 0, 3.0, 3.1), retrieve.VariantRanker, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, barred := choose(c.rf, bar)
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, c.barred, barred)
+		})
+	}
+	name, r := bestAlone(map[string]float64{"graph": 97.9, "graph_rank": 97.9, "bm25": 93.4})
+	assert.Equal(t, "graph", name, "ties: the first in FeatureNames")
+	assert.Equal(t, 97.9, r)
+}
+
 func TestDealFoldsValidatesMostQuestionsOverRepeatedDeals(t *testing.T) {
 	// 60 chunks in 3 folds of 20; each question has two distinct evidence chunks, so
 	// one deal puts both in one fold with probability 19/59, and R independent deals

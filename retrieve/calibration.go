@@ -129,8 +129,10 @@ type Calibration struct {
 // CalibrationMethod is the version of how `graphloom calibrate` fits, raised when a
 // change would fit an index otherwise: 2 — template questions name entities as the
 // corpus writes them with no words of their own, the fusion fit keeps the
-// reciprocal-rank kind, the rankers leave length at 0.
-const CalibrationMethod = 2
+// reciprocal-rank kind, the rankers leave length at 0; 3 — a ranker is used only when
+// it beats every feature alone on the held-out questions, and a corpus whose facts
+// give too few questions is asked about its hyperedges.
+const CalibrationMethod = 3
 
 // Warning says why c should be fitted again, "" when it need not: an earlier
 // calibration method fitted it, or stale(c.Generation) says why — the caller's
