@@ -549,25 +549,32 @@ func TestGenerateFallsBackToHyperedges(t *testing.T) {
 	assert.Zero(t, h)
 	assert.Zero(t, types(reps))
 
-	// Few facts: the hypergraph tops the questions up, after the facts' questions.
+	// kept is what questions keeps, for any single-passage share and cap.
+	for _, c := range []struct {
+		share float64
+		cap   int
+	}{{0, 900}, {0.1, 900}, {1, 900}, {0.1, 40}} {
+		cc := cfg
+		cc.SingleShare, cc.MaxQuestions = c.share, c.cap
+		assert.Equal(t, len(questions(ix, items, cc)), kept(ix, items, cc), "share %g, cap %d", c.share, c.cap)
+	}
+
+	// Few facts: the hypergraph tops the questions up, after the facts' questions,
+	// until enough would be kept.
 	few := *ix
 	few.Facts = ix.Facts[:12]
 	items, reps, err = generate(ctx, &few, synth.Template{}, cfg, nil)
 	require.NoError(t, err)
 	f, h = count(items)
-	assert.Less(t, f, cfg.MinQuestions)
 	assert.Positive(t, f)
-	assert.GreaterOrEqual(t, f+h, cfg.MinQuestions)
+	assert.Less(t, kept(&few, items[:f], cfg), cfg.MinQuestions, "the facts alone are too few")
+	assert.GreaterOrEqual(t, kept(&few, items, cfg), cfg.MinQuestions)
+	assert.Positive(t, h)
 	assert.Positive(t, types(reps))
 	for i, it := range items {
 		if it.Type != synth.TypeHyper {
 			assert.Less(t, i, f, "fact questions come first")
 		}
-	}
-	seen := map[string]bool{}
-	for _, it := range items {
-		assert.False(t, seen[it.Question], it.Question)
-		seen[it.Question] = true
 	}
 
 	// No facts at all: the hypergraph alone.

@@ -38,7 +38,9 @@ type Pair struct {
 
 // Report summarises a SynthGen run.
 type Report struct {
-	Generator  string         `json:"generator"`
+	Generator string `json:"generator"`
+	// Shape names the question shape asked, when a caller asks several (calibrate).
+	Shape      string         `json:"shape,omitempty"`
 	Candidates map[string]int `json:"candidates"` // enumerated, per type (before the caps)
 	Asked      map[string]int `json:"asked"`      // sent to the generator, per type
 	Items      map[string]int `json:"items"`      // kept, per type

@@ -21,6 +21,7 @@
 package synth
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -86,9 +87,9 @@ type Item struct {
 	Question  string      `json:"question"`
 	Answer    string      `json:"answer"`
 	Generator string      `json:"generator"`
-	Nodes     []string    `json:"nodes"`    // entities of the subgraph, in order of appearance
-	Edges     [][3]string `json:"edges"`    // its facts as [subject, predicate, object]
-	FactIDs   []string    `json:"fact_ids"` // the index's fact ids
+	Nodes     []string    `json:"nodes"`              // entities of the subgraph, in order of appearance
+	Edges     [][3]string `json:"edges,omitempty"`    // its facts as [subject, predicate, object]
+	FactIDs   []string    `json:"fact_ids,omitempty"` // the index's fact ids
 	// HyperedgeIDs are a hyper item's hyperedges (its evidence, in place of facts).
 	HyperedgeIDs []string `json:"hyperedge_ids,omitempty"`
 	Chunks       []string `json:"chunk_ids"`
@@ -219,12 +220,13 @@ func SumNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total in
 	return out, total
 }
 
-// HyperNeighbourhoods finds the nodes in at least cfg.SumNeighbours hyperedges that
-// some chunk states and that have another member and, for each (a seeded sample of
-// cfg.MaxSum nodes when there are more), samples that many of its hyperedges, each
-// with one member the question will name: a member not named from an earlier
-// hyperedge (a hyperedge with none left is passed over). total is the number of such
-// nodes; a node whose hyperedges cannot name that many distinct members is skipped.
+// HyperNeighbourhoods finds the nodes that can be asked about from cfg.SumNeighbours
+// of their hyperedges (those some chunk states), each hyperedge naming a different
+// other member, and draws for each such node the hyperedges and the members named
+// (seeded); a seeded sample of cfg.MaxSum of the nodes is kept when there are more.
+// total is the number of such nodes. Whether a node can be asked is a matching of
+// its hyperedges to distinct co-members (matchMembers), so a node is never passed
+// over for the order its hyperedges were drawn in.
 func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total int) {
 	k := max(1, cfg.SumNeighbours)
 	of := map[int32][]int32{} // node → its hyperedges with another member
@@ -250,47 +252,89 @@ func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total 
 		}
 	}
 	slices.Sort(nodes)
-	total = len(nodes)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68_79_70))
-	if cfg.MaxSum > 0 && len(nodes) > cfg.MaxSum {
-		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
-		nodes = nodes[:cfg.MaxSum]
-		slices.Sort(nodes)
-	}
 	for _, v := range nodes {
 		hs := slices.Clone(of[v])
 		rng.Shuffle(len(hs), func(i, j int) { hs[i], hs[j] = hs[j], hs[i] })
-		named := map[int32]bool{v: true}
-		type pick struct{ h, u int32 }
-		var picks []pick
-		for _, h := range hs {
-			var others []int32
+		members := make([][]int32, len(hs))
+		for i, h := range hs {
 			for _, e := range ix.Hyperedges[h].Entities {
-				if !named[e] && !slices.Contains(others, e) {
-					others = append(others, e)
+				if e != v && !slices.Contains(members[i], e) {
+					members[i] = append(members[i], e)
 				}
 			}
-			if len(others) == 0 {
-				continue
-			}
-			u := others[rng.IntN(len(others))]
-			named[u] = true
-			picks = append(picks, pick{h, u})
-			if len(picks) == k {
-				break
-			}
+			rng.Shuffle(len(members[i]), func(a, b int) { members[i][a], members[i][b] = members[i][b], members[i][a] })
 		}
-		if len(picks) < k {
+		named := matchMembers(members, k)
+		if named == nil {
 			continue
 		}
-		slices.SortFunc(picks, func(a, b pick) int { return int(a.h - b.h) })
 		c := Candidate{Type: TypeHyper, Answer: v}
-		for _, p := range picks {
-			c.Hyperedges, c.Named = append(c.Hyperedges, p.h), append(c.Named, p.u)
+		for i, u := range named {
+			if u >= 0 {
+				c.Hyperedges, c.Named = append(c.Hyperedges, hs[i]), append(c.Named, u)
+			}
 		}
+		sortByHyperedge(&c)
 		out = append(out, c)
 	}
+	total = len(out)
+	if cfg.MaxSum > 0 && len(out) > cfg.MaxSum {
+		rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+		out = out[:cfg.MaxSum]
+		slices.SortFunc(out, func(a, b Candidate) int { return cmp.Compare(a.Answer, b.Answer) })
+	}
 	return out, total
+}
+
+// matchMembers matches k of the hyperedges to distinct members, members[i] being
+// hyperedge i's candidates in order of preference: Kuhn's augmenting paths, the
+// hyperedges tried in order, stopped at k matched. It returns, per hyperedge, the
+// member matched or -1, or nil when no k of them can name distinct members.
+func matchMembers(members [][]int32, k int) []int32 {
+	owner := map[int32]int{} // member → the hyperedge it is matched to
+	named := make([]int32, len(members))
+	for i := range named {
+		named[i] = -1
+	}
+	var augment func(i int, seen map[int32]bool) bool
+	augment = func(i int, seen map[int32]bool) bool {
+		for _, u := range members[i] {
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+			if j, taken := owner[u]; !taken || augment(j, seen) {
+				owner[u], named[i] = i, u
+				return true
+			}
+		}
+		return false
+	}
+	matched := 0
+	for i := range members {
+		if augment(i, map[int32]bool{}) {
+			if matched++; matched == k {
+				return named
+			}
+		}
+	}
+	return nil
+}
+
+// sortByHyperedge puts a hyper candidate's hyperedges (and their named members) in
+// index order.
+func sortByHyperedge(c *Candidate) {
+	idx := make([]int, len(c.Hyperedges))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.Hyperedges[a], c.Hyperedges[b]) })
+	hs, us := make([]int32, len(idx)), make([]int32, len(idx))
+	for i, j := range idx {
+		hs[i], us[i] = c.Hyperedges[j], c.Named[j]
+	}
+	c.Hyperedges, c.Named = hs, us
 }
 
 func outgoing(ix *graphio.Index) [][]int32 {

@@ -86,6 +86,7 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 // and Anna), Anna in two; P and Q share two hyperedges but have no third member to
 // name; a hyperedge of one member is no one's neighbour.
 func hyperGraph(t *testing.T) *graphio.Index {
+	t.Helper()
 	ix := &graphio.Index{}
 	b := graphio.NewBuilder(ix, "")
 	d, _ := b.AddDocument("D", "x", "s")
@@ -140,10 +141,10 @@ func TestHyperNeighbourhoods(t *testing.T) {
 	}
 
 	// Two neighbours: brill and anna; p and q have two hyperedges each but one
-	// neighbour between them, so they count but give no candidate.
+	// neighbour between them, so they cannot be asked about.
 	cfg.SumNeighbours = 2
 	cands, total = HyperNeighbourhoods(ix, cfg)
-	assert.Equal(t, 4, total)
+	assert.Equal(t, 2, total)
 	var answers []string
 	for _, c := range cands {
 		answers = append(answers, name(c.Answer))
@@ -191,6 +192,29 @@ func TestHyperNeighbourhoods(t *testing.T) {
 	// Without hyperedges there is nothing to ask.
 	_, _, err = Run(context.Background(), handGraph(t), Template{}, cfg, nil)
 	assert.ErrorContains(t, err, "no hyperedges")
+}
+
+// TestMatchMembers: k hyperedges name distinct members whenever some choice does, not
+// only when the first choices happen to.
+func TestMatchMembers(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		members [][]int32
+		k       int
+		want    []int32
+	}{
+		{"disjoint", [][]int32{{1}, {2}, {3}}, 3, []int32{1, 2, 3}},
+		{"the first choice is given up", [][]int32{{1, 2}, {1}}, 2, []int32{2, 1}},
+		{"a chain of give-ups", [][]int32{{1, 2}, {2, 3}, {1}}, 3, []int32{2, 3, 1}},
+		{"stops at k", [][]int32{{1}, {2}, {3}}, 2, []int32{1, 2, -1}},
+		{"a hyperedge left out", [][]int32{{1}, {1}, {2}}, 2, []int32{1, -1, 2}},
+		{"one member for two", [][]int32{{1}, {1}}, 2, nil},
+		{"too few", [][]int32{{1, 2}}, 2, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, matchMembers(c.members, c.k))
+		})
+	}
 }
 
 func exampleIndex(t *testing.T) *graphio.Index {

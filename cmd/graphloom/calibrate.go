@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,15 +29,16 @@ func newCalibrateCmd() *cobra.Command {
 		Short: "Fit the graph retrievers' final ranking on the corpus's own synthetic questions",
 		Long: `Fit how ppr and hyperppr rank passages to this corpus, without labelled data:
 synthetic questions are generated from the index's graph (SelfGraphRAG's two-hop paths
-and in-neighbour summaries; offline templates, or the LLM with --generator llm), split
+and in-neighbour summaries, and summaries from hyperedges when the facts give too few;
+offline templates, or the LLM with --generator llm), split
 by evidence chunk into fitting and validation questions, and on the fitting ones
 graphloom fits the final PPR/BM25 fusion (grid search) and a linear ranker over
 per-passage features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
 question-entity and linked-fact hits, title match; length is reported, not fitted), with and without a
 per-question gate, trained with a pairwise loss. The variant that does best on the
 held-out questions is stored in the index and used by query, eval and serve — only if
-it beats the uncalibrated defaults there; otherwise the defaults stay (stats says
-which). --calibration off on those commands ignores it. Only the index is read.
+it beats the uncalibrated defaults there (and, a ranker, every feature alone);
+otherwise the defaults stay (stats says which). --calibration off on those commands ignores it. Only the index is read.
 
 With --generator llm every question is one LLM call, through the on-disk cache (a
 rerun repeats none); at most 1.25 × the questions still wanted are asked per question
@@ -179,27 +181,52 @@ func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config,
 	if err != nil {
 		return err
 	}
-	calls, tokens := calibrate.Plan(ix, cfg, tok.Count)
+	plan := calibrate.Plan(ix, cfg, tok.Count)
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return printJSON(w, map[string]any{"index": path, "plan": true, "generator": generator,
-			"llm_calls_per_shape": calls, "prompt_tokens_per_shape": tokens, "max_questions": cfg.MaxQuestions})
+		var calls, tokens []int
+		for _, p := range plan {
+			calls, tokens = append(calls, p.Calls), append(tokens, p.Tokens)
+		}
+		return printJSON(w, map[string]any{"index": path, "plan": true, "generator": generator, "shapes": plan,
+			"llm_calls_per_shape": calls, "prompt_tokens_per_shape": tokens, "max_questions": cfg.MaxQuestions, "min_questions": cfg.MinQuestions})
 	}
 	if generator != "llm" {
 		fmt.Fprintln(w, "the template generator makes no LLM call; with --generator llm:")
 	}
-	total, totalTok := 0, 0
-	for i := range calls {
-		total, totalTok = total+calls[i], totalTok+tokens[i]
-	}
-	if total == 0 {
+	// The first shape that has candidates is always asked; the other fact shapes
+	// while questions are short of --max-questions, the hypergraph's while fewer than
+	// MinQuestions would be kept.
+	first := slices.IndexFunc(plan, func(p calibrate.ShapePlan) bool { return p.Calls > 0 })
+	if first < 0 {
 		fmt.Fprintln(w, "plan: the index has no facts or hyperedges to ask about: no LLM call; nothing sent")
 		return nil
 	}
-	fmt.Fprintf(w, "plan: %d LLM calls, %d prompt tokens (cl100k) for the first question shape", calls[0], tokens[0])
-	if len(calls) > 1 {
-		fmt.Fprintf(w, "; at most %d calls, %d tokens with the other shapes (%s calls), asked only while fewer than %d questions have been generated",
-			total, totalTok, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(calls[1:])), ", "), "[]"), cfg.MaxQuestions)
+	total, totalTok := 0, 0
+	var facts, hyper []string
+	for i, p := range plan {
+		total, totalTok = total+p.Calls, totalTok+p.Tokens
+		if i <= first || p.Calls == 0 {
+			continue
+		}
+		if p.Hyperedges {
+			hyper = append(hyper, fmt.Sprintf("%d (%s)", p.Calls, p.Shape))
+		} else {
+			facts = append(facts, fmt.Sprintf("%d (%s)", p.Calls, p.Shape))
+		}
+	}
+	fmt.Fprintf(w, "plan: %d LLM calls, %d prompt tokens (cl100k) for the first question shape (%s)", plan[first].Calls, plan[first].Tokens, plan[first].Shape)
+	if len(facts)+len(hyper) > 0 {
+		fmt.Fprintf(w, "; at most %d calls, %d tokens with the others —", total, totalTok)
+		if len(facts) > 0 {
+			fmt.Fprintf(w, " while fewer than %d questions have been generated: %s", cfg.MaxQuestions, strings.Join(facts, ", "))
+			if len(hyper) > 0 {
+				fmt.Fprint(w, ";")
+			}
+		}
+		if len(hyper) > 0 {
+			fmt.Fprintf(w, " while fewer than %d questions would be kept: %s", cfg.MinQuestions, strings.Join(hyper, ", "))
+		}
 	}
 	fmt.Fprintln(w, "; nothing sent")
 	return nil
