@@ -744,6 +744,16 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 // for a ranker, whose R@K beats every feature alone (bestAlone); the defaults when none
 // qualifies. barred lists, as "variant (R@K)", the rankers that would otherwise have
 // been chosen over the variant then best.
+//
+// A linear ranker whose weights cannot outdo one of its own inputs has learnt no
+// combination (ten weights where one feature does as well), and where it does not, it
+// did not learn that input either: on the 2Wiki corpus the ungated ppr ranker (68.8)
+// and the gated hyperppr one (68.8) were selected over the defaults (66.6, 65.5) while
+// question_entities alone read 69.4 and linked_facts alone 69.5. The fusion is not held
+// to this: it fits one weight (BM25's share, kept between 0.2 and 0.8, fitFusion) of
+// two rankings the uncalibrated ranking already fuses, and learns no combination of its
+// own. Choosing the best of eleven features after seeing the held-out recall favours
+// the features, so the rule errs towards the simpler variant.
 func choose(rf *RFit, minT float64) (best string, barred []string) {
 	best = retrieve.VariantDefaults
 	_, alone := bestAlone(rf.Features)
@@ -765,17 +775,6 @@ func isRanker(v string) bool { return v == retrieve.VariantNoGate || v == retrie
 
 // bestAlone is the feature that ranks best alone on the held-out questions, and its
 // R@K (ties: the first in retrieve.FeatureNames).
-//
-// rankerBeatsFeatures: a ranker is used only when its held-out R@K beats every
-// feature's alone, besides beating the defaults by MinGainT. A linear ranker whose
-// weights cannot outdo one of its own inputs has learnt no combination (ten weights
-// where one feature does as well), and where it does not, it did not learn that input
-// either: on the 2Wiki corpus the ungated ppr ranker (68.8) and the gated hyperppr one
-// (68.8) were selected over the defaults (66.6, 65.5) while question_entities alone read
-// 69.4 and linked_facts alone 69.5. The fusion is not held to this: its one weight is
-// searched on a grid whose ends are PPR alone and BM25 nearly alone. Choosing the best
-// of eleven features after seeing the held-out recall favours the features, so the
-// bar errs towards the simpler variant.
 func bestAlone(features map[string]float64) (string, float64) {
 	name, r := "", -1.0
 	for _, fname := range retrieve.FeatureNames {
