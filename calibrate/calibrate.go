@@ -250,7 +250,7 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 	}
 	log(fmt.Sprintf("%d synthetic questions generated, %d kept (%d multi-passage), %d folds, %d deals", len(items), len(qs), rep.Multi, cfg.Folds, cfg.Repeats))
 	if len(qs) < cfg.MinQuestions {
-		rep.TooSmall = fmt.Sprintf("%d questions; calibration needs at least %d (a bigger corpus or graph, or --generator llm)", len(qs), cfg.MinQuestions)
+		rep.TooSmall = fmt.Sprintf("%d questions; calibration needs at least %d (a bigger corpus, or an index built with --extractor llm, which finds more facts)", len(qs), cfg.MinQuestions)
 	}
 	for _, name := range cfg.Retrievers {
 		if name == "hyperppr" && len(ix.Hyperedges) == 0 {
