@@ -157,20 +157,23 @@ func (c Config) Validate() error {
 
 // Report says what was fitted and how it did.
 type Report struct {
-	Generator string  `json:"generator"`
-	Created   string  `json:"created"`
-	Seed      uint64  `json:"seed"`
-	Generated int     `json:"generated"` // synthetic questions generated
-	Questions int     `json:"questions"` // kept (after the single-passage bound and the cap)
-	Multi     int     `json:"multi_passage"`
-	Folds     int     `json:"folds"`
-	Repeats   int     `json:"repeats,omitempty"`
-	K         int     `json:"k"`
-	TooSmall  string  `json:"too_small,omitempty"` // why nothing was fitted
-	Fits      []*RFit `json:"retrievers"`
-	Seconds   float64 `json:"seconds"`
-	Synth     any     `json:"synth,omitempty"`
-	Config    struct {
+	Generator string `json:"generator"`
+	Created   string `json:"created"`
+	Seed      uint64 `json:"seed"`
+	Generated int    `json:"generated"` // synthetic questions generated
+	// FromHyperedges is how many of them the hypergraph gave (asked only when the
+	// facts' questions are too few).
+	FromHyperedges int     `json:"from_hyperedges,omitempty"`
+	Questions      int     `json:"questions"` // kept (after the single-passage bound and the cap)
+	Multi          int     `json:"multi_passage"`
+	Folds          int     `json:"folds"`
+	Repeats        int     `json:"repeats,omitempty"`
+	K              int     `json:"k"`
+	TooSmall       string  `json:"too_small,omitempty"` // why nothing was fitted
+	Fits           []*RFit `json:"retrievers"`
+	Seconds        float64 `json:"seconds"`
+	Synth          any     `json:"synth,omitempty"`
+	Config         struct {
 		SingleShare float64 `json:"single_share"`
 		Depth       int     `json:"depth"`
 		Negatives   int     `json:"negatives"`
@@ -241,6 +244,11 @@ func Run(ctx context.Context, s *retrieve.Searcher, gen synth.Generator, eng *en
 		rep.Synth = reps
 	}
 	rep.Generated = len(items)
+	for _, it := range items {
+		if it.Type == synth.TypeHyper {
+			rep.FromHyperedges++
+		}
+	}
 	qs := questions(ix, items, cfg)
 	rep.Questions = len(qs)
 	for _, q := range qs {

@@ -234,8 +234,12 @@ func printCalibrationPlan(cmd *cobra.Command, path string, cfg calibrate.Config,
 
 // printCalibration renders a calibration report for people.
 func printCalibration(w io.Writer, rep *calibrate.Report) {
-	fmt.Fprintf(w, "synthetic questions (%s): %d generated, %d kept (%d multi-passage), %d-fold cross-validation split by evidence chunk",
-		rep.Generator, rep.Generated, rep.Questions, rep.Multi, rep.Folds)
+	hyper := ""
+	if rep.FromHyperedges > 0 {
+		hyper = fmt.Sprintf(" (%d from hyperedges: the facts gave too few)", rep.FromHyperedges)
+	}
+	fmt.Fprintf(w, "synthetic questions (%s): %d generated%s, %d kept (%d multi-passage), %d-fold cross-validation split by evidence chunk",
+		rep.Generator, rep.Generated, hyper, rep.Questions, rep.Multi, rep.Folds)
 	if rep.Repeats > 1 {
 		fmt.Fprintf(w, ", %d deals", rep.Repeats)
 	}
