@@ -57,6 +57,30 @@ func TestLocalEmbedderEndToEnd(t *testing.T) {
 	assert.Equal(t, 2, r.code, "unsupported --embed-dtype is a usage error")
 	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--retrievers", "dense,ppr")
 	require.Equal(t, 0, r.code, r.stderr)
+	// calibrate runs on the index's own local model (its dense path is a feature and
+	// seeds PPR; a random model ranks nothing well, so only its presence is checked)
+	// and the calibrated index answers through it.
+	cal := filepath.Join(dir, "cal.gl")
+	r = run(t, nil, "calibrate", "--quiet", "--index", idx, "--out", cal, "--max-questions", "60", "--steps", "25", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var calOut struct {
+		Report struct {
+			Questions int `json:"questions"`
+			Fits      []struct {
+				Retriever string             `json:"retriever"`
+				Features  map[string]float64 `json:"features_alone"`
+			} `json:"retrievers"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &calOut), r.stdout)
+	assert.GreaterOrEqual(t, calOut.Report.Questions, 45)
+	require.NotEmpty(t, calOut.Report.Fits)
+	for _, f := range calOut.Report.Fits {
+		assert.Contains(t, f.Features, "dense", f.Retriever)
+	}
+	r = run(t, nil, "query", "--index", cal, "--retriever", "ppr", "--json", "Where was Tomas Brell born?")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"passages"`)
 	r = run(t, nil, "serve", "--index", idx, "--dry-run")
 	require.Equal(t, 0, r.code, r.stderr)
 	// serve answers a dense query with the index's own local model: the passages the
