@@ -327,6 +327,37 @@ func TestLLMSynthAgainstTheScriptedServer(t *testing.T) {
 	assert.Equal(t, items[0], back)
 }
 
+// TestLLMHyperSynth: the LLM generator writes hyper items from the hyperedges' texts
+// and its answers are validated against them like any other.
+func TestLLMHyperSynth(t *testing.T) {
+	ix := hyperGraph(t)
+	srv := llmtest.NewServer(t)
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		u := r.LastUser()
+		if !strings.HasPrefix(u, "Target entity: ") || r.Messages[0].Content != promptHyper {
+			return llmtest.Reply{Content: "no"}
+		}
+		target := strings.TrimPrefix(strings.SplitN(u, "\n", 2)[0], "Target entity: ")
+		if target == "anna" { // an answer the passages do not hold
+			return llmtest.Reply{Content: `{"question": "Who was born where Zeno met someone?", "answer": "Atlantis"}`}
+		}
+		return llmtest.Reply{Content: `{"question": "Which city did Anna, Corvia's people and the travellers share?", "answer": "Brill"}`}
+	})
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	cfg.Hyperedges, cfg.SumNeighbours = true, 2
+	items, rep, err := Run(context.Background(), ix, &LLMGenerator{C: c}, cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Calls, "anna and brill")
+	assert.Equal(t, map[string]int{TypeHyper: 1}, rep.Items)
+	assert.Equal(t, 1, rep.Rejected[RejectAnswerNotInEvidence])
+	require.Len(t, items, 1)
+	assert.Equal(t, "Brill", items[0].Answer)
+	assert.Equal(t, "llm:m", items[0].Generator)
+	assert.Len(t, items[0].HyperedgeIDs, 2)
+}
+
 func TestLLMSynthFailsWhenEveryCallFails(t *testing.T) {
 	ix := handGraph(t)
 	srv := llmtest.NewServer(t)
