@@ -51,7 +51,8 @@ type Config struct {
 	// is skipped on an index without hyperedges).
 	Retrievers []string
 	// Synth generates the questions: SelfGraphRAG's two-hop paths and in-neighbour
-	// summaries, up to 1,500 of each before the split (seed 1).
+	// summaries, up to 1,500 of each before the split (seed 1); MaxSum also caps the
+	// hypergraph's summaries (shapes).
 	Synth synth.Config
 	// Folds is the number of cross-validation folds; default 3. Chunks are dealt to
 	// folds at random (seeded); fold k's validation questions are those whose evidence
@@ -86,7 +87,8 @@ type Config struct {
 	Ask float64
 	// MinQuestions is the fewest questions below which the corpus is too small to
 	// calibrate (the defaults are kept), and MinQuestions/Folds the fewest held-out
-	// ones; default 45. Selection also needs a gain of MinGainT standard errors.
+	// ones; default 45. While fewer would be kept, the hypergraph is asked too
+	// (shapes). Selection also needs a gain of MinGainT standard errors.
 	MinQuestions int
 	// K is the recall cut-off the selection compares (R@K); default 5, the cut-off
 	// graphloom's reports lead with.
@@ -325,7 +327,7 @@ func generate(ctx context.Context, ix *graphio.Index, gen synth.Generator, cfg C
 // question.
 //
 // The hypergraph's shapes come last and are asked only while fewer than MinQuestions
-// questions have been generated: they let a corpus whose extraction gives few binary
+// questions would be kept (kept): they let a corpus whose extraction gives few binary
 // facts be calibrated from its n-ary ones (HyperGraphRAG's hyperedges). The Go
 // specification's index has 42 facts, which give 25 questions, and 326 hyperedges,
 // which add 53. They are a fallback because their template questions are

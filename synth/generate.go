@@ -154,8 +154,9 @@ func norm(s string) string {
 	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }), " ")
 }
 
-// Template is the offline generator: questions from fixed relation templates over
-// the same paths and neighbourhoods. It is graphloom's, not the paper's (which
+// Template is the offline generator: questions from fixed templates over the same
+// paths and neighbourhoods (relation phrases quoted; a hyperedge has none, only its
+// members' names). It is graphloom's, not the paper's (which
 // prompts an LLM), so that the whole pipeline runs without a model.
 //
 // Its questions hold the subgraph's entity names and relation phrases and otherwise
@@ -265,7 +266,8 @@ type Chatter interface {
 }
 
 // LLMGenerator is seed 001's generator: M(Verbalize(subgraph); π_Q^hop or π_Q^sum),
-// answered as JSON {"question", "answer"}. Every call goes through the client's
+// or for hyper items graphloom's promptHyper over the hyperedges' texts
+// (VerbalizeHyperedges), answered as JSON {"question", "answer"}. Every call goes through the client's
 // cache and usage accounting.
 type LLMGenerator struct{ C Chatter }
 

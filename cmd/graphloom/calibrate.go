@@ -36,9 +36,9 @@ graphloom fits the final PPR/BM25 fusion (grid search) and a linear ranker over
 per-passage features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
 question-entity and linked-fact hits, title match; length is reported, not fitted), with and without a
 per-question gate, trained with a pairwise loss. The variant that does best on the
-held-out questions is stored in the index and used by query, eval and serve — only if
-it beats the uncalibrated defaults there (and, a ranker, every feature alone);
-otherwise the defaults stay (stats says which). --calibration off on those commands ignores it. Only the index is read.
+held-out questions, of those that beat the uncalibrated defaults there (and, a
+ranker, every feature alone), is stored in the index and used by query, eval and
+serve; if none does, the defaults stay (stats says which). --calibration off on those commands ignores it. Only the index is read.
 
 With --generator llm every question is one LLM call, through the on-disk cache (a
 rerun repeats none); at most 1.25 × the questions still wanted are asked per question

@@ -24,8 +24,8 @@ func newSynthCmd() *cobra.Command {
 		Long: `Generate question–answer pairs from the knowledge graph, as SelfGraphRAG's SynthGen
 does: "hop" questions over two-fact paths v_a –r1→ v_b –r2→ v_c whose answer needs both
 facts, and "sum" questions about a node from three incoming facts of distinct
-in-neighbours. Each item keeps its type, nodes, facts, chunk ids and its verbalised
-evidence ("v_i [r] v_j" lines). Pairs whose answer is not in the evidence, whose
+in-neighbours. Each item keeps its type, nodes, facts (hyper items: hyperedge ids),
+chunk ids and its verbalised evidence ("v_i [r] v_j" lines, or the hyperedges' texts). Pairs whose answer is not in the evidence, whose
 question states the answer, or that repeat a question are rejected and counted.
 
 --generator llm (the paper's; the default when an LLM is configured) asks the LLM,
