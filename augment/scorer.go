@@ -518,8 +518,8 @@ func eachMember(ms []*member, f func(k int, m *member) error) error {
 // training views; every EvalEvery epochs each member is scored on its own validation
 // views and snapshots its weights when its ROC-AUC improved by MinDelta; one early
 // stopping ends training when the mean of the members' best ROC-AUC has not improved
-// for Patience epochs, and every member restores its own best weights. It returns each member's report and run
-// and the members' mean evaluations.
+// for Patience epochs, and every member restores its own best weights. It returns
+// each member's report and run and the members' mean evaluations.
 func trainMembers(ctx context.Context, g *minerGraph, feat *featurizer, cands []int32, scs []Scorer, base Config, logs trainLogs) ([]TrainReport, []memberRun, []EvalRow, error) {
 	t0 := time.Now()
 	ms := make([]*member, len(scs))

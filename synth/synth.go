@@ -269,13 +269,17 @@ func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total 
 		if named == nil {
 			continue
 		}
-		c := Candidate{Type: TypeHyper, Answer: v}
+		var picks [][2]int32 // hyperedge, member named: in index order
 		for i, u := range named {
 			if u >= 0 {
-				c.Hyperedges, c.Named = append(c.Hyperedges, hs[i]), append(c.Named, u)
+				picks = append(picks, [2]int32{hs[i], u})
 			}
 		}
-		sortByHyperedge(&c)
+		slices.SortFunc(picks, func(a, b [2]int32) int { return cmp.Compare(a[0], b[0]) })
+		c := Candidate{Type: TypeHyper, Answer: v}
+		for _, p := range picks {
+			c.Hyperedges, c.Named = append(c.Hyperedges, p[0]), append(c.Named, p[1])
+		}
 		out = append(out, c)
 	}
 	total = len(out)
@@ -320,21 +324,6 @@ func matchMembers(members [][]int32, k int) []int32 {
 		}
 	}
 	return nil
-}
-
-// sortByHyperedge puts a hyper candidate's hyperedges (and their named members) in
-// index order.
-func sortByHyperedge(c *Candidate) {
-	idx := make([]int, len(c.Hyperedges))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.Hyperedges[a], c.Hyperedges[b]) })
-	hs, us := make([]int32, len(idx)), make([]int32, len(idx))
-	for i, j := range idx {
-		hs[i], us[i] = c.Hyperedges[j], c.Named[j]
-	}
-	c.Hyperedges, c.Named = hs, us
 }
 
 func outgoing(ix *graphio.Index) [][]int32 {
