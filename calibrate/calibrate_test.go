@@ -594,3 +594,68 @@ func testEngine(t *testing.T) *engine.Engine {
 	t.Cleanup(eng.Close)
 	return eng
 }
+
+// TestChosenFeature: the feature whose ranking alone finds the evidence best, the
+// first in retrieve.FeatureNames on a tie.
+func TestChosenFeature(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		name string
+		keys []int // the planted key of each batch of 100 questions
+		copy bool  // bm25 copies title: the two rank alike
+		want int
+	}{
+		{"one key", []int{retrieve.FeatDense}, false, retrieve.FeatDense},
+		{"the larger share", []int{retrieve.FeatTitle, retrieve.FeatTitle, retrieve.FeatBM25}, false, retrieve.FeatTitle},
+		{"a tie goes to the first", []int{retrieve.FeatTitle}, true, retrieve.FeatBM25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var qs []question
+			var sets []retrieve.CandidateSet
+			for _, key := range tc.keys {
+				q, s := planted(rng, 100, key, key)
+				qs, sets = append(qs, q...), append(sets, s...)
+			}
+			if tc.copy {
+				for _, cs := range sets {
+					for _, x := range cs.X {
+						x[retrieve.FeatBM25] = x[retrieve.FeatTitle]
+					}
+				}
+			}
+			assert.Equal(t, retrieve.FeatureNames[tc.want], retrieve.FeatureNames[chosenFeature(qs, sets, 1)])
+		})
+	}
+}
+
+// TestCrossValidateChoosesTheFeatureOnTheFittingFolds: with two folds whose evidence
+// follows different features, each fold is scored by the feature its fitting fold
+// (the other one) ranks best by, so the chosen feature reads near chance on held-out
+// questions although each feature alone finds half of them.
+func TestCrossValidateChoosesTheFeatureOnTheFittingFolds(t *testing.T) {
+	eng := testEngine(t)
+	rng := rand.New(rand.NewPCG(10, 10))
+	qa, sa := planted(rng, 60, retrieve.FeatTitle, retrieve.FeatTitle)
+	qb, sb := planted(rng, 60, retrieve.FeatDense, retrieve.FeatDense)
+	for i := range qa {
+		qa[i].folds = []uint32{1 << 0}
+		qb[i].folds = []uint32{1 << 1}
+	}
+	qs, sets := append(qa, qb...), append(sa, sb...)
+	for i := range sets { // the fusion's inputs, which planted leaves out: the uncalibrated ranks
+		cs := &sets[i]
+		cs.GraphRank, cs.BM25Rank = cs.DefaultRank, cs.DefaultRank
+		cs.Graph, cs.BM25 = column(cs, retrieve.FeatDefault), column(cs, retrieve.FeatDefault)
+	}
+	cfg := DefaultConfig()
+	cfg.K, cfg.Folds, cfg.Repeats = 1, 2, 1
+	cfg.Train.TotalSteps = 50
+	cv, err := crossValidate(context.Background(), eng, qs, sets, cfg, retrieve.Fitted{Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5}})
+	require.NoError(t, err)
+	assert.Equal(t, len(qs), cv.validated)
+	assert.Equal(t, map[string]int{"title": 1, "dense": 1}, cv.chosenIn)
+	for _, f := range []string{"title", "dense"} { // its own fold's questions, and by chance 1 in 20 of the others
+		assert.InDelta(t, 52.5, 100*mean(cv.alone[f]), 2.5, f)
+	}
+	assert.Less(t, cv.chosen, 15.0, "each fold ranked by the other fold's feature (chance: 5)")
+}

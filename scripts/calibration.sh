@@ -13,18 +13,22 @@ r5() { # REPORT.md RETRIEVER → its R@5 (the first recall column: --ks 5)
 }
 # heldout CALIBRATE.txt NAME: rows of the held-out synthetic table from calibrate's
 # printout, per retriever: the validated questions, each variant's cross-validated
-# R@5, the best feature alone, and whether each ranker beats every feature alone.
+# R@5, the best feature alone and the feature chosen on each fold's fitting questions,
+# and whether each ranker beats them.
 heldout() {
 	awk -v set="$2" '
+		function mark(a, b) { return a + 0 > b + 0 ? "✓" : "✗" }
 		$1 ~ /^(ppr|hyperppr):$/ {
 			r = substr($1, 1, length($1) - 1); n = "–"
 			if (match($0, /[0-9]+ (synthetic )?questions/)) { split(substr($0, RSTART, RLENGTH), w, " "); n = w[1] }
-			if ($0 ~ /too small/) { printf "| %s | %s | too small (%s) |  |  |  |  |  |  |\n", set, r, $0 ~ /lie within one fold/ ? n " held out" : n " kept"; r = "" }
+			if ($0 ~ /too small/) { printf "| %s | %s | too small (%s) |  |  |  |  |  |  |  |  |\n", set, r, $0 ~ /lie within one fold/ ? n " held out" : n " kept"; r = "" }
 		}
 		r != "" && $1 == "R@5" && $2 == "cross-validated:" { d = $4; fu = $6; ng = $8; rk = $10 }
-		r != "" && $1 == "features" && $2 == "alone" {
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s %s | %s / %s |\n", set, r, n, d, fu, ng, rk, $4, $5,
-				(ng + 0 > $5 + 0 ? "✓" : "✗"), (rk + 0 > $5 + 0 ? "✓" : "✗")
+		r != "" && $1 == "features" && $2 == "alone" { bf = $4; bv = $5 }
+		r != "" && $1 == "the" && $2 == "feature" && $3 == "best" {
+			cv = $10
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s %s | %s | %s / %s | %s / %s |\n", set, r, n, d, fu, ng, rk, bf, bv, cv,
+				mark(ng, bv), mark(rk, bv), mark(ng, cv), mark(rk, cv)
 			r = ""
 		}' "$1"
 }
@@ -55,9 +59,11 @@ echo "R@5 (%) on the dataset's questions (LiteraryQA has no gold passages: its c
 calibration kept (the best on held-out synthetic questions of those that beat the uncalibrated ranking there by 2.39 standard errors, the best of three,
 and, if a ranker, every feature alone; defaults: none did); the last three columns force each fitted part (the ablation)."
 echo
-echo "| set | retriever | held-out synthetic questions | defaults | fusion | ranker-nogate | ranker | best feature alone | rankers beat every feature alone (nogate / gated) |"
-echo "|---|---|--:|--:|--:|--:|--:|---|---|"
+echo "| set | retriever | held-out synthetic questions | defaults | fusion | ranker-nogate | ranker | best feature alone | feature chosen on the fitting folds | rankers beat every feature alone (nogate / gated) | rankers beat the chosen feature |"
+echo "|---|---|--:|--:|--:|--:|--:|---|--:|---|---|"
 printf '%s\n' "${held[@]}" | grep -v '^$' || true
 echo
 echo "R@5 (%) on the index's own synthetic questions, cross-validated by evidence chunk (calibrate's selection data): each
-question scored by the variant fitted without its fold; 'best feature alone' ranks by that one feature."
+question scored by the variant fitted without its fold; 'best feature alone' ranks by that one feature, the best of eleven picked
+after seeing these questions; 'feature chosen on the fitting folds' ranks each fold's questions by the feature best on that fold's
+fitting questions, as the rankers are fitted (a single feature picked without seeing them)."

@@ -38,17 +38,29 @@ func TestCalibrateCommand(t *testing.T) {
 				Retriever  string             `json:"retriever"`
 				Use        string             `json:"use"`
 				Validation map[string]float64 `json:"validation"`
+				Features   map[string]float64 `json:"features_alone"`
+				Chosen     map[string]int     `json:"features_chosen"`
 			} `json:"retrievers"`
 		} `json:"report"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
 	assert.Positive(t, out.Report.Questions)
 	require.Len(t, out.Report.Fits, 2)
+	for _, f := range out.Report.Fits {
+		folds := 0
+		for name, n := range f.Chosen {
+			assert.Contains(t, f.Features, name, f.Retriever)
+			folds += n
+		}
+		// 3 folds × 5 deals at most; a fold without held-out questions is skipped.
+		assert.True(t, folds >= 1 && folds <= 15, "%s: %d folds chose a feature", f.Retriever, folds)
+	}
 
 	r = run(t, nil, "stats", "--index", cal)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "calibration\tfitted")
 	assert.Contains(t, r.stdout, "ppr: uses ")
+	assert.Contains(t, r.stdout, "the feature best on each fold's fitting questions (R@5): ")
 	r = run(t, nil, "stats", "--index", cal, "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"calibration"`)
@@ -157,4 +169,17 @@ func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 	r = run(t, env, append(args, "--out", filepath.Join(dir, "again.gl"))...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, got, srv.Count(), "a rerun is answered from the cache")
+}
+
+func TestFoldCounts(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]int
+		want string
+	}{
+		{map[string]int{"graph": 15}, "graph in 15 folds"},
+		{map[string]int{"dense": 1, "graph": 12, "bm25": 2}, "graph in 12 folds, bm25 in 2 folds, dense in 1 fold"},
+		{map[string]int{"title": 3, "dense": 3}, "dense in 3 folds, title in 3 folds"},
+	} {
+		assert.Equal(t, tc.want, foldCounts(tc.in))
+	}
 }
