@@ -466,9 +466,9 @@ func TestRankersLeaveLengthAlone(t *testing.T) {
 	}
 }
 
-// TestRunOnTheExampleCorpus: calibration reads only the index (no evaluation file
-// exists in this test's reach), reports every variant and feature, and stores a fit
-// that retrieve accepts and applies.
+// TestRunOnTheExampleCorpus: calibration, given only the index (Run takes a searcher
+// and no dataset; the command's test runs it with the corpus deleted), reports every
+// variant and feature, and stores a fit that retrieve accepts and applies.
 func TestRunOnTheExampleCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the example index and trains the rankers")

@@ -18,11 +18,17 @@ import (
 // TestCalibrateCommand: calibrate --out leaves its input as it was and writes a
 // calibrated index that stats describes; query and eval accept --calibration; a
 // forced variant on an uncalibrated index is refused; after a delete, query warns that
-// the calibration is stale.
+// the calibration is stale. Calibration reads only the index: the corpus it was built
+// from is gone, and no evaluation file lies beside it.
 func TestCalibrateCommand(t *testing.T) {
 	dir := t.TempDir()
+	corpus, err := os.ReadFile("../../examples/harbour/corpus.json")
+	require.NoError(t, err)
+	src := filepath.Join(dir, "corpus.json")
+	require.NoError(t, os.WriteFile(src, corpus, 0o644))
 	idx := filepath.Join(dir, "h.gl")
-	require.Equal(t, 0, run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+	require.Equal(t, 0, run(t, nil, "index", "--quiet", "--corpus", src, "--out", idx).code)
+	require.NoError(t, os.Remove(src))
 	before, err := os.ReadFile(idx)
 	require.NoError(t, err)
 	cal := filepath.Join(dir, "hc.gl")
