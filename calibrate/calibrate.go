@@ -206,10 +206,10 @@ type RFit struct {
 	// Chosen is R@K (%) on the same questions ranking by the one feature that ranks
 	// best on each fold's fitting questions (ChosenFeatures: how many folds chose each).
 	// It is what picking a single feature without the held-out questions gives; the best
-	// of Features is picked after seeing them and reads higher, by up to 8.5 points on
-	// the development sets' small graphs (docs/calibration.md).
-	Chosen         float64         `json:"feature_chosen,omitempty"`
-	ChosenFeatures map[string]int  `json:"features_chosen,omitempty"`
+	// of Features is picked after seeing them, and on small graphs it usually reads
+	// higher (docs/calibration.md). Both are empty when the corpus is too small.
+	Chosen         float64         `json:"chosen_feature_recall,omitempty"`
+	ChosenFeatures map[string]int  `json:"chosen_feature_folds,omitempty"`
 	Fusion         retrieve.Fusion `json:"fusion"`
 	// Steps is each ranker's best step (final fit); Pairs its training pairs.
 	Steps    map[string]int `json:"steps"`
@@ -659,12 +659,12 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 		return fmt.Errorf("calibrate: %s: %w", name, err)
 	}
 	held, alone, nval := cv.held, cv.alone, cv.validated
-	rf.Chosen, rf.ChosenFeatures = cv.chosen, cv.chosenIn
 	rf.Validated = nval
 	if nval < cfg.MinQuestions/cfg.Folds {
 		rf.Why = fmt.Sprintf("too small to calibrate: %d questions lie within one fold in some deal (their evidence split off from the rest); need %d", nval, cfg.MinQuestions/cfg.Folds)
 		return nil
 	}
+	rf.Chosen, rf.ChosenFeatures = cv.chosen, cv.chosenIn
 	// The final fit, on every question.
 	rf.Steps = map[string]int{}
 	if err := fitVariants(ctx, eng, qs, sets, cfg, f, rf); err != nil {
@@ -704,13 +704,14 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	return nil
 }
 
-// heldOut is crossValidate's result: per variant, per feature alone and for the
-// feature chosen on the fitting questions, the held-out R@K of each validated question.
+// heldOut is crossValidate's result: per variant and per feature alone, the held-out
+// recall (0 to 1) of each validated question; and the mean held-out R@K (%) of the
+// feature chosen on each fold's fitting questions, with how many folds chose each.
 type heldOut struct {
 	held, alone map[string][]float64
 	validated   int
-	chosen      float64        // mean R@K (%) of the feature chosen in each fold
-	chosenIn    map[string]int // folds that chose each feature
+	chosen      float64
+	chosenIn    map[string]int
 }
 
 // crossValidate runs Repeats deals of the chunks to folds: fold k's questions (every

@@ -17,20 +17,23 @@ r5() { # REPORT.md RETRIEVER → its R@5 (the first recall column: --ks 5)
 # and whether each ranker beats them.
 heldout() {
 	awk -v set="$2" '
-		function mark(a, b) { return a + 0 > b + 0 ? "✓" : "✗" }
+		function mark(a, b) { return b == "–" ? "–" : a + 0 > b + 0 ? "✓" : "✗" }
+		function flush() { # the pending retriever'"'"'s row; "–" where calibrate printed no chosen feature
+			if (bf == "") return
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s %s | %s | %s / %s | %s / %s |\n", set, r, n, d, fu, ng, rk, bf, bv, cv,
+				mark(ng, bv), mark(rk, bv), mark(ng, cv), mark(rk, cv)
+			bf = ""
+		}
 		$1 ~ /^(ppr|hyperppr):$/ {
-			r = substr($1, 1, length($1) - 1); n = "–"
+			flush()
+			r = substr($1, 1, length($1) - 1); n = "–"; cv = "–"
 			if (match($0, /[0-9]+ (synthetic )?questions/)) { split(substr($0, RSTART, RLENGTH), w, " "); n = w[1] }
 			if ($0 ~ /too small/) { printf "| %s | %s | too small (%s) |  |  |  |  |  |  |  |  |\n", set, r, $0 ~ /lie within one fold/ ? n " held out" : n " kept"; r = "" }
 		}
 		r != "" && $1 == "R@5" && $2 == "cross-validated:" { d = $4; fu = $6; ng = $8; rk = $10 }
 		r != "" && $1 == "features" && $2 == "alone" { bf = $4; bv = $5 }
-		r != "" && $1 == "the" && $2 == "feature" && $3 == "best" {
-			cv = $10
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s %s | %s | %s / %s | %s / %s |\n", set, r, n, d, fu, ng, rk, bf, bv, cv,
-				mark(ng, bv), mark(rk, bv), mark(ng, cv), mark(rk, cv)
-			r = ""
-		}' "$1"
+		r != "" && $1 == "the" && $2 == "feature" && $3 == "best" { cv = $10; flush(); r = "" }
+		END { flush() }' "$1"
 }
 held=()
 echo "| set | retriever | bm25 | uncalibrated | calibrated | uses | fusion | ranker-nogate | ranker |"

@@ -280,7 +280,7 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 }
 
 // foldCounts renders how many folds chose each feature, most first ("graph in 12
-// folds, dense in 3").
+// folds, dense in 3 folds").
 func foldCounts(m map[string]int) string {
 	names := make([]string, 0, len(m))
 	for n := range m {

@@ -45,7 +45,7 @@ func TestCalibrateCommand(t *testing.T) {
 				Use        string             `json:"use"`
 				Validation map[string]float64 `json:"validation"`
 				Features   map[string]float64 `json:"features_alone"`
-				Chosen     map[string]int     `json:"features_chosen"`
+				Folds      map[string]int     `json:"chosen_feature_folds"`
 			} `json:"retrievers"`
 		} `json:"report"`
 	}
@@ -53,8 +53,9 @@ func TestCalibrateCommand(t *testing.T) {
 	assert.Positive(t, out.Report.Questions)
 	require.Len(t, out.Report.Fits, 2)
 	for _, f := range out.Report.Fits {
+		require.NotNil(t, f.Validation, "%s: the example corpus is large enough to calibrate", f.Retriever)
 		folds := 0
-		for name, n := range f.Chosen {
+		for name, n := range f.Folds {
 			assert.Contains(t, f.Features, name, f.Retriever)
 			folds += n
 		}
