@@ -658,7 +658,7 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	if err != nil {
 		return fmt.Errorf("calibrate: %s: %w", name, err)
 	}
-	held, alone, nval := cv.held, cv.alone, cv.validated
+	nval := cv.validated
 	rf.Validated = nval
 	if nval < cfg.MinQuestions/cfg.Folds {
 		rf.Why = fmt.Sprintf("too small to calibrate: %d questions lie within one fold in some deal (their evidence split off from the rest); need %d", nval, cfg.MinQuestions/cfg.Folds)
@@ -673,11 +673,11 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	rf.Fusion = f.Fusion
 	rf.Validation, rf.Fitting, rf.Features, rf.Gain = map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, v := range retrieve.Variants {
-		rf.Validation[v] = 100 * mean(held[v])
+		rf.Validation[v] = 100 * mean(cv.held[v])
 		rf.Fitting[v] = meanRecall(qs, sets, cfg.K, func(cs *retrieve.CandidateSet) []float64 { return f.Score(v, cs) })
-		rf.Gain[v] = tGain(held[v], held[retrieve.VariantDefaults])
+		rf.Gain[v] = tGain(cv.held[v], cv.held[retrieve.VariantDefaults])
 	}
-	for fname, r := range alone {
+	for fname, r := range cv.alone {
 		rf.Features[fname] = 100 * mean(r)
 	}
 	// The best variant by held-out recall, if its gain over the defaults is at least
@@ -685,9 +685,9 @@ func fitRetriever(ctx context.Context, s *retrieve.Searcher, eng *engine.Engine,
 	// of variants compared: a variant that wins by noise keeps the defaults.
 	// A ranker must also beat each of its features alone there (choose).
 	minT := MinGainT(len(retrieve.Variants) - 1)
-	best, barred := choose(rf, minT)
-	f.Use, rf.Use = best, best
 	alonePick, aloneBest := bestAlone(rf.Features)
+	best, barred := choose(rf, minT, aloneBest)
+	f.Use, rf.Use = best, best
 	switch {
 	case best == retrieve.VariantDefaults && len(barred) > 0:
 		rf.Why = fmt.Sprintf("%s beat the defaults' held-out R@%d %.1f by %.2f standard errors on %d synthetic questions but not %s alone (%.1f): defaults kept",
@@ -725,10 +725,12 @@ func crossValidate(ctx context.Context, eng *engine.Engine, qs []question, sets 
 	sum := make([][]float64, len(qs)) // per question: variants' recall, features', the chosen feature's
 	seen := make([]int, len(qs))
 	out := heldOut{held: map[string][]float64{}, alone: map[string][]float64{}, chosenIn: map[string]int{}}
+	alone := featureRecalls(qs, sets, cfg.K) // a feature's recall does not depend on the fold
 	for d := range cfg.Repeats {
 		for k := range cfg.Folds {
 			var trainQ []question
 			var trainS []retrieve.CandidateSet
+			var trainAlone [][]float64
 			var val []int
 			for i, q := range qs {
 				switch q.folds[d] {
@@ -737,6 +739,7 @@ func crossValidate(ctx context.Context, eng *engine.Engine, qs []question, sets 
 				default:
 					if q.folds[d]&(1<<k) == 0 {
 						trainQ, trainS = append(trainQ, q), append(trainS, sets[i])
+						trainAlone = append(trainAlone, alone[i])
 					}
 				}
 			}
@@ -747,7 +750,7 @@ func crossValidate(ctx context.Context, eng *engine.Engine, qs []question, sets 
 			if err := fitVariants(ctx, eng, trainQ, trainS, cfg, &fk, nil); err != nil {
 				return heldOut{}, fmt.Errorf("deal %d, fold %d: %w", d+1, k+1, err)
 			}
-			sel := chosenFeature(trainQ, trainS, cfg.K)
+			sel := chosenFeature(trainAlone)
 			out.chosenIn[retrieve.FeatureNames[sel]]++
 			for _, i := range val {
 				q, cs := &qs[i], &sets[i]
@@ -758,10 +761,10 @@ func crossValidate(ctx context.Context, eng *engine.Engine, qs []question, sets 
 				for j, v := range retrieve.Variants {
 					sum[i][j] += recallAt(q, cs, cs.Order(fk.Score(v, cs)), cfg.K)
 				}
-				for j := range nf {
-					sum[i][nv+j] += recallAt(q, cs, cs.Order(column(cs, j)), cfg.K)
+				for j, r := range alone[i] {
+					sum[i][nv+j] += r
 				}
-				sum[i][nv+nf] += recallAt(q, cs, cs.Order(column(cs, sel)), cfg.K)
+				sum[i][nv+nf] += alone[i][sel]
 			}
 		}
 	}
@@ -783,13 +786,31 @@ func crossValidate(ctx context.Context, eng *engine.Engine, qs []question, sets 
 	return out, nil
 }
 
-// chosenFeature is the feature whose ranking alone has the best R@k on the questions
-// (ties: the first in retrieve.FeatureNames).
-func chosenFeature(qs []question, sets []retrieve.CandidateSet, k int) int {
+// featureRecalls is, per question, the recall at k of ranking its candidates by each
+// feature alone (in retrieve.FeatureNames order).
+func featureRecalls(qs []question, sets []retrieve.CandidateSet, k int) [][]float64 {
+	out := make([][]float64, len(qs))
+	for i := range qs {
+		cs := &sets[i]
+		out[i] = make([]float64, len(retrieve.FeatureNames))
+		for j := range out[i] {
+			out[i][j] = recallAt(&qs[i], cs, cs.Order(column(cs, j)), k)
+		}
+	}
+	return out
+}
+
+// chosenFeature is the feature whose ranking alone has the best mean recall over the
+// questions whose featureRecalls rows are given (ties: the first in
+// retrieve.FeatureNames).
+func chosenFeature(rows [][]float64) int {
 	best, bestR := 0, -1.0
 	for j := range retrieve.FeatureNames {
-		r := meanRecall(qs, sets, k, func(cs *retrieve.CandidateSet) []float64 { return column(cs, j) })
-		if r > bestR+1e-9 {
+		sum := 0.0
+		for _, row := range rows {
+			sum += row[j]
+		}
+		if r := 100 * sum / float64(max(1, len(rows))); r > bestR+1e-9 {
 			best, bestR = j, r
 		}
 	}
@@ -798,8 +819,8 @@ func chosenFeature(qs []question, sets []retrieve.CandidateSet, k int) int {
 
 // choose picks the variant to use from rf's held-out figures: the best by held-out
 // R@K among those whose gain over the defaults is at least minT standard errors and,
-// for a ranker, whose R@K beats every feature alone (bestAlone); the defaults when none
-// qualifies. barred lists, as "variant (R@K)", the rankers that would otherwise have
+// for a ranker, whose R@K beats alone, the best R@K of a feature alone (bestAlone); the
+// defaults when none qualifies. barred lists, as "variant (R@K)", the rankers that would otherwise have
 // been chosen over the variant then best.
 //
 // A linear ranker whose weights cannot outdo one of its own inputs has learnt no
@@ -811,9 +832,8 @@ func chosenFeature(qs []question, sets []retrieve.CandidateSet, k int) int {
 // two rankings the uncalibrated ranking already fuses, and learns no combination of its
 // own. Choosing the best of eleven features after seeing the held-out recall favours
 // the features, so the rule errs towards the simpler variant.
-func choose(rf *RFit, minT float64) (best string, barred []string) {
+func choose(rf *RFit, minT, alone float64) (best string, barred []string) {
 	best = retrieve.VariantDefaults
-	_, alone := bestAlone(rf.Features)
 	for _, v := range retrieve.Variants[1:] {
 		if rf.Gain[v] < minT || rf.Validation[v] <= rf.Validation[best]+1e-9 {
 			continue

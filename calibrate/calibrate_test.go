@@ -168,7 +168,8 @@ func TestChooseHoldsRankersToTheirFeatures(t *testing.T) {
 		{"the better ranker wins", fit(60, 70.1, 70.3, 69.5, 0, 3.0, 3.1), retrieve.VariantRanker, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, barred := choose(c.rf, bar)
+			_, alone := bestAlone(c.rf.Features)
+			got, barred := choose(c.rf, bar, alone)
 			assert.Equal(t, c.want, got)
 			assert.Equal(t, c.barred, barred)
 		})
@@ -623,7 +624,7 @@ func TestChosenFeature(t *testing.T) {
 					}
 				}
 			}
-			assert.Equal(t, retrieve.FeatureNames[tc.want], retrieve.FeatureNames[chosenFeature(qs, sets, 1)])
+			assert.Equal(t, retrieve.FeatureNames[tc.want], retrieve.FeatureNames[chosenFeature(featureRecalls(qs, sets, 1))])
 		})
 	}
 }
