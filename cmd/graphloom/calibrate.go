@@ -1,11 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -257,18 +257,8 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 			fmt.Fprintf(w, " %s %.1f", v, rf.Validation[v])
 		}
 		fmt.Fprintf(w, " (fusion %s μ=%.2f; evidence in pools %.1f%%)\n", rf.Fusion.Kind, rf.Fusion.Mu, rf.Coverage)
-		names := make([]string, 0, len(rf.Features))
-		for n := range rf.Features {
-			names = append(names, n)
-		}
-		sort.Slice(names, func(i, j int) bool {
-			if a, b := rf.Features[names[i]], rf.Features[names[j]]; a != b {
-				return a > b
-			}
-			return names[i] < names[j]
-		})
 		fmt.Fprintf(w, "  features alone (R@%d):", rep.K)
-		for _, n := range names {
+		for _, n := range byValue(rf.Features) {
 			fmt.Fprintf(w, " %s %.1f", n, rf.Features[n])
 		}
 		fmt.Fprintln(w)
@@ -279,19 +269,32 @@ func printCalibration(w io.Writer, rep *calibrate.Report) {
 	fmt.Fprintf(w, "%.1f s\n", rep.Seconds)
 }
 
+// byValue returns the feature names of m, largest value first; ties keep
+// retrieve.FeatureNames order, as calibrate's bestAlone does, so the feature printed
+// first is the one its reason names (names outside it come last, by name).
+func byValue[V int | float64](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for _, n := range retrieve.FeatureNames {
+		if _, ok := m[n]; ok {
+			names = append(names, n)
+		}
+	}
+	var other []string
+	for n := range m {
+		if !slices.Contains(retrieve.FeatureNames, n) {
+			other = append(other, n)
+		}
+	}
+	slices.Sort(other)
+	names = append(names, other...)
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	return names
+}
+
 // foldCounts renders how many folds chose each feature, most first ("graph in 12
 // folds, dense in 3 folds").
 func foldCounts(m map[string]int) string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if m[names[i]] != m[names[j]] {
-			return m[names[i]] > m[names[j]]
-		}
-		return names[i] < names[j]
-	})
+	names := byValue(m)
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s in %d", n, m[n])

@@ -186,6 +186,8 @@ func TestFoldCounts(t *testing.T) {
 		{map[string]int{"graph": 15}, "graph in 15 folds"},
 		{map[string]int{"dense": 1, "graph": 12, "bm25": 2}, "graph in 12 folds, bm25 in 2 folds, dense in 1 fold"},
 		{map[string]int{"title": 3, "dense": 3}, "dense in 3 folds, title in 3 folds"},
+		// Ties keep retrieve.FeatureNames order (bestAlone's), not the alphabet's.
+		{map[string]int{"linked_facts": 3, "question_entities": 3}, "question_entities in 3 folds, linked_facts in 3 folds"},
 	} {
 		assert.Equal(t, tc.want, foldCounts(tc.in))
 	}
