@@ -308,7 +308,7 @@ func generate(ctx context.Context, ix *graphio.Index, gen synth.Generator, cfg C
 		if i > 0 && need <= 0 {
 			break
 		}
-		if !askable(ix, sc) || (sc.Hyperedges && kept(ix, items, cfg) >= cfg.MinQuestions) {
+		if synth.Askable(ix, sc) != nil || (sc.Hyperedges && kept(ix, items, cfg) >= cfg.MinQuestions) {
 			continue
 		}
 		cands, srep := synth.Candidates(ix, sc)
@@ -361,14 +361,6 @@ func shapes(sc synth.Config) []synth.Config {
 		out = append(out, hyperFewer)
 	}
 	return out
-}
-
-// askable reports whether ix has what shape sc asks about: facts, or hyperedges.
-func askable(ix *graphio.Index, sc synth.Config) bool {
-	if sc.Hyperedges {
-		return len(ix.Hyperedges) > 0
-	}
-	return len(ix.Facts) > 0
 }
 
 // ask returns the candidates of shape number shape sent to the generator: those no
@@ -448,7 +440,7 @@ func Plan(ix *graphio.Index, cfg Config, count func(string) int) []ShapePlan {
 	asked := map[string]bool{}
 	for i, sc := range shapes(cfg.Synth) {
 		p := ShapePlan{Shape: shapeName(sc), Hyperedges: sc.Hyperedges}
-		if askable(ix, sc) {
+		if synth.Askable(ix, sc) == nil {
 			cands, _ := synth.Candidates(ix, sc)
 			cands = ask(ix, cands, asked, cfg.MaxQuestions, cfg, i)
 			p.Calls, p.Tokens = len(cands), synth.PlanTokens(ix, cands, sc, count)

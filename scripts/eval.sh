@@ -109,7 +109,7 @@ section "learned fusion: graphloom calibrate"
 	# it takes on this machine (issue 47 asks ≤ 5 minutes on 2 cores).
 	if [[ -e "$corpora/2wikimultihopqa_corpus.json" ]]; then
 		echo
-		"$bin" index --quiet --extractor rule --embedder hash --corpus "$corpora/2wikimultihopqa_corpus.json" --out "$out/2wiki.glx" >/dev/null
+		index 2wiki "$corpora/2wikimultihopqa_corpus.json" >/dev/null
 		t0=$SECONDS
 		if ! "$bin" calibrate --quiet --index "$out/2wiki.glx" >"$out/2wiki-calibrate.txt" 2>"$out/2wiki-calibrate.log"; then
 			cat "$out/2wiki-calibrate.log" >&2

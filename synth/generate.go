@@ -71,15 +71,24 @@ func Candidates(ix *graphio.Index, cfg Config) ([]Candidate, *Report) {
 // must occur in the verbalised evidence, the question must not state it, and a
 // question already asked is dropped; rejections are counted by reason.
 func Run(ctx context.Context, ix *graphio.Index, gen Generator, cfg Config, progress func(done, total int)) ([]Item, *Report, error) {
-	if !cfg.Hyperedges && len(ix.Facts) == 0 {
-		return nil, nil, fmt.Errorf("synth: the index has no facts to ask about")
-	}
-	if cfg.Hyperedges && len(ix.Hyperedges) == 0 {
-		return nil, nil, fmt.Errorf("synth: the index has no hyperedges to ask about")
+	if err := Askable(ix, cfg); err != nil {
+		return nil, nil, err
 	}
 	cands, rep := Candidates(ix, cfg)
 	items, err := RunCandidates(ctx, ix, gen, cands, rep, cfg, progress)
 	return items, rep, err
+}
+
+// Askable says why ix has nothing that cfg asks about (facts, or with cfg.Hyperedges
+// hyperedges), or nil.
+func Askable(ix *graphio.Index, cfg Config) error {
+	if !cfg.Hyperedges && len(ix.Facts) == 0 {
+		return fmt.Errorf("synth: the index has no facts to ask about")
+	}
+	if cfg.Hyperedges && len(ix.Hyperedges) == 0 {
+		return fmt.Errorf("synth: the index has no hyperedges to ask about")
+	}
+	return nil
 }
 
 // RunCandidates generates and validates, as Run does, the items of cands — those of

@@ -229,18 +229,23 @@ func SumNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total in
 // over for the order its hyperedges were drawn in.
 func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total int) {
 	k := max(1, cfg.SumNeighbours)
-	of := map[int32][]int32{} // node → its hyperedges with another member
+	of := map[int32][]int32{}                       // node → its hyperedges with another member
+	distinct := make([][]int32, len(ix.Hyperedges)) // each one's members, once each, in its order
 	for h := range ix.Hyperedges {
 		x := &ix.Hyperedges[h]
 		if len(x.Chunks) == 0 {
 			continue
 		}
-		members := slices.Clone(x.Entities)
-		slices.Sort(members)
-		members = slices.Compact(members)
+		var members []int32
+		for _, e := range x.Entities {
+			if !slices.Contains(members, e) {
+				members = append(members, e)
+			}
+		}
 		if len(members) < 2 {
 			continue
 		}
+		distinct[h] = members
 		for _, e := range members {
 			of[e] = append(of[e], int32(h))
 		}
@@ -258,8 +263,8 @@ func HyperNeighbourhoods(ix *graphio.Index, cfg Config) (out []Candidate, total 
 		rng.Shuffle(len(hs), func(i, j int) { hs[i], hs[j] = hs[j], hs[i] })
 		members := make([][]int32, len(hs))
 		for i, h := range hs {
-			for _, e := range ix.Hyperedges[h].Entities {
-				if e != v && !slices.Contains(members[i], e) {
+			for _, e := range distinct[h] {
+				if e != v {
 					members[i] = append(members[i], e)
 				}
 			}
@@ -351,18 +356,21 @@ func item(ix *graphio.Index, c Candidate, n int) Item {
 		}
 	}
 	var chunks []int32
+	addChunks := func(cs []int32) {
+		for _, ch := range cs {
+			if !seenChunk[ch] {
+				seenChunk[ch] = true
+				chunks = append(chunks, ch)
+			}
+		}
+	}
 	for _, f := range c.Facts {
 		x := &ix.Facts[f]
 		node(x.Subject)
 		node(x.Object)
 		it.Edges = append(it.Edges, [3]string{ix.Entities[x.Subject].Name, x.Predicate, ix.Entities[x.Object].Name})
 		it.FactIDs = append(it.FactIDs, x.ID)
-		for _, ch := range x.Chunks {
-			if !seenChunk[ch] {
-				seenChunk[ch] = true
-				chunks = append(chunks, ch)
-			}
-		}
+		addChunks(x.Chunks)
 	}
 	for _, h := range c.Hyperedges {
 		x := &ix.Hyperedges[h]
@@ -370,12 +378,7 @@ func item(ix *graphio.Index, c Candidate, n int) Item {
 			node(e)
 		}
 		it.HyperedgeIDs = append(it.HyperedgeIDs, x.ID)
-		for _, ch := range x.Chunks {
-			if !seenChunk[ch] {
-				seenChunk[ch] = true
-				chunks = append(chunks, ch)
-			}
-		}
+		addChunks(x.Chunks)
 	}
 	slices.Sort(chunks)
 	for _, ch := range chunks {
