@@ -3,7 +3,6 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -14,67 +13,6 @@ import (
 	"github.com/graphloom/graphloom/retrieve"
 )
 
-// pair is one (evidence, non-evidence) candidate pair of a question, weighted so that
-// every question counts the same.
-type pair struct {
-	pos, neg []float64
-	z        []float64
-	w        float64
-}
-
-// pairs draws the training pairs of the questions: each evidence candidate against
-// the cfg.Negatives/2 best-ranked non-evidence candidates by the uncalibrated ranking
-// and as many drawn at random from the rest of the pool.
-func pairs(qs []question, sets []retrieve.CandidateSet, cfg Config, rng *rand.Rand) []pair {
-	var out []pair
-	for i, q := range qs {
-		cs := &sets[i]
-		gold := map[int32]bool{}
-		for _, c := range q.chunks {
-			gold[c] = true
-		}
-		var pos, neg []int
-		for j, c := range cs.Chunks {
-			if gold[c] {
-				pos = append(pos, j)
-			} else {
-				neg = append(neg, j)
-			}
-		}
-		if len(pos) == 0 || len(neg) == 0 {
-			continue
-		}
-		// Hard negatives: the best ranked by the defaults.
-		byDefault := cs.Order(cs.DefaultScores())
-		var hard []int
-		for _, j := range byDefault {
-			if !gold[cs.Chunks[j]] {
-				hard = append(hard, j)
-			}
-		}
-		var mine []pair
-		for _, p := range pos {
-			chosen := map[int]bool{}
-			for _, j := range hard[:min(cfg.Negatives/2, len(hard))] {
-				chosen[j] = true
-			}
-			for tries := 0; len(chosen) < min(cfg.Negatives, len(neg)) && tries < 4*cfg.Negatives; tries++ {
-				chosen[neg[rng.IntN(len(neg))]] = true
-			}
-			for _, j := range neg { // in pool order: deterministic
-				if chosen[j] {
-					mine = append(mine, pair{pos: cs.X[p], neg: cs.X[j], z: cs.Z})
-				}
-			}
-		}
-		for k := range mine {
-			mine[k].w = 1 / float64(len(mine))
-		}
-		out = append(out, mine...)
-	}
-	return out
-}
-
 // unfitted marks the features the rankers are not fitted on (their weights stay 0):
 // those that do not depend on the question. Fitted on synthetic questions, a
 // question-independent weight learns how the generator samples evidence, not how
@@ -84,107 +22,127 @@ func pairs(qs []question, sets []retrieve.CandidateSet, cfg Config, rng *rand.Ra
 // uncalibrated rank). docs/calibration.md gives the effect on real questions.
 var unfitted = [retrieve.NumFeatures]bool{retrieve.FeatLength: true}
 
-// pairBatch is a fixed-size batch of pairs (padding has weight 0).
-type pairBatch struct {
-	xp, xn, z, w []float32
-	n            int
+// listBatch is every candidate of the fitting questions and every (evidence,
+// non-evidence) pair of candidates of one question, the whole training set in one
+// batch: per candidate its features x and gate features z, transposed (x [F, n] with the
+// unfitted rows 0, z [G, n]; FeatureRanker.Score), pos and neg the pairs'
+// candidate rows and w their weights, 1/(pairs of the question × questions) so that
+// every question counts the same. n and p are padded to a size class (padding: row 0,
+// weight 0) so that folds of similar size share a compiled shape.
+type listBatch struct {
+	x, z     []float32
+	pos, neg []int32
+	w        []float32
+	n, p     int
 }
 
-func newPairBatch(ps []pair, n int) pairBatch {
-	b := pairBatch{xp: make([]float32, n*retrieve.NumFeatures), xn: make([]float32, n*retrieve.NumFeatures),
-		z: make([]float32, n*retrieve.NumGates), w: make([]float32, n), n: n}
-	for i, p := range ps[:min(n, len(ps))] {
-		for j := range retrieve.NumFeatures {
-			if unfitted[j] {
-				continue // 0 in every batch: its weight keeps its starting 0
-			}
-			b.xp[i*retrieve.NumFeatures+j] = float32(p.pos[j])
-			b.xn[i*retrieve.NumFeatures+j] = float32(p.neg[j])
-		}
-		for g := range retrieve.NumGates {
-			b.z[i*retrieve.NumGates+g] = float32(p.z[g])
-		}
-		b.w[i] = float32(p.w)
+// sizeClass rounds n up to one of eight sizes per power of two (at most 1/8 padding).
+func sizeClass(n int) int {
+	step := 1
+	for step*16 <= n {
+		step *= 2
 	}
-	return b
+	return (n + step - 1) / step * step
+}
+
+// newListBatch builds the batch of the questions' candidates and pairs; it returns the
+// pair count, 0 when no question has both evidence and other candidates in its pool.
+func newListBatch(qs []question, sets []retrieve.CandidateSet) (listBatch, int) {
+	var rows [][2][]float64 // x, z
+	var pos, neg []int32
+	var w []float32
+	var weights []float64
+	nq := 0
+	for i, q := range qs {
+		cs := &sets[i]
+		gold := map[int32]bool{}
+		for _, c := range q.chunks {
+			gold[c] = true
+		}
+		var p, n []int32
+		for j, c := range cs.Chunks {
+			row := int32(len(rows) + j)
+			if gold[c] {
+				p = append(p, row)
+			} else {
+				n = append(n, row)
+			}
+		}
+		if len(p) == 0 || len(n) == 0 {
+			continue
+		}
+		for j := range cs.Chunks {
+			rows = append(rows, [2][]float64{cs.X[j], cs.Z})
+		}
+		nq++
+		pw := 1 / float64(len(p)*len(n))
+		for _, a := range p {
+			for _, b := range n {
+				pos, neg = append(pos, a), append(neg, b)
+				weights = append(weights, pw)
+			}
+		}
+	}
+	if len(pos) == 0 {
+		return listBatch{}, 0
+	}
+	for _, x := range weights {
+		w = append(w, float32(x/float64(nq)))
+	}
+	b := listBatch{n: sizeClass(len(rows)), p: sizeClass(len(pos))}
+	b.x = make([]float32, retrieve.NumFeatures*b.n) // transposed: [F, n]
+	b.z = make([]float32, retrieve.NumGates*b.n)
+	for r, row := range rows {
+		for j, v := range row[0] {
+			if !unfitted[j] {
+				b.x[j*b.n+r] = float32(v)
+			}
+		}
+		for g, v := range row[1] {
+			b.z[g*b.n+r] = float32(v)
+		}
+	}
+	b.pos, b.neg, b.w = make([]int32, b.p), make([]int32, b.p), make([]float32, b.p)
+	copy(b.pos, pos)
+	copy(b.neg, neg)
+	copy(b.w, w)
+	return b, len(pos)
 }
 
 // Inputs implements train.Batch.
-func (b pairBatch) Inputs() ([]*tensors.Tensor, error) {
+func (b listBatch) Inputs() ([]*tensors.Tensor, error) {
 	return []*tensors.Tensor{
-		tensors.FromFlatDataAndDimensions(b.xp, b.n, retrieve.NumFeatures),
-		tensors.FromFlatDataAndDimensions(b.xn, b.n, retrieve.NumFeatures),
-		tensors.FromFlatDataAndDimensions(b.z, b.n, retrieve.NumGates),
-		tensors.FromFlatDataAndDimensions(b.w, b.n),
+		tensors.FromFlatDataAndDimensions(b.x, retrieve.NumFeatures, b.n),
+		tensors.FromFlatDataAndDimensions(b.z, retrieve.NumGates, b.n),
+		tensors.FromFlatDataAndDimensions(b.pos, b.p, 1),
+		tensors.FromFlatDataAndDimensions(b.neg, b.p, 1),
+		tensors.FromFlatDataAndDimensions(b.w, b.p),
 	}, nil
 }
 
 // ShapeKey implements train.Batch.
-func (b pairBatch) ShapeKey() string { return fmt.Sprintf("p%d", b.n) }
+func (b listBatch) ShapeKey() string { return fmt.Sprintf("n%d-p%d", b.n, b.p) }
 
-// pairTask is the ranker with the pairwise hinge loss.
-type pairTask struct {
-	*models.LinearRanker
-	margin float64
+// rankNetTask is the ranker with RankNet's pairwise logistic loss and a pull towards
+// its starting weights.
+type rankNetTask struct {
+	*models.FeatureRanker
+	w0           []float32
+	sigma, prior float64
 }
 
 // LossFn implements train.Task.
-func (t pairTask) LossFn(b train.Batch) (func(scope *model.Scope, in []*graph.Node, training bool) *graph.Node, error) {
-	if _, ok := b.(pairBatch); !ok {
-		return nil, fmt.Errorf("calibrate: want a pair batch, got %T", b)
+func (t rankNetTask) LossFn(b train.Batch) (func(scope *model.Scope, in []*graph.Node, training bool) *graph.Node, error) {
+	if _, ok := b.(listBatch); !ok {
+		return nil, fmt.Errorf("calibrate: want a candidate batch, got %T", b)
 	}
 	return func(scope *model.Scope, in []*graph.Node, _ bool) *graph.Node {
-		pos := t.Score(scope, in[0], in[2])
-		neg := t.Score(scope, in[1], in[2])
-		return train.PairwiseMargin(pos, neg, in[3], t.margin)
+		s := t.Score(scope, in[0], in[1])
+		pos, neg := graph.Gather(s, in[2]), graph.Gather(s, in[3])
+		loss := train.PairwiseLogistic(pos, neg, in[4], t.sigma)
+		w0 := graph.Const(in[0].Graph(), t.w0)
+		return graph.Add(loss, graph.MulScalar(t.Penalty(in[0].Graph(), w0), t.prior))
 	}, nil
-}
-
-// hinge is the weighted mean pairwise hinge of ranker r over ps, in float64: the
-// early-stopping loss.
-func hinge(r retrieve.Ranker, ps []pair, margin float64) float64 {
-	sum, w := 0.0, 0.0
-	for _, p := range ps {
-		d := margin - r.ScoreOf(p.pos, p.z) + r.ScoreOf(p.neg, p.z) // an ungated r ignores z
-		sum += p.w * max(0, d)
-		w += p.w
-	}
-	if w == 0 {
-		return 0
-	}
-	return sum / w
-}
-
-// holdBack splits the questions by evidence chunk: a third of the chunks (at random)
-// are held back; the questions whose evidence chunks all lie there are held back,
-// those with none there are kept for fitting, and the rest are left out, so that no
-// chunk's questions are on both sides.
-func holdBack(qs []question, sets []retrieve.CandidateSet, rng *rand.Rand) (fitQ []question, fitS []retrieve.CandidateSet, heldQ []question, heldS []retrieve.CandidateSet) {
-	chunks := int32(0)
-	for _, q := range qs {
-		for _, c := range q.chunks {
-			chunks = max(chunks, c+1)
-		}
-	}
-	held := make([]bool, chunks)
-	for i, c := range rng.Perm(int(chunks)) {
-		held[c] = i%3 == 0
-	}
-	for i, q := range qs {
-		n := 0
-		for _, c := range q.chunks {
-			if held[c] {
-				n++
-			}
-		}
-		switch n {
-		case len(q.chunks):
-			heldQ, heldS = append(heldQ, q), append(heldS, sets[i])
-		case 0:
-			fitQ, fitS = append(fitQ, q), append(fitS, sets[i])
-		}
-	}
-	return fitQ, fitS, heldQ, heldS
 }
 
 // rankerScores scores the candidates of cs with r (an ungated r ignores the gate).
@@ -196,105 +154,46 @@ func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
 	return out
 }
 
-// trainRanker trains a (gated) ranker on the fitting questions, starting from the
-// uncalibrated ranking, with the pairwise hinge. The number of steps is chosen on
-// questions held back by evidence chunk (holdBack): trained on the others, training
-// stops early on the held-back pairs' hinge, and if the held-back questions' R@K is
-// then no better than the starting ranking's, that ranking stands. Otherwise the ranker
-// is trained again on every question for the chosen number of steps.
-func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []retrieve.CandidateSet, gated bool, cfg Config) (retrieve.Ranker, *train.Result, int, error) {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7a1d))
-	init := defaultRanker(gated)
-	fitQ, fitS, heldQ, heldS := holdBack(qs, sets, rng)
-	fitP, heldP := pairs(fitQ, fitS, cfg, rng), pairs(heldQ, heldS, cfg, rng)
-	allP := pairs(qs, sets, cfg, rng)
-	if len(allP) == 0 {
-		return retrieve.Ranker{}, nil, 0, fmt.Errorf("no training pairs: the candidate pools hold no evidence (%d questions)", len(qs))
+// trainRanker trains a ranker on the questions, starting from the uncalibrated ranking
+// (defaultRanker): linear, or gated — with cfg.Hidden hidden units over the passage's
+// and the question's features. Every question's (evidence, non-evidence) candidate
+// pairs are one batch; RankNet's loss with slope cfg.Sigma plus cfg.Prior·½‖θ − θ₀‖²
+// is minimised by cfg.Train (Adam) for its TotalSteps. It returns the ranker and how
+// many pairs it was trained on.
+func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []retrieve.CandidateSet, gated bool, cfg Config) (retrieve.Ranker, int, error) {
+	b, npairs := newListBatch(qs, sets)
+	if npairs == 0 {
+		return retrieve.Ranker{}, 0, fmt.Errorf("no training pairs: the candidate pools hold no evidence (%d questions)", len(qs))
 	}
-	if len(fitP) == 0 || len(heldP) == 0 {
-		return init, &train.Result{}, len(allP), nil // nothing to choose the steps on
-	}
-	heldRecall := func(r retrieve.Ranker) float64 {
-		return meanRecall(heldQ, heldS, cfg.K, func(cs *retrieve.CandidateSet) []float64 { return rankerScores(&r, cs) })
-	}
-	r, res, err := fitRanker(ctx, eng, fitP, heldP, gated, cfg, cfg.Train.TotalSteps, cfg.Train.Patience, rng)
-	if err != nil {
-		return retrieve.Ranker{}, nil, 0, err
-	}
-	if res.BestStep == 0 || heldRecall(r) <= heldRecall(init)+1e-9 {
-		res.BestStep = 0
-		return init, res, len(allP), nil
-	}
-	steps := res.BestStep
-	r, res, err = fitRanker(ctx, eng, allP, allP, gated, cfg, steps, 0, rng)
-	if err != nil {
-		return retrieve.Ranker{}, nil, 0, err
-	}
-	res.BestStep = steps
-	return r, res, len(allP), nil
-}
-
-// fitRanker trains a ranker from the uncalibrated ranking on trainP for at most steps
-// steps, keeping the weights of the least hinge on evalP (evaluated every
-// Train.EvalEvery steps; patience 0: no early stop).
-func fitRanker(ctx context.Context, eng *engine.Engine, trainP, evalP []pair, gated bool, cfg Config, steps, patience int, rng *rand.Rand) (retrieve.Ranker, *train.Result, error) {
-	init := defaultRanker(gated)
+	init := defaultRanker(false)
 	w0 := make([]float32, len(init.W))
 	for j, w := range init.W {
 		w0[j] = float32(w)
 	}
-	gates := 0
+	hidden := 0
 	if gated {
-		gates = retrieve.NumGates
+		hidden = cfg.Hidden
 	}
-	lr, err := models.NewLinearRanker(w0, gates)
+	fr, err := models.NewFeatureRanker(w0, unfitted[:], retrieve.NumGates, hidden, cfg.Seed)
 	if err != nil {
-		return retrieve.Ranker{}, nil, err
+		return retrieve.Ranker{}, 0, err
 	}
-	task := pairTask{LinearRanker: lr, margin: cfg.Margin}
+	task := rankNetTask{FeatureRanker: fr, w0: w0, sigma: cfg.Sigma, prior: cfg.Prior}
 	tc := cfg.Train
 	tc.Seed = int64(cfg.Seed)
-	tc.TotalSteps, tc.Patience = steps, patience
-	tc.EvalEvery = min(tc.EvalEvery, steps)
+	tc.EvalEvery, tc.Patience = tc.TotalSteps, 0
 	tr, err := train.NewTask(eng, task, tc)
 	if err != nil {
-		return retrieve.Ranker{}, nil, err
+		return retrieve.Ranker{}, 0, err
 	}
-	// Batches: the training pairs reshuffled every pass, cfg.Pairs at a time.
-	order := rng.Perm(len(trainP))
-	pos := 0
-	next := func(int) ([]train.Batch, error) {
-		batch := make([]pair, 0, cfg.Pairs)
-		for len(batch) < min(cfg.Pairs, len(trainP)) {
-			if pos == len(order) {
-				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-				pos = 0
-			}
-			batch = append(batch, trainP[order[pos]])
-			pos++
-		}
-		// Each pair keeps its question's weight: PairwiseMargin divides by the batch's
-		// weight sum, so every question counts the same however many pairs it has.
-		return []train.Batch{newPairBatch(batch, cfg.Pairs)}, nil
+	next := func(int) ([]train.Batch, error) { return []train.Batch{b}, nil }
+	eval := func() (train.Metrics, error) { return train.Metrics{N: npairs}, nil } // no early stop: the last step's weights
+	if _, err := tr.FitTask(ctx, next, eval); err != nil {
+		return retrieve.Ranker{}, 0, err
 	}
-	current := func() (retrieve.Ranker, error) {
-		w, v, err := lr.Weights()
-		if err != nil {
-			return retrieve.Ranker{}, err
-		}
-		return retrieve.Ranker{W: w, V: v}, nil
-	}
-	eval := func() (train.Metrics, error) {
-		r, err := current()
-		if err != nil {
-			return train.Metrics{}, err
-		}
-		return train.Metrics{Loss: hinge(r, evalP, cfg.Margin), N: len(evalP)}, nil
-	}
-	res, err := tr.FitTask(ctx, next, eval)
+	w, u, c, a, err := fr.Weights()
 	if err != nil {
-		return retrieve.Ranker{}, nil, err
+		return retrieve.Ranker{}, 0, err
 	}
-	r, err := current()
-	return r, res, err
+	return retrieve.Ranker{W: w, U: u, C: c, A: a}, npairs, nil
 }

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -19,8 +20,9 @@ import (
 //   - fusion: the PPR/BM25 fusion of the final ranking (FinalFusion, FinalBM25Weight)
 //     chosen by grid search;
 //   - ranker-nogate: a linear ranker over per-passage features (FeatureNames);
-//   - ranker: the same with a per-question gate, each feature's weight moved by the
-//     question's own features (GateNames): score = Σⱼ (wⱼ + Σ_g Vⱼg z_g) xⱼ.
+//   - ranker: the same plus hidden ReLU units over the passage's features and the
+//     question's own (GateNames), so a feature's weight can turn on the question and
+//     on the other features: score = w·x + Σ_h aₕ relu(Uₕ·[x; z] + cₕ).
 //
 // Every variant ranks a candidate pool: the union of the top CalibrationDepth passages
 // of BM25, the passage seeds (dense, or dense fused with BM25), the PPR mass and the
@@ -95,11 +97,17 @@ type Fusion struct {
 	Mu   float64 `json:"mu"`
 }
 
-// Ranker is a linear ranker over the features: W [NumFeatures] and, for the gated
-// ranker, V [NumFeatures][NumGates].
+// Ranker is a ranker over the features: s = Σⱼ (wⱼ + Σ_g Vⱼg z_g) xⱼ +
+// Σ_h A_h relu(U_h·[x; z] + C_h), with W [NumFeatures]; the gated ranker has either
+// hidden units U [H][NumFeatures+NumGates], C [H], A [H] over the passage's and the
+// question's features (CalibrationMethod 4 on) or, fitted by earlier methods, the
+// gate matrix V [NumFeatures][NumGates].
 type Ranker struct {
 	W []float64   `json:"w"`
 	V [][]float64 `json:"v,omitempty"`
+	U [][]float64 `json:"u,omitempty"`
+	C []float64   `json:"c,omitempty"`
+	A []float64   `json:"a,omitempty"`
 }
 
 // Fitted is one retriever's calibration.
@@ -131,8 +139,10 @@ type Calibration struct {
 // corpus writes them with no words of their own, the fusion fit keeps the
 // reciprocal-rank kind, the rankers leave length at 0; 3 — a ranker is used only when
 // it beats every feature alone on the held-out questions, and a corpus whose facts
-// give too few questions is asked about its hyperedges.
-const CalibrationMethod = 3
+// give too few questions is asked about its hyperedges; 4 — the rankers are trained
+// with RankNet's loss on every candidate pair, and the gated one has hidden units
+// (Ranker.U) in place of the gate matrix.
+const CalibrationMethod = 4
 
 // Warning says why c should be fitted again, "" when it need not: an earlier
 // calibration method fitted it, or stale(c.Generation) says why — the caller's
@@ -197,18 +207,8 @@ func (f *Fitted) check() error {
 		if len(r.r.W) != NumFeatures {
 			return fmt.Errorf("%s: %d weights, want %d", r.name, len(r.r.W), NumFeatures)
 		}
-		if r.gated && len(r.r.V) != NumFeatures {
-			return fmt.Errorf("%s: %d gate rows, want %d", r.name, len(r.r.V), NumFeatures)
-		}
-		for _, row := range r.r.V {
-			if len(row) != NumGates {
-				return fmt.Errorf("%s: gate row of %d, want %d", r.name, len(row), NumGates)
-			}
-		}
-		for _, w := range r.r.W {
-			if math.IsNaN(w) || math.IsInf(w, 0) {
-				return fmt.Errorf("%s: weight %g", r.name, w)
-			}
+		if err := r.r.check(r.gated); err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
 		}
 	}
 	return nil
@@ -252,7 +252,44 @@ func (f *Fitted) Score(v string, cs *CandidateSet) []float64 {
 	return out
 }
 
-// score is Σⱼ (wⱼ + Σ_g Vⱼg z_g) xⱼ (z nil: no gate).
+// check validates r's shapes and weights (gated: V or hidden units; ungated: neither).
+func (r *Ranker) check(gated bool) error {
+	switch {
+	case len(r.W) != NumFeatures:
+		return fmt.Errorf("%d weights, want %d", len(r.W), NumFeatures)
+	case !gated && (r.V != nil || r.U != nil):
+		return errors.New("gate weights on the ungated ranker")
+	case gated && (r.V == nil) == (r.U == nil):
+		return errors.New("want either gate rows (v) or hidden units (u, c, a)")
+	case r.V != nil && len(r.V) != NumFeatures:
+		return fmt.Errorf("%d gate rows, want %d", len(r.V), NumFeatures)
+	case len(r.C) != len(r.U) || len(r.A) != len(r.U):
+		return fmt.Errorf("%d hidden units with %d biases and %d output weights", len(r.U), len(r.C), len(r.A))
+	}
+	all := [][]float64{r.W, r.C, r.A}
+	for _, row := range r.V {
+		if len(row) != NumGates {
+			return fmt.Errorf("gate row of %d, want %d", len(row), NumGates)
+		}
+		all = append(all, row)
+	}
+	for _, row := range r.U {
+		if len(row) != NumFeatures+NumGates {
+			return fmt.Errorf("hidden unit of %d inputs, want %d", len(row), NumFeatures+NumGates)
+		}
+		all = append(all, row)
+	}
+	for _, row := range all {
+		for _, w := range row {
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				return fmt.Errorf("weight %g", w)
+			}
+		}
+	}
+	return nil
+}
+
+// score is Σⱼ (wⱼ + Σ_g Vⱼg z_g) xⱼ + Σ_h A_h relu(U_h·[x; z] + C_h) (z nil: no gate).
 func (r *Ranker) score(x, z []float64) float64 {
 	s := 0.0
 	for j, xj := range x {
@@ -263,6 +300,19 @@ func (r *Ranker) score(x, z []float64) float64 {
 			}
 		}
 		s += w * xj
+	}
+	if z == nil {
+		return s
+	}
+	for h, u := range r.U {
+		a := r.C[h]
+		for j, xj := range x {
+			a += u[j] * xj
+		}
+		for g, zg := range z {
+			a += u[len(x)+g] * zg
+		}
+		s += r.A[h] * max(a, 0)
 	}
 	return s
 }

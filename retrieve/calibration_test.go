@@ -155,6 +155,30 @@ func TestCalibrationBlobErrors(t *testing.T) {
 	_, err = ReadCalibration(ix)
 	require.ErrorContains(t, err, `retriever "ppr"`)
 
+	for _, tc := range []struct {
+		name string
+		mend func(f *Fitted)
+		want string
+	}{
+		{"gate weights on the ungated ranker", func(f *Fitted) { f.NoGate.U = [][]float64{make([]float64, NumFeatures+NumGates)} }, "ranker-nogate: gate weights"},
+		{"both a gate matrix and hidden units", func(f *Fitted) {
+			f.Ranker.U, f.Ranker.C, f.Ranker.A = [][]float64{make([]float64, NumFeatures+NumGates)}, []float64{0}, []float64{0}
+		}, "either gate rows"},
+		{"hidden unit of the wrong width", func(f *Fitted) {
+			f.Ranker.V, f.Ranker.U, f.Ranker.C, f.Ranker.A = nil, [][]float64{make([]float64, NumFeatures)}, []float64{0}, []float64{0}
+		}, "hidden unit of 11 inputs, want 16"},
+		{"hidden units without output weights", func(f *Fitted) {
+			f.Ranker.V, f.Ranker.U, f.Ranker.C = nil, [][]float64{make([]float64, NumFeatures+NumGates)}, []float64{0}
+		}, "1 hidden units with 1 biases and 0 output weights"},
+	} {
+		c = identity(ix, 0.5)
+		tc.mend(c.Retrievers["hyperppr"])
+		require.NoError(t, WriteCalibration(ix, c))
+		_, err = ReadCalibration(ix)
+		require.ErrorContains(t, err, `retriever "hyperppr"`, tc.name)
+		require.ErrorContains(t, err, tc.want, tc.name)
+	}
+
 	delete(ix.Blobs, CalibrationBlob)
 	forced := DefaultConfig()
 	forced.Calibration = VariantRanker

@@ -32,10 +32,11 @@ synthetic questions are generated from the index's graph (SelfGraphRAG's two-hop
 and in-neighbour summaries, and summaries from hyperedges when the facts give too few;
 offline templates, or the LLM with --generator llm), split
 by evidence chunk into fitting and validation questions, and on the fitting ones
-graphloom fits the final PPR/BM25 fusion (grid search) and a linear ranker over
-per-passage features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
-question-entity and linked-fact hits, title match; length is reported, not fitted), with and without a
-per-question gate, trained with a pairwise loss. The variant that does best on the
+graphloom fits the final PPR/BM25 fusion (grid search) and a ranker over per-passage
+features (BM25, PPR mass, dense score, their ranks, the uncalibrated rank,
+question-entity and linked-fact hits, title match; length is reported, not fitted),
+linear and with a hidden layer that also sees the question's own features, trained
+with RankNet's pairwise loss. The variant that does best on the
 held-out questions, of those that beat the uncalibrated defaults there (and, a
 ranker, every feature alone), is stored in the index and used by query, eval and
 serve; if none does, the defaults stay (stats says which). --calibration off on those commands ignores it. Only the index is read.
@@ -156,7 +157,7 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 	f.IntVar(&cfg.Folds, "folds", cfg.Folds, "cross-validation folds (split by evidence chunk)")
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "cross-validation repeats (chunks dealt to folds anew each time)")
 	f.IntVar(&cfg.K, "k", cfg.K, "recall cut-off the fitting and the selection compare (R@k)")
-	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "most training steps of each ranker")
+	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "training steps of each ranker (each over every fitting question's candidate pairs)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&plan, "plan", false, "print the LLM calls and prompt tokens the llm generator would spend; send nothing")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")

@@ -75,6 +75,17 @@ func PairwiseMargin(pos, neg, weights *graph.Node, margin float64) *graph.Node {
 	return graph.Div(total, graph.MaxScalar(graph.ReduceAllSum(weights), 1e-12))
 }
 
+// PairwiseLogistic is RankNet's loss (Burges et al., 2005): the weighted mean of
+// log(1 + exp(−σ(pos − neg))) over pairs of scores pos[i], neg[i] (weights [P], 0 on
+// padding) — the cross-entropy of "pos ranks above neg" under a logistic model of
+// the score difference with slope sigma.
+func PairwiseLogistic(pos, neg, weights *graph.Node, sigma float64) *graph.Node {
+	weights = graph.ConvertDType(weights, pos.DType())
+	per := graph.Softplus(graph.MulScalar(graph.Sub(neg, pos), sigma))
+	total := graph.ReduceAllSum(graph.Mul(per, weights))
+	return graph.Div(total, graph.MaxScalar(graph.ReduceAllSum(weights), 1e-12))
+}
+
 // InfoNCE is the contrastive loss of queries [B, D] against keys [B, D]: row i's
 // positive is key i, every other key of the batch a negative; logits are the dot
 // products divided by temperature (pass L2-normalised embeddings for cosine

@@ -106,6 +106,16 @@ func lossCases(rng *rand.Rand) []lossCase {
 				}
 				return s / w
 			}},
+		{"pairwise logistic", []int{5}, []*tensors.Tensor{tensors.FromValue(neg), tensors.FromValue(pmW)},
+			func(x *graph.Node, f []*graph.Node) *graph.Node { return train.PairwiseLogistic(x, f[0], f[1], 3) },
+			func(x []float64) float64 {
+				var s, w float64
+				for i := range x {
+					s += float64(pmW[i]) * math.Log1p(math.Exp(-3*(x[i]-neg[i])))
+					w += float64(pmW[i])
+				}
+				return s / w
+			}},
 		{"InfoNCE", []int{4, 3}, []*tensors.Tensor{tensors.FromFlatDataAndDimensions(keys, 4, 3), tensors.FromValue(ncW)},
 			func(x *graph.Node, f []*graph.Node) *graph.Node { return train.InfoNCE(x, f[0], f[1], 0.7) },
 			func(x []float64) float64 {
