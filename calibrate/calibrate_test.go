@@ -619,3 +619,12 @@ func TestCrossValidateChoosesTheFeatureOnTheFittingFolds(t *testing.T) {
 	}
 	assert.Less(t, cv.chosen, 15.0, "each fold ranked by the other fold's feature (chance: 5)")
 }
+
+// rankerScores scores the candidates of cs with r (an ungated r ignores the gate).
+func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
+	out := make([]float64, len(cs.Chunks))
+	for j := range out {
+		out[j] = r.ScoreOf(cs.X[j], cs.Z)
+	}
+	return out
+}

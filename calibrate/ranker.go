@@ -145,15 +145,6 @@ func (t rankNetTask) LossFn(b train.Batch) (func(scope *model.Scope, in []*graph
 	}, nil
 }
 
-// rankerScores scores the candidates of cs with r (an ungated r ignores the gate).
-func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
-	out := make([]float64, len(cs.Chunks))
-	for j := range out {
-		out[j] = r.ScoreOf(cs.X[j], cs.Z)
-	}
-	return out
-}
-
 // trainRanker trains a ranker on the questions, starting from the uncalibrated ranking
 // (defaultRanker): linear, or gated — with cfg.Hidden hidden units over the passage's
 // and the question's features. Every question's (evidence, non-evidence) candidate
@@ -186,6 +177,7 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 	if err != nil {
 		return retrieve.Ranker{}, 0, err
 	}
+	defer eng.Release(fr.Store()) // one ranker per fit: 32 fits per retriever would keep their executables
 	next := func(int) ([]train.Batch, error) { return []train.Batch{b}, nil }
 	eval := func() (train.Metrics, error) { return train.Metrics{N: npairs}, nil } // no early stop: the last step's weights
 	if _, err := tr.FitTask(ctx, next, eval); err != nil {

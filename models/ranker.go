@@ -88,9 +88,9 @@ func (r *FeatureRanker) Score(scope *model.Scope, xt, zt *graph.Node) *graph.Nod
 	return graph.Squeeze(s, 0)
 }
 
-// Penalty is ½‖θ − θ₀‖² of the trainable weights against where they started: the
-// starting linear ranking and zero hidden-unit weights — the prior that training on
-// few questions shrinks towards.
+// Penalty is ½‖w − w₀‖² + ½‖U‖² + ½‖c‖² + ½‖a‖²: the linear weights pulled towards the
+// starting ranking w₀ and the hidden units (which start small and random) towards
+// adding nothing — the prior that training on few questions shrinks towards.
 func (r *FeatureRanker) Penalty(g *graph.Graph, w0 *graph.Node) *graph.Node {
 	d := graph.Sub(r.w.ValueGraph(g), w0)
 	sum := graph.ReduceAllSum(graph.Mul(d, d))

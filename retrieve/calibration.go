@@ -100,8 +100,8 @@ type Fusion struct {
 // Ranker is a ranker over the features: s = Σⱼ (wⱼ + Σ_g Vⱼg z_g) xⱼ +
 // Σ_h A_h relu(U_h·[x; z] + C_h), with W [NumFeatures]; the gated ranker has either
 // hidden units U [H][NumFeatures+NumGates], C [H], A [H] over the passage's and the
-// question's features (CalibrationMethod 4 on) or, fitted by earlier methods, the
-// gate matrix V [NumFeatures][NumGates].
+// question's features (as CalibrationMethod 4 fits it) or the gate matrix V
+// [NumFeatures][NumGates] (as earlier methods did, and the unfitted default: V = 0).
 type Ranker struct {
 	W []float64   `json:"w"`
 	V [][]float64 `json:"v,omitempty"`

@@ -164,6 +164,7 @@ func TestCalibrationBlobErrors(t *testing.T) {
 		{"both a gate matrix and hidden units", func(f *Fitted) {
 			f.Ranker.U, f.Ranker.C, f.Ranker.A = [][]float64{make([]float64, NumFeatures+NumGates)}, []float64{0}, []float64{0}
 		}, "either gate rows"},
+		{"neither gate rows nor hidden units", func(f *Fitted) { f.Ranker.V = nil }, "either gate rows"},
 		{"hidden unit of the wrong width", func(f *Fitted) {
 			f.Ranker.V, f.Ranker.U, f.Ranker.C, f.Ranker.A = nil, [][]float64{make([]float64, NumFeatures)}, []float64{0}, []float64{0}
 		}, "hidden unit of 11 inputs, want 16"},
@@ -187,4 +188,38 @@ func TestCalibrationBlobErrors(t *testing.T) {
 	forced.Calibration = "bogus"
 	_, err = Open(ix, nil, forced, nil)
 	require.ErrorContains(t, err, "bogus")
+}
+
+// TestRankerScore: both stored forms of the gated ranker score as their formulas say,
+// worked by hand on two features' worth of weights (the rest 0): a gate matrix
+// (calibration methods up to 3) moves each weight by V·z; hidden units add
+// Σ_h a_h relu(U_h·[x; z] + c_h).
+func TestRankerScore(t *testing.T) {
+	x := make([]float64, NumFeatures)
+	x[FeatBM25], x[FeatGraph] = 0.5, 0.25
+	z := make([]float64, NumGates)
+	z[GateBias], z[GateFacts] = 1, 0.5
+	w := make([]float64, NumFeatures)
+	w[FeatBM25], w[FeatGraph] = 2, -1
+	v := make([][]float64, NumFeatures)
+	for j := range v {
+		v[j] = make([]float64, NumGates)
+	}
+	v[FeatGraph][GateFacts] = 4 // graph's weight −1 + 4·0.5 = 1
+	u0, u1 := make([]float64, NumFeatures+NumGates), make([]float64, NumFeatures+NumGates)
+	u0[FeatGraph], u0[NumFeatures+GateFacts] = 4, 2 // 4·0.25 + 2·0.5 − 0.5 = 1.5
+	u1[FeatBM25] = -2                               // −1 + 0: relu 0
+	for _, tc := range []struct {
+		name string
+		r    Ranker
+		z    []float64
+		want float64
+	}{
+		{"linear", Ranker{W: w}, nil, 2*0.5 - 0.25},
+		{"gate matrix", Ranker{W: w, V: v}, z, 2*0.5 + 1*0.25},
+		{"gate matrix, no gate given", Ranker{W: w, V: v}, nil, 2*0.5 - 0.25},
+		{"hidden units", Ranker{W: w, U: [][]float64{u0, u1}, C: []float64{-0.5, 0}, A: []float64{3, 7}}, z, 2*0.5 - 0.25 + 3*1.5},
+	} {
+		assert.InDelta(t, tc.want, tc.r.ScoreOf(x, tc.z), 1e-12, tc.name)
+	}
 }

@@ -151,7 +151,7 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 	f.StringVar(&out, "out", "", "write the calibrated index here instead of replacing --index")
 	f.StringVar(&generator, "generator", "template", "synthetic questions from relation templates (offline) or the LLM (SelfGraphRAG's SynthGen)")
 	f.StringVar(&retrievers, "retrievers", strings.Join(cfg.Retrievers, ","), "graph retrievers to calibrate")
-	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the split, the negatives and the batches")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the split and of the rankers' starting weights")
 	f.Uint64Var(&cfg.Synth.Seed, "synth-seed", cfg.Synth.Seed, "seed of the synthetic question sample")
 	f.IntVar(&cfg.MaxQuestions, "max-questions", cfg.MaxQuestions, "most synthetic questions kept")
 	f.IntVar(&cfg.Folds, "folds", cfg.Folds, "cross-validation folds (split by evidence chunk)")

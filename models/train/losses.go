@@ -14,7 +14,7 @@ import (
 //   - node- and edge-level multi-class classification: MaskedCE;
 //   - token-level language modelling: TokenCE, labels −100 ignored (PyTorch's
 //     ignore_index);
-//   - ranking: PairwiseMargin;
+//   - ranking: PairwiseMargin (hinge) and PairwiseLogistic (RankNet);
 //   - contrastive: InfoNCE.
 
 // IgnoreIndex is the label that TokenCE skips, as PyTorch's CrossEntropyLoss

@@ -1,6 +1,6 @@
 // Package train is graphloom's one training stack. A Task is a model plus its loss
 // (graph-, node- or edge-level BCE/CE with masks, token cross-entropy with −100 labels,
-// pairwise margin, InfoNCE: see losses.go); a Trainer takes optimizer steps of a Task
+// pairwise margin and logistic, InfoNCE: see losses.go); a Trainer takes optimizer steps of a Task
 // (Adam/AdamW, warm-up + cosine learning rate, global gradient-norm clipping, gradient
 // accumulation over micro-batches, frozen parameters, fixed seeds); Loop owns the
 // training loop (validation every N steps, early stopping with best-weights restore,
