@@ -421,7 +421,11 @@ func TestRankersLeaveLengthAlone(t *testing.T) {
 				assert.Zero(t, u[retrieve.FeatLength], "U[%d][length]", h)
 			}
 		}
-		got := meanRecall(qs, sets, 1, func(cs *retrieve.CandidateSet) []float64 { return rankerScores(&r, cs) })
+		f, v := retrieve.Fitted{NoGate: r}, retrieve.VariantNoGate
+		if gated {
+			f, v = retrieve.Fitted{Ranker: r}, retrieve.VariantRanker
+		}
+		got := meanRecall(qs, sets, 1, func(cs *retrieve.CandidateSet) []float64 { return f.Score(v, cs) })
 		assert.Less(t, got, 30.0, "gated %v: R@1 on the fitting questions (length alone: 100)", gated)
 	}
 }
@@ -618,13 +622,4 @@ func TestCrossValidateChoosesTheFeatureOnTheFittingFolds(t *testing.T) {
 		assert.InDelta(t, 52.5, 100*mean(cv.alone[f]), 2.5, f)
 	}
 	assert.Less(t, cv.chosen, 15.0, "each fold ranked by the other fold's feature (chance: 5)")
-}
-
-// rankerScores scores the candidates of cs with r (an ungated r ignores the gate).
-func rankerScores(r *retrieve.Ranker, cs *retrieve.CandidateSet) []float64 {
-	out := make([]float64, len(cs.Chunks))
-	for j := range out {
-		out[j] = r.ScoreOf(cs.X[j], cs.Z)
-	}
-	return out
 }

@@ -172,16 +172,18 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 	task := rankNetTask{FeatureRanker: fr, w0: w0, sigma: cfg.Sigma, prior: cfg.Prior}
 	tc := cfg.Train
 	tc.Seed = int64(cfg.Seed)
-	tc.EvalEvery, tc.Patience = tc.TotalSteps, 0
 	tr, err := train.NewTask(eng, task, tc)
 	if err != nil {
 		return retrieve.Ranker{}, 0, err
 	}
 	defer eng.Release(fr.Store()) // one ranker per fit: 32 fits per retriever would keep their executables
-	next := func(int) ([]train.Batch, error) { return []train.Batch{b}, nil }
-	eval := func() (train.Metrics, error) { return train.Metrics{N: npairs}, nil } // no early stop: the last step's weights
-	if _, err := tr.FitTask(ctx, next, eval); err != nil {
-		return retrieve.Ranker{}, 0, err
+	for range tc.TotalSteps {     // no early stopping: the last step's weights
+		if err := ctx.Err(); err != nil {
+			return retrieve.Ranker{}, 0, err
+		}
+		if _, err := tr.StepBatches(b); err != nil {
+			return retrieve.Ranker{}, 0, err
+		}
 	}
 	w, u, c, a, err := fr.Weights()
 	if err != nil {

@@ -597,9 +597,6 @@ func (s *Searcher) Calibration() *Calibration { return s.cal }
 // Config returns the Searcher's configuration.
 func (s *Searcher) Config() Config { return s.cfg }
 
-// ScoreOf is the ranker's score of features x with gate features z (nil: no gate).
-func (r *Ranker) ScoreOf(x, z []float64) float64 { return r.score(x, z) }
-
 // DefaultScores ranks the candidates as the uncalibrated final ranking does.
 func (cs *CandidateSet) DefaultScores() []float64 {
 	out := make([]float64, len(cs.Chunks))

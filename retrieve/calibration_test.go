@@ -220,6 +220,6 @@ func TestRankerScore(t *testing.T) {
 		{"gate matrix, no gate given", Ranker{W: w, V: v}, nil, 2*0.5 - 0.25},
 		{"hidden units", Ranker{W: w, U: [][]float64{u0, u1}, C: []float64{-0.5, 0}, A: []float64{3, 7}}, z, 2*0.5 - 0.25 + 3*1.5},
 	} {
-		assert.InDelta(t, tc.want, tc.r.ScoreOf(x, tc.z), 1e-12, tc.name)
+		assert.InDelta(t, tc.want, tc.r.score(x, tc.z), 1e-12, tc.name)
 	}
 }
