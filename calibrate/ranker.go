@@ -177,11 +177,16 @@ func trainRanker(ctx context.Context, eng *engine.Engine, qs []question, sets []
 		return retrieve.Ranker{}, 0, err
 	}
 	defer eng.Release(fr.Store()) // one ranker per fit: 32 fits per retriever would keep their executables
-	for range tc.TotalSteps {     // no early stopping: the last step's weights
+	kb, err := train.Keep(b)      // the same batch every step
+	if err != nil {
+		return retrieve.Ranker{}, 0, err
+	}
+	defer kb.Release()
+	for range tc.TotalSteps { // no early stopping: the last step's weights
 		if err := ctx.Err(); err != nil {
 			return retrieve.Ranker{}, 0, err
 		}
-		if _, err := tr.StepBatches(b); err != nil {
+		if _, err := tr.StepBatches(kb); err != nil {
 			return retrieve.Ranker{}, 0, err
 		}
 	}

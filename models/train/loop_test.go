@@ -71,6 +71,43 @@ func TestGradientAccumulation(t *testing.T) {
 	}
 }
 
+// TestKeptBatchTrainsAsItsBatch: a batch kept across steps (train.Keep) takes the same
+// steps as the batch itself made afresh at each step, in one executable and as
+// micro-batches, and cannot be used after Release.
+func TestKeptBatchTrainsAsItsBatch(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	ex := makeExample(t, rand.New(rand.NewPCG(6, 6)), newBucketer(t), 12)
+	kept, err := train.Keep(ex)
+	require.NoError(t, err)
+	require.Equal(t, ex.ShapeKey(), kept.ShapeKey())
+	cfg := train.DefaultConfig()
+	a, b := noDropoutModel(t), noDropoutModel(t)
+	ta, err := train.New(eng, a, cfg)
+	require.NoError(t, err)
+	tb, err := train.New(eng, b, cfg)
+	require.NoError(t, err)
+	for step := range 4 {
+		var sa, sb train.StepStats
+		if step%2 == 0 {
+			sa, err = ta.StepBatches(kept)
+			require.NoError(t, err)
+			sb, err = tb.StepBatches(ex)
+		} else {
+			sa, err = ta.StepBatches(kept, kept)
+			require.NoError(t, err)
+			sb, err = tb.StepBatches(ex, ex)
+		}
+		require.NoError(t, err)
+		assert.Equal(t, sb.Loss, sa.Loss, "step %d", step)
+	}
+	assert.Equal(t, values(t, b.Variables()), values(t, a.Variables()))
+	kept.Release()
+	_, err = ta.StepBatches(kept)
+	require.ErrorContains(t, err, "after Release")
+}
+
 // TestLoopLogAndCurves: FitTask writes one JSON line per step and per evaluation,
 // stops early on a flat validation loss, restores the best weights, and the curves
 // render to a PNG.

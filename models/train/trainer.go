@@ -97,6 +97,57 @@ type Batch interface {
 	ShapeKey() string
 }
 
+// Kept is a batch whose input tensors are made once and kept across steps, for
+// full-batch training, where every step trains on the same batch: the trainer neither
+// rebuilds nor finalizes them (on the pure-Go backend rebuilding the 2Wiki corpus's
+// calibration batch every step was a sixth of its training time). Release frees them.
+// Its task's LossFn is given the batch it was made from.
+type Kept struct {
+	b  Batch
+	in []*tensors.Tensor
+}
+
+// Keep makes b's input tensors once; Release them when training is done.
+func Keep(b Batch) (*Kept, error) {
+	in, err := b.Inputs()
+	if err != nil {
+		return nil, err
+	}
+	return &Kept{b: b, in: in}, nil
+}
+
+// Inputs implements Batch: the same tensors at every call, owned by k.
+func (k *Kept) Inputs() ([]*tensors.Tensor, error) {
+	if k.in == nil {
+		return nil, errors.New("train: kept batch used after Release")
+	}
+	return k.in, nil
+}
+
+// ShapeKey implements Batch.
+func (k *Kept) ShapeKey() string { return k.b.ShapeKey() }
+
+// Release finalizes the kept tensors; the batch cannot be used after it.
+func (k *Kept) Release() {
+	engine.Finalize(k.in...)
+	k.in = nil
+}
+
+// unkept returns the batch a Kept was made from (what the task's LossFn is given), or b.
+func unkept(b Batch) Batch {
+	if k, ok := b.(*Kept); ok {
+		return k.b
+	}
+	return b
+}
+
+// finalizeInputs finalizes a step's input tensors unless the batch keeps them.
+func finalizeInputs(b Batch, inputs []*tensors.Tensor) {
+	if _, ok := b.(*Kept); !ok {
+		engine.Finalize(inputs...)
+	}
+}
+
 // Task is a model plus its loss: the trainer owns the loop, the task builds, for
 // batches shaped like b, the scalar loss from their input nodes. Variables are the
 // weights (snapshotted for best-weights restore, saved in checkpoints); those marked
@@ -303,7 +354,7 @@ func (t *Trainer) StepBatches(bs ...Batch) (StepStats, error) {
 
 // fusedStep runs loss, gradients, clipping and the update in one executable.
 func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
-	lossFn, err := t.task.LossFn(b)
+	lossFn, err := t.task.LossFn(unkept(b))
 	if err != nil {
 		return StepStats{}, err
 	}
@@ -325,7 +376,7 @@ func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
 		return StepStats{}, fmt.Errorf("train: step: %w", err)
 	}
 	outs, err := exe.Call(inputs...)
-	engine.Finalize(inputs...)
+	finalizeInputs(b, inputs)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("train: step %d: %w", t.step, err)
 	}
@@ -355,7 +406,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 	var loss float64
 	var vars []*model.Variable
 	for i, b := range bs {
-		lossFn, err := t.task.LossFn(b)
+		lossFn, err := t.task.LossFn(unkept(b))
 		if err != nil {
 			return StepStats{}, err
 		}
@@ -381,7 +432,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 			return StepStats{}, fmt.Errorf("train: micro-batch %d: %w", i, err)
 		}
 		outs, err := exe.Call(inputs...)
-		engine.Finalize(inputs...)
+		finalizeInputs(b, inputs)
 		if err != nil {
 			return StepStats{}, fmt.Errorf("train: step %d micro-batch %d: %w", t.step, i, err)
 		}
