@@ -71,9 +71,10 @@ func TestGradientAccumulation(t *testing.T) {
 	}
 }
 
-// TestKeptBatchTrainsAsItsBatch: a batch kept across steps (train.Keep) takes the same
-// steps as the batch itself made afresh at each step, in one executable and as
-// micro-batches, and cannot be used after Release.
+// TestKeptBatchTrainsAsItsBatch: a batch kept across steps (train.Keep) gives the same
+// tensors at every call, takes the same steps as the batch itself made afresh at each
+// step — in one executable and as micro-batches, from equal weights that the steps
+// move — and cannot be used after Release.
 func TestKeptBatchTrainsAsItsBatch(t *testing.T) {
 	eng, err := engine.New(engine.Config{Backend: "go"})
 	require.NoError(t, err)
@@ -82,8 +83,20 @@ func TestKeptBatchTrainsAsItsBatch(t *testing.T) {
 	kept, err := train.Keep(ex)
 	require.NoError(t, err)
 	require.Equal(t, ex.ShapeKey(), kept.ShapeKey())
+	again, err := train.Keep(kept)
+	require.NoError(t, err)
+	require.Same(t, kept, again)
+	in1, err := kept.Inputs()
+	require.NoError(t, err)
+	in2, err := kept.Inputs()
+	require.NoError(t, err)
+	for i := range in1 {
+		require.Same(t, in1[i], in2[i], "input %d", i)
+	}
 	cfg := train.DefaultConfig()
 	a, b := noDropoutModel(t), noDropoutModel(t)
+	start := values(t, a.Variables())
+	require.Equal(t, start, values(t, b.Variables()), "same seed, same init")
 	ta, err := train.New(eng, a, cfg)
 	require.NoError(t, err)
 	tb, err := train.New(eng, b, cfg)
@@ -103,6 +116,7 @@ func TestKeptBatchTrainsAsItsBatch(t *testing.T) {
 		assert.Equal(t, sb.Loss, sa.Loss, "step %d", step)
 	}
 	assert.Equal(t, values(t, b.Variables()), values(t, a.Variables()))
+	assert.NotEqual(t, start, values(t, a.Variables()), "the steps moved the weights")
 	kept.Release()
 	_, err = ta.StepBatches(kept)
 	require.ErrorContains(t, err, "after Release")

@@ -90,8 +90,8 @@ func (c Config) Schedule() Schedule {
 	return Schedule{Base: c.LearningRate, Min: c.MinLearningRate, Warmup: c.WarmupSteps, Total: c.TotalSteps}
 }
 
-// Batch is one mini-batch of a Task: its input tensors (which the trainer consumes)
-// and a key naming their shapes (one compiled executable per key).
+// Batch is one mini-batch of a Task: its input tensors (which the trainer consumes,
+// unless the batch is a Kept) and a key naming their shapes (one compiled executable per key).
 type Batch interface {
 	Inputs() ([]*tensors.Tensor, error)
 	ShapeKey() string
@@ -99,16 +99,20 @@ type Batch interface {
 
 // Kept is a batch whose input tensors are made once and kept across steps, for
 // full-batch training, where every step trains on the same batch: the trainer neither
-// rebuilds nor finalizes them (on the pure-Go backend rebuilding the 2Wiki corpus's
-// calibration batch every step was a sixth of its training time). Release frees them.
-// Its task's LossFn is given the batch it was made from.
+// rebuilds, transfers again nor finalizes them (on the pure-Go backend doing so every
+// step was a fifth of calibrate's time on the 2Wiki corpus). Release frees them. Its
+// task's LossFn is given the batch it was made from.
 type Kept struct {
 	b  Batch
 	in []*tensors.Tensor
 }
 
-// Keep makes b's input tensors once; Release them when training is done.
+// Keep makes b's input tensors once; Release them when training is done. A Kept is
+// returned as it is.
 func Keep(b Batch) (*Kept, error) {
+	if k, ok := b.(*Kept); ok {
+		return k, nil
+	}
 	in, err := b.Inputs()
 	if err != nil {
 		return nil, err
@@ -141,11 +145,17 @@ func unkept(b Batch) Batch {
 	return b
 }
 
-// finalizeInputs finalizes a step's input tensors unless the batch keeps them.
-func finalizeInputs(b Batch, inputs []*tensors.Tensor) {
-	if _, ok := b.(*Kept); !ok {
-		engine.Finalize(inputs...)
+// stepInputs returns a step's input tensors and what frees them after the call:
+// nothing for a Kept, which owns its tensors.
+func stepInputs(b Batch) ([]*tensors.Tensor, func(), error) {
+	in, err := b.Inputs()
+	if err != nil {
+		return nil, nil, err
 	}
+	if _, ok := b.(*Kept); ok {
+		return in, func() {}, nil
+	}
+	return in, func() { engine.Finalize(in...) }, nil
 }
 
 // Task is a model plus its loss: the trainer owns the loop, the task builds, for
@@ -371,12 +381,12 @@ func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
 	if err != nil {
 		return StepStats{}, err
 	}
-	inputs, err := b.Inputs()
+	inputs, done, err := stepInputs(b)
 	if err != nil {
 		return StepStats{}, fmt.Errorf("train: step: %w", err)
 	}
 	outs, err := exe.Call(inputs...)
-	finalizeInputs(b, inputs)
+	done()
 	if err != nil {
 		return StepStats{}, fmt.Errorf("train: step %d: %w", t.step, err)
 	}
@@ -427,12 +437,12 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 		if err != nil {
 			return StepStats{}, err
 		}
-		inputs, err := b.Inputs()
+		inputs, done, err := stepInputs(b)
 		if err != nil {
 			return StepStats{}, fmt.Errorf("train: micro-batch %d: %w", i, err)
 		}
 		outs, err := exe.Call(inputs...)
-		finalizeInputs(b, inputs)
+		done()
 		if err != nil {
 			return StepStats{}, fmt.Errorf("train: step %d micro-batch %d: %w", t.step, i, err)
 		}
