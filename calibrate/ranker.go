@@ -50,8 +50,7 @@ func sizeClass(n int) int {
 func newListBatch(qs []question, sets []retrieve.CandidateSet) (listBatch, int) {
 	var rows [][2][]float64 // x, z
 	var pos, neg []int32
-	var w []float32
-	var weights []float64
+	var weights []float64 // per pair: 1/(pairs of its question)
 	nq := 0
 	for i, q := range qs {
 		cs := &sets[i]
@@ -86,9 +85,6 @@ func newListBatch(qs []question, sets []retrieve.CandidateSet) (listBatch, int) 
 	if len(pos) == 0 {
 		return listBatch{}, 0
 	}
-	for _, x := range weights {
-		w = append(w, float32(x/float64(nq)))
-	}
 	b := listBatch{n: sizeClass(len(rows)), p: sizeClass(len(pos))}
 	b.x = make([]float32, retrieve.NumFeatures*b.n) // transposed: [F, n]
 	b.z = make([]float32, retrieve.NumGates*b.n)
@@ -105,7 +101,9 @@ func newListBatch(qs []question, sets []retrieve.CandidateSet) (listBatch, int) 
 	b.pos, b.neg, b.w = make([]int32, b.p), make([]int32, b.p), make([]float32, b.p)
 	copy(b.pos, pos)
 	copy(b.neg, neg)
-	copy(b.w, w)
+	for i, x := range weights {
+		b.w[i] = float32(x / float64(nq))
+	}
 	return b, len(pos)
 }
 
