@@ -180,6 +180,15 @@ func (b *Builder) AddFact(subject, predicate, object string, chunk int32) (int32
 // AddFactIDs adds a fact between existing entities, predicate already normalised,
 // supported by chunks. See AddFact.
 func (b *Builder) AddFactIDs(s int32, p string, o int32, chunks []int32) (int32, bool, error) {
+	n := int32(len(b.ix.Entities))
+	switch {
+	case s < 0 || s >= n || o < 0 || o >= n:
+		return -1, false, fmt.Errorf("graphio: fact (%d, %q, %d): no such entity (the index has %d)", s, p, o, n)
+	case p == "":
+		return -1, false, fmt.Errorf("graphio: fact between %q and %q has an empty predicate", b.ix.Entities[s].Name, b.ix.Entities[o].Name)
+	case s == o:
+		return -1, false, fmt.Errorf("graphio: fact (%q, %q, %q) has subject = object", b.ix.Entities[s].Name, p, b.ix.Entities[o].Name)
+	}
 	id := FactID(b.ix.Entities[s].Name, p, b.ix.Entities[o].Name)
 	if i, ok := b.facts[id]; ok {
 		f := &b.ix.Facts[i]

@@ -119,6 +119,24 @@ func TestBuilderMergesDuplicates(t *testing.T) {
 	assert.Error(t, err, "subject = object")
 	_, _, err = b.AddFact("X", "!!", "Y", c0)
 	assert.Error(t, err, "empty predicate")
+	// AddFactIDs checks what AddFact does, and that both entities exist.
+	x, y := b.Entity("X", ""), b.Entity("Y", "")
+	for _, tc := range []struct {
+		name string
+		s, o int32
+		p    string
+		want string
+	}{
+		{"no subject", -1, y, "is", "no such entity"},
+		{"object past the end", x, int32(len(ix.Entities)), "is", "no such entity"},
+		{"empty predicate", x, y, "", "empty predicate"},
+		{"subject = object", x, x, "is", "subject = object"},
+	} {
+		n := len(ix.Facts)
+		_, _, err := b.AddFactIDs(tc.s, tc.p, tc.o, []int32{c0})
+		assert.ErrorContains(t, err, tc.want, tc.name)
+		assert.Len(t, ix.Facts, n, tc.name)
+	}
 }
 
 func TestTypedEdges(t *testing.T) {

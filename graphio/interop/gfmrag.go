@@ -256,6 +256,7 @@ func ImportGFMRAG(dir string) (*graphio.Index, *Report, error) {
 			}
 		}
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		skipped := 0
 		for i, l := range lines {
 			if strings.TrimSpace(l) == "" {
 				continue
@@ -272,9 +273,19 @@ func ImportGFMRAG(dir string) (*graphio.Index, *Report, error) {
 				}
 				continue
 			}
-			if fi, _, err := b.AddFactIDs(b.Entity(parts[0], ""), graphio.NormalizeName(parts[1]), b.Entity(parts[2], ""), nil); err == nil {
-				sc.EdgeFact[len(sc.KG)-1] = ix.Facts[fi].ID
+			s, p, o := b.Entity(parts[0], ""), graphio.NormalizeName(parts[1]), b.Entity(parts[2], "")
+			if s < 0 || o < 0 || s == o || p == "" { // as edges.csv's: kept for export only
+				skipped++
+				continue
 			}
+			fi, _, err := b.AddFactIDs(s, p, o, nil)
+			if err != nil {
+				return nil, nil, fmt.Errorf("gfmrag: %s:%d: %w", kgPath, i+1, err)
+			}
+			sc.EdgeFact[len(sc.KG)-1] = ix.Facts[fi].ID
+		}
+		if skipped > 0 {
+			rep.notice("%d lines of %s are not facts graphloom holds (an empty or symbol-only head, tail or relation, or head = tail); kept for export only", skipped, kgPath)
 		}
 		d2e := filepath.Join(stage, "document2entities.json")
 		if o, err := readObject(d2e); err == nil {

@@ -165,6 +165,26 @@ func TestGFMRAGBadInput(t *testing.T) {
 	assert.ErrorContains(t, err, "kg.txt:2: want head,relation,tail")
 }
 
+// A kg.txt line whose head, tail or relation normalises to nothing, or whose head is
+// its tail, is not a fact: it is counted and kept for export, the others imported.
+func TestImportGFMRAGv1NonFactLines(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, interoptest.GFMSample().WriteV1(dir))
+	kg := filepath.Join(dir, gfmStage1, "kg.txt")
+	data, err := os.ReadFile(kg)
+	require.NoError(t, err)
+	ix0, _, err := ImportGFMRAG(dir)
+	require.NoError(t, err)
+	extra := "paris,located in,\n?,rel,paris\nx,rel,x\na,,b\nnew head,founded,new tail\n"
+	require.NoError(t, os.WriteFile(kg, append(data, extra...), 0o644))
+	ix, rep, err := ImportGFMRAG(dir)
+	require.NoError(t, err)
+	assert.Len(t, ix.Facts, len(ix0.Facts)+1, "only the well-formed line adds a fact")
+	assert.NotNil(t, factByNames(ix, "new head", "founded", "new tail"))
+	assert.Contains(t, strings.Join(rep.Notices, "\n"), "4 lines of "+kg+" are not facts")
+	require.NoError(t, ix.Validate())
+}
+
 func sorted(s []string) []string {
 	sort.Strings(s)
 	return s
