@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -161,10 +164,13 @@ func IsIndexFile(path string) (bool, error) {
 
 // AtomicWrite writes a file through fn: to a temporary file in the same directory,
 // buffered, fsynced, then renamed over path. If fn or any step fails, path is left as
-// it was and the temporary file is removed.
+// it was and the temporary file is removed. A file replaced keeps its permissions; a
+// new one gets 0666 less the umask, as os.Create gives. A path that is a symbolic link
+// is written through: the file it points to is replaced and the link stays.
 func AtomicWrite(path string, fn func(w io.Writer) error) (err error) {
+	path = ResolveLink(path)
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("graphio: %s: %w", path, err)
 	}
@@ -175,8 +181,10 @@ func AtomicWrite(path string, fn func(w io.Writer) error) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("graphio: %s: %w", path, err)
+	if st, serr := os.Stat(path); serr == nil {
+		if err = f.Chmod(st.Mode().Perm()); err != nil {
+			return fmt.Errorf("graphio: %s: %w", path, err)
+		}
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err = fn(bw); err != nil {
@@ -199,6 +207,35 @@ func AtomicWrite(path string, fn func(w io.Writer) error) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// createTemp creates a new file in dir named prefix and a random suffix, as
+// os.CreateTemp does but with mode 0666 before the umask (os.CreateTemp's 0600 would
+// make every file AtomicWrite creates private, whatever the umask says).
+func createTemp(dir, prefix string) (*os.File, error) {
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("cannot create a temporary file %s* in %s", prefix, dir)
+}
+
+// ResolveLink returns the file a symbolic link at path points to (through every
+// link), or path itself when it is no link or its target cannot be resolved. Writers
+// lock and replace the resolved file, so that two names of one index share a lock and
+// an index behind a link is updated, not replaced by a file.
+func ResolveLink(path string) string {
+	if st, err := os.Lstat(path); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
 }
 
 // ReadFile reads the index at path. Errors name the file and the problem.

@@ -35,8 +35,9 @@ type WriterLock struct {
 	path string
 }
 
-// LockPath is the lock file of the index at path.
-func LockPath(path string) string { return path + ".lock" }
+// LockPath is the lock file of the index at path (of the file it links to, when path
+// is a symbolic link: see ResolveLink).
+func LockPath(path string) string { return ResolveLink(path) + ".lock" }
 
 // LockWriter takes the writer lock of the index at path for holder (a description
 // such as "pid 123: graphloom augment --index x.gl"). Without wait it fails at once
@@ -45,6 +46,7 @@ func LockPath(path string) string { return path + ".lock" }
 // ends. Once the lock is held, temporary files left by writers that died mid-write
 // (.NAME.tmp-*) are removed: only a lock holder writes them.
 func LockWriter(ctx context.Context, path, holder string, wait bool, onWait func(holder string)) (*WriterLock, error) {
+	path = ResolveLink(path)
 	lp := LockPath(path)
 	waited := false
 	for {
@@ -109,13 +111,18 @@ func readHolder(lp string) string {
 // its writer is killed (.NAME.tmp-*). Call it only while holding the writer lock of
 // path, so that no live writer's file is removed. It returns the files removed.
 func (l *WriterLock) RemoveStaleTemps() ([]string, error) {
-	pattern := filepath.Join(filepath.Dir(l.path), "."+filepath.Base(l.path)+".tmp-*")
-	stale, err := filepath.Glob(pattern)
+	dir, prefix := filepath.Dir(l.path), "."+filepath.Base(l.path)+".tmp-"
+	entries, err := os.ReadDir(dir) // not a glob: the name may hold [, * or ?
 	if err != nil {
-		return nil, fmt.Errorf("graphio: %s: %w", pattern, err)
+		return nil, fmt.Errorf("graphio: %s: %w", dir, err)
 	}
 	var removed []string
-	for _, p := range stale {
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || e.IsDir() || !allDigits(suffix) { // another index's may share the prefix
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return removed, fmt.Errorf("graphio: remove stale temporary file: %w", err)
 		}
@@ -141,4 +148,13 @@ func (l *WriterLock) Unlock() error {
 	_ = l.fl.Close()
 	l.fl = nil
 	return err
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

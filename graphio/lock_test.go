@@ -2,6 +2,7 @@ package graphio
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,4 +57,76 @@ func TestLockSurvivesRemoval(t *testing.T) {
 	assert.ErrorIs(t, err, ErrLocked, "c is excluded while b holds the lock")
 	require.NoError(t, b.Unlock())
 	assert.NoFileExists(t, LockPath(path))
+}
+
+// TestAtomicWriteKeepsModeAndLinks: a replaced file keeps its permissions, a new one
+// gets what os.Create would (0666 less the umask), and a symbolic link is written
+// through and locked as the file it names.
+func TestAtomicWriteKeepsModeAndLinks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(path, s string) {
+		t.Helper()
+		require.NoError(t, AtomicWrite(path, func(w io.Writer) error { _, err := io.WriteString(w, s); return err }))
+	}
+	private := filepath.Join(dir, "private.gl")
+	require.NoError(t, os.WriteFile(private, []byte("a"), 0o600))
+	require.NoError(t, os.Chmod(private, 0o600))
+	write(private, "b")
+	st, err := os.Stat(private)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "a replaced file keeps its mode")
+
+	ref := filepath.Join(dir, "ref")
+	f, err := os.Create(ref) // what the umask gives a new file
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	want, err := os.Stat(ref)
+	require.NoError(t, err)
+	fresh := filepath.Join(dir, "fresh.gl")
+	write(fresh, "x")
+	st, err = os.Stat(fresh)
+	require.NoError(t, err)
+	assert.Equal(t, want.Mode().Perm(), st.Mode().Perm(), "a new file gets 0666 less the umask")
+
+	target := filepath.Join(dir, "v7.gl")
+	require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+	link := filepath.Join(dir, "current.gl")
+	require.NoError(t, os.Symlink("v7.gl", link))
+	assert.Equal(t, LockPath(target), LockPath(link), "both names share one lock")
+	l, err := LockWriter(context.Background(), link, "via link", false, nil)
+	require.NoError(t, err)
+	_, err = LockWriter(context.Background(), target, "direct", false, nil)
+	assert.ErrorIs(t, err, ErrLocked, "the target is locked through its link")
+	write(link, "new")
+	require.NoError(t, l.Unlock())
+	lst, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, lst.Mode()&os.ModeSymlink, "the link stays a link")
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(b), "the file it names is replaced")
+}
+
+// TestRemoveStaleTempsMatchesOnlyItsOwn: a name holding glob characters removes its
+// own temporary files and no other index's.
+func TestRemoveStaleTempsMatchesOnlyItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runs[12].gl")
+	own := filepath.Join(dir, ".runs[12].gl.tmp-123")
+	others := []string{
+		filepath.Join(dir, ".runs1.gl.tmp-456"),           // what the glob runs[12] matched
+		filepath.Join(dir, ".runs[12].gl.tmp-x.gl.tmp-7"), // another index's, same prefix
+	}
+	for _, p := range append([]string{own}, others...) {
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+	}
+	l, err := LockWriter(context.Background(), path, "t", false, nil)
+	require.NoError(t, err)
+	defer l.Unlock()
+	removed, err := l.RemoveStaleTemps()
+	require.NoError(t, err)
+	assert.Equal(t, []string{own}, removed)
+	for _, p := range others {
+		assert.FileExists(t, p)
+	}
 }
