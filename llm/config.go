@@ -33,8 +33,9 @@ type Config struct {
 	// Timeout bounds each HTTP attempt, reading the answer included; default 120s.
 	Timeout time.Duration
 	// RequestDeadline bounds one request across all its attempts and the waits
-	// between them; default 10 minutes. When it passes, the request fails with
-	// KindTimeout.
+	// between them; default 10 minutes, or three Timeouts when that is longer (a
+	// deadline shorter than one attempt would cap the Timeout asked for). When it
+	// passes, the request fails with KindTimeout.
 	RequestDeadline time.Duration
 	// FailFast is the number of failed attempts after which a client that has never
 	// had an answer gives up on the server: every request then fails at once with the
@@ -150,7 +151,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = DefaultTimeout
 	}
 	if c.RequestDeadline <= 0 {
-		c.RequestDeadline = DefaultRequestDeadline
+		c.RequestDeadline = max(DefaultRequestDeadline, 3*c.Timeout)
 	}
 	if c.FailFast == 0 {
 		c.FailFast = DefaultFailFast

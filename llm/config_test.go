@@ -130,3 +130,20 @@ func TestConfigRedactsSecrets(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
 }
+
+// TestRequestDeadlineDefault: the default deadline never caps the attempt timeout
+// asked for (an --llm-timeout of 30m met a fixed 10-minute deadline); one set is kept.
+func TestRequestDeadlineDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		deadline time.Duration
+	}{
+		{"defaults", Config{}, 10 * time.Minute},
+		{"short timeout", Config{Timeout: 30 * time.Second}, 10 * time.Minute},
+		{"long timeout", Config{Timeout: 30 * time.Minute}, 90 * time.Minute},
+		{"deadline set", Config{Timeout: 30 * time.Minute, RequestDeadline: 5 * time.Minute}, 5 * time.Minute},
+	} {
+		assert.Equal(t, tc.deadline, tc.cfg.withDefaults().RequestDeadline, tc.name)
+	}
+}

@@ -302,6 +302,10 @@ func (s *Server) limited(h func(w http.ResponseWriter, r *http.Request)) http.Ha
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 		defer cancel()
+		// The context does not end a body read: a client that sends its headers and
+		// stalls would hold the slot for good. A read deadline ends it (where the
+		// connection supports one; the CLI's http.Server also sets ReadTimeout).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.Timeout))
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 		h(w, r.WithContext(ctx))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -467,4 +469,26 @@ func zeros() [][]float64 {
 		v[j] = make([]float64, retrieve.NumGates)
 	}
 	return v
+}
+
+// TestStalledBodyFreesItsSlot: a client that sends a request's headers and then
+// stalls, mid-body, loses its slot at the request timeout instead of holding it for
+// good (with every slot held, every later request would get 503).
+func TestStalledBodyFreesItsSlot(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxInFlight = 1
+	cfg.Timeout = 300 * time.Millisecond
+	_, ts, _ := newTestServer(t, 2, cfg)
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/query HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"question\": ", ts.Listener.Addr())
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the stalled request holds the one slot
+	code, _ := post(t, ts.URL+"/v1/query", `{"question": "x"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "the slot is held while the body is read")
+	require.Eventually(t, func() bool {
+		code, _ := post(t, ts.URL+"/v1/query", `{"question": "Mara Vell0"}`)
+		return code == http.StatusOK
+	}, 5*time.Second, 100*time.Millisecond, "the stalled request gives its slot back at the timeout")
 }

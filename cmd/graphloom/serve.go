@@ -79,7 +79,8 @@ CORS headers only for --cors origins.`,
 			if err != nil {
 				return fmt.Errorf("serve: %w", err)
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: cfg.Timeout + 10*time.Second}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.Timeout + 10*time.Second,
+				WriteTimeout: cfg.Timeout + 10*time.Second, IdleTimeout: 2 * time.Minute}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s on http://%s (default retriever %s)\n", indexPath, ln.Addr(), cfg.Retriever)
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
