@@ -146,6 +146,11 @@ func newLMDetokenizeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, id := range ids { // Decode skips them, as transformers does; asked for, they are an error
+				if !tok.HasID(id) {
+					return fmt.Errorf("detokenize: id %d out of the vocabulary (%d ids)", id, tok.VocabSize())
+				}
+			}
 			text, err := tok.Decode(ids, skip)
 			if err != nil {
 				return err

@@ -13,7 +13,9 @@ import (
 )
 
 // decoderTypes are the model_type values loaded as decoder embedders through package
-// lm (Qwen3-Embedding is a Qwen3 decoder; gte-Qwen2 a Qwen2 one).
+// lm (Qwen3-Embedding is a Qwen3 decoder, e5-mistral a Mistral one). A folder whose
+// config.json has auto_map is refused, as for encoders: its remote code may change
+// what package lm runs (gte-Qwen2's makes attention bidirectional).
 var decoderTypes = []string{"llama", "mistral", "qwen2", "qwen3"}
 
 // decoderFolder reports whether dir's config.json names a decoder model type.
@@ -41,6 +43,20 @@ func loadDecoder(dir, modelDir string, pipe Pipeline, opts Options) (*Model, err
 		if p == PoolCLS || p == PoolWeightedMean {
 			return nil, fmt.Errorf("encoder: %s: pooling %s is not supported for a decoder embedder (want last-token, mean, max or mean-sqrt-len)", dir, p)
 		}
+	}
+	data, err := os.ReadFile(filepath.Join(modelDir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("encoder: decoder embedder: %w", err)
+	}
+	var raw struct {
+		Architectures []string `json:"architectures"`
+		AutoMap       any      `json:"auto_map"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("encoder: %s: %w", filepath.Join(modelDir, "config.json"), err)
+	}
+	if raw.AutoMap != nil {
+		return nil, fmt.Errorf("encoder: %s: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", filepath.Join(modelDir, "config.json"), raw.Architectures)
 	}
 	scope := opts.Scope
 	if scope == "" {

@@ -1,8 +1,10 @@
 package encoder_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -136,9 +138,18 @@ func qwen3Reference(m *lmtest.Model, ids []int32) [][]float64 {
 // at the last token with an instruction prompt, normalised, against the float64
 // reference; and mean pooling without normalisation.
 func TestDecoderEmbedder(t *testing.T) {
+	for _, bare := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bare=%t", bare), func(t *testing.T) { testDecoderEmbedder(t, bare) })
+	}
+}
+
+// testDecoderEmbedder runs TestDecoderEmbedder on a causal LM's checkpoint, or with
+// bare on a base model's (Qwen3-Embedding's own layout: no "model." prefix, no
+// lm_head.weight).
+func testDecoderEmbedder(t *testing.T, bare bool) {
 	eng := newEngine(t)
 	dir := filepath.Join(t.TempDir(), "qwen3-embedding-tiny")
-	tm, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen3", Seed: 9})
+	tm, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen3", Seed: 9, Bare: bare})
 	require.NoError(t, err)
 	tok, err := lm.LoadTokenizer(dir)
 	require.NoError(t, err)
@@ -183,4 +194,24 @@ func TestDecoderEmbedder(t *testing.T) {
 	}
 	_, err = encoder.Load(dir, encoder.Options{Pooling: "cls"})
 	assert.ErrorContains(t, err, "pooling cls is not supported for a decoder embedder")
+}
+
+// TestDecoderEmbedderRefusesRemoteCode: a decoder folder whose config.json has
+// auto_map (gte-Qwen2's bidirectional attention lives in its remote code) is refused,
+// not run causally.
+func TestDecoderEmbedderRefusesRemoteCode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "remote")
+	_, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen2", Seed: 1})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "config.json")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	cfg["auto_map"] = map[string]any{"AutoModel": "modeling_qwen.Qwen2Model"}
+	data, err = json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	_, err = encoder.Load(dir, encoder.Options{Pooling: "last-token"})
+	assert.ErrorContains(t, err, "auto_map present")
 }

@@ -51,6 +51,9 @@ func New(l *lm.Model, cfg Config) (*Model, error) {
 	if l == nil || l.Tokenizer == nil {
 		return nil, errors.New("gretriever: need an LM with its tokenizer")
 	}
+	if !l.HasHead() {
+		return nil, errors.New("gretriever: the LM has no lm_head.weight (a bare decoder, such as an embedding model): it cannot read or answer")
+	}
 	lc := l.Config()
 	if cfg.LMHidden != 0 && cfg.LMHidden != lc.Hidden {
 		return nil, fmt.Errorf("gretriever: the projector was built for an LM of width %d; this LM has %d", cfg.LMHidden, lc.Hidden)

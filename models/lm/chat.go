@@ -36,6 +36,10 @@ type TokenizerConfig struct {
 	Tokens map[string]string
 	// AddBOS and AddEOS are add_bos_token / add_eos_token when the file sets them.
 	AddBOS, AddEOS *bool
+	// CleanUpSpaces is clean_up_tokenization_spaces when the file sets it (Llama 3:
+	// true; Qwen3: false): Decode then removes the space before . ? ! , and
+	// contractions, as transformers' decode does.
+	CleanUpSpaces *bool
 	// Path is the file the template came from ("" when none).
 	Path string
 }
@@ -66,6 +70,8 @@ func ReadTokenizerConfig(dir string) (TokenizerConfig, error) {
 				tc.AddBOS, err = optBool(v)
 			case k == "add_eos_token":
 				tc.AddEOS, err = optBool(v)
+			case k == "clean_up_tokenization_spaces":
+				tc.CleanUpSpaces, err = optBool(v)
 			case strings.HasSuffix(k, "_token"):
 				var s string
 				if s, err = tokenString(v); err == nil && s != "" {

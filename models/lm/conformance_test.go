@@ -121,3 +121,25 @@ func TestUnigramConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeCleansUpSpaces: Llama 3's tokenizer_config.json sets
+// clean_up_tokenization_spaces, so its decode drops the space before punctuation and
+// contractions, as transformers' decode does (Python's sequence of str.replace:
+// " ," goes before " ' ", so "a ' ," keeps its quote's space); Qwen3's does not.
+func TestDecodeCleansUpSpaces(t *testing.T) {
+	const text = "Hello , world ! It 's 1 . Is it ? They 're fine ; a ' , b ' c don 't , do n't"
+	for _, c := range []struct{ name, want string }{
+		{"llama3", "Hello, world! It's 1. Is it? They're fine ; a ', b'c don 't, don't"},
+		{"qwen3", text},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tok, err := LoadTokenizer(sharedModelDir(t, c.name))
+			require.NoError(t, err)
+			ids, err := tok.Encode(text, false)
+			require.NoError(t, err)
+			got, err := tok.Decode(ids, false)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}

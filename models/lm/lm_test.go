@@ -621,3 +621,32 @@ func TestLeftPadding(t *testing.T) {
 	_, err = lm.New(m.Store(), m.Config(), lm.Weights{"model.embed_tokens.weight": {Shape: []int{v, h}, Data: make([]float32, v*h)}}, lm.Options{})
 	assert.Error(t, err)
 }
+
+// TestBareDecoder: a decoder saved as its base model (Qwen3-Embedding's layout:
+// tensors without "model.", no lm_head.weight) loads; tied, its logits match the
+// reference; untied, it has no head and refuses logits and generation with an error
+// that says why.
+func TestBareDecoder(t *testing.T) {
+	eng := enginetest.New(t)
+	ids := [][]int32{{267, 116, 257, 264, 32, 115}, {3, 40}}
+	tied, refModel := loadVariant(t, lmtest.Spec{ModelType: "qwen3", Seed: 5, Tied: true, Bare: true})
+	require.True(t, tied.HasHead())
+	got, err := tied.ForwardIDs(eng, ids)
+	require.NoError(t, err)
+	ref := reference{m: refModel, eps: 1e-5}
+	for i, seq := range ids {
+		want := ref.logits(ref.embed(seq))
+		for p := range seq {
+			for k := range want[p] {
+				assert.InDelta(t, want[p][k], float64(got[i][p][k]), 1e-4)
+			}
+		}
+	}
+
+	untied, _ := loadVariant(t, lmtest.Spec{ModelType: "qwen3", Seed: 5, Bare: true})
+	assert.False(t, untied.HasHead())
+	_, err = untied.ForwardIDs(eng, ids)
+	assert.ErrorContains(t, err, "no lm_head.weight")
+	_, err = untied.GenerateIDs(eng, ids, lm.GenerateOptions{MaxNewTokens: 2})
+	assert.ErrorContains(t, err, "cannot generate")
+}

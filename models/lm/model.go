@@ -210,6 +210,15 @@ func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model,
 	}
 	m := &Model{cfg: cfg, store: store, scope: scope, dtype: dt, wdtype: wdt}
 	b := &builder{m: m, ws: ws, root: store.RootScope().At("%s", scope)}
+	// A causal LM's checkpoint names its decoder's tensors "model.…"; a bare decoder
+	// saved alone (Qwen3-Embedding, e5-mistral: a Qwen3Model or MistralModel) names
+	// them without the prefix, as transformers' base_model_prefix handling accepts.
+	// Variables keep the "model." path either way.
+	if _, ok := ws.Shape("model.embed_tokens.weight"); !ok {
+		if _, bare := ws.Shape("embed_tokens.weight"); bare {
+			b.bare = true
+		}
+	}
 	H, V, I := cfg.Hidden, cfg.VocabSize, cfg.Intermediate
 	qd, kvd := cfg.Heads*cfg.HeadDim, cfg.KVHeads*cfg.HeadDim
 	m.embed = b.take("model.embed_tokens.weight", V, H)
@@ -247,10 +256,15 @@ func New(store *model.Store, cfg Config, ws WeightSource, opts Options) (*Model,
 		m.layers = append(m.layers, l)
 	}
 	m.norm = b.take("model.norm.weight", H)
-	if cfg.TieEmbeddings {
+	_, hasHead := ws.Shape("lm_head.weight")
+	switch {
+	case cfg.TieEmbeddings:
 		m.head = m.embed
-	} else {
+	case hasHead || !b.bare:
 		m.head = b.take("lm_head.weight", V, H)
+	default:
+		// A bare decoder (an embedding model) has no LM head: its hidden states are
+		// all it gives (HasHead); generating or taking logits is refused.
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -271,6 +285,7 @@ type builder struct {
 	ws   WeightSource
 	root *model.Scope
 	err  error
+	bare bool // the checkpoint names the decoder's tensors without "model."
 }
 
 // take creates the variable for Hugging Face tensor name, checking its shape. The
@@ -280,7 +295,11 @@ func (b *builder) take(name string, dims ...int) *model.Variable {
 	if b.err != nil {
 		return nil
 	}
-	v, err := NewWeightVariableAs(b.root, b.ws, name, name, b.m.wdtype, dims...)
+	file := name
+	if b.bare {
+		file = strings.TrimPrefix(name, "model.")
+	}
+	v, err := NewWeightVariableAs(b.root, b.ws, file, name, b.m.wdtype, dims...)
 	if err != nil {
 		b.err = err
 		return nil
@@ -448,9 +467,23 @@ func (m *Model) causal(q, k *graph.Node) *graph.Node {
 	return ok
 }
 
+// HasHead reports whether the model has an LM head: false for a bare decoder saved
+// without one (an embedding model such as Qwen3-Embedding-8B), which gives hidden
+// states only.
+func (m *Model) HasHead() bool { return m.head != nil }
+
+// errNoHead is the error of what needs logits from a model without an LM head.
+func (m *Model) errNoHead() error {
+	return fmt.Errorf("lm: the checkpoint has no lm_head.weight and config.json does not tie it to the embeddings (tie_word_embeddings false): a bare decoder, such as an embedding model, gives hidden states but cannot generate or score tokens")
+}
+
 // LMHead maps hidden states [..., Hidden] to float32 logits [..., Vocab] (the
-// product in the model's DType, as transformers' lm_head, then .float()).
+// product in the model's DType, as transformers' lm_head, then .float()). It panics
+// on a model without a head (HasHead); the exported entry points check first.
 func (m *Model) LMHead(h *graph.Node) *graph.Node {
+	if m.head == nil {
+		panic(m.errNoHead())
+	}
 	return toDType(linear(toDType(h, m.dtype), m.weight(h.Graph(), m.head), nil), dtypes.Float32)
 }
 

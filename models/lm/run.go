@@ -142,6 +142,9 @@ func (m *Model) padded(seqs [][][]float32, minT int) (emb, mask *tensors.Tensor,
 // ForwardEmbeds runs the model on sequences of input embeddings (each [T_i][Hidden],
 // see Splice) and returns the logits of every real position, [i][T_i][Vocab].
 func (m *Model) ForwardEmbeds(eng *engine.Engine, seqs [][][]float32) ([][][]float32, error) {
+	if !m.HasHead() {
+		return nil, m.errNoHead()
+	}
 	for _, s := range seqs {
 		if err := m.cfg.CheckLength(len(s)); err != nil {
 			return nil, err
@@ -221,6 +224,9 @@ type GenerateOptions struct {
 func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts GenerateOptions) ([][]int32, error) {
 	if opts.MaxNewTokens < 1 {
 		return nil, fmt.Errorf("lm: generate: MaxNewTokens %d, want ≥ 1", opts.MaxNewTokens)
+	}
+	if !m.HasHead() {
+		return nil, m.errNoHead()
 	}
 	eos := map[int32]bool{}
 	if opts.EOS == nil {

@@ -56,6 +56,7 @@ type Tokenizer struct {
 	byteDec             map[rune]byte
 	wp                  *wordPiece // the WordPiece model; nil for BPE and Unigram
 	uni                 *unigram   // the Unigram model; nil for BPE and WordPiece
+	cleanUp             bool       // tokenizer_config.json's clean_up_tokenization_spaces
 }
 
 // addedToken is an entry of tokenizer.json's added_tokens with the flags Hugging Face
@@ -113,6 +114,7 @@ func loadTokenizer(dir string, tc TokenizerConfig) (*Tokenizer, error) {
 // post-processor from them: the BOS (EOS) token is added before (after) a sequence
 // encoded with special tokens exactly when the flag is true.
 func (t *Tokenizer) applyConfig(tc TokenizerConfig) {
+	t.cleanUp = tc.CleanUpSpaces != nil && *tc.CleanUpSpaces
 	set := func(ids []int32, flag *bool, tokenField string, front bool) []int32 {
 		id, ok := t.vocab[tc.Tokens[tokenField]]
 		if flag == nil || !ok {
@@ -803,6 +805,11 @@ func (t *Tokenizer) TokenID(tok string) (int32, bool) {
 	return id, ok
 }
 
+// HasID reports whether id is one of the tokenizer's tokens.
+func (t *Tokenizer) HasID(id int32) bool {
+	return id >= 0 && int(id) < len(t.inv) && t.inv[id] != ""
+}
+
 // Token returns the string of an id ("" when out of range).
 func (t *Tokenizer) Token(id int32) string {
 	if id < 0 || int(id) >= len(t.inv) {
@@ -1031,11 +1038,14 @@ func (t *Tokenizer) bpe(word string) ([]int32, error) {
 }
 
 // Decode returns the text of ids; skipSpecial drops special added tokens (BOS, EOS, …).
+// Ids the tokenizer does not have are skipped, as Hugging Face tokenizers' decode
+// skips them: a model's vocab_size may exceed its tokenizer's ids (Qwen2.5 and Qwen3:
+// 151936 rows, 151669 tokens), so sampling can give one. HasID checks ids first.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.inv) || t.inv[id] == "" {
-			return "", fmt.Errorf("tokenizer: id %d out of the vocabulary", id)
+		if !t.HasID(id) {
+			continue
 		}
 		if skipSpecial && t.special[id] {
 			continue
@@ -1045,5 +1055,20 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) (string, error) {
 	for _, d := range t.decs {
 		toks = d(toks)
 	}
-	return strings.Join(toks, ""), nil
+	text := strings.Join(toks, "")
+	if t.cleanUp {
+		text = cleanUpSpaces(text)
+	}
+	return text, nil
+}
+
+// cleanUpSpaces is transformers' clean_up_tokenization: one replacement over the whole
+// text after another, in its order (a single-pass strings.Replacer differs: "a ' ,"
+// is "a '," there, "a'," in one pass).
+func cleanUpSpaces(text string) string {
+	for _, r := range [...][2]string{{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+		{" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}} {
+		text = strings.ReplaceAll(text, r[0], r[1])
+	}
+	return text
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nlpodyssey/safetensors"
 )
@@ -46,6 +47,10 @@ type Spec struct {
 	TokenizerDir string
 	Vocab        int
 	BOSID, EOSID int
+	// Bare saves the decoder alone, as its base model (a Qwen3Model: the layout of
+	// Qwen3-Embedding's checkpoints): tensors named without "model." and, untied, no
+	// lm_head.weight. Model.Weights keeps the causal LM's names.
+	Bare bool
 }
 
 // Tensor is one weight as written (after any bf16 rounding), row-major.
@@ -157,7 +162,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 		}
 	}
 	add("model.norm.weight", 0.1, 1, H)
-	if !s.Tied {
+	if !s.Tied && !s.Bare {
 		add("lm_head.weight", 0.1, 0, vocab, H)
 	}
 	cfg := map[string]any{
@@ -188,6 +193,10 @@ func Write(dir string, spec Spec) (*Model, error) {
 	}
 	if s.HeadDim > 0 {
 		cfg["head_dim"] = s.HeadDim
+	}
+	if s.Bare {
+		arch := cfg["architectures"].([]string)[0]
+		cfg["architectures"] = []string{strings.TrimSuffix(arch, "ForCausalLM") + "Model"}
 	}
 	rope := s.Rope
 	if rope == nil && s.RopeLinear > 0 {
@@ -224,9 +233,17 @@ func Write(dir string, spec Spec) (*Model, error) {
 			}
 		}
 	}
+	files := m.Weights // the tensors by their names in the file
+	if s.Bare {
+		files = make(map[string]Tensor, len(m.Weights))
+		for i, n := range order {
+			order[i] = strings.TrimPrefix(n, "model.")
+			files[order[i]] = m.Weights[n]
+		}
+	}
 	shards := max(s.Shards, 1)
 	if shards == 1 {
-		return m, writeSafetensors(filepath.Join(dir, "model.safetensors"), m.Weights, order, s.BF16)
+		return m, writeSafetensors(filepath.Join(dir, "model.safetensors"), files, order, s.BF16)
 	}
 	weightMap := map[string]string{}
 	for i := range shards {
@@ -238,7 +255,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 				weightMap[n] = file
 			}
 		}
-		if err := writeSafetensors(filepath.Join(dir, file), m.Weights, names, s.BF16); err != nil {
+		if err := writeSafetensors(filepath.Join(dir, file), files, names, s.BF16); err != nil {
 			return nil, err
 		}
 	}
