@@ -86,7 +86,7 @@ func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Se
 			out[i].Failed, out[i].Kind = err.Error(), llm.Classify(err)
 			return
 		}
-		out[i] = parseCompletion(resp.Content)
+		out[i] = parseCompletion(resp)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("augment: %w", err)
@@ -95,10 +95,11 @@ func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Se
 }
 
 // parseCompletion reads a completion answer tolerantly (code fences, <think> blocks,
-// prose around the JSON, common breakage).
-func parseCompletion(content string) Completion {
+// prose around the JSON, common breakage); of an answer cut at the token limit, the
+// unfinished last proposal is dropped (llm.ParseAnswer).
+func parseCompletion(resp llm.ChatResponse) Completion {
 	var cj completionJSON
-	if err := llm.ParseJSON(content, &cj); err != nil {
+	if err := llm.ParseAnswer(resp, &cj); err != nil {
 		return Completion{Failed: "unparseable answer: " + err.Error(), Kind: llm.KindUnparseable}
 	}
 	var c Completion

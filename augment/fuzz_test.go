@@ -2,6 +2,8 @@ package augment
 
 import (
 	"testing"
+
+	"github.com/graphloom/graphloom/llm"
 )
 
 // FuzzParseCompletion feeds arbitrary model answers to the completion parser: it must
@@ -16,7 +18,7 @@ func FuzzParseCompletion(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
-		c := parseCompletion(content)
+		c := parseCompletion(llm.ChatResponse{Content: content})
 		if c.Failed != "" && (len(c.Triples) > 0 || len(c.Hyperedges) > 0) {
 			t.Fatalf("a failed parse returned proposals")
 		}

@@ -79,8 +79,8 @@ type ChatResponse struct {
 	Content          string
 	PromptTokens     int
 	CompletionTokens int
-	// FinishReason is the server's: "stop", or "length" when the answer was cut at
-	// MaxTokens.
+	// FinishReason is the server's: "stop", or FinishLength when the answer was cut
+	// at MaxTokens (ParseAnswer then drops its unfinished tail).
 	FinishReason string
 	// Cached is true when the answer cost no HTTP call: it came from the cache, or
 	// from an identical request in flight at the same time.
@@ -267,6 +267,14 @@ func (c *Client) Close() {
 // returned error is an *APIError (see Classify), a context error, or
 // ErrNotConfigured.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	resp, err := c.chatOnce(ctx, req)
+	if err == nil && resp.FinishReason == FinishLength {
+		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Cut++ })
+	}
+	return resp, err
+}
+
+func (c *Client) chatOnce(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	stage := cmp.Or(req.Stage, kindChat)
 	c.usage.add(stage, func(u *Counters) { u.Requests++ })
 	if !c.cfg.Configured() {
@@ -483,7 +491,7 @@ func serverErrorMessage(raw []byte) string {
 	return ""
 }
 
-// ChatJSON sends req and decodes the answer's JSON into v with ParseJSON. An answer
+// ChatJSON sends req and decodes the answer's JSON into v with ParseAnswer. An answer
 // that holds no usable JSON is counted as Unparseable in Usage and returned as an
 // error for which Classify gives KindUnparseable, alongside the response.
 func (c *Client) ChatJSON(ctx context.Context, req ChatRequest, v any) (ChatResponse, error) {
@@ -491,7 +499,7 @@ func (c *Client) ChatJSON(ctx context.Context, req ChatRequest, v any) (ChatResp
 	if err != nil {
 		return resp, err
 	}
-	if err := ParseJSON(resp.Content, v); err != nil {
+	if err := ParseAnswer(resp, v); err != nil {
 		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Unparseable++ })
 		return resp, fmt.Errorf("stage %s: %w", cmp.Or(req.Stage, kindChat), err)
 	}

@@ -824,3 +824,22 @@ func TestPromptTokens(t *testing.T) {
 	assert.Equal(t, 2+4+3+4+0+4, PromptTokens(reqs, count))
 	assert.Zero(t, PromptTokens(nil, count))
 }
+
+// TestChatJSONCutAnswer: through the client, an answer the server cut at max tokens
+// keeps its whole values only, and Usage counts it.
+func TestChatJSONCutAnswer(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("triples")).ReplyWith(llmtest.Reply{
+		Content:      `{"triples": [["Mara Vell", "founded", "Quillhaven"], ["Mara Vell", "born in", "Ostr`,
+		FinishReason: "length",
+	})
+	c := newTestClient(t, srv, nil)
+	var v struct{ Triples [][]string }
+	resp, err := c.ChatJSON(context.Background(), ChatRequest{Messages: []Message{User("triples please")}, Stage: "extract"}, &v)
+	require.NoError(t, err)
+	assert.Equal(t, FinishLength, resp.FinishReason)
+	assert.Equal(t, [][]string{{"Mara Vell", "founded", "Quillhaven"}, {"Mara Vell", "born in"}}, v.Triples, "no stump \"Ostr\"")
+	u := c.Usage()
+	assert.Equal(t, int64(1), u.Cut)
+	assert.Contains(t, u.String(), "1 answers cut at the token limit")
+}

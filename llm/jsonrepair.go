@@ -30,7 +30,69 @@ var (
 	ErrBrokenJSON = errors.New("JSON broken beyond repair")
 	// ErrJSONMismatch: JSON was found but none of it decodes into the destination.
 	ErrJSONMismatch = errors.New("JSON does not fit the destination")
+	// ErrCutEarly: the answer was cut at the token limit before its first complete
+	// value (ParseAnswer).
+	ErrCutEarly = errors.New("answer cut at the token limit before its first complete value (raise max tokens)")
 )
+
+// FinishLength is the FinishReason of an answer cut at its token limit.
+const FinishLength = "length"
+
+// ParseAnswer decodes the JSON of resp into v as ParseJSON does. An answer cut at the
+// token limit (FinishReason FinishLength) first loses its unfinished tail
+// (DropUnfinished): ParseJSON would close a string cut mid-word and return its stump
+// as a whole value — a triple ending in "Port Kes" for "Port Keswyn". A record left
+// short by the cut (a triple of two) is then for the caller's validation to refuse,
+// as HippoRAG 2's filter_invalid_triples refuses it.
+func ParseAnswer(resp ChatResponse, v any) error {
+	text := resp.Content
+	if resp.FinishReason == FinishLength {
+		var ok bool
+		if text, ok = DropUnfinished(text); !ok {
+			return &ParseError{Err: ErrCutEarly, Snippet: snippet(resp.Content)}
+		}
+	}
+	return ParseJSON(text, v)
+}
+
+// DropUnfinished cuts a text that was cut short back to its last complete value, as
+// HippoRAG 2's fix_broken_generated_json does for its OpenIE answers: to its last
+// closing bracket or brace, or before its last comma, whichever comes later (outside
+// double-quoted strings); ParseJSON then closes what is left open. A value standing
+// last before the cut is dropped even when it happens to be whole: nothing tells a
+// string or number that ended there from one cut there. It reports false when the
+// text holds no such point (the first value was unfinished).
+func DropUnfinished(text string) (string, bool) {
+	lastComma, lastClose := -1, -1
+	inString, escaped := false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ',':
+			lastComma = i
+		case c == ']' || c == '}':
+			lastClose = i
+		}
+	}
+	switch {
+	case lastClose > lastComma:
+		return text[:lastClose+1], true
+	case lastComma >= 0:
+		return text[:lastComma], true
+	}
+	return "", false
+}
 
 // ParseError is the error of ParseJSON and ExtractJSON. errors.Is(err,
 // ErrUnparseable) holds for it, and Classify returns KindUnparseable.

@@ -176,3 +176,48 @@ func TestParseErrorIsClassified(t *testing.T) {
 	wrapped := errors.Join(errors.New("stage extract"), err)
 	assert.Equal(t, KindUnparseable, Classify(wrapped))
 }
+
+// TestDropUnfinished: a text cut short goes back to its last closing bracket or
+// brace, or to before its last comma, whichever is later, outside strings.
+func TestDropUnfinished(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		ok             bool
+	}{
+		{"inside the last triple's string", `{"triples": [["a","b","c"], ["Tomas Brell","harbourmaster of","Port Kes`, `{"triples": [["a","b","c"], ["Tomas Brell","harbourmaster of"`, true},
+		{"between elements", `{"triples": [["a","b","c"], ["Tomas`, `{"triples": [["a","b","c"]`, true},
+		{"after a whole element", `[["a","b","c"], ["d","e","f"]`, `[["a","b","c"], ["d","e","f"]`, true},
+		{"a comma inside a string", `{"q": "x, y", "a": "Par`, `{"q": "x, y"`, true},
+		{"escaped quote", `{"q": "say \"a, b\"", "a": "c`, `{"q": "say \"a, b\""`, true},
+		{"brackets inside a string", `{"q": "see [1]", "a": "tr`, `{"q": "see [1]"`, true},
+		{"whole", `{"a": [1, 2]}`, `{"a": [1, 2]}`, true},
+		{"first value unfinished", `{"question": "What is the harb`, ``, false},
+	} {
+		got, ok := DropUnfinished(tc.in)
+		assert.Equal(t, tc.ok, ok, tc.name)
+		assert.Equal(t, tc.want, got, tc.name)
+	}
+}
+
+// TestParseAnswerDropsTheCutValue: an answer cut at the token limit loses the value it
+// was cut in (ParseJSON alone closes the string and keeps its stump); an answer that
+// stopped keeps everything; one cut in its first value is an unparseable answer.
+func TestParseAnswerDropsTheCutValue(t *testing.T) {
+	cut := `{"triples": [["Tomas Brell", "owned", "the Gannet"], ["Tomas Brell", "harbourmaster of", "Port Kes`
+	var v struct{ Triples [][]string }
+	require.NoError(t, ParseJSON(cut, &v))
+	assert.Equal(t, []string{"Tomas Brell", "harbourmaster of", "Port Kes"}, v.Triples[1], "ParseJSON repairs the stump")
+
+	v.Triples = nil
+	require.NoError(t, ParseAnswer(ChatResponse{Content: cut, FinishReason: FinishLength}, &v))
+	assert.Equal(t, [][]string{{"Tomas Brell", "owned", "the Gannet"}, {"Tomas Brell", "harbourmaster of"}}, v.Triples,
+		"the stump is gone; the triple left short is the caller's to refuse")
+
+	v.Triples = nil
+	require.NoError(t, ParseAnswer(ChatResponse{Content: cut + `wyn"]]}`, FinishReason: "stop"}, &v))
+	assert.Len(t, v.Triples, 2)
+
+	err := ParseAnswer(ChatResponse{Content: `{"question": "What is the harb`, FinishReason: FinishLength}, &v)
+	assert.ErrorIs(t, err, ErrCutEarly)
+	assert.Equal(t, KindUnparseable, Classify(err))
+}

@@ -34,6 +34,10 @@ type Counters struct {
 	Errors int64
 	// Unparseable is the number of answers ChatJSON could not decode.
 	Unparseable int64
+	// Cut is the number of answers cut at the token limit (FinishReason "length"):
+	// their unfinished last value is dropped (ParseAnswer). Many mean MaxTokens is
+	// too low for the prompt.
+	Cut int64
 	// PromptTokens and CompletionTokens are the tokens the server reported for the
 	// answers it sent (cache hits cost none).
 	PromptTokens     int64
@@ -103,6 +107,9 @@ func (c Counters) summary() string {
 	}
 	if c.Unparseable > 0 {
 		parts = append(parts, fmt.Sprintf("%d unparseable answers", c.Unparseable))
+	}
+	if c.Cut > 0 {
+		parts = append(parts, fmt.Sprintf("%d answers cut at the token limit", c.Cut))
 	}
 	parts = append(parts, fmt.Sprintf("%s prompt + %s completion tokens",
 		humanCount(c.PromptTokens), humanCount(c.CompletionTokens)))

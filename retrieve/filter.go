@@ -37,7 +37,13 @@ func (s *Searcher) recognize(ctx context.Context, q string, cands []int32) ([]in
 		}
 		return nil, fmt.Errorf("retrieve: recognition memory: %w", err)
 	}
-	return matchFacts(resp.Content, strs, cands, s.cfg.RecognitionKeep), nil
+	answer := resp.Content
+	if resp.FinishReason == llm.FinishLength { // a fact cut mid-way would match the nearest candidate
+		if answer, _ = llm.DropUnfinished(answer); answer == "" {
+			return nil, nil
+		}
+	}
+	return matchFacts(answer, strs, cands, s.cfg.RecognitionKeep), nil
 }
 
 // matchFacts parses the fact_after_filter field and maps each fact to its closest

@@ -319,7 +319,7 @@ func (g *LLMGenerator) Generate(ctx context.Context, ix *graphio.Index, cands []
 			Question string `json:"question"`
 			Answer   any    `json:"answer"`
 		}
-		if llm.ParseJSON(resp.Content, &v) != nil {
+		if llm.ParseAnswer(resp, &v) != nil { // a cut answer loses its unfinished value
 			out[i].Rejected = RejectUnparseable
 			return
 		}
