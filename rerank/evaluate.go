@@ -80,11 +80,13 @@ func PoolCandidates(ds *eval.Dataset, distractors int, seed uint64) []*Candidate
 		for _, g := range ex.Gold {
 			c.Gold = append(c.Gold, g.Key())
 		}
-		for tries := 0; distractors > 0 && len(c.Keys) < len(seen)+distractors && tries < 100*distractors; tries++ {
+		want := len(c.Keys) + distractors
+		for tries := 0; len(c.Keys) < want && tries < 100*distractors; tries++ {
 			p := all[rng.IntN(len(all))]
 			if seen[p.key] {
 				continue
 			}
+			seen[p.key] = true // a passage drawn twice would fill two slots
 			c.Keys = append(c.Keys, p.key)
 			c.Texts = append(c.Texts, p.key)
 			c.Bodies = append(c.Bodies, p.text)
