@@ -73,6 +73,26 @@ type AblationReport struct {
 	Dataset string        `json:"dataset"`
 	TopK    int           `json:"top_k"`
 	Rows    []AblationRow `json:"rows"`
+	Note    string        `json:"note,omitempty"`
+}
+
+// uncalibrated returns base with the index's calibration left out, for ablations and
+// sweeps: they vary the uncalibrated retrieval settings, which a calibration's fusion
+// weight or ranker replaces — applied, every ppr and hyperppr row would rank as the
+// default one. It refuses a forced calibration variant and returns the note the
+// report shows when the index has a calibration.
+func uncalibrated(ix *graphio.Index, base retrieve.Config) (retrieve.Config, string, error) {
+	switch base.Calibration {
+	case "", retrieve.CalibrationAuto, retrieve.CalibrationOff:
+	default:
+		return base, "", fmt.Errorf("eval: ablations and sweeps vary the uncalibrated settings; --calibration %s would replace them (leave it auto or off)", base.Calibration)
+	}
+	note := ""
+	if _, ok := ix.Blobs[retrieve.CalibrationBlob]; ok && base.Calibration != retrieve.CalibrationOff {
+		note = "The index's calibration is not applied here: each row varies the uncalibrated settings it would replace (`make eval`'s learned-fusion section ablates the calibration itself)."
+	}
+	base.Calibration = retrieve.CalibrationOff
+	return base, note, nil
 }
 
 // Opener opens retrieval over an index with a retrieval config.
@@ -88,7 +108,11 @@ type Rebuilder func(ctx context.Context, kcfg kg.Config, titles bool) (*graphio.
 // passages) and ms per question.
 func Ablate(ctx context.Context, ix *graphio.Index, open Opener, rebuild Rebuilder, ds *Dataset, base retrieve.Config, kbase kg.Config, cfg Config) (*AblationReport, error) {
 	cfg = cfg.withDefaults()
-	rep := &AblationReport{Kind: "Ablations", Dataset: ds.Path, TopK: cfg.TopK}
+	base, note, err := uncalibrated(ix, base)
+	if err != nil {
+		return nil, err
+	}
+	rep := &AblationReport{Kind: "Ablations", Dataset: ds.Path, TopK: cfg.TopK, Note: note}
 	graphOnly := cfg
 	graphOnly.Retrievers = nil
 	for _, r := range cfg.Retrievers {
@@ -174,6 +198,9 @@ func (a *AblationReport) Markdown() string {
 			}
 		}
 		fmt.Fprintf(&b, " %.2f |\n", r.MsPerQ)
+	}
+	if a.Note != "" {
+		fmt.Fprintf(&b, "\n%s\n", a.Note)
 	}
 	return b.String()
 }
@@ -312,7 +339,11 @@ type Setting struct {
 // retriever, in the ablation table's format.
 func Sweep(ctx context.Context, ix *graphio.Index, open Opener, ds *Dataset, base retrieve.Config, settings []Setting, cfg Config) (*AblationReport, error) {
 	cfg = cfg.withDefaults()
-	rep := &AblationReport{Kind: "Sweep", Dataset: ds.Path, TopK: cfg.TopK}
+	base, note, err := uncalibrated(ix, base)
+	if err != nil {
+		return nil, err
+	}
+	rep := &AblationReport{Kind: "Sweep", Dataset: ds.Path, TopK: cfg.TopK, Note: note}
 	for _, st := range settings {
 		rc := base
 		if err := st.Apply(&rc); err != nil {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,4 +92,45 @@ func TestSweepRunsEachSetting(t *testing.T) {
 	require.Len(t, rep.Rows, 3)
 	assert.Equal(t, "mu=1", rep.Rows[2].Setting)
 	assert.Contains(t, rep.Markdown(), "## Sweep")
+}
+
+// TestSweepIgnoresTheCalibration: on a calibrated index a sweep of the final fusion's
+// weight still moves ppr (a calibrated fusion would fix μ for every row), the report
+// says the calibration is left out, and a forced calibration variant is refused.
+func TestSweepIgnoresTheCalibration(t *testing.T) {
+	ctx := context.Background()
+	ix, err := OfflineRebuilder(filepath.Join("..", "examples", "harbour", "corpus.json"))(ctx, kg.DefaultConfig(), true)
+	require.NoError(t, err)
+	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
+	require.NoError(t, err)
+	fit := &retrieve.Fitted{Use: retrieve.VariantFusion, Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5}}
+	blob, err := json.Marshal(retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames,
+		Retrievers: map[string]*retrieve.Fitted{"ppr": fit, "hyperppr": fit}, Method: retrieve.CalibrationMethod})
+	require.NoError(t, err)
+	if ix.Blobs == nil {
+		ix.Blobs = map[string][]byte{}
+	}
+	ix.Blobs[retrieve.CalibrationBlob] = blob
+	var modes []string
+	open := func(ix *graphio.Index, rc retrieve.Config) (Retrievers, error) {
+		modes = append(modes, rc.Calibration)
+		return retrieve.Open(ix, nil, rc, nil)
+	}
+	var settings []Setting
+	for _, mu := range []float64{0, 1} {
+		settings = append(settings, Setting{Name: fmt.Sprintf("mu=%g", mu), Apply: func(c *retrieve.Config) error { c.FinalBM25Weight = mu; return nil }})
+	}
+	cfg := DefaultConfig()
+	cfg.Retrievers = []string{"ppr"}
+	rep, err := Sweep(ctx, ix, open, ds, retrieve.DefaultConfig(), settings, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, []string{retrieve.CalibrationOff, retrieve.CalibrationOff}, modes)
+	require.Len(t, rep.Rows, 2)
+	assert.NotEqual(t, rep.Rows[0].Recall[2], rep.Rows[1].Recall[2], "μ = 0 and μ = 1 rank differently")
+	assert.Contains(t, rep.Markdown(), "calibration is not applied")
+
+	forced := retrieve.DefaultConfig()
+	forced.Calibration = retrieve.VariantFusion
+	_, err = Sweep(ctx, ix, open, ds, forced, settings, cfg)
+	assert.ErrorContains(t, err, "--calibration fusion would replace them")
 }
