@@ -103,7 +103,13 @@ func TestSweepIgnoresTheCalibration(t *testing.T) {
 	require.NoError(t, err)
 	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
 	require.NoError(t, err)
-	fit := &retrieve.Fitted{Use: retrieve.VariantFusion, Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5}}
+	w := make([]float64, retrieve.NumFeatures)
+	w[retrieve.FeatDefault] = 1
+	fit := &retrieve.Fitted{Use: retrieve.VariantFusion, Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5},
+		NoGate: retrieve.Ranker{W: w}, Ranker: retrieve.Ranker{W: w, V: make([][]float64, retrieve.NumFeatures)}}
+	for i := range fit.Ranker.V {
+		fit.Ranker.V[i] = make([]float64, retrieve.NumGates)
+	}
 	blob, err := json.Marshal(retrieve.Calibration{Features: retrieve.FeatureNames, Gates: retrieve.GateNames,
 		Retrievers: map[string]*retrieve.Fitted{"ppr": fit, "hyperppr": fit}, Method: retrieve.CalibrationMethod})
 	require.NoError(t, err)
