@@ -114,6 +114,9 @@ func Evaluate(ctx context.Context, ix *graphio.Index, src Retrievers, chat retri
 	qs := make([]retrieve.Question, len(ds.Examples))
 	for i, ex := range ds.Examples {
 		qs[i] = retrieve.Question{ID: ex.ID, Question: ex.Question}
+		if rq := ex.ReaderQuestion(); rq != ex.Question {
+			qs[i].Reader = rq // what an answering retriever (G-Retriever) is trained on
+		}
 	}
 	for _, name := range cfg.Retrievers {
 		r, err := src.Retriever(name)

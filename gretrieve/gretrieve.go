@@ -194,6 +194,10 @@ func (r *Retriever) Retrieve(ctx context.Context, q string, k int) (retrieve.Res
 	return res[0], nil
 }
 
+// AnswersItself implements retrieve.Answerer: answering, the retriever is given each
+// question as Examples trained it (choice options and the answer format included).
+func (r *Retriever) AnswersItself() bool { return r.Answer }
+
 // RetrieveBatch implements retrieve.BatchRetriever: every question's PCST result with
 // Answer set to the model's generated answer.
 func (r *Retriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]retrieve.Result, error) {

@@ -187,7 +187,7 @@ func TestParseAnswerAndQuestions(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("{\"id\":\"a\",\"question\":\"Who?\"}\n\n{\"question\":\"Where?\"}\n"), 0o644))
 	qs, err := ReadQuestions(p)
 	require.NoError(t, err)
-	assert.Equal(t, []Question{{"a", "Who?"}, {"q3", "Where?"}}, qs)
+	assert.Equal(t, []Question{{ID: "a", Question: "Who?"}, {ID: "q3", Question: "Where?"}}, qs)
 	require.NoError(t, os.WriteFile(p, []byte("{\"id\":\"a\",\"question\":\"Who?\"}\n{\"id\": 3\n"), 0o644))
 	_, err = ReadQuestions(p)
 	assert.ErrorContains(t, err, "q.jsonl:2")

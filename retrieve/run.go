@@ -21,6 +21,26 @@ import (
 type Question struct {
 	ID       string `json:"id"`
 	Question string `json:"question"`
+	// Reader is the question as a reader is asked it, when that differs: a choice
+	// question's options and the answer format asked for (eval.Example.ReaderQuestion).
+	// A retriever that answers itself (Answerer) is given it in place of Question —
+	// the form it was trained on; the others search with Question.
+	Reader string `json:"reader,omitempty"`
+}
+
+// An Answerer is a retriever that answers the questions itself (Result.Answer), such
+// as G-Retriever: Run gives it each question's Reader form when there is one.
+type Answerer interface {
+	// AnswersItself reports whether the retriever answers (it may be configured not to).
+	AnswersItself() bool
+}
+
+// asked returns the text r is given for q.
+func asked(r Retriever, q Question) string {
+	if a, ok := r.(Answerer); ok && q.Reader != "" && a.AnswersItself() {
+		return q.Reader
+	}
+	return q.Question
 }
 
 // RunLine is one line of a run file: a question, the retriever's ranking, and the
@@ -180,7 +200,7 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 				if isBatch {
 					texts := make([]string, 0, job[1]-job[0])
 					for _, q := range qs[job[0]:job[1]] {
-						texts = append(texts, q.Question)
+						texts = append(texts, asked(r, q))
 					}
 					var err error
 					if results, err = br.RetrieveBatch(ctx, texts, cfg.TopK); err != nil {
@@ -188,7 +208,7 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 						continue
 					}
 				} else {
-					res, err := r.Retrieve(ctx, qs[job[0]].Question, cfg.TopK)
+					res, err := r.Retrieve(ctx, asked(r, qs[job[0]]), cfg.TopK)
 					if err != nil {
 						errs <- fmt.Errorf("question %s: %w", qs[job[0]].ID, err)
 						continue
