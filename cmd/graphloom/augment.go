@@ -110,6 +110,12 @@ much the scorer and its selection move with the seed.`,
 			if err != nil {
 				return err
 			}
+			var goldFacts []augment.GoldFact
+			if gold != "" && rollback == "" { // read before any paid or long work: a bad path fails now
+				if goldFacts, err = augment.ReadGold(gold); err != nil {
+					return err
+				}
+			}
 			w := cmd.OutOrStdout()
 			if rollback != "" {
 				if err := augment.Rollback(ix, rollback); err != nil {
@@ -119,11 +125,10 @@ much the scorer and its selection move with the seed.`,
 				if err := graphio.WriteFile(out, ix); err != nil {
 					return err
 				}
-				// The run's report goes with it.
-				for _, p := range []string{path, out} {
-					if err := os.Remove(runReportPath(p, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
-						cmd.PrintErrf("warning: %v\n", err)
-					}
+				// The run's report goes with it — out's only: with --out elsewhere the
+				// input index still holds the run, and its report stays beside it.
+				if err := os.Remove(runReportPath(out, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					cmd.PrintErrf("warning: %v\n", err)
 				}
 				fmt.Fprintf(w, "removed run %s → %s\n", rollback, out)
 				return nil
@@ -206,11 +211,7 @@ much the scorer and its selection move with the seed.`,
 			var recovered []augment.GoldFact
 			var goldN int
 			if gold != "" {
-				g, err := augment.ReadGold(gold)
-				if err != nil {
-					return err
-				}
-				goldN, recovered = len(g), augment.Recovered(rep.Facts, g)
+				goldN, recovered = len(goldFacts), augment.Recovered(rep.Facts, goldFacts)
 			}
 			if !plan {
 				retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // the facts' postings changed

@@ -152,10 +152,32 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "its runs: "+first+", "+second)
 
+	// Rolled back into another file, the input keeps the run and its report.
+	other := filepath.Join(dir, "b.gl")
+	r = run(t, nil, "augment", "--index", idx, "--rollback", second, "--out", other)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.FileExists(t, idx+"."+second+".json", "the input's report stays: the input still holds the run")
+	assert.NoFileExists(t, other+"."+second+".json")
+
 	for _, id := range []string{second, first} {
 		r = run(t, nil, "augment", "--index", idx, "--rollback", id)
 		require.Equal(t, 0, r.code, r.stderr)
 		assert.NoFileExists(t, idx+"."+id+".json", "the run's report goes with it")
 	}
 	assert.Equal(t, before, readFile(t, idx))
+}
+
+// TestAugmentReadsGoldFactsFirst: a --gold-facts file that cannot be read fails the
+// run before any completion call, naming the file.
+func TestAugmentReadsGoldFactsFirst(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "a.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 12), "--out", idx).code)
+	srv := llmtest.NewServer(t)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=off"}
+	missing := filepath.Join(dir, "no-such-facts.json")
+	r := run(t, env, "augment", "--index", idx, "--selector", "random", "--budget", "3", "--roots", "10", "--gold-facts", missing)
+	assert.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, "no-such-facts.json")
+	assert.Empty(t, srv.Requests(), "no completion call was paid for")
 }
