@@ -89,14 +89,27 @@ type hyperAnswer struct {
 func (x *LLM) Extract(ctx context.Context, chunks []Chunk, progress Progress) ([]Result, error) {
 	out := make([]Result, len(chunks))
 	done := make(chan int, len(chunks))
-	sem := make(chan struct{}, 64) // chunks in progress; the client bounds HTTP requests itself
-	for i := range chunks {
-		go func(i int) {
-			sem <- struct{}{}
-			defer func() { <-sem; done <- i }()
-			out[i] = x.chunk(ctx, chunks[i])
-		}(i)
+	jobs := make(chan int)
+	// 64 chunks in progress, by as many workers (not a goroutine per chunk: a corpus of
+	// 10⁵ chunks would park 10⁵ of them); the client bounds HTTP requests itself.
+	for range min(64, len(chunks)) {
+		go func() {
+			for i := range jobs {
+				out[i] = x.chunk(ctx, chunks[i])
+				done <- i
+			}
+		}()
 	}
+	go func() {
+		defer close(jobs)
+		for i := range chunks {
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	for n := 1; n <= len(chunks); n++ {
 		select {
 		case <-done:

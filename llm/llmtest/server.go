@@ -393,6 +393,10 @@ func (s *Server) handle(w http.ResponseWriter, hr *http.Request) {
 	}
 	body, readErr := io.ReadAll(hr.Body)
 	req.Body = body
+	var decodeErr error
+	if req.Endpoint != "" && hr.Method == http.MethodPost && readErr == nil {
+		decodeErr = decodeRequest(req) // before the request is shared: Requests reads it under the lock
+	}
 
 	s.mu.Lock()
 	req.Seq = len(s.requests) + 1
@@ -421,8 +425,8 @@ func (s *Server) handle(w http.ResponseWriter, hr *http.Request) {
 		s.writeError(w, req, http.StatusBadRequest, "invalid_request_error", "llmtest: reading body: "+readErr.Error())
 		return
 	}
-	if err := decodeRequest(req); err != nil {
-		s.writeError(w, req, http.StatusBadRequest, "invalid_request_error", "llmtest: "+err.Error())
+	if decodeErr != nil {
+		s.writeError(w, req, http.StatusBadRequest, "invalid_request_error", "llmtest: "+decodeErr.Error())
 		return
 	}
 
