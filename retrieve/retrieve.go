@@ -81,7 +81,9 @@ type Config struct {
 	// RecognitionMemory filters the linked facts with the LLM (HippoRAG 2's DSPy
 	// filter), keeping at most RecognitionKeep; it is used only when an LLM is given.
 	RecognitionMemory bool
-	// RecognitionKeep is the most facts the filter keeps; HippoRAG 2's prompt: 4.
+	// RecognitionKeep is the most facts the filter keeps: HippoRAG 2 truncates its
+	// answer to linking_top_k = 5 (its prompt asks the LLM for up to 4, advice the
+	// LLM may not follow; the cap is 5).
 	RecognitionKeep int
 	// QueryToFact and QueryToPassage are instructions prefixed to the question before
 	// embedding it for fact and passage scoring (HippoRAG 2 uses them with NV-Embed-v2:
@@ -128,7 +130,7 @@ func DefaultConfig() Config {
 	return Config{
 		BM25K1: 1.2, BM25B: 0.75, Stem: true, Lexical: LexicalAuto, LexicalWeight: 0.5, QueryEntities: true, LexicalFilter: true, FinalBM25Weight: 0.5, FinalFusion: FusionRRF,
 		LinkingTopK: 5, PassageNodeWeight: 0.05, Damping: 0.5,
-		RecognitionMemory: true, RecognitionKeep: 4,
+		RecognitionMemory: true, RecognitionKeep: 5,
 		HyperEntityTopK: 60, HyperEdgeTopK: 60, HyperSeedEntities: 5, HyperSeedEdges: 10,
 		HyperChunkTopK: 100, HyperChunkWeight: 0.5,
 		PCSTTopK: 3, PCSTTopKEdges: 5, PCSTEdgeCost: 0.5, PCSTSeeds: 20, PCSTHops: 2, PCSTMaxNodes: 2000, PCSTText: PCSTTextCSV,
