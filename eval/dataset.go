@@ -165,6 +165,8 @@ func ParseDataset(data []byte, name string) (*Dataset, error) {
 		return nil, err
 	}
 	ds := &Dataset{Path: name, Skipped: skipped}
+	idLine := map[string]int{} // the line of each id given: run files are matched by id
+	var unnamed [][2]int       // examples with no id of their own: example, record index
 	formats := map[Format]int{}
 	var firstUnknown error
 	unknown := 0
@@ -184,11 +186,28 @@ func ParseDataset(data []byte, name string) (*Dataset, error) {
 			ex.ID = r.id
 		}
 		if ex.ID == "" {
-			ex.ID = fmt.Sprintf("q%d", i+1)
+			unnamed = append(unnamed, [2]int{len(ds.Examples), i})
+		} else if l, dup := idLine[ex.ID]; dup {
+			return nil, fmt.Errorf("eval: %s: line %d: id %q is already the id of line %d (ids must be unique: run files are scored by id)", name, r.line, ex.ID, l)
+		} else {
+			idLine[ex.ID] = r.line
 		}
 		ex.Line = r.line
 		formats[ex.Format]++
 		ds.Examples = append(ds.Examples, ex)
+	}
+	// Examples without an id are q<record number>, unless the file gives that id to
+	// another record: then q<record number>-2, -3, ….
+	for _, u := range unnamed {
+		ex := &ds.Examples[u[0]]
+		id := fmt.Sprintf("q%d", u[1]+1)
+		for n := 2; ; n++ {
+			if _, taken := idLine[id]; !taken {
+				break
+			}
+			id = fmt.Sprintf("q%d-%d", u[1]+1, n)
+		}
+		ex.ID, idLine[id] = id, ex.Line
 	}
 	sort.Slice(ds.Skipped, func(a, b int) bool { return ds.Skipped[a].Line < ds.Skipped[b].Line })
 	if len(ds.Examples) == 0 {

@@ -243,6 +243,16 @@ func TestMalformedRecords(t *testing.T) {
 		_, err := ParseDataset([]byte("  \n"), "empty.json")
 		assert.ErrorContains(t, err, "empty file")
 	})
+	t.Run("an id given twice is an error naming both lines", func(t *testing.T) {
+		_, err := ParseDataset([]byte("{\"id\": \"a\", \"question\": \"Q1?\", \"answer\": \"x\"}\n{\"id\": \"a\", \"question\": \"Q2?\", \"answer\": \"y\"}\n"), "dup.jsonl")
+		assert.ErrorContains(t, err, `dup.jsonl: line 2: id "a" is already the id of line 1`)
+	})
+	t.Run("a record without an id never takes another's", func(t *testing.T) {
+		// The first record would be q1, which the second names itself.
+		ds := parse(t, "{\"question\": \"Q1?\", \"answer\": \"x\"}\n{\"id\": \"q1\", \"question\": \"Q2?\", \"answer\": \"y\"}\n")
+		require.Len(t, ds.Examples, 2)
+		assert.Equal(t, []string{"q1-2", "q1"}, []string{ds.Examples[0].ID, ds.Examples[1].ID})
+	})
 }
 
 func TestCorpusFromDataset(t *testing.T) {
