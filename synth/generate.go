@@ -34,6 +34,10 @@ type Generator interface {
 type Pair struct {
 	Question, Answer string
 	Rejected         string
+	// Failure is why the call failed (Rejected RejectFailed): its error, and its kind
+	// (llm.Classify).
+	Failure string
+	Kind    llm.Kind
 }
 
 // Report summarises a SynthGen run.
@@ -49,6 +53,12 @@ type Report struct {
 	Plan       bool `json:"plan,omitempty"`
 	Calls      int  `json:"calls"`
 	PlanTokens int  `json:"planned_prompt_tokens,omitempty"`
+	// Failed counts the calls that got no answer (after their retries), by kind
+	// (llm.Kind) in FailedByKind, the last error in LastFailure: their items are
+	// missing, and a rerun asks them again (answered calls come from the cache).
+	Failed       int            `json:"failed,omitempty"`
+	FailedByKind map[string]int `json:"failed_by_kind,omitempty"`
+	LastFailure  string         `json:"last_failure,omitempty"`
 }
 
 // Candidates enumerates both kinds of candidates under cfg, hop first, or with
@@ -109,14 +119,18 @@ func RunCandidates(ctx context.Context, ix *graphio.Index, gen Generator, cands 
 	}
 	if _, isLLM := gen.(*LLMGenerator); isLLM {
 		rep.Calls = len(cands)
-		failed := 0
 		for _, p := range pairs {
 			if p.Rejected == RejectFailed {
-				failed++
+				rep.Failed++
+				if rep.FailedByKind == nil {
+					rep.FailedByKind = map[string]int{}
+				}
+				rep.FailedByKind[string(p.Kind)]++
+				rep.LastFailure = p.Failure
 			}
 		}
-		if failed > 0 && failed == len(pairs) {
-			return nil, fmt.Errorf("synth: every generation call failed (%d of %d); nothing was written", failed, len(pairs))
+		if rep.Failed > 0 && rep.Failed == len(pairs) {
+			return nil, fmt.Errorf("synth: every generation call failed (%d of %d; last: %s); nothing was written", rep.Failed, len(pairs), rep.LastFailure)
 		}
 	}
 	var items []Item
@@ -312,7 +326,7 @@ func (g *LLMGenerator) Generate(ctx context.Context, ix *graphio.Index, cands []
 			progress(done, len(cands))
 		}
 		if err != nil {
-			out[i].Rejected = RejectFailed
+			out[i] = Pair{Rejected: RejectFailed, Failure: err.Error(), Kind: llm.Classify(err)}
 			return
 		}
 		var v struct {

@@ -17,7 +17,7 @@ func newSynthCmd() *cobra.Command {
 	cfg := synth.DefaultConfig()
 	var lf llmFlags
 	var indexPath, out, generator string
-	var plan, asJSON, force bool
+	var plan, asJSON, force, allowPartial bool
 	cmd := &cobra.Command{
 		Use:   "synth --index INDEX --out QA.jsonl [--generator llm|template] [--plan]",
 		Short: "Generate synthetic QA from the graph (SelfGraphRAG's SynthGen)",
@@ -95,6 +95,10 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 			if err != nil {
 				return err
 			}
+			if rep.Failed > 0 && !allowPartial {
+				return fmt.Errorf("synth: %d of %d generation calls got no answer (%s); last: %s; not writing a file without their items: rerun (answered calls are cached), or pass --allow-partial",
+					rep.Failed, rep.Calls, augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
+			}
 			if err := graphio.AtomicWrite(out, func(w io.Writer) error {
 				enc := json.NewEncoder(w)
 				for _, it := range items {
@@ -128,6 +132,7 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 	f.StringVar(&generator, "generator", "llm", "llm (the paper's) or template (offline; the default without an LLM)")
 	f.BoolVar(&plan, "plan", false, "print the LLM calls and prompt tokens the llm generator would spend; send nothing")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&allowPartial, "allow-partial", false, "write the items even if some generation calls got no answer")
 	addForce(cmd, &force)
 	f.IntVar(&cfg.PathLength, "path-length", cfg.PathLength, "facts per hop path (SelfGraphRAG: 2)")
 	f.IntVar(&cfg.SumNeighbours, "neighbours", cfg.SumNeighbours, "in-neighbours per sum item (SelfGraphRAG: 3)")

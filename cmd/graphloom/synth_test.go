@@ -90,3 +90,40 @@ func TestEvalSweep(t *testing.T) {
 		assert.Equal(t, 2, run(t, nil, "eval", "--index", idx, "--dataset", ds, "--retrievers", "pcst", "--sweep", bad).code, bad)
 	}
 }
+
+// TestSynthPartialFailure: when some generation calls get no answer, synth writes no
+// file (an earlier one stays) unless --allow-partial, and says how many and why.
+func TestSynthPartialFailure(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+	out := filepath.Join(dir, "qa.jsonl")
+	require.Equal(t, 0, run(t, nil, "synth", "--index", idx, "--out", out, "--generator", "template").code)
+	before := readFile(t, out)
+
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("heron")).Fault(llmtest.Status(400)) // a 400 is not retried
+	srv.On(llmtest.Any()).Reply(`{"question": "Which harbour?", "answer": "Port Keswyn"}`)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	args := []string{"synth", "--index", idx, "--out", out, "--generator", "llm", "--max-hop", "20", "--max-sum", "20", "--json"}
+	r := run(t, env, args...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Regexp(t, `[1-9][0-9]* of [1-9][0-9]* generation calls got no answer \(client_error [1-9][0-9]*\)`, r.stderr)
+	assert.Contains(t, r.stderr, "--allow-partial")
+	assert.True(t, before == readFile(t, out), "the earlier file stays")
+
+	r = run(t, env, append(args, "--allow-partial")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var res struct {
+		Report struct {
+			Failed       int            `json:"failed"`
+			FailedByKind map[string]int `json:"failed_by_kind"`
+			Calls        int            `json:"calls"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.Positive(t, res.Report.Failed)
+	assert.Less(t, res.Report.Failed, res.Report.Calls)
+	assert.Equal(t, map[string]int{"client_error": res.Report.Failed}, res.Report.FailedByKind)
+	assert.False(t, before == readFile(t, out), "written with --allow-partial")
+}
