@@ -168,7 +168,7 @@ func readTable[T any](path string, sc *graphragSidecar, known []string) (rows []
 				sc.Unknown = append(sc.Unknown, filepath.Base(path)+":"+fld.Name())
 			}
 		}
-		if rows, err = parquet.Read[T](f, size); err != nil {
+		if rows, err = readParquetRows[T](pf); err != nil {
 			return fmt.Errorf("%s: malformed parquet: %w", path, err)
 		}
 		return nil
@@ -177,6 +177,33 @@ func readTable[T any](path string, sc *graphragSidecar, known []string) (rows []
 		return nil, err
 	}
 	return rows, nil
+}
+
+// readParquetRows reads every row of pf a batch at a time. parquet.Read allocates the
+// footer's row count up front: a corrupt or hostile count (10¹⁰ in a small file) asks
+// for terabytes and the runtime's out-of-memory is fatal, past any recover. Batches
+// grow the slice only with rows actually decoded; a count the pages cannot back ends
+// in a decoding error.
+func readParquetRows[T any](pf *parquet.File) ([]T, error) {
+	r := parquet.NewGenericReader[T](pf)
+	defer r.Close()
+	buf := make([]T, 1024)
+	var rows []T
+	for {
+		n, err := r.Read(buf)
+		rows = append(rows, buf[:n]...)
+		switch {
+		case errors.Is(err, io.EOF):
+			if int64(len(rows)) != pf.NumRows() {
+				return nil, fmt.Errorf("the footer counts %d rows, the pages hold %d", pf.NumRows(), len(rows))
+			}
+			return rows, nil
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return nil, fmt.Errorf("no progress after %d rows of %d", len(rows), pf.NumRows())
+		}
+	}
 }
 
 // withParquet opens a parquet file and hands it to read, turning the panics the

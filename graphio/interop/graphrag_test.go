@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +127,36 @@ func TestGraphRAGBadInput(t *testing.T) {
 	require.ErrorContains(t, err, "entities.parquet: malformed parquet")
 	_, _, err = ImportGraphRAG(t.TempDir())
 	require.ErrorContains(t, err, "text_units.parquet")
+}
+
+// TestImportGraphRAGHugeRowCount: a parquet footer claiming 10¹⁰ rows (a corrupt or
+// hostile file of a few kB) is a malformed-file error naming the file, not an
+// allocation of terabytes that kills the process.
+func TestImportGraphRAGHugeRowCount(t *testing.T) {
+	dir := writeGraphRAG(t)
+	path := filepath.Join(dir, "entities.parquet")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	n := len(data)
+	require.Equal(t, "PAR1", string(data[n-4:]))
+	flen := int(binary.LittleEndian.Uint32(data[n-8 : n-4]))
+	start := n - 8 - flen
+	var md format.FileMetaData
+	require.NoError(t, thrift.Unmarshal(new(thrift.CompactProtocol), data[start:n-8], &md))
+	require.Positive(t, md.NumRows)
+	md.NumRows = 1e10
+	for i := range md.RowGroups {
+		md.RowGroups[i].NumRows = 1e10
+	}
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
+	require.NoError(t, err)
+	out := append(append([]byte{}, data[:start]...), footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	out = append(out, "PAR1"...)
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+
+	_, _, err = ImportGraphRAG(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "entities.parquet: malformed parquet")
+	assert.Contains(t, err.Error(), "the footer counts 10000000000 rows")
 }

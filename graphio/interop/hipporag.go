@@ -213,7 +213,11 @@ func hippoWorkingDir(src string) (string, error) {
 func readHippoStore(path string) (s *hippoStore, err error) {
 	var rows []hippoRow
 	if err := withParquet(path, func(f *os.File, size int64) error {
-		if rows, err = parquet.Read[hippoRow](f, size); err != nil {
+		pf, err := parquet.OpenFile(f, size)
+		if err != nil {
+			return fmt.Errorf("%s: malformed parquet: %w", path, err)
+		}
+		if rows, err = readParquetRows[hippoRow](pf); err != nil {
 			return fmt.Errorf("%s: malformed parquet (want columns hash_id, content, embedding): %w", path, err)
 		}
 		return nil
