@@ -486,6 +486,7 @@ func ExportGFMRAG(ix *graphio.Index, dir string) (*Report, error) {
 				ents[m.Chunk] = append(ents[m.Chunk], name(m.Entity))
 			}
 		}
+		used, renamed := map[string]bool{}, 0
 		for i := range ix.Chunks {
 			c := &ix.Chunks[i]
 			docs.set(docName[i], mustMarshal(chunkContent(c)))
@@ -493,11 +494,24 @@ func ExportGFMRAG(ix *graphio.Index, dir string) (*Report, error) {
 			if title == "" {
 				title = docName[i]
 			}
+			// dataset_corpus.json is keyed by title: a second passage of the same
+			// title would overwrite the first (two README.md files without a heading).
+			if used[title] {
+				base := title
+				for n := 2; used[title]; n++ {
+					title = fmt.Sprintf("%s (%d)", base, n)
+				}
+				renamed++
+			}
+			used[title] = true
 			corpus.set(title, mustMarshal(c.Text))
 			if ents[i] == nil {
 				ents[i] = []string{}
 			}
 			d2e.set(title, mustMarshal(ents[i]))
+		}
+		if renamed > 0 {
+			rep.notice("%d passages share a title with an earlier one: dataset_corpus.json, keyed by title, has them as \"TITLE (2)\", \"TITLE (3)\", …", renamed)
 		}
 		var kb strings.Builder
 		if sc == nil {

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -188,4 +189,24 @@ func TestImportGFMRAGv1NonFactLines(t *testing.T) {
 func sorted(s []string) []string {
 	sort.Strings(s)
 	return s
+}
+
+// TestExportGFMRAGSameTitles: two passages of one title both reach
+// dataset_corpus.json (keyed by title), the second under "TITLE (2)", and the export
+// says so.
+func TestExportGFMRAGSameTitles(t *testing.T) {
+	ix := nativeIndex(t)
+	ix.Chunks[1].Title = ix.Chunks[0].Title
+	out := filepath.Join(t.TempDir(), "native")
+	rep, err := ExportGFMRAG(ix, out)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(out, gfmCorpus))
+	require.NoError(t, err)
+	var corpus map[string]string
+	require.NoError(t, json.Unmarshal(data, &corpus))
+	title := ix.Chunks[0].Title
+	assert.Equal(t, ix.Chunks[0].Text, corpus[title])
+	assert.Equal(t, ix.Chunks[1].Text, corpus[title+" (2)"])
+	assert.Len(t, corpus, len(ix.Chunks))
+	assert.Contains(t, strings.Join(rep.Notices, "\n"), "1 passages share a title")
 }
