@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,9 +38,9 @@ func (f *fakeScorer) Logits(gs []*kernels.Graph) ([]float32, error) {
 	}
 	return out, nil
 }
-func (f *fakeScorer) Snapshot() error   { f.snaps++; return nil }
-func (f *fakeScorer) Restore() error    { f.restores++; return nil }
-func (f *fakeScorer) Save(string) error { return nil }
+func (f *fakeScorer) Snapshot() error     { f.snaps++; return nil }
+func (f *fakeScorer) Restore() error      { f.restores++; return nil }
+func (f *fakeScorer) Save(p string) error { return os.WriteFile(p, []byte("fake scorer"), 0o644) }
 
 // chainIndex builds an index of entity chains spread over several chunks.
 func chainIndex(t *testing.T) *graphio.Index {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -123,6 +124,16 @@ func TestObtainEnsemble(t *testing.T) {
 	assert.True(t, tr2.Reused)
 	assert.Equal(t, 3, loads)
 	assert.Equal(t, e.calib, e2.calib)
+
+	// A member file another run replaced since (another seed's weights) is not the
+	// one the report describes: the ensemble is trained again, not reused.
+	require.NoError(t, os.WriteFile(memberPath(opts.Checkpoint, 1), []byte("another run's member"), 0o644))
+	seeds = nil
+	_, tr3, err := obtainScorer(context.Background(), ix, g, feat, g.rootCandidates(), opts)
+	require.NoError(t, err)
+	assert.False(t, tr3.Reused)
+	assert.Len(t, seeds, 3, "every member trained again")
+	assert.Len(t, tr3.MemberDigests, 3)
 }
 
 // TestPartitionLeastTestRegion checks the test region's least size: a third of the

@@ -46,14 +46,19 @@ type Scorer interface {
 // its region only: the validation views alone choose the epoch, the test views are
 // reported.
 type TrainReport struct {
-	Reused     bool   `json:"reused_checkpoint"`
-	Epochs     int    `json:"epochs"`
-	BestEpoch  int    `json:"best_epoch"`
-	SplitRoots [3]int `json:"split_roots"` // root candidates in train, validation, test
-	SplitNodes [3]int `json:"split_nodes"` // walk-graph entities in train, validation, test
-	TrainViews int    `json:"train_views_per_epoch"`
-	EvalViews  int    `json:"val_views"`
-	TestViews  int    `json:"test_views"`
+	Reused bool `json:"reused_checkpoint"`
+	// MemberDigests are the SHA-256 of each member's checkpoint file as this training
+	// wrote it: a member file another run replaced since (two augment runs with other
+	// seeds on one index) no longer matches, and the checkpoint is trained again
+	// rather than reused with weights that are not its own.
+	MemberDigests []string `json:"member_digests,omitempty"`
+	Epochs        int      `json:"epochs"`
+	BestEpoch     int      `json:"best_epoch"`
+	SplitRoots    [3]int   `json:"split_roots"` // root candidates in train, validation, test
+	SplitNodes    [3]int   `json:"split_nodes"` // walk-graph entities in train, validation, test
+	TrainViews    int      `json:"train_views_per_epoch"`
+	EvalViews     int      `json:"val_views"`
+	TestViews     int      `json:"test_views"`
 	// ValViewRoots and TestViewRoots count the distinct roots the validation and test
 	// views come from (views of one root share its neighbourhood); Partition is the
 	// partition attempt kept (0: the first; see minSplitRoots). 0 in reports of
@@ -269,15 +274,35 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 		}
 	}
 	for k, sc := range e.members {
-		if err := sc.Save(memberPath(opts.Checkpoint, k)); err != nil {
+		p := memberPath(opts.Checkpoint, k)
+		if err := sc.Save(p); err != nil {
 			return nil, tr, err
 		}
+		d, err := fileDigest(p)
+		if err != nil {
+			return nil, tr, err
+		}
+		tr.MemberDigests = append(tr.MemberDigests, d)
 	}
 	data, _ := json.MarshalIndent(tr, "", "  ")
 	if err := graphio.AtomicWrite(opts.Checkpoint+".json", func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return nil, tr, err
 	}
 	return e, tr, nil
+}
+
+// fileDigest returns the hex SHA-256 of the file at path.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("augment: %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // staleCheckpoint returns the warning for a scorer checkpoint at path trained on
@@ -305,9 +330,16 @@ func loadEnsemble(opts Options, fp string) (*ensemble, TrainReport, bool) {
 	if json.Unmarshal(data, &tr) != nil || tr.Fingerprint != fp || len(tr.Calibration) != opts.Config.Ensemble {
 		return nil, TrainReport{}, false
 	}
+	if len(tr.MemberDigests) != opts.Config.Ensemble {
+		return nil, TrainReport{}, false
+	}
 	e := &ensemble{calib: tr.Calibration}
 	for k := range opts.Config.Ensemble {
-		sc, err := opts.LoadScorer(memberPath(opts.Checkpoint, k))
+		p := memberPath(opts.Checkpoint, k)
+		if d, err := fileDigest(p); err != nil || d != tr.MemberDigests[k] {
+			return nil, TrainReport{}, false // replaced since: not the weights this report describes
+		}
+		sc, err := opts.LoadScorer(p)
 		if err != nil {
 			return nil, TrainReport{}, false
 		}
