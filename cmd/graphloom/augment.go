@@ -95,6 +95,9 @@ much the scorer and its selection move with the seed.`,
 			if out == "" {
 				out = path
 			}
+			if rollback != "" && plan {
+				return usageError{fmt.Errorf("augment: --rollback writes the index; --plan writes nothing: give one")}
+			}
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
 				inSpec{"--index", path}, inSpec{"--gold-facts", gold}); err != nil {
 				return err

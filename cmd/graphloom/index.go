@@ -65,6 +65,11 @@ nothing; --out writes the result there and leaves --index as it was.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			liveIndexGC()
+			if plan && syncPath == "" {
+				// Checked first: --add and --merge would otherwise extract (paid LLM
+				// calls) and rewrite the index the user only asked to plan.
+				return usageError{fmt.Errorf("index: --plan goes with --sync")}
+			}
 			if addPath == "" && syncPath == "" && kcfg.Merge {
 				if indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
 					return usageError{fmt.Errorf("index: --merge alone goes with --index INDEX (and neither --corpus nor --out); with --add or --sync it makes that change a merge")}
@@ -89,9 +94,6 @@ nothing; --out writes the result there and leaves --index as it was.`,
 					o.corpus, o.sync, o.plan, o.out, o.force = syncPath, true, plan, out, force
 				}
 				return runIndexAdd(cmd, o)
-			}
-			if plan {
-				return usageError{fmt.Errorf("index: --plan goes with --sync")}
 			}
 			if err := requireFlags(cmd, "out"); err != nil {
 				return err

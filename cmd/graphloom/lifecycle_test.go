@@ -35,6 +35,15 @@ func TestIndexAddAndDelete(t *testing.T) {
 	assert.Contains(t, r.stderr, "chunk-tokens=1200")
 	assert.Contains(t, r.stderr, "chunk-tokens=600")
 
+	// --plan goes with --sync only: with --add or --merge it would extract and write.
+	unchanged := readFile(t, idx)
+	for _, args := range [][]string{{"--add", more, "--index", idx, "--plan"}, {"--merge", "--index", idx, "--plan"}} {
+		r = run(t, nil, append([]string{"index"}, args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stderr, "--plan goes with --sync")
+		assert.True(t, unchanged == readFile(t, idx), "%v wrote nothing", args)
+	}
+
 	r = run(t, nil, "index", "--add", more, "--index", idx)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "2 documents (1 already present, 0 duplicates merged), 2 chunks extracted")

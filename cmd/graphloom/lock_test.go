@@ -120,6 +120,10 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	assert.Contains(t, r.stderr, "--rollback needs a run id")
 	assert.Equal(t, before, readFile(t, idx), "nothing was augmented")
 
+	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope", "--plan")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--plan writes nothing")
+
 	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "it has no runs")
