@@ -137,7 +137,8 @@ func addForce(cmd *cobra.Command, force *bool) {
 }
 
 // jsonlWithKeys returns a recogniser of JSONL files whose first line is an object
-// with all of keys (a run file, synthetic items).
+// with all of keys (a run file, synthetic items), or that are empty: such a command
+// writes an empty file when it has no records, and replacing one loses nothing.
 func jsonlWithKeys(keys ...string) func(path string) bool {
 	return func(path string) bool {
 		f, err := os.Open(path)
@@ -148,6 +149,9 @@ func jsonlWithKeys(keys ...string) func(path string) bool {
 		line, err := bufio.NewReaderSize(io.LimitReader(f, 1<<22), 1<<22).ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return false
+		}
+		if errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) == 0 {
+			return true // empty (or blank) file
 		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(bytes.TrimSpace(line), &obj) != nil {

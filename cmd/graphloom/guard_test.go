@@ -117,5 +117,13 @@ func TestOutputGuard(t *testing.T) {
 		}
 		assert.Equal(t, string(corpus), readFile(t, abs))
 		assert.Contains(t, readFile(t, filepath.Join(dir, "notes.txt")), "<graphml")
+
+		// An empty file (what synth writes when every item is rejected) loses
+		// nothing when replaced.
+		empty := filepath.Join(dir, "empty.jsonl")
+		require.NoError(t, os.WriteFile(empty, nil, 0o644))
+		r := runIn(t, dir, "synth", "--index", "x.gl", "--generator", "template", "--out", "empty.jsonl", "--quiet")
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Contains(t, readFile(t, empty), `"type":`)
 	})
 }

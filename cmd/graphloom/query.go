@@ -195,8 +195,8 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 	}
 	for i, p := range l.Passages {
 		text := p.Text
-		if len(text) > 300 {
-			text = text[:300] + "…"
+		if r := []rune(text); len(r) > 300 { // by character: a byte cut can split one
+			text = string(r[:300]) + "…"
 		}
 		fmt.Fprintf(w, "%d. %s  (%.4f)\n   %s\n", i+1, p.Title, p.Score, strings.ReplaceAll(text, "\n", " "))
 	}

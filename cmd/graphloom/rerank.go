@@ -259,20 +259,20 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 			return err
 		}
 		rows = append(rows, more...)
-		if asJSON {
-			return printJSON(w, map[string]any{"dataset": ds.Path, "pool": "question", "distractors": cf.distractors, "notes": notes, "rows": rows})
-		}
-		fmt.Fprintf(w, "dataset: %s, per-question pools (%d questions, %d distractors added each)\n", ds.Path, len(cs), cf.distractors)
-		for _, n := range notes {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
-		if out != "" {
+		if out != "" { // with --json too
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
 			}
 			if err := graphio.AtomicWrite(out+"/rerank.md", func(f io.Writer) error { return rerank.WriteTable(f, rows, cfg.Ks) }); err != nil {
 				return err
 			}
+		}
+		if asJSON {
+			return printJSON(w, map[string]any{"dataset": ds.Path, "pool": "question", "distractors": cf.distractors, "notes": notes, "rows": rows})
+		}
+		fmt.Fprintf(w, "dataset: %s, per-question pools (%d questions, %d distractors added each)\n", ds.Path, len(cs), cf.distractors)
+		for _, n := range notes {
+			fmt.Fprintf(w, "note: %s\n", n)
 		}
 		return rerank.WriteTable(w, rows, cfg.Ks)
 	}
