@@ -227,6 +227,20 @@ func TestGraphTransformer(t *testing.T) {
 	assert.Equal(t, readout("gt_eval", store, m, batch), readout("gt_reloaded", store2, m2, batch))
 	_, _, err = LoadRGCNClassifier(path, model.NewStore())
 	assert.Error(t, err, "kind mismatch")
+
+	// One layer: every variable lies under /gt/conv0/, which the checkpoint's names
+	// leave out; the reloaded model reads out the same.
+	one := cfg
+	one.Layers = 1
+	store1 := model.NewStore()
+	m1, err := NewGraphTransformer(store1, one)
+	require.NoError(t, err)
+	path1 := filepath.Join(t.TempDir(), "gt1.ckpt")
+	require.NoError(t, Save(path1, m1, nil))
+	store1b := model.NewStore()
+	m1b, _, err := LoadGraphTransformer(path1, store1b)
+	require.NoError(t, err)
+	assert.Equal(t, readout("gt1_eval", store1, m1, batch), readout("gt1_reloaded", store1b, m1b, batch))
 }
 
 // TestRGCNFewerBatchRelations checks that a batch declaring fewer relations than the

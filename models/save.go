@@ -145,6 +145,18 @@ func commonScope(vars []*model.Variable) (string, error) {
 	return prefix[:i+1], nil
 }
 
+// assignAll assigns f's tensors to vars, named relative to the variables' common
+// scope as SaveVariables names them (not a fixed model scope: a one-layer Graph
+// Transformer's variables all lie under /gt/conv0/, and that is the prefix its
+// checkpoint's names leave out).
+func assignAll(f *checkpoint.File, vars []*model.Variable) error {
+	prefix, err := commonScope(vars)
+	if err != nil {
+		return err
+	}
+	return f.Assign(vars, prefix)
+}
+
 // readCheckpoint loads path and checks its kind.
 func readCheckpoint(path, kind string, cfg any) (*checkpoint.File, error) {
 	f, err := checkpoint.Load(path)
@@ -172,7 +184,7 @@ func LoadRGCNClassifier(path string, store *model.Store) (*RGCNClassifier, map[s
 	if err != nil {
 		return nil, nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	if err := f.Assign(m.Variables(), "/rgcn/"); err != nil {
+	if err := assignAll(f, m.Variables()); err != nil {
 		return nil, nil, fmt.Errorf("models: %s: %w", path, err)
 	}
 	return m, f.Meta, nil
@@ -189,7 +201,7 @@ func LoadGraphTransformer(path string, store *model.Store) (*GraphTransformer, m
 	if err != nil {
 		return nil, nil, fmt.Errorf("models: %s: %w", path, err)
 	}
-	if err := f.Assign(m.Variables(), "/gt/"); err != nil {
+	if err := assignAll(f, m.Variables()); err != nil {
 		return nil, nil, fmt.Errorf("models: %s: %w", path, err)
 	}
 	return m, f.Meta, nil

@@ -22,13 +22,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 // FormatVersion is the checkpoint format this build writes and reads.
@@ -148,7 +150,7 @@ func Decode(data []byte) (*File, error) {
 			return nil, fmt.Errorf("%w: tensor %q: dtype %q", ErrCorrupt, e.Name, e.DType)
 		}
 		want, err := byteSize(dt, e.Dims)
-		if err != nil || want != e.Size || e.Offset < 0 || e.Offset+e.Size > int64(len(payload)) {
+		if err != nil || want != e.Size || e.Offset < 0 || e.Size > int64(len(payload)) || e.Offset > int64(len(payload))-e.Size {
 			return nil, fmt.Errorf("%w: tensor %q: bad extent (offset %d, size %d, payload %d)", ErrCorrupt, e.Name, e.Offset, e.Size, len(payload))
 		}
 		f.Tensors = append(f.Tensors, Tensor{Name: e.Name, DType: dt, Dims: e.Dims,
@@ -171,39 +173,17 @@ func byteSize(dt dtypes.DType, dims []int) (int64, error) {
 	return n, nil
 }
 
-// Save writes f to path atomically: to a temporary file in the same directory, fsync,
-// rename over path, fsync the directory. A crash leaves either the old or the new file.
-func Save(path string, f *File) (err error) {
+// Save writes f to path atomically (graphio.AtomicWrite: a temporary file in the same
+// directory, fsync, rename over path, fsync the directory; a replaced file keeps its
+// permissions, a symbolic link is written through). A crash leaves either the old or
+// the new file.
+func Save(path string, f *File) error {
 	data, err := Encode(f)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("checkpoint: writing %s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("checkpoint: syncing %s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("checkpoint: closing %s: %w", tmp.Name(), err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("checkpoint: renaming to %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync() // best effort: not every filesystem supports syncing a directory
-		_ = d.Close()
+	if err := graphio.AtomicWrite(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }

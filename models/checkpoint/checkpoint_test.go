@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -78,12 +79,28 @@ func TestLoadRejectsDamage(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[8:], v)
 		return b
 	}
+	// A header whose tensor extent overflows int64 (offset + size wraps negative), with
+	// a valid checksum: a crafted file, not a damaged one.
+	overflow := func() []byte {
+		hlen := binary.LittleEndian.Uint32(good[12:])
+		var h map[string]any
+		require.NoError(t, json.Unmarshal(good[16:16+hlen], &h))
+		h["tensors"].([]any)[0].(map[string]any)["offset"] = int64(math.MaxInt64 - 2)
+		hj, err := json.Marshal(h)
+		require.NoError(t, err)
+		b := append([]byte{}, good[:12]...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(hj)))
+		b = append(b, hj...)
+		b = append(b, good[16+hlen:len(good)-4]...)
+		return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	}()
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want error
 	}{
 		{"empty", nil, ErrCorrupt},
+		{"extent past int64", overflow, ErrCorrupt},
 		{"truncated", good[:len(good)-9], ErrCorrupt},
 		{"flipped payload byte", flip(good, len(good)-6), ErrCorrupt},
 		{"flipped header byte", flip(good, 20), ErrCorrupt},
@@ -128,4 +145,25 @@ func TestEncodeValidates(t *testing.T) {
 		{Name: "a", DType: dtypes.Float32, Dims: []int{1}, Data: make([]byte, 4)},
 	}})
 	assert.Error(t, err, "duplicate name")
+}
+
+// TestSaveKeepsModeAndLinks: a replaced checkpoint keeps its permissions (a 0644 one
+// stays readable by the server that loads it) and a symbolic link is written through.
+func TestSaveKeepsModeAndLinks(t *testing.T) {
+	f, _ := sampleFile(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "v2.ckpt")
+	require.NoError(t, Save(target, f))
+	require.NoError(t, os.Chmod(target, 0o644))
+	link := filepath.Join(dir, "current.ckpt")
+	require.NoError(t, os.Symlink("v2.ckpt", link))
+	require.NoError(t, Save(link, f))
+	st, err := os.Stat(target)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+	lst, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, lst.Mode()&os.ModeSymlink, "the link stays a link")
+	_, err = Load(link)
+	require.NoError(t, err)
 }
