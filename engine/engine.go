@@ -83,6 +83,15 @@ type Engine struct {
 	compilations atomic.Int64
 	hits         atomic.Int64
 	calls        atomic.Int64
+	names        atomic.Int64 // for Unique
+}
+
+// Unique returns prefix with a suffix no other call on this engine returns: the name
+// of executables that must not be shared with another owner of the same store (two
+// trainers of one model with different optimizer settings would otherwise run the
+// first one's update graph, Exec keeping the first function given for a key).
+func (e *Engine) Unique(prefix string) string {
+	return fmt.Sprintf("%s#%d", prefix, e.names.Add(1))
 }
 
 // New creates an engine on the backend selected by cfg (see Config.Backend). The

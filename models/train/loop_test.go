@@ -242,3 +242,41 @@ func TestLoopLogNaNMetrics(t *testing.T) {
 	assert.True(t, math.IsNaN(recs[2].Eval.AUC))
 	assert.Equal(t, 3, recs[2].Eval.N)
 }
+
+// TestSecondTrainerRunsItsOwnUpdate: a second trainer of the same model (store) with
+// other optimizer settings takes its own steps, not the first trainer's compiled
+// update. From equal weights and one equal first step, an AdamW step with a large
+// weight decay ends with smaller weights than a plain Adam step.
+func TestSecondTrainerRunsItsOwnUpdate(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	ex := makeExample(t, rand.New(rand.NewPCG(6, 6)), newBucketer(t), 12)
+	plain := train.DefaultConfig()
+	plain.Optimizer, plain.WeightDecay = "adam", 0
+	decay := plain
+	decay.Optimizer, decay.WeightDecay = "adamw", 0.5
+	after := func(second train.Config) ([][]float32, [][]float32) {
+		m := noDropoutModel(t)
+		first, err := train.New(eng, m, plain)
+		require.NoError(t, err)
+		_, err = first.StepBatches(ex)
+		require.NoError(t, err)
+		mid := values(t, m.Variables())
+		next, err := train.New(eng, m, second)
+		require.NoError(t, err)
+		_, err = next.StepBatches(ex)
+		require.NoError(t, err)
+		return mid, values(t, m.Variables())
+	}
+	mid, withAdam := after(plain)
+	mid2, withDecay := after(decay)
+	require.Equal(t, mid, mid2, "the same first step")
+	var shrink float64 // Σ (decayed − plain)·w: negative when the decay pulled weights towards 0
+	for i := range mid {
+		for j := range mid[i] {
+			shrink += float64(withDecay[i][j]-withAdam[i][j]) * float64(mid[i][j])
+		}
+	}
+	assert.Less(t, shrink, 0.0, "the AdamW trainer's step decays the weights")
+}

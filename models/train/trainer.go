@@ -239,6 +239,10 @@ type Trainer struct {
 	opt   optimizer.Interface
 	lrVar *model.Variable
 	step  int
+	// name prefixes this trainer's executables (engine.Unique): its update graph
+	// holds its own optimizer settings, clip norm and loss, not another trainer's
+	// of the same store.
+	name string
 
 	gradVars []*model.Variable // the variables with gradients, in update order
 
@@ -277,7 +281,7 @@ func NewTask(eng *engine.Engine, task Task, cfg Config) (*Trainer, error) {
 	if cfg.Optimizer == "adamw" {
 		adam = adam.WeightDecay(cfg.WeightDecay)
 	}
-	t := &Trainer{eng: eng, task: task, cfg: cfg, opt: adam.Done()}
+	t := &Trainer{eng: eng, task: task, cfg: cfg, opt: adam.Done(), name: eng.Unique(task.Kind())}
 	if _, ok := t.opt.(gradientOptimizer); !ok {
 		return nil, errors.New("train: GoMLX Adam does not accept gradients (UpdateGraphWithGradients)")
 	}
@@ -369,7 +373,7 @@ func (t *Trainer) fusedStep(b Batch) (StepStats, error) {
 		return StepStats{}, err
 	}
 	clip := t.cfg.ClipNorm
-	exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/train", Bucket: b.ShapeKey()}, t.task.Store(),
+	exe, err := t.eng.Exec(engine.Key{Name: t.name + "/train", Bucket: b.ShapeKey()}, t.task.Store(),
 		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
 			scope.Store().SetTraining(in[0].Graph(), true)
 			loss := lossFn(scope, in, true)
@@ -421,7 +425,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 			return StepStats{}, err
 		}
 		var used []*model.Variable
-		exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/grad", Bucket: b.ShapeKey()}, t.task.Store(),
+		exe, err := t.eng.Exec(engine.Key{Name: t.name + "/grad", Bucket: b.ShapeKey()}, t.task.Store(),
 			func(scope *model.Scope, in []*graph.Node) []*graph.Node {
 				g := in[0].Graph()
 				scope.Store().SetTraining(g, true)
@@ -490,7 +494,7 @@ func (t *Trainer) accumulatedStep(bs []Batch) (StepStats, error) {
 		_ = sum[j].FinalizeAll()
 	}
 	clip := t.cfg.ClipNorm
-	exe, err := t.eng.Exec(engine.Key{Name: t.task.Kind() + "/apply", Bucket: fmt.Sprint(len(vars))}, t.task.Store(),
+	exe, err := t.eng.Exec(engine.Key{Name: t.name + "/apply", Bucket: fmt.Sprint(len(vars))}, t.task.Store(),
 		func(scope *model.Scope, in []*graph.Node) []*graph.Node {
 			g := in[0].Graph()
 			for _, v := range vars {
