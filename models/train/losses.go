@@ -4,6 +4,7 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+	"math"
 )
 
 // Losses of the training tasks. Each returns a scalar; masks and weights select which
@@ -35,6 +36,15 @@ func MaskedCE(logits, labels, weights *graph.Node) *graph.Node {
 // gathered, so no one-hot [..., C] tensor is built (at a vocabulary of 151,936 that
 // would be as large as the logits).
 func crossEntropy(logits, labels *graph.Node) *graph.Node {
+	idx := dtypes.Int32 // the flat index row·C + label: int64 past 2³¹ (14,200 rows of Qwen's 151,936)
+	if int64(logits.Shape().Size()) > math.MaxInt32 {
+		idx = dtypes.Int64
+	}
+	return crossEntropyIndexed(logits, labels, idx)
+}
+
+// crossEntropyIndexed is crossEntropy with flat indices of dtype idx.
+func crossEntropyIndexed(logits, labels *graph.Node, idx dtypes.DType) *graph.Node {
 	dims := logits.Shape().Dimensions
 	c := dims[len(dims)-1]
 	lead := dims[:len(dims)-1]
@@ -43,8 +53,8 @@ func crossEntropy(logits, labels *graph.Node) *graph.Node {
 	mx := graph.StopGradient(graph.ReduceAndKeep(flat, graph.ReduceMax, -1)) // [R, 1]
 	lse := graph.Add(graph.Squeeze(mx, -1), graph.Log(graph.ReduceSum(graph.Exp(graph.Sub(flat, mx)), -1)))
 	g := logits.Graph()
-	at := graph.Add(graph.MulScalar(graph.Iota(g, shapes.Make(dtypes.Int32, rows), 0), float64(c)),
-		graph.Reshape(graph.ConvertDType(labels, dtypes.Int32), rows))
+	at := graph.Add(graph.MulScalar(graph.Iota(g, shapes.Make(idx, rows), 0), float64(c)),
+		graph.Reshape(graph.ConvertDType(labels, idx), rows))
 	picked := graph.Gather(graph.Reshape(flat, rows*c), graph.InsertAxes(at, -1)) // [R]
 	return graph.Reshape(graph.Sub(lse, picked), lead...)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/gomlx/gomlx/ml/model"
@@ -48,6 +49,8 @@ func lossCases(rng *rand.Rand) []lossCase {
 	ceW := []float32{1, 0, 1, 1, 1}
 	// TokenCE over [2, 3, 4] with −100 labels.
 	tokY := []int32{1, -100, 3, -100, 0, 2}
+	// The per-row cross-entropy with int64 flat indices, over [2, 3, 4].
+	ceI64Y := []int32{1, 0, 3, 2, 0, 2}
 	// PairwiseMargin.
 	neg := make([]float64, 5)
 	for i := range neg {
@@ -95,6 +98,18 @@ func lossCases(rng *rand.Rand) []lossCase {
 					n++
 				}
 				return s / n
+			}},
+		{"per-row CE, int64 flat index", []int{2, 3, 4}, []*tensors.Tensor{tensors.FromFlatDataAndDimensions(ceI64Y, 2, 3)},
+			func(x *graph.Node, f []*graph.Node) *graph.Node {
+				return graph.ReduceAllMean(train.CrossEntropyIndexed(x, f[0], dtypes.Int64))
+			},
+			func(x []float64) float64 {
+				var s float64
+				for i, y := range ceI64Y {
+					row := x[i*4 : i*4+4]
+					s += logSumExp(row) - row[y]
+				}
+				return s / float64(len(ceI64Y))
 			}},
 		{"pairwise margin", []int{5}, []*tensors.Tensor{tensors.FromValue(neg), tensors.FromValue(pmW)},
 			func(x *graph.Node, f []*graph.Node) *graph.Node { return train.PairwiseMargin(x, f[0], f[1], 0.5) },
