@@ -3,6 +3,7 @@ package kernels
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -79,14 +80,15 @@ func (c *CSR) Validate() error {
 // undirected convention that a loop adds 2·w to the strength. Edges with weight 0 are
 // kept out. It returns an error for an endpoint outside [0,n) or a negative or NaN weight.
 func NewSymmetricCSR(n int, edges []Edge) (*CSR, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("kernels: csr: negative node count %d", n)
+	if n < 0 || n > math.MaxInt32-1 {
+		return nil, fmt.Errorf("kernels: csr: node count %d outside [0, 2³¹−1) (int32 indices)", n)
 	}
 	type entry struct {
 		col int32
 		w   float32
 	}
 	deg := make([]int32, n+1)
+	var stored int64 // entries the matrix will hold: RowPtr and the degrees are int32
 	for i, e := range edges {
 		if e.U < 0 || int(e.U) >= n || e.V < 0 || int(e.V) >= n {
 			return nil, fmt.Errorf("kernels: csr: edge %d (%d,%d) outside [0,%d)", i, e.U, e.V, n)
@@ -96,6 +98,12 @@ func NewSymmetricCSR(n int, edges []Edge) (*CSR, error) {
 		}
 		if e.Weight == 0 {
 			continue
+		}
+		if stored += 2; e.U == e.V {
+			stored-- // a self-loop is stored once
+		}
+		if stored > math.MaxInt32 {
+			return nil, fmt.Errorf("kernels: csr: %d edges give more than 2³¹−1 stored entries (int32 indices)", len(edges))
 		}
 		deg[e.U+1]++
 		if e.U != e.V {

@@ -32,3 +32,12 @@ func TestCSRCheckSymmetric(t *testing.T) {
 		})
 	}
 }
+
+// TestSymmetricCSRIndexLimits: a node count past int32 indices is an error, before
+// anything is allocated, not a panic.
+func TestSymmetricCSRIndexLimits(t *testing.T) {
+	for _, n := range []int{-1, 1 << 31, 1 << 40} {
+		_, err := NewSymmetricCSR(n, nil)
+		assert.ErrorContains(t, err, "int32 indices", "n = %d", n)
+	}
+}
