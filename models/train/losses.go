@@ -99,15 +99,18 @@ func PairwiseLogistic(pos, neg, weights *graph.Node, sigma float64) *graph.Node 
 // InfoNCE is the contrastive loss of queries [B, D] against keys [B, D]: row i's
 // positive is key i, every other key of the batch a negative; logits are the dot
 // products divided by temperature (pass L2-normalised embeddings for cosine
-// similarity). The loss is the mean cross-entropy over rows with weight > 0
-// (weights [B]); a masked row is neither an anchor nor a negative.
+// similarity). The loss is the weighted mean of the rows' cross-entropies (weights
+// [B], ≥ 0); a row of weight 0 is neither an anchor nor a negative, and any positive
+// weight keeps its key a negative of every row.
 func InfoNCE(queries, keys, weights *graph.Node, temperature float64) *graph.Node {
 	g := queries.Graph()
 	b := queries.Shape().Dimensions[0]
 	weights = graph.ConvertDType(weights, queries.DType())
 	logits := graph.DivScalar(graph.Einsum("id,jd->ij", queries, keys), temperature)
-	// Masked keys get −∞ (a large negative) so they are no negatives.
-	penalty := graph.MulScalar(graph.OneMinus(graph.ExpandAxes(weights, 0)), -1e9)
+	// Masked keys get −∞ (a large negative) so they are no negatives; the mask is
+	// weight > 0, not the weight (w = 0.5 would add −5·10⁸ to a positive logit).
+	present := graph.ConvertDType(graph.GreaterThan(weights, graph.ScalarZero(g, weights.DType())), weights.DType())
+	penalty := graph.MulScalar(graph.OneMinus(graph.ExpandAxes(present, 0)), -1e9)
 	logits = graph.Add(logits, penalty)
 	labels := graph.Iota(g, shapes.Make(dtypes.Int32, b), 0)
 	return MaskedCE(logits, labels, weights)

@@ -62,7 +62,7 @@ func lossCases(rng *rand.Rand) []lossCase {
 	for i := range keys {
 		keys[i] = rng.NormFloat64()
 	}
-	ncW := []float32{1, 1, 0, 1}
+	ncW := []float64{1, 0.5, 0, 1} // a fractional weight scales its row; 0 masks it
 	return []lossCase{
 		{"node-level BCE with mask", []int{6}, []*tensors.Tensor{tensors.FromValue(bceY), tensors.FromValue(bceW)},
 			func(x *graph.Node, f []*graph.Node) *graph.Node { return train.MaskedBCE(x, f[0], f[1]) },
@@ -154,8 +154,8 @@ func lossCases(rng *rand.Rand) []lossCase {
 					for k := range 3 {
 						d += x[i*3+k] * keys[i*3+k]
 					}
-					s += logSumExp(row) - d/0.7
-					w++
+					s += ncW[i] * (logSumExp(row) - d/0.7)
+					w += ncW[i]
 				}
 				return s / w
 			}},
