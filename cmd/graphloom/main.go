@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,11 +37,18 @@ func main() {
 		os.Exit(exitOK)
 	}
 	fmt.Fprintln(os.Stderr, "graphloom:", err)
+	os.Exit(exitCode(err))
+}
+
+// exitCode is exitUsage for an error in the command line, exitError otherwise.
+func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
-		os.Exit(exitUsage)
+	// cobra reports an unknown subcommand from its own lookup, before any command's
+	// argument check runs (usageArgs); its message is the only mark it has.
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
+		return exitUsage
 	}
-	os.Exit(exitError)
+	return exitError
 }
 
 // execute runs the command tree, turning a panic into an error (exit 1) with its

@@ -109,6 +109,10 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{"unknown flag", []string{"stats", "--nope"}, 2, "unknown flag"},
 		{"malformed corpus names the file and line", []string{"index", "--corpus", filepath.Join(dir, "bad.json"), "--out", idx}, 1, "bad.json:1: malformed JSON"},
 		{"llm extractor without an llm", []string{"index", "--corpus", corpus, "--out", idx, "--extractor", "llm"}, 2, "no LLM configured"},
+		{"an argument too many", []string{"stats", "--index", idx, "extra"}, 2, `unknown command "extra"`},
+		{"an argument too few", []string{"export", "--to", "graphml", idx}, 2, "accepts 2 arg(s), received 1"},
+		{"unknown command", []string{"bogus"}, 2, `unknown command "bogus" for "graphloom"`},
+		{"unknown subcommand", []string{"train", "bogus"}, 2, `unknown command "bogus" for "graphloom train"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, nil, tc.args...)

@@ -37,7 +37,34 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().Bool("quiet", false, "no progress bars")
 	root.AddCommand(newIndexCmd(), newDeleteCmd(), newStatsCmd(), newQueryCmd(), newAugmentCmd(), newEvalCmd(), newEnvCmd(), newFakeLLMCmd(), newSynthCmd(), newCalibrateCmd(), newServeCmd(), newImportCmd(), newExportCmd(), newTrainCmd(), newLMCmd(), newVersionCmd())
 	decimalFlags(root)
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every command's argument check (cobra.NoArgs, ExactArgs, …) return a
+// usageError, so that a wrong number of arguments exits 2 like a wrong flag.
+func usageArgs(c *cobra.Command) {
+	if c.HasParent() && c.HasSubCommands() && !c.Runnable() {
+		// A group ("train", "lm"): cobra shows its help for any argument, exit 0;
+		// an unknown subcommand is a usage error, as at the root.
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return cmd.Help()
+		}
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 func buildVersion() string {
