@@ -133,6 +133,9 @@ much the scorer and its selection move with the seed.`,
 				if err := os.Remove(runReportPath(out, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					cmd.PrintErrf("warning: %v\n", err)
 				}
+				if asJSON {
+					return printJSON(w, map[string]any{"removed_run": rollback, "out": out})
+				}
 				fmt.Fprintf(w, "removed run %s → %s\n", rollback, out)
 				return nil
 			}

@@ -76,6 +76,9 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				if err := graphio.AtomicWrite(corpusOut, func(w io.Writer) error { return eval.WriteCorpus(w, ps) }); err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(w, map[string]any{"passages": len(ps), "dataset": dataset, "out": corpusOut})
+				}
 				fmt.Fprintf(w, "%d passages from %s → %s\n", len(ps), dataset, corpusOut)
 				return nil
 			}
@@ -150,11 +153,11 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				}
 				if ablate {
 					finish()
-					return runAblation(cmd, ix, api, ds, rcfg, cfg, ablateCorpus, out)
+					return runAblation(cmd, ix, api, ds, rcfg, cfg, ablateCorpus, out, asJSON)
 				}
 				if len(sweeps) > 0 {
 					finish()
-					return runSweep(cmd, ix, api, ds, &rcfg, cfg, sweeps, out)
+					return runSweep(cmd, ix, api, ds, &rcfg, cfg, sweeps, out, asJSON)
 				}
 				s, err := retrieve.Open(ix, api, rcfg, chat)
 				if err != nil {
@@ -296,7 +299,7 @@ func runExtractionScore(cmd *cobra.Command, indexPath, goldPath string, asJSON b
 }
 
 // runAblation prints and writes the ablation table of the index on the dataset.
-func runAblation(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg retrieve.Config, cfg eval.Config, corpus, out string) error {
+func runAblation(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg retrieve.Config, cfg eval.Config, corpus, out string, asJSON bool) error {
 	open := func(ix *graphio.Index, rc retrieve.Config) (eval.Retrievers, error) {
 		return retrieve.Open(ix, api, rc, nil)
 	}
@@ -308,19 +311,31 @@ func runAblation(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *
 	if err != nil {
 		return err
 	}
+	var files []string
 	if out != "" {
-		files, err := rep.WriteFiles(out)
-		if err != nil {
+		if files, err = rep.WriteFiles(out); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(files, ", "))
 	}
-	_, err = io.WriteString(cmd.OutOrStdout(), rep.Markdown())
+	return printAblation(cmd, rep, files, asJSON)
+}
+
+// printAblation prints an ablation or sweep report (with --json, as JSON with the
+// files written) after writing its files.
+func printAblation(cmd *cobra.Command, rep *eval.AblationReport, files []string, asJSON bool) error {
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return printJSON(w, map[string]any{"report": rep, "files": files})
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(w, "wrote %s\n", strings.Join(files, ", "))
+	}
+	_, err := io.WriteString(w, rep.Markdown())
 	return err
 }
 
 // runSweep evaluates the grid of retrieval-flag values the --sweep flags give.
-func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg *retrieve.Config, cfg eval.Config, sweeps []string, out string) error {
+func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eval.Dataset, rcfg *retrieve.Config, cfg eval.Config, sweeps []string, out string, asJSON bool) error {
 	type axis struct {
 		flag   string
 		values []string
@@ -373,13 +388,11 @@ func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eva
 		}
 		return err
 	}
+	var files []string
 	if out != "" {
-		files, err := rep.WriteFilesAs(out, "sweep")
-		if err != nil {
+		if files, err = rep.WriteFilesAs(out, "sweep"); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(files, ", "))
 	}
-	_, err = io.WriteString(cmd.OutOrStdout(), rep.Markdown())
-	return err
+	return printAblation(cmd, rep, files, asJSON)
 }

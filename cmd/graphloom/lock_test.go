@@ -164,8 +164,13 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	assert.NoFileExists(t, other+"."+second+".json")
 
 	for _, id := range []string{second, first} {
-		r = run(t, nil, "augment", "--index", idx, "--rollback", id)
+		r = run(t, nil, "augment", "--index", idx, "--rollback", id, "--json")
 		require.Equal(t, 0, r.code, r.stderr)
+		var removed struct {
+			Run string `json:"removed_run"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &removed), "--json prints JSON: %q", r.stdout)
+		assert.Equal(t, id, removed.Run)
 		assert.NoFileExists(t, idx+"."+id+".json", "the run's report goes with it")
 	}
 	assert.Equal(t, before, readFile(t, idx))

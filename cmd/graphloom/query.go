@@ -151,6 +151,9 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 				if err := graphio.AtomicWrite(out, func(w io.Writer) error { return retrieve.WriteRun(w, lines) }); err != nil {
 					return err
 				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), map[string]any{"questions": len(lines), "out": out, "retriever": retriever, "top_k": rc.TopK})
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%d questions → %s (%s, top %d)\n", len(lines), out, retriever, rc.TopK)
 				return nil
 			}
@@ -171,7 +174,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 	f.IntVar(&rc.TopK, "top-k", rc.TopK, "passages per question")
 	f.BoolVar(&rc.Answer, "answer", false, "answer with the LLM from the top 5 passages (HippoRAG's reader)")
 	f.BoolVar(&noRecognition, "no-recognition", false, "skip HippoRAG 2's LLM recognition-memory filter even when an LLM is configured")
-	f.BoolVar(&asJSON, "json", false, "print the result of a single question as JSON")
+	f.BoolVar(&asJSON, "json", false, "print the result of a single question (or, with --questions, what was written) as JSON")
 	addForce(cmd, &force)
 	registerRetrievalFlags(cmd, &cfg)
 	cf.register(cmd, false)

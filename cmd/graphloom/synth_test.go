@@ -89,6 +89,21 @@ func TestEvalSweep(t *testing.T) {
 	for _, bad := range []string{"top-k=1,2", "nope=1", "pcst-cost-e", "pcst-cost-e=-1"} {
 		assert.Equal(t, 2, run(t, nil, "eval", "--index", idx, "--dataset", ds, "--retrievers", "pcst", "--sweep", bad).code, bad)
 	}
+
+	// With --json, stdout is one JSON value and nothing else, whatever the mode.
+	qs := filepath.Join(dir, "q.jsonl")
+	require.NoError(t, os.WriteFile(qs, []byte(`{"id":"a","question":"Who founded the Lamplighters Guild?"}`+"\n"), 0o644))
+	for _, args := range [][]string{
+		{"eval", "--index", idx, "--dataset", ds, "--retrievers", "pcst", "--sweep", "pcst-topk=3,5", "--out", filepath.Join(dir, "j1"), "--json"},
+		{"eval", "--index", idx, "--dataset", ds, "--retrievers", "bm25,ppr", "--ablate", "--json"},
+		{"eval", "--dataset", ds, "--corpus-out", filepath.Join(dir, "corpus-out.json"), "--json"},
+		{"query", "--index", idx, "--questions", qs, "--out", filepath.Join(dir, "run.jsonl"), "--json"},
+	} {
+		r := run(t, nil, args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+		var v map[string]any
+		assert.NoError(t, json.Unmarshal([]byte(r.stdout), &v), "%v: stdout %q", args, r.stdout)
+	}
 }
 
 // TestSynthPartialFailure: when some generation calls get no answer, synth writes no
