@@ -33,6 +33,9 @@ func TestLoadFormats(t *testing.T) {
 		{"jsonl with optional fields", "b.jsonl", "{\"id\":\"x1\",\"text\":\"One.\"}\n\n{\"title\":\"T\",\"text\":\"Two.\"}\n{\"text\":\"Three.\"}\n", []string{"x1", "T", ""}, []string{"x1", "T", ":4"}, 0},
 		{"jsonl in .json", "c.json", "{\"title\":\"A\",\"text\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n", []string{"A", "B"}, []string{"A", "B"}, 0},
 		{"gfm-rag object", "d.json", `{"Paris": "Capital of France.", "Lyon": "A city."}`, []string{"Paris", "Lyon"}, []string{"Paris", "Lyon"}, 0},
+		{"gfm-rag object, pretty-printed", "d2.json", "{\n  \"Paris\": \"Capital of France.\",\n  \"Lyon\": \"A city.\"\n}\n", []string{"Paris", "Lyon"}, []string{"Paris", "Lyon"}, 0},
+		{"jsonl in .json, first line without text", "c2.json", "{\"title\":\"A\",\"body\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n{\"title\":\"C\",\"text\":\"c\"}\n", []string{"B", "C"}, []string{"B", "C"}, 1},
+		{"one record, pretty-printed", "c3.json", "{\n  \"title\": \"A\",\n  \"text\": \"Alpha text.\"\n}\n", []string{"A"}, []string{"A"}, 0},
 		{"bom and bad records", "e.json", "\ufeff[{\"title\":\"A\",\"text\":\"ok\"},{\"title\":\"B\"},{\"title\":\"C\",\"text\":\"  \"},{\"title\":\"D\",\"text\":\"bad \xff\xfe\"}]", []string{"A"}, []string{"A"}, 3},
 		{"jsonl malformed line", "f.jsonl", "{\"text\":\"ok\"}\n{\"text\": oops}\n", []string{""}, []string{":1"}, 1},
 		{"id is the key, not the title", "g.json", `[{"id":7,"title":"A","text":"a"},{"id":"k","title":"A","text":"b"}]`, []string{"A", "A"}, []string{"7", "k"}, 0},
@@ -108,6 +111,7 @@ func TestLoadErrors(t *testing.T) {
 		{"not a corpus", "hello", "not a corpus"},
 		{"empty file", "", "no usable passages"},
 		{"nothing usable", `[{"title":"x"}]`, "no usable passages"},
+		{"content after a {title: text} object", "{\n \"A\": \"a\"\n}\n{\"B\": \"b\"}\n", "x.json:3: content after the {title: text} object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := write(t, dir, "x.json", tc.content)

@@ -232,15 +232,22 @@ func (l *loader) file(path string) error {
 	case first == '{' && ext != ".json":
 		return l.jsonl(path, br)
 	case first == '{':
-		// A .json file starting with an object: JSONL, or one {title: text} object.
+		// A .json file starting with an object: JSONL (its first line a whole object
+		// and more lines after it, or a record with "text"), one record
+		// {"title", "text"}, however laid out, or one {title: text} object.
 		all, err := io.ReadAll(br)
 		if err != nil {
 			return fmt.Errorf("ingest: %s: %w", path, err)
 		}
-		line, _, _ := bytes.Cut(all, []byte("\n"))
+		trimmed := bytes.TrimSpace(all)
+		line, rest, _ := bytes.Cut(trimmed, []byte("\n"))
 		var probe map[string]json.RawMessage
-		if json.Unmarshal(line, &probe) == nil && probe["text"] != nil {
+		if json.Unmarshal(line, &probe) == nil && (probe["text"] != nil || len(bytes.TrimSpace(rest)) > 0) {
 			return l.jsonl(path, bytes.NewReader(all))
+		}
+		if json.Unmarshal(trimmed, &probe) == nil && isRecord(probe) {
+			l.addRecord(path+"#0", "#0", trimmed)
+			return nil
 		}
 		return l.jsonObject(path, all)
 	}
@@ -365,6 +372,20 @@ func (l *loader) jsonl(path string, r io.Reader) error {
 	}
 }
 
+// isRecord reports whether an object is one corpus record — a string "text" beside
+// only record fields — rather than a {title: text} map.
+func isRecord(obj map[string]json.RawMessage) bool {
+	if jsonmsg.Kind(obj["text"]) != "a string" {
+		return false
+	}
+	for k := range obj {
+		if k != "text" && k != "title" && k != "id" {
+			return false
+		}
+	}
+	return true
+}
+
 // jsonObject reads GFM-RAG's dataset_corpus.json form: {"title": "text", ...}, in file order.
 func (l *loader) jsonObject(path string, data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -397,6 +418,10 @@ func (l *loader) jsonObject(path string, data []byte) error {
 	}
 	if _, err := dec.Token(); err != nil {
 		return syntaxError(path, data, dec.InputOffset(), err)
+	}
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		line := 1 + bytes.Count(data[:off], []byte("\n"))
+		return fmt.Errorf("ingest: %s:%d: content after the {title: text} object (JSON Lines of records? give them \"text\", or name the file .jsonl)", path, line)
 	}
 	return nil
 }
