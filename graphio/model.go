@@ -66,6 +66,10 @@ type Meta struct {
 	Embedder  string `json:"embedder,omitempty"`  // embedder identity; all embedding matrices share it
 	// EntityFilter records the entity-hygiene settings the graph was built with.
 	EntityFilter string `json:"entity_filter,omitempty"`
+	// Graph records every graph setting the index was built with, by flag name
+	// (kg.Config.Settings): a later add, delete, sync or merge keeps to them unless
+	// told otherwise. Empty in an index written before they were recorded.
+	Graph map[string]string `json:"graph,omitempty"`
 	// FilteredEntities counts, per rule, the distinct names the filter kept out.
 	FilteredEntities map[string]int `json:"filtered_entities,omitempty"`
 	Graphloom        string         `json:"graphloom,omitempty"` // version of graphloom that built it

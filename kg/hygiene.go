@@ -2,6 +2,7 @@ package kg
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -168,6 +169,61 @@ func (f *entityFilter) reject(name string, mentionOnly bool) string {
 }
 
 // describe records the filter settings in the index's metadata.
+// Settings returns the graph settings of c that shape the graph built from the same
+// extraction, by their flag names, as an index records them (graphio.Meta.Graph).
+func (c Config) Settings() map[string]string {
+	return map[string]string{
+		"hyperedges":         strconv.FormatBool(c.Hyperedges),
+		"synonym-threshold":  strconv.FormatFloat(float64(c.SynonymThreshold), 'g', -1, 32),
+		"synonym-max":        strconv.Itoa(c.SynonymMax),
+		"synonym-min-alnum":  strconv.Itoa(c.SynonymMinAlnum),
+		"stem-synonyms":      strconv.FormatBool(c.StemSynonyms),
+		"entity-rules":       strconv.FormatBool(c.EntityRules),
+		"max-entity-share":   strconv.FormatFloat(c.MaxEntityShare, 'g', -1, 64),
+		"generic-min-chunks": strconv.Itoa(c.GenericMinChunks),
+		"mention-only":       strconv.FormatBool(c.MentionOnly),
+	}
+}
+
+// ApplySettings sets c's graph settings from recorded ones (an index's
+// graphio.Meta.Graph) but those keep reports true for (given on the command line).
+// An unknown name is skipped (a later graphloom's setting); a malformed value is an
+// error naming it.
+func (c *Config) ApplySettings(rec map[string]string, keep func(name string) bool) error {
+	for name, v := range rec {
+		if keep != nil && keep(name) {
+			continue
+		}
+		var err error
+		switch name {
+		case "hyperedges":
+			c.Hyperedges, err = strconv.ParseBool(v)
+		case "synonym-threshold":
+			var f float64
+			f, err = strconv.ParseFloat(v, 32)
+			c.SynonymThreshold = float32(f)
+		case "synonym-max":
+			c.SynonymMax, err = strconv.Atoi(v)
+		case "synonym-min-alnum":
+			c.SynonymMinAlnum, err = strconv.Atoi(v)
+		case "stem-synonyms":
+			c.StemSynonyms, err = strconv.ParseBool(v)
+		case "entity-rules":
+			c.EntityRules, err = strconv.ParseBool(v)
+		case "max-entity-share":
+			c.MaxEntityShare, err = strconv.ParseFloat(v, 64)
+		case "generic-min-chunks":
+			c.GenericMinChunks, err = strconv.Atoi(v)
+		case "mention-only":
+			c.MentionOnly, err = strconv.ParseBool(v)
+		}
+		if err != nil {
+			return fmt.Errorf("kg: the index's recorded graph setting %s = %q: %w", name, v, err)
+		}
+	}
+	return nil
+}
+
 func (c Config) describeFilter() string {
 	return fmt.Sprintf("rules=%t generic>%.3g(min %d chunks) mention-only=%t", c.EntityRules, c.MaxEntityShare, c.GenericMinChunks, c.MentionOnly)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,7 +154,8 @@ func storeMergeState(ix *graphio.Index, f *entityFilter, cfg Config) error {
 func incrementalOK(ix *graphio.Index, changed int, emb embed.Embedder, cfg Config) (State, bool) {
 	st, ok := ReadState(ix)
 	if !ok || cfg.Merge || cfg.MergeShare <= 0 || len(ix.Runs) > 0 || !embed.IsHashed(ix.Meta.Embedder) ||
-		st.Filter != cfg.describeFilter() || ix.Meta.EntityFilter != st.Filter {
+		st.Filter != cfg.describeFilter() || ix.Meta.EntityFilter != st.Filter ||
+		ix.Meta.Graph != nil && !maps.Equal(ix.Meta.Graph, cfg.Settings()) { // other settings: a merge
 		return st, false
 	}
 	if emb != nil {

@@ -171,6 +171,7 @@ func rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, e
 	filter := newEntityFilter(results, cfg)
 	filtered := map[string]string{}
 	ix.Meta.EntityFilter = cfg.describeFilter()
+	ix.Meta.Graph = cfg.Settings()
 	for ci, r := range results {
 		if r.Failed != "" {
 			rep.FailedChunks++

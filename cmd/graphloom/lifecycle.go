@@ -63,6 +63,9 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := o.kcfg.ApplySettings(ix.Meta.Graph, cmd.Flags().Changed); err != nil { // the index's own graph settings
+		return fmt.Errorf("index: %s: %w", o.index, err)
+	}
 	flags := cmd.Flags()
 	// By default the index's own chunking, extractor and embedder.
 	if ch := ix.Meta.Chunking; ch != "" && !flags.Changed("chunk-tokens") && !flags.Changed("overlap-tokens") {
@@ -186,6 +189,9 @@ func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, wait, asJSON
 	ix, err := kg.ReadForChange(path)
 	if err != nil {
 		return err
+	}
+	if err := kcfg.ApplySettings(ix.Meta.Graph, cmd.Flags().Changed); err != nil { // the index's own graph settings
+		return fmt.Errorf("index: %s: %w", path, err)
 	}
 	var ex extract.Extractor
 	if ix.Meta.Extractor == "rule" {
@@ -326,6 +332,9 @@ fresh build (docs/lifecycle.md).`,
 			ix, err := kg.ReadForChange(path)
 			if err != nil {
 				return err
+			}
+			if err := kcfg.ApplySettings(ix.Meta.Graph, nil); err != nil { // the index's own graph settings
+				return fmt.Errorf("delete: %s: %w", path, err)
 			}
 			sel, err := selectDocs(ix, docs, title)
 			if err != nil {

@@ -341,3 +341,39 @@ func TestDeleteKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesKeepTheIndexSettings: an index built with its own graph settings keeps
+// them through a delete and an add made as merges (full rebuilds), which used the
+// defaults: the hyperedges it was built without came back from the stored results.
+func TestChangesKeepTheIndexSettings(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 5), "--out", idx,
+		"--hyperedges=false", "--synonym-threshold", "0.9", "--max-entity-share", "0.2").code)
+	check := func(step string) {
+		t.Helper()
+		ix, err := graphio.ReadFile(idx)
+		require.NoError(t, err)
+		assert.Empty(t, ix.Hyperedges, "%s: built without hyperedges", step)
+		assert.Equal(t, "false", ix.Meta.Graph["hyperedges"], step)
+		assert.Equal(t, "0.9", ix.Meta.Graph["synonym-threshold"], step)
+		assert.Equal(t, "0.2", ix.Meta.Graph["max-entity-share"], step)
+	}
+	check("index")
+	r := run(t, nil, "delete", "--index", idx, "--title", "Passage 1", "--merge")
+	require.Equal(t, 0, r.code, r.stderr)
+	check("delete --merge")
+	more := filepath.Join(dir, "more.json")
+	require.NoError(t, os.WriteFile(more, []byte(`[{"title":"Harl Dunmere","text":"Harl Dunmere built the mill of Quillhaven0 in 1821."}]`), 0o644))
+	r = run(t, nil, "index", "--add", more, "--index", idx, "--merge")
+	require.Equal(t, 0, r.code, r.stderr)
+	check("index --add --merge")
+
+	// A setting given on the command line wins, and is recorded.
+	r = run(t, nil, "index", "--merge", "--index", idx, "--synonym-threshold", "0.85")
+	require.Equal(t, 0, r.code, r.stderr)
+	ix, err := graphio.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, "0.85", ix.Meta.Graph["synonym-threshold"])
+	assert.Equal(t, "false", ix.Meta.Graph["hyperedges"])
+}
