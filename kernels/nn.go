@@ -220,9 +220,16 @@ func BatchNorm(x, mask, gamma, beta *graph.Node, running BatchNormState, trainin
 		variance = graph.Div(graph.ReduceSum(masked(graph.Square(centered)), 0), safeCnt)
 		if running.Mean != nil && running.Var != nil {
 			unbiased := graph.Mul(variance, graph.Div(cnt, graph.MaxScalar(graph.AddScalar(cnt, -1), 1)))
-			mom := momentum
-			next.Mean = graph.Add(graph.MulScalar(graph.StopGradient(running.Mean), 1-mom), graph.MulScalar(graph.StopGradient(mean), mom))
-			next.Var = graph.Add(graph.MulScalar(graph.StopGradient(running.Var), 1-mom), graph.MulScalar(graph.StopGradient(unbiased), mom))
+			// A batch of fewer than 2 rows has no variance to speak of (PyTorch refuses
+			// it): the running statistics stay, rather than decay towards 0 and blow
+			// up evaluation by 1/√eps.
+			mom := graph.MulScalar(asDType(graph.GreaterOrEqual(cnt, graph.Scalar(cnt.Graph(), cnt.DType(), 2)), x), momentum)
+			step := func(old, batch *graph.Node) *graph.Node {
+				old = graph.StopGradient(old)
+				return graph.Add(old, graph.Mul(graph.Sub(graph.StopGradient(batch), old), mom))
+			}
+			next.Mean = step(running.Mean, mean)
+			next.Var = step(running.Var, unbiased)
 		}
 	} else {
 		if running.Mean == nil || running.Var == nil {

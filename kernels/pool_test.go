@@ -179,3 +179,21 @@ func TestNormsMatchReference(t *testing.T) {
 		assert.InDelta(t, GELURef(v), gelu[i], 1e-5)
 	}
 }
+
+// TestBatchNormKeepsRunningStatsOnTinyBatches: a training batch with fewer than two
+// real rows (one node, or all padding) leaves the running statistics as they were;
+// they used to move towards 0 (no variance), and evaluation then divided by √eps.
+func TestBatchNormKeepsRunningStatsOnTinyBatches(t *testing.T) {
+	e := enginetest.New(t)
+	rng := rand.New(rand.NewPCG(5, 7))
+	x := randMat(rng, 4, 3, 2)
+	rm, rv := randVec(rng, 3, 1), []float64{1, 2, 3}
+	for _, mask := range [][]float32{{0, 1, 0, 0}, {0, 0, 0, 0}} {
+		outs := run(t, e, func(in []*graph.Node) []*graph.Node {
+			_, st := BatchNorm(in[0], in[1], nil, nil, BatchNormState{Mean: in[2], Var: in[3]}, true, 0.1, 1e-5)
+			return []*graph.Node{st.Mean, st.Var}
+		}, tensorOf(dtypes.Float32, x), tensorFromF32(mask), tensorOf(dtypes.Float32, rm), tensorOf(dtypes.Float32, rv))
+		assert.InDeltaSlice(t, rm, flat64(outs[0]), 1e-6, "running mean, mask %v", mask)
+		assert.InDeltaSlice(t, rv, flat64(outs[1]), 1e-6, "running var, mask %v", mask)
+	}
+}
