@@ -27,7 +27,12 @@ import (
 // caller (Hooks): Trainer.Fit plugs in GoMLX steps of a Task; the CrossAug scorer plugs
 // in its sampled epochs.
 type Loop struct {
-	Steps     int     // most optimizer steps
+	Steps int // most optimizer steps
+	// StartStep is the number of steps taken before this run (a resumed run): the
+	// log's and History's step numbers, and the evaluation every EvalEvery steps,
+	// count from it as an uninterrupted run would; Result.Steps and BestStep count
+	// this run's steps.
+	StartStep int
 	EvalEvery int     // evaluate every this many steps (and after the last)
 	Patience  int     // evaluations without improvement before stopping; 0 = never
 	MinDelta  float64 // improvement threshold on the validation loss
@@ -142,23 +147,24 @@ func (l Loop) Run(ctx context.Context, h Hooks) (*Result, error) {
 		}
 		last = st
 		res.Steps = i + 1
+		abs := l.StartStep + res.Steps
 		loss, lr, gn := st.Loss, st.LR, st.GradNorm
-		if err := logLine(LogRecord{Step: res.Steps, Loss: &loss, LR: &lr, GradNorm: &gn}); err != nil {
+		if err := logLine(LogRecord{Step: abs, Loss: &loss, LR: &lr, GradNorm: &gn}); err != nil {
 			return res, err
 		}
 		if l.Progress != nil {
 			l.Progress(res.Steps, l.Steps)
 		}
-		if res.Steps%l.EvalEvery != 0 && res.Steps != l.Steps {
+		if abs%l.EvalEvery != 0 && res.Steps != l.Steps {
 			continue
 		}
 		m, err := h.Eval()
 		if err != nil {
 			return res, err
 		}
-		res.History = append(res.History, EvalPoint{Step: res.Steps, TrainLoss: last.Loss, Metrics: m})
+		res.History = append(res.History, EvalPoint{Step: abs, TrainLoss: last.Loss, Metrics: m})
 		tl := last.Loss
-		if err := logLine(LogRecord{Step: res.Steps, Eval: &m, TrainLoss: &tl}); err != nil {
+		if err := logLine(LogRecord{Step: abs, Eval: &m, TrainLoss: &tl}); err != nil {
 			return res, err
 		}
 		improved, stop := stopper.Observe(m.Loss)

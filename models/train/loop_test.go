@@ -280,3 +280,43 @@ func TestSecondTrainerRunsItsOwnUpdate(t *testing.T) {
 	}
 	assert.Less(t, shrink, 0.0, "the AdamW trainer's step decays the weights")
 }
+
+// TestResumedRunCountsOn: a run resumed at step 7 of 15 logs steps 8…15, evaluates at
+// 10 and 15 as the uninterrupted run would (every 5, and after the last), records
+// those step numbers in History, and runs the 8 remaining steps.
+func TestResumedRunCountsOn(t *testing.T) {
+	eng, err := engine.New(engine.Config{Backend: "go"})
+	require.NoError(t, err)
+	defer eng.Close()
+	rng := rand.New(rand.NewPCG(6, 6))
+	bk := newBucketer(t)
+	cfg := train.DefaultConfig()
+	cfg.TotalSteps, cfg.EvalEvery, cfg.Patience = 15, 5, 0
+	tr, err := train.New(eng, noDropoutModel(t), cfg)
+	require.NoError(t, err)
+	require.NoError(t, tr.Resume(7))
+	var log bytes.Buffer
+	tr.Log = &log
+	val := []train.Example{makeExample(t, rng, bk, 24)}
+	res, err := tr.FitTask(t.Context(), func(int) ([]train.Batch, error) {
+		return []train.Batch{makeExample(t, rng, bk, 24)}, nil
+	}, func() (train.Metrics, error) { return tr.Evaluate(val) })
+	require.NoError(t, err)
+	assert.Equal(t, 8, res.Steps)
+	var evalAt []int
+	for _, p := range res.History {
+		evalAt = append(evalAt, p.Step)
+	}
+	assert.Equal(t, []int{10, 15}, evalAt)
+	var stepAt []int
+	sc := bufio.NewScanner(&log)
+	for sc.Scan() {
+		var r train.LogRecord
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		if r.Eval == nil {
+			stepAt = append(stepAt, r.Step)
+		}
+	}
+	assert.Equal(t, []int{8, 9, 10, 11, 12, 13, 14, 15}, stepAt)
+	assert.Error(t, tr.Resume(15), "nothing left to run")
+}

@@ -314,11 +314,21 @@ type gradientOptimizer interface {
 func (t *Trainer) StepsTaken() int { return t.step }
 
 // Resume sets the number of steps already taken (a run resumed from a checkpoint of
-// its weights): the learning-rate schedule continues from there and FitTask runs the
-// remaining TotalSteps − step steps. The optimizer's moment estimates start afresh.
+// its weights): the learning-rate schedule continues from there, FitTask runs the
+// remaining TotalSteps − step steps and logs them under their own step numbers, and
+// the random state (dropout) is seeded from (Seed, step), so the resumed steps do not
+// replay the first steps' masks. What is not restored: the optimizer's moment
+// estimates, which start afresh, the uninterrupted run's random state, and early
+// stopping's best loss and patience, which count from the resumed run's first
+// evaluation.
 func (t *Trainer) Resume(step int) error {
 	if step < 0 || step >= t.cfg.TotalSteps {
 		return fmt.Errorf("train: resume at step %d: want 0 ≤ step < TotalSteps %d", step, t.cfg.TotalSteps)
+	}
+	if step > 0 {
+		if err := t.task.Store().SetRNGStateFromSeed(t.cfg.Seed ^ int64(uint64(step)*0x9E3779B97F4A7C15)); err != nil {
+			return fmt.Errorf("train: resume: seeding: %w", err)
+		}
 	}
 	t.step = step
 	return nil
@@ -657,7 +667,7 @@ func (t *Trainer) Fit(next func(step int) (Example, error), eval []Example) (*Re
 func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, error), eval func() (Metrics, error)) (*Result, error) {
 	var best []*tensors.Tensor
 	defer func() { engine.Finalize(best...) }()
-	loop := Loop{Steps: t.cfg.TotalSteps - t.step, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
+	loop := Loop{Steps: t.cfg.TotalSteps - t.step, StartStep: t.step, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
 		Log: t.Log, Progress: t.Progress}
 	return loop.Run(ctx, Hooks{
 		Step: func(i int) (StepStats, error) {
