@@ -494,12 +494,55 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		docMap[i] = int32(len(keptDocs))
 		keptDocs = append(keptDocs, d)
 	}
+	// A chunk is stored once, for the first document that produced it (its id is its
+	// title and text): a later document of the same title whose chunk at that
+	// position had the same text (two versions of one file) holds no chunk there.
+	// Deleting the first, the chunk goes to such a surviving document instead of out
+	// of the index — when it is the only chunk that can be: no surviving chunk of a
+	// document of that title holds that position (else the document's own chunk may
+	// be that one, and the deleted chunk goes, as before).
+	type slot struct {
+		title string
+		order int32
+	}
+	heirs := map[string][]int32{} // title → surviving documents of that title
+	has := map[[2]int32]bool{}    // (document, order) of the chunks it holds
+	held := map[slot]bool{}       // positions a surviving document's chunk holds
+	for _, c := range ix.Chunks {
+		has[[2]int32{c.Doc, c.Order}] = true
+		if !gone[c.Doc] {
+			held[slot{ix.Documents[c.Doc].Title, c.Order}] = true
+		}
+	}
+	for i, d := range ix.Documents {
+		if !gone[i] {
+			heirs[d.Title] = append(heirs[d.Title], int32(i))
+		}
+	}
+	heir := func(c graphio.Chunk) int32 {
+		title := ix.Documents[c.Doc].Title
+		if held[slot{title, c.Order}] {
+			return -1
+		}
+		for _, d := range heirs[title] {
+			if !has[[2]int32{d, c.Order}] {
+				has[[2]int32{d, c.Order}] = true
+				return d
+			}
+		}
+		return -1
+	}
 	chunkMap := make([]int32, len(ix.Chunks))
 	var keptChunks []graphio.Chunk
 	var keptAt []int
 	var before, after, removed []string
 	for i, c := range ix.Chunks {
 		before = append(before, c.Title)
+		if docMap[c.Doc] < 0 {
+			if d := heir(c); d >= 0 {
+				c.Doc = d // kept below, as the surviving document's
+			}
+		}
 		if docMap[c.Doc] < 0 {
 			chunkMap[i] = -1
 			ch.Chunks++

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -356,4 +358,43 @@ func TestMoreHopQAEquivalence(t *testing.T) {
 			assert.Equal(t, rankings(t, tc.want, qs), rankings(t, tc.got, qs))
 		})
 	}
+}
+
+// TestDeleteKeepsASharedChunk: two versions of one long file (one title, the same
+// first chunk) store that chunk once, for the first; deleting the first leaves the
+// second whole, equal to a fresh build of it alone. The shared chunk went with the
+// first document, and with it what the second's opening stated.
+func TestDeleteKeepsASharedChunk(t *testing.T) {
+	var shared, tailA, tailB strings.Builder
+	for i := range 160 {
+		fmt.Fprintf(&shared, "Mara Vell%d founded Quillhaven%d in %d. ", i, i, 1700+i)
+	}
+	for i := range 40 {
+		fmt.Fprintf(&tailA, "Harl Dunmere%d built the mill of Ostrid%d. ", i, i)
+		fmt.Fprintf(&tailB, "Odile Varrant%d sailed to Fenmouth%d. ", i, i)
+	}
+	v1 := ingest.Passage{Title: "Guide", Text: shared.String() + tailA.String(), Source: "v1/guide.txt", Key: "v1/guide.txt"}
+	v2 := ingest.Passage{Title: "Guide", Text: shared.String() + tailB.String(), Source: "v2/guide.txt", Key: "v2/guide.txt"}
+	alone := fresh(t, []ingest.Passage{v1})
+	require.Greater(t, len(alone.Chunks), 1, "a long document")
+	both := fresh(t, []ingest.Passage{v1, v2})
+	require.Less(t, len(both.Chunks), 2*len(alone.Chunks), "the first chunk is stored once")
+	want := fresh(t, []ingest.Passage{v2})
+
+	ix := forChange(t, both)
+	_, err := kg.Delete(context.Background(), ix, []int32{0}, rule(), nil, exact())
+	require.NoError(t, err)
+	retrieve.StoreBM25(ix, retrieve.DefaultConfig())
+	ix = roundTrip(t, ix)
+	require.NoError(t, ix.Validate())
+	ids := func(ix *graphio.Index) []string {
+		var out []string
+		for _, c := range ix.Chunks {
+			out = append(out, fmt.Sprintf("%d %s", c.Order, c.ID))
+		}
+		slices.Sort(out)
+		return out
+	}
+	assert.Equal(t, ids(want), ids(ix), "the second version keeps every chunk")
+	assert.Equal(t, graphOf(want), graphOf(ix))
 }
