@@ -45,15 +45,22 @@ py=/usr/bin/python3
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 if [[ $torch -eq 1 ]]; then
+  # Best effort, as BUILD.md says: without root, sudo or the mirror the PyTorch
+  # columns are skipped, not the whole section.
   if ! "$py" -c 'import torch' 2>/dev/null; then
     echo "== installing python3-torch (Debian) =="
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-torch >/dev/null
+    if ! { as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-torch >/dev/null; }; then
+      echo "== cannot install python3-torch: the PyTorch reference columns are skipped =="
+      torch=0
+    fi
   fi
+fi
+if [[ $torch -eq 1 ]]; then
   blas="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)"
   if [[ "$blas" != *openblas* && "$blas" != *mkl* && "$blas" != *blis* ]]; then
     echo "== installing libopenblas0-openmp (optimised BLAS for Debian's PyTorch) =="
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq libopenblas0-openmp >/dev/null
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq libopenblas0-openmp >/dev/null ||
+      echo "== cannot install libopenblas0-openmp: PyTorch runs on the reference BLAS (slower) =="
     blas="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)"
   fi
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench: every benchmark, each printing its figures against a reference run in the
-# same invocation. Long: budget 100–160 minutes on 2 cores (section 4's seed stability trains
+# make bench: every benchmark. Sections 1, 2, 3, 4, 5, 7, 12 and 13 print their figures
+# against a reference run in the same invocation; 8, 9 and 10 print absolute times, 10b
+# against goals, 11 growth exponents. Long: budget 100–160 minutes on 2 cores (section 4's seed stability trains
 # 35 scorers, ≈ 20–25 min; STABILITY_SEEDS="42 1 2" and STABILITY_SPLITS="0 1 2" shorten it; the planted-missingness runs on
 # the 2Wiki corpus train 3 seeds × one scorer and 3 seeds × the default ensemble of 3 and
 # complete thousands of subgraphs, ≈ 30–60 min; PLANTED_2WIKI_K=1 keeps one scorer); the

@@ -52,9 +52,9 @@ step "5. cross-chunk questions PPR on the augmented index answers and BM25 does 
 
 step "6. retrieval before and after augmentation ($ex/questions.json)"
 echo "before:"
-"$bin" eval --index "$before" --dataset "$ex/questions.json" --retrievers bm25,ppr --ks 2,5 --quiet | sed 's/^/  /'
+"$bin" eval --index "$before" --dataset "$ex/questions.json" --retrievers bm25,ppr --ks 2,5 --no-recognition --quiet | sed 's/^/  /'
 echo "after:"
-"$bin" eval --index "$idx" --dataset "$ex/questions.json" --retrievers ppr --ks 2,5 --quiet | sed 's/^/  /'
+"$bin" eval --index "$idx" --dataset "$ex/questions.json" --retrievers ppr --ks 2,5 --no-recognition --quiet | sed 's/^/  /'
 echo
 "$bin" stats --index "$idx" | sed -n '/^runs/,/^extractor/p' | grep -v '^extractor' || true
 echo "undo the augmentation with: $bin augment --index $idx --rollback <run id above>"
