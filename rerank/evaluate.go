@@ -102,14 +102,20 @@ func PoolCandidates(ds *eval.Dataset, distractors int, seed uint64) []*Candidate
 	return out
 }
 
-// Embed fills the query and passage vectors of every candidate set.
+// Embed fills the query and passage vectors of every candidate set: the question as a
+// query (embed.Queries: an asymmetric embedder's query prompt), the passages as
+// passages.
 func Embed(ctx context.Context, emb embed.Embedder, cs []*Candidates) error {
 	for i, c := range cs {
-		vs, err := emb.Embed(ctx, append([]string{c.Question}, c.Texts...))
+		qv, err := embed.Queries(ctx, emb, []string{c.Question})
+		if err != nil {
+			return fmt.Errorf("rerank: embed the question of candidate set %d: %w", i, err)
+		}
+		vs, err := emb.Embed(ctx, c.Texts)
 		if err != nil {
 			return fmt.Errorf("rerank: embed candidate set %d: %w", i, err)
 		}
-		c.QueryVec, c.Vectors = vs[0], vs[1:]
+		c.QueryVec, c.Vectors = qv[0], vs
 	}
 	return nil
 }

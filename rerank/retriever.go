@@ -37,12 +37,17 @@ func (r *Retriever) Retrieve(ctx context.Context, q string, k int) (retrieve.Res
 	if err != nil || len(res.Passages) == 0 {
 		return res, err
 	}
-	texts := make([]string, 0, len(res.Passages)+1)
-	texts = append(texts, q)
+	texts := make([]string, 0, len(res.Passages))
 	bodies := make([]string, len(res.Passages))
 	for i, p := range res.Passages {
 		texts = append(texts, p.Title+"\n"+p.Text)
 		bodies[i] = p.Text
+	}
+	// The question as a query (an asymmetric embedder's query prompt), as the first
+	// stage's dense retrieval embeds it; the passages as passages.
+	qv, err := embed.Queries(ctx, r.Embedder, []string{q})
+	if err != nil {
+		return retrieve.Result{}, fmt.Errorf("rerank: embed the question: %w", err)
 	}
 	vs, err := r.Embedder.Embed(ctx, texts)
 	if err != nil {
@@ -50,7 +55,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q string, k int) (retrieve.Res
 	}
 	cos := make([]float64, len(bodies))
 	for i := range cos {
-		cos[i] = cosine(vs[0], vs[i+1])
+		cos[i] = cosine(qv[0], vs[i])
 	}
 	scores := cos
 	if r.Reranker != nil {
