@@ -253,6 +253,14 @@ func NewSearcher(ix *graphio.Index, emb embed.Embedder, cfg Config, chat Chatter
 			return nil, fmt.Errorf("retrieve: the index has no %s embeddings; rebuild it with `graphloom index`", k)
 		}
 	}
+	// The same name is no proof of the same model (an API model name served by
+	// another server): vectors of another width would panic in the dot products.
+	for k, m := range ix.Embeddings {
+		if m != nil && m.Rows() > 0 && m.Dim != emb.Dim() {
+			return nil, fmt.Errorf("retrieve: %w: the index's %s vectors have %d dimensions, the embedder %q gives %d (another model behind the same name?)",
+				embed.ErrMismatch, k, m.Dim, emb.Identity(), emb.Dim())
+		}
+	}
 	if err := CheckCalibration(cfg.Calibration); err != nil {
 		return nil, err
 	}

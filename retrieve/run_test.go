@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/embed"
 )
 
 // askedRetriever records the texts it is given; answers says whether it answers
@@ -58,4 +60,21 @@ func TestRunGivesAnswerersTheReaderForm(t *testing.T) {
 		assert.Equal(t, tc.want, tc.rec.got, tc.name)
 		assert.Equal(t, "Do cats purr?", lines[0].Question, "%s: the run file keeps the question", tc.name)
 	}
+}
+
+// widerEmbedder claims another embedder's identity with vectors one wider: the same
+// model name served by another server.
+type widerEmbedder struct{ embed.Embedder }
+
+func (w widerEmbedder) Dim() int { return w.Embedder.Dim() + 1 }
+
+// TestSearcherRefusesVectorsOfAnotherWidth: an embedder of the index's identity whose
+// vectors have another width is a mismatch error, not a panic in the dot products.
+func TestSearcherRefusesVectorsOfAnotherWidth(t *testing.T) {
+	ix, emb := tinyIndex(t)
+	_, err := NewSearcher(ix, widerEmbedder{emb}, DefaultConfig(), nil)
+	require.ErrorIs(t, err, embed.ErrMismatch)
+	assert.ErrorContains(t, err, "dimensions")
+	_, err = NewSearcher(ix, emb, DefaultConfig(), nil)
+	assert.NoError(t, err)
 }
