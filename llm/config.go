@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,7 +66,8 @@ type Config struct {
 	// instead of "max_tokens"; OpenAI's reasoning models accept only the former,
 	// while most local servers know only the latter.
 	MaxCompletionTokensField bool
-	// EmbedBatchSize is the number of texts per embeddings request; default 64.
+	// EmbedBatchSize is the number of texts per embeddings request; default 64
+	// (GRAPHLOOM_EMBED_BATCH sets it: some servers accept fewer).
 	EmbedBatchSize int
 }
 
@@ -91,6 +93,9 @@ const (
 	EnvOpenAIAPIKey = "OPENAI_API_KEY"
 	// EnvCache names the cache directory; "off" (or "none", "-") disables the cache.
 	EnvCache = "GRAPHLOOM_LLM_CACHE"
+	// EnvEmbedBatch is the number of texts per embeddings request (EmbedBatchSize):
+	// servers cap it (text-embeddings-inference's default client batch is 32).
+	EnvEmbedBatch = "GRAPHLOOM_EMBED_BATCH"
 )
 
 // DefaultConfig returns a Config with every default filled in and no server set.
@@ -115,6 +120,9 @@ func ConfigFromEnv(lookup func(string) string) Config {
 	cfg.APIKey = get(EnvAPIKey)
 	if cfg.APIKey == "" {
 		cfg.APIKey = get(EnvOpenAIAPIKey)
+	}
+	if n, err := strconv.Atoi(get(EnvEmbedBatch)); err == nil && n > 0 {
+		cfg.EmbedBatchSize = n
 	}
 	switch dir := get(EnvCache); {
 	case dir == "off" || dir == "none" || dir == "-":

@@ -54,6 +54,8 @@ func TestConfigFromEnv(t *testing.T) {
 			"GRAPHLOOM_API_KEY": "k1", "OPENAI_API_KEY": "k2",
 		}, func(c *Config) { c.APIKey = "k1" }},
 		{"openai key fallback", map[string]string{"OPENAI_API_KEY": " k2 "}, func(c *Config) { c.APIKey = "k2" }},
+		{"embeddings batch", map[string]string{"GRAPHLOOM_EMBED_BATCH": "32"}, func(c *Config) { c.EmbedBatchSize = 32 }},
+		{"embeddings batch not a count", map[string]string{"GRAPHLOOM_EMBED_BATCH": "lots"}, func(*Config) {}},
 		{"XDG cache", map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/home/u"},
 			func(c *Config) { c.CacheDir = filepath.Join("/x", "graphloom", "llm") }},
 		{"explicit cache", map[string]string{"GRAPHLOOM_LLM_CACHE": "/tmp/c", "HOME": "/home/u"},
