@@ -203,7 +203,7 @@ type Batch struct {
 	// Per edge slot, length Bucket.Edges (EdgeAttr: × EdgeDim), sorted by (Dst, EdgeType).
 	Src, Dst, EdgeType []int32
 	EdgeMask           []float32 // 1 for real edges
-	EdgeNorm           []float32 // w_e/Σ w over edges of that relation into Dst (1/deg when unweighted); 0 for padding
+	EdgeNorm           []float32 // w_e/deg: its weight over the count of edges of that relation into Dst; 0 for padding
 	EdgeAttr           []float32
 
 	// Per graph slot, length Bucket.Graphs.
@@ -376,12 +376,12 @@ func (b *Batch) fill(graphs []*Graph) {
 		return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.typ, b.typ), cmp.Compare(a.src, b.src))
 	})
 
-	// Weighted in-degree per (row, relation) for the (weighted) mean aggregation; in
-	// float64 so that sums of unit weights are exact counts.
+	// In-degree per (row, relation) for the degree-normalised mean; an edge's weight
+	// scales its message (Graph.EdgeWeight).
 	r := spec.NumRelations
 	deg := make([]float64, n*r)
 	for _, ed := range edges {
-		deg[int(ed.dst)*r+int(ed.typ)] += float64(ed.weight)
+		deg[int(ed.dst)*r+int(ed.typ)]++
 	}
 
 	b.Src = make([]int32, e)

@@ -39,10 +39,12 @@ type Graph struct {
 	NodeType []int32   // type of each node in [0, NumNodeTypes); nil = all 0
 	X        []float32 // node features, row-major NumNodes × Spec.FeatDim
 	EdgeAttr []float32 // edge features, row-major len(Src) × Spec.EdgeDim; nil if EdgeDim == 0
-	// EdgeWeight is a positive weight per edge; nil = all 1. It enters the R-GCN mean as
-	// a weighted mean: edge e of relation r into i gets w_e / Σ_{e' of r into i} w_e'
-	// (PyG GCNConv's edge_weight convention: weights are folded into the degree
-	// normalisation, so with all weights 1 this is exactly the plain 1/deg_r(i)).
+	// EdgeWeight is a positive weight per edge; nil = all 1. It scales the edge's
+	// message in the R-GCN's degree-normalised mean: edge e of relation r into i gets
+	// w_e / deg_r(i), deg_r(i) the number of such edges (CAGE's β-scaled edge weights
+	// under its degree-normalised aggregation; with all weights 1 the plain mean).
+	// Folded into the weights' sum instead (w_e / Σ w_e'), a weight shared by every
+	// edge of a relation into a node would cancel.
 	EdgeWeight []float32
 }
 

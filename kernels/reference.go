@@ -33,7 +33,8 @@ func (w RGCNRef) relation(r int) [][]float64 {
 }
 
 // RGCNConvRef is PyG RGCNConv (mean aggregation) on one graph: x [n][in] → [n][out].
-// With Graph.EdgeWeight set the mean is the weighted mean Σ w_e x_j / Σ w_e per relation.
+// With Graph.EdgeWeight set each message is scaled by its edge's weight and the mean
+// stays degree-normalised: Σ w_e x_j / deg_r(i) per relation.
 func RGCNConvRef(g *Graph, x [][]float64, w RGCNRef, numRelations int) [][]float64 {
 	var out int
 	if w.Rel != nil {
@@ -52,10 +53,10 @@ func RGCNConvRef(g *Graph, x [][]float64, w RGCNRef, numRelations int) [][]float
 	}
 	for r := range numRelations {
 		wr := w.relation(r)
-		deg := make([]float64, g.NumNodes) // weighted in-degree (a count when unweighted)
+		deg := make([]float64, g.NumNodes) // in-degree: a count, whatever the weights
 		for e := range g.NumEdges() {
 			if int(g.edgeType(e)) == r {
-				deg[g.Dst[e]] += float64(g.edgeWeight(e))
+				deg[g.Dst[e]]++
 			}
 		}
 		for e := range g.NumEdges() {

@@ -32,8 +32,8 @@ func (w RGCNWeights) RelationWeights() *graph.Node {
 //	out_i = x_i·Root + Bias + Σ_r (1/|N_r(i)|) Σ_{j ∈ N_r(i)} x_j·W_r
 //
 // where N_r(i) are the sources of edges of relation r into i (parallel edges counted
-// each time, as PyG does). With per-edge weights (Graph.EdgeWeight) the relation mean
-// becomes the weighted mean Σ_j w_ji x_j / Σ_j w_ji (folded into Batch.EdgeNorm). Relations with no incoming edge contribute 0, so isolated
+// each time, as PyG does). With per-edge weights (Graph.EdgeWeight) each message is
+// scaled by its weight, Σ_j w_ji x_j / |N_r(i)| (folded into Batch.EdgeNorm). Relations with no incoming edge contribute 0, so isolated
 // nodes get x_i·Root + Bias. x is [N, in]; the result is [N, out].
 //
 // The relation-wise means are computed first (dense per-tile adjacency products in the

@@ -274,18 +274,23 @@ func TestRGCNConvEdgeWeightsMatchReference(t *testing.T) {
 	}
 }
 
-// TestRGCNRefWeightedMean pins the weighted mean by hand: node 2 receives relation-0
-// edges from node 0 (weight 3) and node 1 (weight 1): (3·x0 + x1)/4, times W_0.
+// TestRGCNRefWeightedMean pins the weighted messages by hand: node 2 receives
+// relation-0 edges from node 0 (weight 3) and node 1 (weight 1): (3·x0 + x1)/2 — the
+// weights scale the messages, the mean divides by the 2 edges — times W_0.
 func TestRGCNRefWeightedMean(t *testing.T) {
 	g := &Graph{NumNodes: 3, Src: []int32{0, 1}, Dst: []int32{2, 2}, EdgeWeight: []float32{3, 1}, X: []float32{1, 0, 0}}
 	x := [][]float64{{4}, {8}, {0}}
 	w := RGCNRef{Rel: [][][]float64{{{2}}}}
 	out := RGCNConvRef(g, x, w, 1)
-	require.InDelta(t, 2*(3*4.0+8)/4, out[2][0], 1e-12)
+	require.InDelta(t, 2*(3*4.0+8)/2, out[2][0], 1e-12)
 	require.Zero(t, out[0][0])
 	// Unit weights are the plain mean.
 	g.EdgeWeight = []float32{1, 1}
 	require.InDelta(t, 2*(4.0+8)/2, RGCNConvRef(g, x, w, 1)[2][0], 1e-12)
+	// A weight shared by every edge into a node scales the mean (CAGE's β on an
+	// anchor's edges); in a mean over the weights' sum it would cancel.
+	g.EdgeWeight = []float32{2.5, 2.5}
+	require.InDelta(t, 2.5*2*(4.0+8)/2, RGCNConvRef(g, x, w, 1)[2][0], 1e-12)
 }
 
 func TestRGCNConvEdgeWeightsGradients(t *testing.T) {
