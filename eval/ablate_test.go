@@ -69,12 +69,19 @@ func TestAblateAppliesEachSetting(t *testing.T) {
 	assert.Equal(t, "\x89PNG", string(png[:4]))
 }
 
-func TestSweepRunsEachSetting(t *testing.T) {
-	ctx := context.Background()
-	ix, err := OfflineRebuilder(filepath.Join("..", "examples", "harbour", "corpus.json"))(ctx, kg.DefaultConfig(), true)
+// harbourIndex builds the example corpus's index offline and reads its questions.
+func harbourIndex(t *testing.T) (*graphio.Index, *Dataset) {
+	t.Helper()
+	ix, err := OfflineRebuilder(filepath.Join("..", "examples", "harbour", "corpus.json"))(context.Background(), kg.DefaultConfig(), true)
 	require.NoError(t, err)
 	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
 	require.NoError(t, err)
+	return ix, ds
+}
+
+func TestSweepRunsEachSetting(t *testing.T) {
+	ctx := context.Background()
+	ix, ds := harbourIndex(t)
 	var mus []float64
 	open := func(ix *graphio.Index, rc retrieve.Config) (Retrievers, error) {
 		mus = append(mus, rc.FinalBM25Weight)
@@ -99,10 +106,7 @@ func TestSweepRunsEachSetting(t *testing.T) {
 // says the calibration is left out, and a forced calibration variant is refused.
 func TestSweepIgnoresTheCalibration(t *testing.T) {
 	ctx := context.Background()
-	ix, err := OfflineRebuilder(filepath.Join("..", "examples", "harbour", "corpus.json"))(ctx, kg.DefaultConfig(), true)
-	require.NoError(t, err)
-	ds, err := ReadDataset(filepath.Join("..", "examples", "harbour", "questions.json"))
-	require.NoError(t, err)
+	ix, ds := harbourIndex(t)
 	w := make([]float64, retrieve.NumFeatures)
 	w[retrieve.FeatDefault] = 1
 	fit := &retrieve.Fitted{Use: retrieve.VariantFusion, Fusion: retrieve.Fusion{Kind: retrieve.FusionRRF, Mu: 0.5},

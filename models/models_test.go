@@ -219,28 +219,28 @@ func TestGraphTransformer(t *testing.T) {
 	forward(t, e, store, "gt_train", batch, func(bn *kernels.BatchNodes) *graph.Node { return m.Readout(bn, true) })
 	assert.NotEqual(t, before, values(t, m.norms[0].Mean), "training updates running statistics")
 
-	path := filepath.Join(t.TempDir(), "gt.ckpt")
-	require.NoError(t, Save(path, m, nil))
-	store2 := model.NewStore()
-	m2, _, err := LoadGraphTransformer(path, store2)
-	require.NoError(t, err)
-	assert.Equal(t, readout("gt_eval", store, m, batch), readout("gt_reloaded", store2, m2, batch))
+	// A checkpoint round trip reads out the same; the checkpoint's path is returned.
+	roundTrip := func(name string, s *model.Store, mm *GraphTransformer) string {
+		path := filepath.Join(t.TempDir(), name+".ckpt")
+		require.NoError(t, Save(path, mm, nil))
+		s2 := model.NewStore()
+		m2, _, err := LoadGraphTransformer(path, s2)
+		require.NoError(t, err)
+		assert.Equal(t, readout(name+"_eval", s, mm, batch), readout(name+"_reloaded", s2, m2, batch))
+		return path
+	}
+	path := roundTrip("gt", store, m)
 	_, _, err = LoadRGCNClassifier(path, model.NewStore())
 	assert.Error(t, err, "kind mismatch")
 
 	// One layer: every variable lies under /gt/conv0/, which the checkpoint's names
-	// leave out; the reloaded model reads out the same.
+	// leave out.
 	one := cfg
 	one.Layers = 1
 	store1 := model.NewStore()
 	m1, err := NewGraphTransformer(store1, one)
 	require.NoError(t, err)
-	path1 := filepath.Join(t.TempDir(), "gt1.ckpt")
-	require.NoError(t, Save(path1, m1, nil))
-	store1b := model.NewStore()
-	m1b, _, err := LoadGraphTransformer(path1, store1b)
-	require.NoError(t, err)
-	assert.Equal(t, readout("gt1_eval", store1, m1, batch), readout("gt1_reloaded", store1b, m1b, batch))
+	roundTrip("gt1", store1, m1)
 }
 
 // TestRGCNFewerBatchRelations checks that a batch declaring fewer relations than the
