@@ -397,4 +397,13 @@ func TestDeleteKeepsASharedChunk(t *testing.T) {
 	}
 	assert.Equal(t, ids(want), ids(ix), "the second version keeps every chunk")
 	assert.Equal(t, graphOf(want), graphOf(ix))
+
+	// A shorter document of the same title did not produce the deleted one's later
+	// chunks: they go.
+	short := ingest.Passage{Title: "Guide", Text: tailB.String(), Source: "v3/guide.txt", Key: "v3/guide.txt"}
+	want = fresh(t, []ingest.Passage{short})
+	ix = forChange(t, fresh(t, []ingest.Passage{v1, short}))
+	_, err = kg.Delete(context.Background(), ix, []int32{0}, rule(), nil, exact())
+	require.NoError(t, err)
+	assert.Equal(t, ids(want), ids(ix), "nothing of the deleted document survives")
 }
