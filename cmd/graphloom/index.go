@@ -74,6 +74,9 @@ nothing; --out writes the result there and leaves --index as it was.`,
 				if indexPath == "" || out != "" || corpus != "" || fromDataset != "" {
 					return usageError{fmt.Errorf("index: --merge alone goes with --index INDEX (and neither --corpus nor --out); with --add or --sync it makes that change a merge")}
 				}
+				if err := kgHyperedges(hyper, &kcfg, &xcfg); err != nil { // --hyperedges given here wins over the index's
+					return err
+				}
 				return runIndexMerge(cmd, indexPath, kcfg, wait, asJSON, force)
 			}
 			if addPath != "" || syncPath != "" || indexPath != "" {

@@ -6,12 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
@@ -219,5 +221,24 @@ func TestLLMFailFastCanBeSwitchedOff(t *testing.T) {
 				assert.NotContains(t, r.stderr, "extraction failed")
 			}
 		})
+	}
+}
+
+// TestLLMTimeoutSetsTheDeadline: --llm-timeout 30m gives a request deadline of three
+// attempts, not the 10-minute default a shorter timeout gets.
+func TestLLMTimeoutSetsTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		timeout  time.Duration
+		deadline time.Duration
+	}{{30 * time.Minute, 90 * time.Minute}, {2 * time.Minute, 10 * time.Minute}} {
+		var lf llmFlags
+		cmd := &cobra.Command{Use: "x"}
+		lf.register(cmd)
+		require.NoError(t, cmd.Flags().Set("llm-timeout", tc.timeout.String()))
+		cfg := lf.config()
+		cfg.BaseURL, cfg.Model, cfg.CacheDir = "http://127.0.0.1:1/v1", "m", ""
+		c, err := llm.New(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, tc.deadline, c.Config().RequestDeadline, "--llm-timeout %s", tc.timeout)
 	}
 }

@@ -66,6 +66,7 @@ func (f *llmFlags) config() llm.Config {
 	cfg := llm.ConfigFromEnv(nil)
 	cfg.BaseURL, cfg.Model, cfg.EmbedBaseURL, cfg.EmbedModel = f.baseURL, f.model, f.embedBaseURL, f.embedModel
 	cfg.Concurrency, cfg.Timeout = f.concurrency, f.timeout
+	cfg.RequestDeadline = 0 // from the timeout given (llm.Config.RequestDeadline), not the default one's
 	if f.cmd != nil && !f.failFast {
 		cfg.FailFast = -1
 	}
