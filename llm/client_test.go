@@ -838,7 +838,7 @@ func TestChatJSONCutAnswer(t *testing.T) {
 	resp, err := c.ChatJSON(context.Background(), ChatRequest{Messages: []Message{User("triples please")}, Stage: "extract"}, &v)
 	require.NoError(t, err)
 	assert.Equal(t, FinishLength, resp.FinishReason)
-	assert.Equal(t, [][]string{{"Mara Vell", "founded", "Quillhaven"}, {"Mara Vell", "born in"}}, v.Triples, "no stump \"Ostr\"")
+	assert.Equal(t, [][]string{{"Mara Vell", "founded", "Quillhaven"}}, v.Triples, "no stump \"Ostr\", no short triple")
 	u := c.Usage()
 	assert.Equal(t, int64(1), u.Cut)
 	assert.Contains(t, u.String(), "1 answers cut at the token limit")

@@ -41,9 +41,8 @@ const FinishLength = "length"
 // ParseAnswer decodes the JSON of resp into v as ParseJSON does. An answer cut at the
 // token limit (FinishReason FinishLength) first loses its unfinished tail
 // (DropUnfinished): ParseJSON would close a string cut mid-word and return its stump
-// as a whole value — a triple ending in "Port Kes" for "Port Keswyn". A record left
-// short by the cut (a triple of two) is then for the caller's validation to refuse,
-// as HippoRAG 2's filter_invalid_triples refuses it.
+// as a whole value — a triple ending in "Port Kes" for "Port Keswyn". The record the
+// cut fell in goes whole; a flat answer cut anywhere is an ErrCutEarly.
 func ParseAnswer(resp ChatResponse, v any) error {
 	text := resp.Content
 	if resp.FinishReason == FinishLength {
@@ -55,15 +54,23 @@ func ParseAnswer(resp ChatResponse, v any) error {
 	return ParseJSON(text, v)
 }
 
-// DropUnfinished cuts a text that was cut short back to its last complete value, as
-// HippoRAG 2's fix_broken_generated_json does for its OpenIE answers: to its last
-// closing bracket or brace, or before its last comma, whichever comes later (outside
-// double-quoted strings); ParseJSON then closes what is left open. A value standing
-// last before the cut is dropped even when it happens to be whole: nothing tells a
-// string or number that ended there from one cut there. It reports false when the
-// text holds no such point (the first value was unfinished).
+// DropUnfinished cuts a text that was cut short back to its last whole record: the
+// element of the outermost array still open that the cut fell in — a triple, an
+// entity, a hyperedge with its members, a proposal with its chunk ids — goes whole,
+// so no record reaches the caller short (HippoRAG 2's fix_broken_generated_json cuts
+// at the last comma instead, leaving a two-part triple for its validation to drop).
+// An element that ended before the cut (a closed array, object or string) stays.
+// Strings are double-quoted (single-quoted ones are not tracked). A text whose JSON
+// was complete is returned whole; one cut inside an object outside any array (a flat
+// answer such as {"question", "answer"}), or before its first element, reports
+// false.
 func DropUnfinished(text string) (string, bool) {
-	lastComma, lastClose := -1, -1
+	type open struct {
+		array bool
+		elem  int // where its current element starts (after '[' or the last ',')
+		comma int // the position of that comma, -1 for the first element
+	}
+	var stack []open
 	inString, escaped := false, false
 	for i := 0; i < len(text); i++ {
 		c := text[i]
@@ -79,19 +86,42 @@ func DropUnfinished(text string) (string, bool) {
 			}
 		case c == '"':
 			inString = true
-		case c == ',':
-			lastComma = i
+		case c == '[' || c == '{':
+			stack = append(stack, open{array: c == '[', elem: i + 1, comma: -1})
 		case c == ']' || c == '}':
-			lastClose = i
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case c == ',' && len(stack) > 0:
+			top := &stack[len(stack)-1]
+			top.elem, top.comma = i+1, i
 		}
 	}
-	switch {
-	case lastClose > lastComma:
-		return text[:lastClose+1], true
-	case lastComma >= 0:
-		return text[:lastComma], true
+	if len(stack) == 0 && !inString {
+		return text, true // whole: the cut fell after the JSON
 	}
-	return "", false
+	outer := -1
+	for k, o := range stack {
+		if o.array {
+			outer = k
+			break
+		}
+	}
+	if outer < 0 {
+		return "", false
+	}
+	o := stack[outer]
+	if outer == len(stack)-1 && !inString {
+		// The cut fell between the array's elements: the last one ended whole if it
+		// closes a container or a string.
+		if last := strings.TrimSpace(text[o.elem:]); last != "" && strings.ContainsAny(last[len(last)-1:], "]}\"") {
+			return text, true
+		}
+	}
+	if o.comma < 0 {
+		return "", false // the array's first element was unfinished
+	}
+	return text[:o.comma], true
 }
 
 // ParseError is the error of ParseJSON and ExtractJSON. errors.Is(err,

@@ -177,20 +177,25 @@ func TestParseErrorIsClassified(t *testing.T) {
 	assert.Equal(t, KindUnparseable, Classify(wrapped))
 }
 
-// TestDropUnfinished: a text cut short goes back to its last closing bracket or
-// brace, or to before its last comma, whichever is later, outside strings.
+// TestDropUnfinished: a text cut short loses the element of the outermost open array
+// the cut fell in, whole; an element that ended before the cut stays; a flat object
+// cut anywhere, or an array cut in its first element, has nothing to keep.
 func TestDropUnfinished(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 		ok             bool
 	}{
-		{"inside the last triple's string", `{"triples": [["a","b","c"], ["Tomas Brell","harbourmaster of","Port Kes`, `{"triples": [["a","b","c"], ["Tomas Brell","harbourmaster of"`, true},
-		{"between elements", `{"triples": [["a","b","c"], ["Tomas`, `{"triples": [["a","b","c"]`, true},
+		{"inside the last triple's string", `{"triples": [["a","b","c"], ["Tomas Brell","harbourmaster of","Port Kes`, `{"triples": [["a","b","c"]`, true},
+		{"between a triple's parts", `{"triples": [["a","b","c"], ["Tomas Brell",`, `{"triples": [["a","b","c"]`, true},
 		{"after a whole element", `[["a","b","c"], ["d","e","f"]`, `[["a","b","c"], ["d","e","f"]`, true},
-		{"a comma inside a string", `{"q": "x, y", "a": "Par`, `{"q": "x, y"`, true},
-		{"escaped quote", `{"q": "say \"a, b\"", "a": "c`, `{"q": "say \"a, b\""`, true},
-		{"brackets inside a string", `{"q": "see [1]", "a": "tr`, `{"q": "see [1]"`, true},
+		{"a hyperedge cut in its members", `{"hyperedges": [{"text": "x, y", "entities": [{"name": "A"}], "score": 7}, {"text": "z", "entities": [{"name": "B"}, {"na`, `{"hyperedges": [{"text": "x, y", "entities": [{"name": "A"}], "score": 7}`, true},
+		{"a named entity cut", `{"named_entities": ["Port Keswyn", "Tomas Br`, `{"named_entities": ["Port Keswyn"`, true},
+		{"a number may be cut", `{"scores": [1, 23`, `{"scores": [1`, true},
+		{"brackets and commas inside strings", `[["see [1], ok", "b", "c"], ["x", "y`, `[["see [1], ok", "b", "c"]`, true},
+		{"escaped quote", `[["say \"a, b\"", "p", "o"], ["q`, `[["say \"a, b\"", "p", "o"]`, true},
 		{"whole", `{"a": [1, 2]}`, `{"a": [1, 2]}`, true},
+		{"flat answer", `{"question": "Q?", "answer": "Par`, ``, false},
+		{"first element unfinished", `{"triples": [["Tomas Brell", "harb`, ``, false},
 		{"first value unfinished", `{"question": "What is the harb`, ``, false},
 	} {
 		got, ok := DropUnfinished(tc.in)
@@ -210,8 +215,7 @@ func TestParseAnswerDropsTheCutValue(t *testing.T) {
 
 	v.Triples = nil
 	require.NoError(t, ParseAnswer(ChatResponse{Content: cut, FinishReason: FinishLength}, &v))
-	assert.Equal(t, [][]string{{"Tomas Brell", "owned", "the Gannet"}, {"Tomas Brell", "harbourmaster of"}}, v.Triples,
-		"the stump is gone; the triple left short is the caller's to refuse")
+	assert.Equal(t, [][]string{{"Tomas Brell", "owned", "the Gannet"}}, v.Triples, "the triple the cut fell in goes whole")
 
 	v.Triples = nil
 	require.NoError(t, ParseAnswer(ChatResponse{Content: cut + `wyn"]]}`, FinishReason: "stop"}, &v))
