@@ -99,21 +99,30 @@ func TokenScores(pred, gold string) (precision, recall, f1 float64) {
 
 // ScoreAnswer returns EM and F1 of pred, each the maximum over golds (HippoRAG's
 // aggregation), with the precision and recall of the gold answer giving the best F1.
-// A prediction listing answers with "|" — G-Retriever's output, whose training labels
-// join a question's gold answers so — is scored answer by answer, the best kept (the
-// reference's Hit: one listed answer among the golds); SQuAD's normalisation would
-// drop the "|" and run the answers together into one word.
 func ScoreAnswer(pred string, golds []string) AnswerScores {
-	var s AnswerScores
-	for j, piece := range strings.Split(pred, "|") {
-		em := ExactMatch(piece, golds)
-		for i, g := range golds {
-			p, r, f := TokenScores(piece, g)
-			if (j == 0 && i == 0) || f > s.F1 {
-				s.F1, s.Precision, s.Recall = f, p, r
-			}
+	s := AnswerScores{EM: ExactMatch(pred, golds)}
+	for i, g := range golds {
+		p, r, f := TokenScores(pred, g)
+		if i == 0 || f > s.F1 {
+			s.F1, s.Precision, s.Recall = f, p, r
 		}
-		s.EM = max(s.EM, em)
+	}
+	return s
+}
+
+// ScoreListed scores the answers a retriever lists (retrieve.Result.Answers:
+// G-Retriever's "a|b", its training labels joining a question's gold answers so)
+// each on its own against the golds, keeping the best EM and the best F1 — the
+// reference's Hit: one listed answer among the golds. Scored as one string, SQuAD's
+// normalisation would drop the "|" and run the answers together into one word.
+func ScoreListed(preds []string, golds []string) AnswerScores {
+	var s AnswerScores
+	for j, pred := range preds {
+		sc := ScoreAnswer(pred, golds)
+		if j == 0 || sc.F1 > s.F1 {
+			s.F1, s.Precision, s.Recall = sc.F1, sc.Precision, sc.Recall
+		}
+		s.EM = max(s.EM, sc.EM)
 	}
 	return s
 }

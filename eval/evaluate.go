@@ -420,6 +420,9 @@ func score(ctx context.Context, ds *Dataset, lines []*retrieve.RunLine, m *Match
 			case KindOpen:
 				if len(ex.Answers) > 0 {
 					sc := ScoreAnswer(*l.Answer, ex.Answers)
+					if len(l.Answers) > 0 {
+						sc = ScoreListed(l.Answers, ex.Answers)
+					}
 					er.Scores = &sc
 					qa.N++
 					qa.EM += sc.EM

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/graphloom/graphloom/engine"
@@ -225,7 +226,20 @@ func (r *Retriever) RetrieveBatch(ctx context.Context, qs []string, k int) ([]re
 		return nil, err
 	}
 	for i := range out {
-		out[i].Answer = &answers[i]
+		out[i].Answer, out[i].Answers = &answers[i], ListedAnswers(answers[i])
 	}
 	return out, nil
+}
+
+// ListedAnswers splits a generated answer into the answers it lists: G-Retriever's
+// labels join a question's gold answers with "|" (gretriever.Label), so the model
+// answers so too.
+func ListedAnswers(answer string) []string {
+	var out []string
+	for _, a := range strings.Split(answer, "|") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

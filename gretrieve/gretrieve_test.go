@@ -134,3 +134,12 @@ func TestTextForms(t *testing.T) {
 	_, err = gretrieve.NewBuilder(s, "yaml")
 	assert.ErrorContains(t, err, `text form "yaml"`)
 }
+
+// TestListedAnswers: a generated "a|b" lists two answers, as the labels join the gold
+// answers; blanks and spaces around the bars go.
+func TestListedAnswers(t *testing.T) {
+	assert.Equal(t, []string{"malia", "sasha"}, gretrieve.ListedAnswers("malia | sasha"))
+	assert.Equal(t, []string{"paris"}, gretrieve.ListedAnswers("paris"))
+	assert.Equal(t, []string{"a"}, gretrieve.ListedAnswers("|a||"))
+	assert.Nil(t, gretrieve.ListedAnswers(""))
+}

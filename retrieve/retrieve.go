@@ -159,6 +159,9 @@ type Result struct {
 	// Answer is the answer of a retriever that generates one itself (gretriever);
 	// Run copies it into the run line in place of the LLM reader's.
 	Answer *string `json:"answer,omitempty"`
+	// Answers are the answers Answer lists, when the retriever's answers are lists
+	// (G-Retriever's "a|b"): evaluation scores each on its own.
+	Answers []string `json:"answers,omitempty"`
 }
 
 // A Retriever ranks the chunks of an index for a question.

@@ -53,6 +53,7 @@ type RunLine struct {
 	Facts     [][]string `json:"facts"`
 	Subgraph  string     `json:"subgraph,omitempty"` // the retrieved subgraph as text (pcst)
 	Answer    *string    `json:"answer,omitempty"`
+	Answers   []string   `json:"answers,omitempty"` // Result.Answers: the answers Answer lists
 }
 
 // ReadQuestions reads a questions file: a JSON array or JSONL of {"id", "question"}.
@@ -225,7 +226,7 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 						line.Facts = [][]string{}
 					}
 					if res.Answer != nil {
-						line.Answer = res.Answer
+						line.Answer, line.Answers = res.Answer, res.Answers
 					} else if cfg.Answer {
 						a, err := Answer(ctx, chat, qs[i].Question, res.Passages, cfg.AnswerTopK)
 						if err != nil {

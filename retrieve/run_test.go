@@ -78,3 +78,21 @@ func TestSearcherRefusesVectorsOfAnotherWidth(t *testing.T) {
 	_, err = NewSearcher(ix, emb, DefaultConfig(), nil)
 	assert.NoError(t, err)
 }
+
+type listingRetriever struct{}
+
+func (listingRetriever) Name() string { return "listing" }
+func (listingRetriever) Retrieve(context.Context, string, int) (Result, error) {
+	a := "malia|sasha"
+	return Result{Answer: &a, Answers: []string{"malia", "sasha"}}, nil
+}
+
+// TestRunKeepsListedAnswers: the answers a retriever lists reach the run line beside
+// its answer, for evaluation to score each.
+func TestRunKeepsListedAnswers(t *testing.T) {
+	lines, err := Run(context.Background(), listingRetriever{}, nil, []Question{{ID: "q", Question: "Who?"}}, RunConfig{TopK: 1, Workers: 1}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, lines[0].Answer)
+	assert.Equal(t, "malia|sasha", *lines[0].Answer)
+	assert.Equal(t, []string{"malia", "sasha"}, lines[0].Answers)
+}
