@@ -225,15 +225,23 @@ func createTemp(dir, prefix string) (*os.File, error) {
 }
 
 // ResolveLink returns the file a symbolic link at path points to (through every
-// link), or path itself when it is no link or its target cannot be resolved. Writers
-// lock and replace the resolved file, so that two names of one index share a lock and
-// an index behind a link is updated, not replaced by a file.
+// link, to a file that need not exist yet), or path itself when it is no link.
+// Writers lock and replace the resolved file, so that two names of one index share a
+// lock and an index behind a link is updated, not replaced by a file.
 func ResolveLink(path string) string {
-	if st, err := os.Lstat(path); err != nil || st.Mode()&fs.ModeSymlink == 0 {
-		return path
-	}
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		return r
+	for range 40 { // as the kernel's limit on links followed
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			return path
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
 	}
 	return path
 }

@@ -36,6 +36,7 @@ func TestLoadFormats(t *testing.T) {
 		{"gfm-rag object, pretty-printed", "d2.json", "{\n  \"Paris\": \"Capital of France.\",\n  \"Lyon\": \"A city.\"\n}\n", []string{"Paris", "Lyon"}, []string{"Paris", "Lyon"}, 0},
 		{"jsonl in .json, first line without text", "c2.json", "{\"title\":\"A\",\"body\":\"a\"}\n{\"title\":\"B\",\"text\":\"b\"}\n{\"title\":\"C\",\"text\":\"c\"}\n", []string{"B", "C"}, []string{"B", "C"}, 1},
 		{"one record, pretty-printed", "c3.json", "{\n  \"title\": \"A\",\n  \"text\": \"Alpha text.\"\n}\n", []string{"A"}, []string{"A"}, 0},
+		{"one record with other fields", "c4.json", "{\n  \"title\": \"A\",\n  \"text\": \"Alpha text.\",\n  \"url\": \"http://x\"\n}\n", []string{"A"}, []string{"A"}, 0},
 		{"bom and bad records", "e.json", "\ufeff[{\"title\":\"A\",\"text\":\"ok\"},{\"title\":\"B\"},{\"title\":\"C\",\"text\":\"  \"},{\"title\":\"D\",\"text\":\"bad \xff\xfe\"}]", []string{"A"}, []string{"A"}, 3},
 		{"jsonl malformed line", "f.jsonl", "{\"text\":\"ok\"}\n{\"text\": oops}\n", []string{""}, []string{":1"}, 1},
 		{"id is the key, not the title", "g.json", `[{"id":7,"title":"A","text":"a"},{"id":"k","title":"A","text":"b"}]`, []string{"A", "A"}, []string{"7", "k"}, 0},

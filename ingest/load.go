@@ -372,18 +372,15 @@ func (l *loader) jsonl(path string, r io.Reader) error {
 	}
 }
 
-// isRecord reports whether an object is one corpus record — a string "text" beside
-// only record fields — rather than a {title: text} map.
+// isRecord reports whether an object is one corpus record — a string "text" with a
+// string "title", an "id", or nothing else, whatever other fields it has — rather
+// than a {title: text} map (whose titles would have to be "title" and "text").
 func isRecord(obj map[string]json.RawMessage) bool {
 	if jsonmsg.Kind(obj["text"]) != "a string" {
 		return false
 	}
-	for k := range obj {
-		if k != "text" && k != "title" && k != "id" {
-			return false
-		}
-	}
-	return true
+	_, id := obj["id"]
+	return len(obj) == 1 || id || jsonmsg.Kind(obj["title"]) == "a string"
 }
 
 // jsonObject reads GFM-RAG's dataset_corpus.json form: {"title": "text", ...}, in file order.

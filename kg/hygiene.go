@@ -168,7 +168,6 @@ func (f *entityFilter) reject(name string, mentionOnly bool) string {
 	return ""
 }
 
-// describe records the filter settings in the index's metadata.
 // Settings returns the graph settings of c that shape the graph built from the same
 // extraction, by their flag names, as an index records them (graphio.Meta.Graph).
 func (c Config) Settings() map[string]string {
@@ -224,6 +223,7 @@ func (c *Config) ApplySettings(rec map[string]string, keep func(name string) boo
 	return nil
 }
 
+// describeFilter records the filter settings in the index's metadata.
 func (c Config) describeFilter() string {
 	return fmt.Sprintf("rules=%t generic>%.3g(min %d chunks) mention-only=%t", c.EntityRules, c.MaxEntityShare, c.GenericMinChunks, c.MentionOnly)
 }

@@ -104,7 +104,8 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 // ConfigFromEnv builds a Config from environment variables, read through lookup
 // (os.Getenv when nil, so tests can pass a map's lookup instead of touching the
 // process environment): GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL,
-// GRAPHLOOM_EMBED_BASE_URL, GRAPHLOOM_EMBED_MODEL, GRAPHLOOM_API_KEY (falling back
+// GRAPHLOOM_EMBED_BASE_URL, GRAPHLOOM_EMBED_MODEL, GRAPHLOOM_EMBED_BATCH (a
+// positive count; anything else keeps the default), GRAPHLOOM_API_KEY (falling back
 // to OPENAI_API_KEY) and GRAPHLOOM_LLM_CACHE, whose default is
 // $XDG_CACHE_HOME/graphloom/llm, else $HOME/.cache/graphloom/llm, else no cache.
 func ConfigFromEnv(lookup func(string) string) Config {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 
@@ -211,8 +212,20 @@ func LoadEncoder(eng *engine.Engine, path string, override func(*EncoderConfig))
 	if e.meta, err = models.LoadVariables(path, EncoderKind, e.store, e.vars, nil); err != nil {
 		return nil, fmt.Errorf("rerank: load encoder: %w", err)
 	}
+	if e.meta[edgeNormMeta] != edgeNormDegree {
+		return nil, fmt.Errorf("rerank: load encoder %s: trained when edge weights entered a mean over their sum (β cancelled on anchor edges); the R-GCN now scales messages by them: train it again (`graphloom train cage`)", path)
+	}
 	return e, nil
 }
+
+// edgeNormMeta records in a checkpoint how the R-GCN it was trained with used edge
+// weights: edgeNormDegree, each message scaled in a degree-normalised mean
+// (kernels.Graph.EdgeWeight). Checkpoints without it were trained with a mean over
+// the weights' sum and compute differently now.
+const (
+	edgeNormMeta   = "edge_norm"
+	edgeNormDegree = "degree"
+)
 
 // Meta returns the metadata of the checkpoint the encoder was loaded from (nil for a
 // new encoder): what `train cage` recorded, such as the index generation it saw.
@@ -220,7 +233,12 @@ func (e *Encoder) Meta() map[string]string { return e.meta }
 
 // Save writes the weights and configuration atomically.
 func (e *Encoder) Save(path string, meta map[string]string) error {
-	return models.SaveVariables(path, EncoderKind, e.cfg, e.store, e.vars, meta)
+	m := maps.Clone(meta)
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[edgeNormMeta] = edgeNormDegree
+	return models.SaveVariables(path, EncoderKind, e.cfg, e.store, e.vars, m)
 }
 
 // Config returns the configuration.

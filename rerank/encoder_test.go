@@ -13,6 +13,7 @@ import (
 
 	"github.com/graphloom/graphloom/engine/enginetest"
 	"github.com/graphloom/graphloom/kernels"
+	"github.com/graphloom/graphloom/models"
 )
 
 func values64(t *testing.T, v *model.Variable) ([]float64, []int) {
@@ -180,6 +181,14 @@ func TestEncoderCheckpointRoundTrip(t *testing.T) {
 	assert.Equal(t, a, b)
 	_, err = LoadEncoder(eng, path, func(c *EncoderConfig) { c.Hidden = 16 })
 	require.Error(t, err)
+	assert.Equal(t, "x", back.Meta()["index"], "the caller's metadata is kept")
+
+	// A checkpoint of the weighted-mean R-GCN (no edge_norm record) computes
+	// differently now: refused, with what to do.
+	old := t.TempDir() + "/old.ckpt"
+	require.NoError(t, models.SaveVariables(old, EncoderKind, enc.cfg, enc.store, enc.vars, map[string]string{"index": "x"}))
+	_, err = LoadEncoder(eng, old, nil)
+	assert.ErrorContains(t, err, "train it again")
 }
 
 // TestTrainSeparatesGraphs trains briefly on generated passages: the held-out

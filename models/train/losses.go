@@ -1,10 +1,11 @@
 package train
 
 import (
+	"math"
+
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
-	"math"
 )
 
 // Losses of the training tasks. Each returns a scalar; masks and weights select which
