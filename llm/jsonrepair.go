@@ -59,21 +59,36 @@ func ParseAnswer(resp ChatResponse, v any) error {
 // entity, a hyperedge with its members, a proposal with its chunk ids — goes whole,
 // so no record reaches the caller short (HippoRAG 2's fix_broken_generated_json cuts
 // at the last comma instead, leaving a two-part triple for its validation to drop).
-// An element that ended before the cut (a closed array, object or string) stays.
-// Strings are double-quoted (single-quoted ones are not tracked). A text whose JSON
-// was complete is returned whole; one cut inside an object outside any array (a flat
-// answer such as {"question", "answer"}), or before its first element, reports
-// false.
+// When that array has no finished element yet, the member holding it goes instead
+// (an object's second list cut before its first element keeps the first list). An
+// element that ended before the cut (a closed array, object or string) stays. The
+// scan starts at the first bracket outside <think> blocks, as ParseJSON reads; a cut
+// in prose after a whole value keeps the value. Strings are double-quoted
+// (single-quoted ones are not tracked). It reports false when nothing whole
+// precedes the cut (a flat answer cut in its first member).
 func DropUnfinished(text string) (string, bool) {
 	type open struct {
 		array bool
-		elem  int // where its current element starts (after '[' or the last ',')
-		comma int // the position of that comma, -1 for the first element
+		comma int // the position of the last comma at this level, -1 before any
+		elem  int // where its current element starts (after '[' or that comma)
+	}
+	// The JSON follows the last closed reasoning block (stripThink's tags).
+	off, lower := 0, strings.ToLower(text)
+	for _, tag := range []string{"think", "thinking", "reasoning"} {
+		if k := strings.LastIndex(lower, "</"+tag+">"); k >= 0 {
+			off = max(off, k+len("</"+tag+">"))
+		}
+	}
+	body := text[off:]
+	start := strings.IndexAny(body, "[{")
+	if start < 0 {
+		return text, true // no JSON here: ParseJSON says so
 	}
 	var stack []open
 	inString, escaped := false, false
-	for i := 0; i < len(text); i++ {
-		c := text[i]
+	lastWhole := -1 // just after the last value that closed the whole stack
+	for i := start; i < len(body); i++ {
+		c := body[i]
 		switch {
 		case inString:
 			switch {
@@ -85,19 +100,24 @@ func DropUnfinished(text string) (string, bool) {
 				inString = false
 			}
 		case c == '"':
-			inString = true
+			if len(stack) > 0 {
+				inString = true
+			}
 		case c == '[' || c == '{':
-			stack = append(stack, open{array: c == '[', elem: i + 1, comma: -1})
+			stack = append(stack, open{array: c == '[', comma: -1, elem: i + 1})
 		case c == ']' || c == '}':
 			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+				if stack = stack[:len(stack)-1]; len(stack) == 0 {
+					lastWhole = i + 1
+				}
 			}
 		case c == ',' && len(stack) > 0:
 			top := &stack[len(stack)-1]
-			top.elem, top.comma = i+1, i
+			top.comma, top.elem = i, i+1
 		}
 	}
-	if len(stack) == 0 && !inString {
+	cut := func(at int) (string, bool) { return text[:off+at], true }
+	if len(stack) == 0 {
 		return text, true // whole: the cut fell after the JSON
 	}
 	outer := -1
@@ -107,21 +127,32 @@ func DropUnfinished(text string) (string, bool) {
 			break
 		}
 	}
-	if outer < 0 {
-		return "", false
+	if outer >= 0 {
+		o := stack[outer]
+		if outer == len(stack)-1 && !inString {
+			// The cut fell between the array's elements: the last one ended whole if
+			// it closes a container or a string.
+			if last := strings.TrimSpace(body[o.elem:]); last != "" && strings.ContainsAny(last[len(last)-1:], "]}\"") {
+				return text, true
+			}
+		}
+		if o.comma >= 0 {
+			return cut(o.comma)
+		}
+	} else {
+		outer = len(stack)
 	}
-	o := stack[outer]
-	if outer == len(stack)-1 && !inString {
-		// The cut fell between the array's elements: the last one ended whole if it
-		// closes a container or a string.
-		if last := strings.TrimSpace(text[o.elem:]); last != "" && strings.ContainsAny(last[len(last)-1:], "]}\"") {
-			return text, true
+	// No finished element in the outermost open array (or no array open): drop the
+	// member of the enclosing objects that holds the cut.
+	for k := outer - 1; k >= 0; k-- {
+		if stack[k].comma >= 0 {
+			return cut(stack[k].comma)
 		}
 	}
-	if o.comma < 0 {
-		return "", false // the array's first element was unfinished
+	if lastWhole > 0 {
+		return cut(lastWhole)
 	}
-	return text[:o.comma], true
+	return "", false
 }
 
 // ParseError is the error of ParseJSON and ExtractJSON. errors.Is(err,

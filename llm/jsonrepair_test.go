@@ -194,9 +194,14 @@ func TestDropUnfinished(t *testing.T) {
 		{"brackets and commas inside strings", `[["see [1], ok", "b", "c"], ["x", "y`, `[["see [1], ok", "b", "c"]`, true},
 		{"escaped quote", `[["say \"a, b\"", "p", "o"], ["q`, `[["say \"a, b\"", "p", "o"]`, true},
 		{"whole", `{"a": [1, 2]}`, `{"a": [1, 2]}`, true},
-		{"flat answer", `{"question": "Q?", "answer": "Par`, ``, false},
+		{"flat answer: its last member goes", `{"question": "Q?", "answer": "Par`, `{"question": "Q?"`, true},
 		{"first element unfinished", `{"triples": [["Tomas Brell", "harb`, ``, false},
 		{"first value unfinished", `{"question": "What is the harb`, ``, false},
+		{"a second list cut before its first element", `{"new_triples": [{"triple": ["A", "r", "B"], "chunk_ids": ["c1"]}], "new_hyperedges": [{"text": "t", "entities": ["A", "B`, `{"new_triples": [{"triple": ["A", "r", "B"], "chunk_ids": ["c1"]}]`, true},
+		{"cut after a member's key", `{"new_triples": [["a", "b", "c"]], "new_hyperedges":`, `{"new_triples": [["a", "b", "c"]]`, true},
+		{"reasoning with a stray quote before", `<think>the 12" pipe, [sic</think>{"triples": [["a","b","c"], ["d","e","Port Kes`, `<think>the 12" pipe, [sic</think>{"triples": [["a","b","c"]`, true},
+		{"prose after a whole value stays (ParseJSON takes the value)", "{\"triples\": [[\"a\",\"b\",\"c\"]]}\nNote: \"Tomas", "{\"triples\": [[\"a\",\"b\",\"c\"]]}\nNote: \"Tomas", true},
+		{"DSPy markers", "[[ ## fact_after_filter ## ]]\n{\"fact\": [[\"a\",\"b\",\"c\"]]}\n\n[[ ## compl", "[[ ## fact_after_filter ## ]]\n{\"fact\": [[\"a\",\"b\",\"c\"]]}", true},
 	} {
 		got, ok := DropUnfinished(tc.in)
 		assert.Equal(t, tc.ok, ok, tc.name)

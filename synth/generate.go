@@ -19,6 +19,7 @@ const (
 	RejectDuplicate           = "duplicate_question"
 	RejectEmpty               = "empty_question_or_answer"
 	RejectUnparseable         = "unparseable_answer"
+	RejectCut                 = "answer_cut_at_token_limit" // a question or answer may be short
 	RejectFailed              = "call_failed"
 )
 
@@ -333,7 +334,11 @@ func (g *LLMGenerator) Generate(ctx context.Context, ix *graphio.Index, cands []
 			Question string `json:"question"`
 			Answer   any    `json:"answer"`
 		}
-		if llm.ParseAnswer(resp, &v) != nil { // a cut answer loses its unfinished value
+		if resp.FinishReason == llm.FinishLength { // one flat record: a cut one may be short anywhere
+			out[i].Rejected = RejectCut
+			return
+		}
+		if llm.ParseJSON(resp.Content, &v) != nil {
 			out[i].Rejected = RejectUnparseable
 			return
 		}

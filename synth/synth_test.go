@@ -283,8 +283,8 @@ func TestLLMSynthAgainstTheScriptedServer(t *testing.T) {
 			return llmtest.Reply{Content: `{"question": "Anna was born in a city; what is that city the capital of?", "answer": "Corvia"}`}
 		case strings.Contains(u, "xavier"):
 			return llmtest.Reply{Content: `{"question": "Is Corvia where Xavier's city is capital?", "answer": "corvia"}`}
-		case strings.Contains(u, "yara"):
-			return llmtest.Reply{Content: `{"question": "Where did Yara go next?", "answer": "Atlantis"}`}
+		case strings.Contains(u, "yara"): // cut at the token limit: refused whatever it holds
+			return llmtest.Reply{Content: `{"question": "Where did Yara go next?", "answer": ["Brill", "Cor`, FinishReason: "length"}
 		}
 		return llmtest.Reply{Content: `Sorry, I cannot help with that.`}
 	})
@@ -297,7 +297,7 @@ func TestLLMSynthAgainstTheScriptedServer(t *testing.T) {
 	assert.Equal(t, 6, srv.Count())
 	assert.Equal(t, map[string]int{TypeHop: 1, TypeSum: 1}, rep.Items)
 	assert.Equal(t, 1, rep.Rejected[RejectAnswerInQuestion])
-	assert.Equal(t, 2, rep.Rejected[RejectAnswerNotInEvidence], "yara's two paths")
+	assert.Equal(t, 2, rep.Rejected[RejectCut], "yara's two paths")
 	assert.Equal(t, 1, rep.Rejected[RejectUnparseable])
 	checkProvenance(t, ix, items)
 	assert.Equal(t, "llm:m", items[0].Generator)
