@@ -494,57 +494,12 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		docMap[i] = int32(len(keptDocs))
 		keptDocs = append(keptDocs, d)
 	}
-	// A chunk is stored once, for the first document that produced it (its id is the
-	// chunk title — the document's, with its position — and its text): a later
-	// document of the same title whose chunk at that position had the same text (two
-	// versions of one file) holds no chunk there. Deleting the first, the chunk goes
-	// to such a surviving document instead of out of the index — only when that is
-	// proven: the survivor holds a chunk after the position (so the gap is a chunk it
-	// had, not one past its end), and this is the only stored chunk of that title and
-	// position (so the survivor's chunk there had this text). Otherwise it goes, as
-	// before.
-	type slot struct {
-		title string
-		order int32
-	}
-	heirs := map[string][]int32{} // title → surviving documents of that title
-	has := map[[2]int32]bool{}    // (document, order) of the chunks it holds
-	last := map[int32]int32{}     // a document's highest chunk position
-	stored := map[slot]int{}      // chunks of each (document title, position)
-	for _, c := range ix.Chunks {
-		has[[2]int32{c.Doc, c.Order}] = true
-		last[c.Doc] = max(last[c.Doc], c.Order)
-		stored[slot{ix.Documents[c.Doc].Title, c.Order}]++
-	}
-	for i, d := range ix.Documents {
-		if !gone[i] {
-			heirs[d.Title] = append(heirs[d.Title], int32(i))
-		}
-	}
-	heir := func(c graphio.Chunk) int32 {
-		title := ix.Documents[c.Doc].Title
-		if stored[slot{title, c.Order}] != 1 {
-			return -1
-		}
-		for _, d := range heirs[title] {
-			if k := [2]int32{d, c.Order}; !has[k] && last[d] > c.Order {
-				has[k] = true
-				return d
-			}
-		}
-		return -1
-	}
 	chunkMap := make([]int32, len(ix.Chunks))
 	var keptChunks []graphio.Chunk
 	var keptAt []int
 	var before, after, removed []string
 	for i, c := range ix.Chunks {
 		before = append(before, c.Title)
-		if docMap[c.Doc] < 0 {
-			if d := heir(c); d >= 0 {
-				c.Doc = d // kept below, as the surviving document's
-			}
-		}
 		if docMap[c.Doc] < 0 {
 			chunkMap[i] = -1
 			ch.Chunks++
