@@ -225,23 +225,37 @@ func createTemp(dir, prefix string) (*os.File, error) {
 }
 
 // ResolveLink returns the file a symbolic link at path points to (through every
-// link, to a file that need not exist yet), or path itself when it is no link.
-// Writers lock and replace the resolved file, so that two names of one index share a
-// lock and an index behind a link is updated, not replaced by a file.
+// link, as the kernel resolves it, to a file that need not exist yet), or path itself
+// when it is no link or the links loop. Writers lock and replace the resolved file,
+// so that two names of one index share a lock and an index behind a link is updated,
+// not replaced by a file.
 func ResolveLink(path string) string {
+	if st, err := os.Lstat(path); err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return path
+	}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	// A dangling link: follow it by hand, each relative target from its link's
+	// directory as the filesystem resolves it (through that directory's own links).
+	p := path
 	for range 40 { // as the kernel's limit on links followed
-		st, err := os.Lstat(path)
+		st, err := os.Lstat(p)
 		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
-			return path
+			return p
 		}
-		target, err := os.Readlink(path)
+		target, err := os.Readlink(p)
 		if err != nil {
 			return path
 		}
 		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(path), target)
+			dir := filepath.Dir(p)
+			if d, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = d
+			}
+			target = filepath.Join(dir, target)
 		}
-		path = target
+		p = target
 	}
 	return path
 }

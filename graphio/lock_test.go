@@ -130,3 +130,26 @@ func TestRemoveStaleTempsMatchesOnlyItsOwn(t *testing.T) {
 		assert.FileExists(t, p)
 	}
 }
+
+// TestResolveLinkThroughLinkedDirectories: a relative target is resolved from its
+// link's real directory, as the kernel does (through a linked directory, ".." is the
+// real parent), for an existing target and for one not written yet.
+func TestResolveLinkThroughLinkedDirectories(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	real := filepath.Join(root, "data", "p")
+	require.NoError(t, os.MkdirAll(filepath.Join(real, "idx"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(real, "shared"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "home"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(real, "idx"), filepath.Join(root, "home", "idx")))
+	existing := filepath.Join(root, "home", "idx", "link.gl")
+	require.NoError(t, os.Symlink("../shared/i.gl", existing))
+	require.NoError(t, os.WriteFile(filepath.Join(real, "shared", "i.gl"), nil, 0o644))
+	assert.Equal(t, filepath.Join(real, "shared", "i.gl"), ResolveLink(existing))
+	dangling := filepath.Join(root, "home", "idx", "next.gl")
+	require.NoError(t, os.Symlink("../shared/next.gl", dangling))
+	assert.Equal(t, filepath.Join(real, "shared", "next.gl"), ResolveLink(dangling))
+	loop := filepath.Join(root, "loop.gl")
+	require.NoError(t, os.Symlink("loop.gl", loop))
+	assert.Equal(t, loop, ResolveLink(loop), "a loop resolves to itself")
+}
