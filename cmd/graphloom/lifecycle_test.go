@@ -370,22 +370,21 @@ func TestChangesKeepTheIndexSettings(t *testing.T) {
 	check("index --add --merge")
 
 	// A setting given on the command line wins, and is recorded.
-	r = run(t, nil, "index", "--merge", "--index", idx, "--synonym-threshold", "0.85")
-	require.Equal(t, 0, r.code, r.stderr)
-	ix, err := graphio.ReadFile(idx)
-	require.NoError(t, err)
+	merge := func(flag string) *graphio.Index {
+		t.Helper()
+		r := run(t, nil, "index", "--merge", "--index", idx, flag)
+		require.Equal(t, 0, r.code, r.stderr)
+		ix, err := graphio.ReadFile(idx)
+		require.NoError(t, err)
+		return ix
+	}
+	ix := merge("--synonym-threshold=0.85")
 	assert.Equal(t, "0.85", ix.Meta.Graph["synonym-threshold"])
 	assert.Equal(t, "false", ix.Meta.Graph["hyperedges"])
-	r = run(t, nil, "index", "--merge", "--index", idx, "--hyperedges=true")
-	require.Equal(t, 0, r.code, r.stderr)
-	ix, err = graphio.ReadFile(idx)
-	require.NoError(t, err)
+	ix = merge("--hyperedges=true")
 	assert.Equal(t, "true", ix.Meta.Graph["hyperedges"])
 	assert.NotEmpty(t, ix.Hyperedges, "--hyperedges given to a merge")
-	r = run(t, nil, "index", "--merge", "--index", idx, "--hyperedges=false")
-	require.Equal(t, 0, r.code, r.stderr)
-	ix, err = graphio.ReadFile(idx)
-	require.NoError(t, err)
+	ix = merge("--hyperedges=false")
 	assert.Equal(t, "false", ix.Meta.Graph["hyperedges"])
 	assert.Empty(t, ix.Hyperedges, "--hyperedges=false given to a merge")
 }
