@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -71,6 +72,10 @@ type Config struct {
 	// repeated deals most questions are validated at least once; each counts once, with
 	// its held-out recall averaged over the deals that validated it.
 	Repeats int
+	// AllowPartial calibrates on the questions of the LLM generator's answered calls
+	// when some got no answer; by default such a run stops with an error (a rerun asks
+	// only the failed calls again: the others are cached), as synth does.
+	AllowPartial bool
 	// SingleShare bounds the questions answerable from one passage (its facts all
 	// stated by one chunk): at most as many as the multi-passage ones, or this share of
 	// all questions when that is more. Template paths mostly stay inside one passage,
@@ -323,6 +328,14 @@ func generate(ctx context.Context, ix *graphio.Index, gen synth.Generator, cfg C
 		got, err := synth.RunCandidates(ctx, ix, gen, ask(ix, cands, asked, need, cfg, i), srep, sc, progress)
 		if err != nil {
 			return nil, nil, fmt.Errorf("calibrate: %w", err)
+		}
+		if srep.Failed > 0 && !cfg.AllowPartial {
+			kinds := make([]string, 0, len(srep.FailedByKind))
+			for _, k := range slices.Sorted(maps.Keys(srep.FailedByKind)) {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, srep.FailedByKind[k]))
+			}
+			return nil, nil, fmt.Errorf("calibrate: %d of %d generation calls got no answer (%s); last: %s; not calibrating without their questions: rerun (answered calls are cached), or pass --allow-partial",
+				srep.Failed, srep.Calls, strings.Join(kinds, ", "), srep.LastFailure)
 		}
 		reps = append(reps, srep)
 		for _, it := range got {

@@ -160,6 +160,7 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 	f.IntVar(&cfg.Train.TotalSteps, "steps", cfg.Train.TotalSteps, "training steps of each ranker (each over every fitting question's candidate pairs)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&plan, "plan", false, "print the LLM calls and prompt tokens the llm generator would spend; send nothing")
+	f.BoolVar(&cfg.AllowPartial, "allow-partial", false, "calibrate even if some of the llm generator's calls got no answer")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing the index, wait for it instead of failing")
 	addForce(cmd, &force)
 	lf.register(cmd)

@@ -102,28 +102,7 @@ func TestCalibrateWithTheLLMGenerator(t *testing.T) {
 	dir := t.TempDir()
 	idx := filepath.Join(dir, "h.gl")
 	require.Equal(t, 0, run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
-	srv := llmtest.NewServer(t)
-	// A hop prompt lists its path "a [r] b" line by line, a summary its target and the
-	// facts into it: the reply asks about the path's start and middle, or about the
-	// target's three sources, and answers with the path's end or the target.
-	fact := regexp.MustCompile(`(?m)^(.+) \[[^\]]*\] (.+)$`)
-	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
-		u := r.LastUser()
-		fs := fact.FindAllStringSubmatch(u, -1)
-		if len(fs) == 0 {
-			return llmtest.Reply{Content: "no"}
-		}
-		q, a := fmt.Sprintf("Which place or person lies beyond %s, by way of %s?", fs[0][1], fs[0][2]), fs[len(fs)-1][2]
-		if strings.HasPrefix(u, "Target node") {
-			var from []string
-			for _, f := range fs {
-				from = append(from, f[1])
-			}
-			q = "What do " + strings.Join(from, " and ") + " all point to?"
-		}
-		b, _ := json.Marshal(map[string]string{"question": q, "answer": a})
-		return llmtest.Reply{Content: string(b)}
-	})
+	srv := questionServer(t)
 	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
 	args := []string{"calibrate", "--index", idx, "--generator", "llm", "--max-questions", "60", "--steps", "40", "--retrievers", "ppr"}
 
@@ -191,4 +170,51 @@ func TestFoldCounts(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, foldCounts(tc.in))
 	}
+}
+
+// questionServer answers synth's prompts: a hop prompt lists its path "a [r] b" line
+// by line, a summary its target and the facts into it; the reply asks about the
+// path's start and middle, or about the target's three sources, and answers with the
+// path's end or the target.
+func questionServer(t *testing.T) *llmtest.Server {
+	t.Helper()
+	srv := llmtest.NewServer(t)
+	fact := regexp.MustCompile(`(?m)^(.+) \[[^\]]*\] (.+)$`)
+	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
+		u := r.LastUser()
+		fs := fact.FindAllStringSubmatch(u, -1)
+		if len(fs) == 0 {
+			return llmtest.Reply{Content: "no"}
+		}
+		q, a := fmt.Sprintf("Which place or person lies beyond %s, by way of %s?", fs[0][1], fs[0][2]), fs[len(fs)-1][2]
+		if strings.HasPrefix(u, "Target node") {
+			var from []string
+			for _, f := range fs {
+				from = append(from, f[1])
+			}
+			q = "What do " + strings.Join(from, " and ") + " all point to?"
+		}
+		b, _ := json.Marshal(map[string]string{"question": q, "answer": a})
+		return llmtest.Reply{Content: string(b)}
+	})
+	return srv
+}
+
+// TestCalibrateRefusesFailedCalls: when some of the llm generator's calls get no
+// answer, calibrate stops and says so (the index stays uncalibrated) unless
+// --allow-partial.
+func TestCalibrateRefusesFailedCalls(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx).code)
+	srv := questionServer(t)
+	srv.On(llmtest.UserContains("heron")).Fault(llmtest.Status(400))
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}
+	args := []string{"calibrate", "--index", idx, "--generator", "llm", "--max-questions", "60", "--steps", "20", "--repeats", "1", "--retrievers", "ppr", "--out", filepath.Join(dir, "hc.gl")}
+	r := run(t, env, args...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Regexp(t, `[1-9][0-9]* of [1-9][0-9]* generation calls got no answer \(client_error [1-9][0-9]*\)`, r.stderr)
+	assert.NoFileExists(t, filepath.Join(dir, "hc.gl"))
+	r = run(t, env, append(args, "--allow-partial")...)
+	assert.Equal(t, 0, r.code, r.stderr)
 }
