@@ -8,14 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
+	"github.com/graphloom/graphloom/internal/counts"
 	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/llm"
@@ -250,15 +249,7 @@ func (r *Report) LostCalls() int {
 }
 
 // FormatCounts formats counts by name as "a 3, b 1", largest first.
-func FormatCounts(m map[string]int) string {
-	keys := slices.Collect(maps.Keys(m))
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
+func FormatCounts(m map[string]int) string { return counts.Format(m) }
 
 // scoreSubgraphs returns the log-odds of the ensemble's missingness probability
 // (ensemble.logit) of every subgraph, in batches.

@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -329,13 +328,8 @@ func generate(ctx context.Context, ix *graphio.Index, gen synth.Generator, cfg C
 		if err != nil {
 			return nil, nil, fmt.Errorf("calibrate: %w", err)
 		}
-		if srep.Failed > 0 && !cfg.AllowPartial {
-			kinds := make([]string, 0, len(srep.FailedByKind))
-			for _, k := range slices.Sorted(maps.Keys(srep.FailedByKind)) {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k, srep.FailedByKind[k]))
-			}
-			return nil, nil, fmt.Errorf("calibrate: %d of %d generation calls got no answer (%s); last: %s; not calibrating without their questions: rerun (answered calls are cached), or pass --allow-partial",
-				srep.Failed, srep.Calls, strings.Join(kinds, ", "), srep.LastFailure)
+		if err := srep.LostCalls("not calibrating without their questions"); err != nil && !cfg.AllowPartial {
+			return nil, nil, fmt.Errorf("calibrate: %w", err)
 		}
 		reps = append(reps, srep)
 		for _, it := range got {

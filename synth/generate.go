@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/internal/counts"
 	"github.com/graphloom/graphloom/llm"
 )
 
@@ -60,6 +61,18 @@ type Report struct {
 	Failed       int            `json:"failed,omitempty"`
 	FailedByKind map[string]int `json:"failed_by_kind,omitempty"`
 	LastFailure  string         `json:"last_failure,omitempty"`
+}
+
+// LostCalls is the error of a run some of whose generation calls got no answer (nil
+// when none failed): how many, by kind, the last error, and what then — a rerun asks
+// only those again (the answered ones are cached), or the caller's --allow-partial.
+// what says what the caller will not do without their items.
+func (r *Report) LostCalls(what string) error {
+	if r.Failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d generation calls got no answer (%s); last: %s; %s: rerun (answered calls are cached), or pass --allow-partial",
+		r.Failed, r.Calls, counts.Format(r.FailedByKind), r.LastFailure, what)
 }
 
 // Candidates enumerates both kinds of candidates under cfg, hop first, or with

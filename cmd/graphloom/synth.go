@@ -95,9 +95,8 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 			if err != nil {
 				return err
 			}
-			if rep.Failed > 0 && !allowPartial {
-				return fmt.Errorf("synth: %d of %d generation calls got no answer (%s); last: %s; not writing a file without their items: rerun (answered calls are cached), or pass --allow-partial",
-					rep.Failed, rep.Calls, augment.FormatCounts(rep.FailedByKind), rep.LastFailure)
+			if err := rep.LostCalls("not writing a file without their items"); err != nil && !allowPartial {
+				return fmt.Errorf("synth: %w", err)
 			}
 			if err := graphio.AtomicWrite(out, func(w io.Writer) error {
 				enc := json.NewEncoder(w)
