@@ -113,6 +113,7 @@ func TestLoadErrors(t *testing.T) {
 		{"empty file", "", "no usable passages"},
 		{"nothing usable", `[{"title":"x"}]`, "no usable passages"},
 		{"content after a {title: text} object", "{\n \"A\": \"a\"\n}\n{\"B\": \"b\"}\n", "x.json:3: content after the {title: text} object"},
+		{"content after a pretty-printed record", "{\n \"title\": \"A\",\n \"text\": \"a\"\n}\n{\"B\": \"b\"}\n", "x.json:4: content after the {title: text} object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := write(t, dir, "x.json", tc.content)

@@ -245,7 +245,7 @@ func (l *loader) file(path string) error {
 		if json.Unmarshal(line, &probe) == nil && (probe["text"] != nil || len(bytes.TrimSpace(rest)) > 0) {
 			return l.jsonl(path, bytes.NewReader(all))
 		}
-		if json.Unmarshal(trimmed, &probe) == nil && isRecord(probe) {
+		if isRecord(trimmed) {
 			l.addRecord(path+"#0", "#0", trimmed)
 			return nil
 		}
@@ -372,15 +372,41 @@ func (l *loader) jsonl(path string, r io.Reader) error {
 	}
 }
 
-// isRecord reports whether an object is one corpus record — a string "text" with a
-// string "title", an "id", or nothing else, whatever other fields it has — rather
-// than a {title: text} map (whose titles would have to be "title" and "text").
-func isRecord(obj map[string]json.RawMessage) bool {
-	if jsonmsg.Kind(obj["text"]) != "a string" {
+// isRecord reports whether data, one JSON object, is one corpus record — a string
+// "text" with a string "title", an "id", or nothing else, whatever other fields it
+// has — rather than a {title: text} map (whose titles would have to be "title" and
+// "text"). It reads at most maxRecordFields members, so a map of many passages is
+// not decoded twice (jsonObject streams it next).
+func isRecord(data []byte) bool {
+	const maxRecordFields = 64
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return false
 	}
-	_, id := obj["id"]
-	return len(obj) == 1 || id || jsonmsg.Kind(obj["title"]) == "a string"
+	kinds := map[string]string{}
+	for n := 0; dec.More(); n++ {
+		if n == maxRecordFields {
+			return false
+		}
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return false
+		}
+		kinds[key] = jsonmsg.Kind(v)
+	}
+	if _, err := dec.Token(); err != nil || len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+		return false // content after it: jsonObject says where
+	}
+	if kinds["text"] != "a string" {
+		return false
+	}
+	_, id := kinds["id"]
+	return len(kinds) == 1 || id || kinds["title"] == "a string"
 }
 
 // jsonObject reads GFM-RAG's dataset_corpus.json form: {"title": "text", ...}, in file order.
