@@ -105,7 +105,7 @@ func DefaultConfig() Config { return Config{}.withDefaults() }
 // (os.Getenv when nil, so tests can pass a map's lookup instead of touching the
 // process environment): GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL,
 // GRAPHLOOM_EMBED_BASE_URL, GRAPHLOOM_EMBED_MODEL, GRAPHLOOM_EMBED_BATCH (a
-// positive count; anything else keeps the default), GRAPHLOOM_API_KEY (falling back
+// positive count; anything else is refused by Validate), GRAPHLOOM_API_KEY (falling back
 // to OPENAI_API_KEY) and GRAPHLOOM_LLM_CACHE, whose default is
 // $XDG_CACHE_HOME/graphloom/llm, else $HOME/.cache/graphloom/llm, else no cache.
 func ConfigFromEnv(lookup func(string) string) Config {
@@ -122,8 +122,11 @@ func ConfigFromEnv(lookup func(string) string) Config {
 	if cfg.APIKey == "" {
 		cfg.APIKey = get(EnvOpenAIAPIKey)
 	}
-	if n, err := strconv.Atoi(get(EnvEmbedBatch)); err == nil && n > 0 {
-		cfg.EmbedBatchSize = n
+	if v := get(EnvEmbedBatch); v != "" {
+		cfg.EmbedBatchSize = -1 // not a positive count: Validate refuses it
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			cfg.EmbedBatchSize = n
+		}
 	}
 	switch dir := get(EnvCache); {
 	case dir == "off" || dir == "none" || dir == "-":
@@ -177,7 +180,7 @@ func (c Config) withDefaults() Config {
 	if c.BackoffBase > c.BackoffMax {
 		c.BackoffBase = c.BackoffMax
 	}
-	if c.EmbedBatchSize <= 0 {
+	if c.EmbedBatchSize == 0 {
 		c.EmbedBatchSize = DefaultEmbedBatchSize
 	}
 	return c
@@ -205,6 +208,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("llm: config: Temperature %g is negative", c.Temperature)
 	case c.MaxTokens < 0:
 		return fmt.Errorf("llm: config: MaxTokens %d is negative", c.MaxTokens)
+	case c.EmbedBatchSize < 0:
+		return fmt.Errorf("llm: config: EmbedBatchSize %d: want a positive count (%s)", c.EmbedBatchSize, EnvEmbedBatch)
 	}
 	return nil
 }

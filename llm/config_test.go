@@ -55,7 +55,7 @@ func TestConfigFromEnv(t *testing.T) {
 		}, func(c *Config) { c.APIKey = "k1" }},
 		{"openai key fallback", map[string]string{"OPENAI_API_KEY": " k2 "}, func(c *Config) { c.APIKey = "k2" }},
 		{"embeddings batch", map[string]string{"GRAPHLOOM_EMBED_BATCH": "32"}, func(c *Config) { c.EmbedBatchSize = 32 }},
-		{"embeddings batch not a count", map[string]string{"GRAPHLOOM_EMBED_BATCH": "lots"}, func(*Config) {}},
+		{"embeddings batch not a count", map[string]string{"GRAPHLOOM_EMBED_BATCH": "lots"}, func(c *Config) { c.EmbedBatchSize = -1 }},
 		{"XDG cache", map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/home/u"},
 			func(c *Config) { c.CacheDir = filepath.Join("/x", "graphloom", "llm") }},
 		{"explicit cache", map[string]string{"GRAPHLOOM_LLM_CACHE": "/tmp/c", "HOME": "/home/u"},
@@ -147,5 +147,20 @@ func TestRequestDeadlineDefault(t *testing.T) {
 		{"deadline set", Config{Timeout: 30 * time.Minute, RequestDeadline: 5 * time.Minute}, 5 * time.Minute},
 	} {
 		assert.Equal(t, tc.deadline, tc.cfg.withDefaults().RequestDeadline, tc.name)
+	}
+}
+
+// TestEmbedBatchFromEnvIsChecked: a GRAPHLOOM_EMBED_BATCH that is no positive count
+// is an error naming the variable, not a silent return to the default.
+func TestEmbedBatchFromEnvIsChecked(t *testing.T) {
+	for _, v := range []string{"lots", "0", "-3", "32k"} {
+		cfg := ConfigFromEnv(func(k string) string {
+			if k == EnvEmbedBatch {
+				return v
+			}
+			return ""
+		})
+		_, err := New(cfg)
+		assert.ErrorContains(t, err, EnvEmbedBatch, v)
 	}
 }
