@@ -106,16 +106,20 @@ func PoolCandidates(ds *eval.Dataset, distractors int, seed uint64) []*Candidate
 // query (embed.Queries: an asymmetric embedder's query prompt), the passages as
 // passages.
 func Embed(ctx context.Context, emb embed.Embedder, cs []*Candidates) error {
+	qs := make([]string, len(cs))
 	for i, c := range cs {
-		qv, err := embed.Queries(ctx, emb, []string{c.Question})
-		if err != nil {
-			return fmt.Errorf("rerank: embed the question of candidate set %d: %w", i, err)
-		}
+		qs[i] = c.Question
+	}
+	qv, err := embed.Queries(ctx, emb, qs) // every question in one call
+	if err != nil {
+		return fmt.Errorf("rerank: embed the questions: %w", err)
+	}
+	for i, c := range cs {
 		vs, err := emb.Embed(ctx, c.Texts)
 		if err != nil {
 			return fmt.Errorf("rerank: embed candidate set %d: %w", i, err)
 		}
-		c.QueryVec, c.Vectors = qv[0], vs
+		c.QueryVec, c.Vectors = qv[i], vs
 	}
 	return nil
 }
