@@ -31,6 +31,7 @@ import (
 const (
 	grBest    = "model.ckpt" // the weights of the best validation loss
 	grLast    = "last.ckpt"  // the weights after the last epoch (for --resume)
+	grState   = "last.state" // the trainer's state beside last.ckpt: AdamW's moments, random state, early stopping
 	grLog     = "train.log.jsonl"
 	grCurve   = "loss.png"
 	grAdapter = "adapter" // LoRA variant: the LM's adapters in PEFT's layout
@@ -292,10 +293,24 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			}
 			meta := map[string]string{"index": indexPath, "lm": lmDir, "train": trainPath, "examples": strconv.Itoa(len(trainSet)),
 				kg.GenerationMeta: kg.Generation(ix)}
+			// The log so far is written with every checkpoint, so that a killed run's
+			// log reaches the step its resume starts from.
+			var logBuf bytes.Buffer
+			logBuf.Write(oldLog)
+			writeLog := func() error {
+				return graphio.AtomicWrite(filepath.Join(out, grLog), func(w io.Writer) error {
+					_, err := w.Write(logBuf.Bytes())
+					return err
+				})
+			}
 			opts.OnEpoch = func(step int) error {
 				meta["step"] = strconv.Itoa(step)
-				return m.Save(filepath.Join(out, grLast), meta)
+				if err := m.Save(filepath.Join(out, grLast), meta); err != nil {
+					return err
+				}
+				return writeLog()
 			}
+			opts.State, opts.Log = filepath.Join(out, grState), &logBuf
 			eng, err := engine.New(engine.Config{})
 			if err != nil {
 				return err
@@ -303,19 +318,16 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			defer eng.Close()
 			progress, finish := bar(cmd, "training")
 			opts.Progress = progress
-			var res *gretriever.Result
-			err = graphio.AtomicWrite(filepath.Join(out, grLog), func(w io.Writer) error {
-				if _, err := io.Copy(w, bytes.NewReader(oldLog)); err != nil {
-					return err
-				}
-				opts.Log = w
-				var err error
-				res, err = m.Train(cmd.Context(), eng, trainSet, val, opts)
-				return err
-			})
+			res, err := m.Train(cmd.Context(), eng, trainSet, val, opts)
 			finish()
 			if err != nil {
 				return err
+			}
+			if err := writeLog(); err != nil {
+				return err
+			}
+			if res.Approximate != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "--resume: %s: resumed from the weights alone (AdamW's moments start afresh, early stopping counts from this run)\n", res.Approximate)
 			}
 			// The trainer counts this run's steps; the checkpoints count from the start.
 			done, best := opts.Resume+res.Steps, opts.Resume+res.BestStep
@@ -344,7 +356,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3)")
 	lmDTypeFlag(cmd, &lmDType)
 	f.StringVar(&out, "out", "", "model directory to write")
-	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt")
+	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: the run ends as the uninterrupted one would)")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")
 	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")

@@ -68,11 +68,36 @@ func TestTrainGRetriever(t *testing.T) {
 	assert.Equal(t, 3, countLines(t, filepath.Join(out, grLog)), "the log is untouched")
 	require.NoError(t, held.Unlock())
 
+	step2, err := os.ReadFile(filepath.Join(out, grState))
+	require.NoError(t, err)
+
 	// Resume: one more epoch continues at step 2 and appends to the log.
 	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "steps 2→4 of 4")
+	assert.NotContains(t, r.stderr, "weights alone", "last.state holds step 2: an exact resume")
 	assert.Equal(t, 6, countLines(t, filepath.Join(out, grLog)))
+
+	// Without last.state (a directory trained before it existed) the resume goes on
+	// from the weights alone, and says so.
+	require.NoError(t, os.Remove(filepath.Join(out, grState)))
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "3", "--resume")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "steps 4→6 of 6")
+	assert.Contains(t, r.stderr, "no trainer state in "+filepath.Join(out, grState)+": resumed from the weights alone")
+	assert.Equal(t, 9, countLines(t, filepath.Join(out, grLog)))
+	// A state of another step than last.ckpt's (killed between the two writes) is not used.
+	require.NoError(t, os.WriteFile(filepath.Join(out, grState), step2, 0o644))
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "4", "--resume")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "steps 6→8 of 8")
+	assert.Contains(t, r.stderr, "was saved at step 2, the weights at step 6: resumed from the weights alone")
+	// A last.state that is not a trainer's state is refused, naming it.
+	require.NoError(t, os.WriteFile(filepath.Join(out, grState), []byte("not a state"), 0o644))
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "5", "--resume")...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, grState)
+	assert.Contains(t, r.stderr, "remove it to resume from the weights alone")
 
 	q := "Who built Tallow Point Lighthouse?"
 	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", lmDir, "--answer", "--json", q)

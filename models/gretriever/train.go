@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 
@@ -19,6 +20,11 @@ type TrainOptions struct {
 	Resume   int                   // optimizer steps already taken (weights loaded by the caller)
 	OnEpoch  func(step int) error  // after every evaluation (e.g. save a checkpoint); nil = none
 	Steps    int                   // override the number of optimizer steps (0 = Epochs' worth)
+	// State is the trainer's state file (train.Trainer.SaveState: AdamW's moments, the
+	// random state, early stopping and the best weights so far), written after
+	// OnEpoch at every evaluation. A run resumed at the step it holds continues as
+	// the uninterrupted run would; "" = none.
+	State string
 }
 
 // Plan is how a run's epochs become optimizer steps.
@@ -75,6 +81,10 @@ type Result struct {
 	*train.Result
 	InitialLoss float64 // validation loss before training
 	Plan        Plan
+	// Approximate says why a resumed run could not load its state (State absent, or
+	// saved at another step than Resume): AdamW's moments started afresh and early
+	// stopping counted from the resumed run's first evaluation. "" otherwise.
+	Approximate string
 }
 
 // Train trains the encoder and projector on trainSet through the frozen LM, with
@@ -96,8 +106,24 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 	if err != nil {
 		return nil, err
 	}
+	approx := ""
 	if opts.Resume > 0 {
-		if err := tr.Resume(opts.Resume); err != nil {
+		at, err := train.StateStep(opts.State)
+		switch {
+		case opts.State == "":
+			approx = "no trainer state file"
+		case errors.Is(err, fs.ErrNotExist):
+			approx = "no trainer state in " + opts.State
+		case err != nil:
+			return nil, fmt.Errorf("gretriever: resume: %w (remove it to resume from the weights alone)", err)
+		case at != opts.Resume:
+			approx = fmt.Sprintf("%s was saved at step %d, the weights at step %d", opts.State, at, opts.Resume)
+		}
+		if approx == "" {
+			if _, err := tr.LoadState(opts.State); err != nil {
+				return nil, fmt.Errorf("gretriever: resume: %w (remove it to resume from the weights alone)", err)
+			}
+		} else if err := tr.Resume(opts.Resume); err != nil {
 			return nil, fmt.Errorf("gretriever: %w", err)
 		}
 	}
@@ -138,17 +164,22 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 		if err != nil {
 			return train.Metrics{}, err
 		}
-		met := train.Metrics{Loss: l, AUC: math.NaN(), N: len(val)}
+		return train.Metrics{Loss: l, AUC: math.NaN(), N: len(val)}, nil
+	}
+	tr.Checkpoint = func(step int) error {
 		if opts.OnEpoch != nil {
-			if err := opts.OnEpoch(tr.StepsTaken()); err != nil {
-				return met, err
+			if err := opts.OnEpoch(step); err != nil {
+				return err
 			}
 		}
-		return met, nil
+		if opts.State != "" {
+			return tr.SaveState(opts.State)
+		}
+		return nil
 	}
 	res, err := tr.FitTask(ctx, next, eval)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Result: res, InitialLoss: initial, Plan: plan}, nil
+	return &Result{Result: res, InitialLoss: initial, Plan: plan, Approximate: approx}, nil
 }

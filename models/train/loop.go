@@ -41,6 +41,66 @@ type Loop struct {
 	Log io.Writer
 	// Progress is called after every step with (steps done, Steps); nil = none.
 	Progress func(done, total int)
+	// From is the state of the run this one resumes (saved by a Checkpoint hook at
+	// StartStep): early stopping goes on counting from it, History and Best start
+	// with its evaluations, and its best weights are restored at the end when no
+	// later evaluation beats them (the caller loads them into the Restore hook's
+	// snapshot). nil = a fresh run.
+	From *LoopState
+}
+
+// LoopState is what a Loop knows after an evaluation: enough, with the weights and
+// the trainer's state, for a resumed run to stop early and restore the best weights as
+// the uninterrupted run would.
+type LoopState struct {
+	Step     int          // steps taken in all (from the start of the first run)
+	Stopper  StopperState // early stopping's best loss and evaluations without improvement
+	BestStep int          // step of the best evaluation, from the start; 0 = none yet
+	Best     Metrics      // its metrics
+	History  []EvalPoint  // every evaluation so far
+}
+
+// evalPointJSON is an EvalPoint on the wire (its embedded Metrics' MarshalJSON would
+// otherwise write the metrics alone).
+type evalPointJSON struct {
+	Step      int       `json:"step"`
+	TrainLoss nullFloat `json:"train_loss"`
+	Metrics   Metrics   `json:"metrics"`
+}
+
+// MarshalJSON writes the state; NaN and infinite values are written as null.
+func (s LoopState) MarshalJSON() ([]byte, error) {
+	h := make([]evalPointJSON, len(s.History))
+	for i, p := range s.History {
+		h[i] = evalPointJSON{p.Step, nullFloat(p.TrainLoss), p.Metrics}
+	}
+	return json.Marshal(struct {
+		Step     int             `json:"step"`
+		Stopper  StopperState    `json:"stopper"`
+		BestStep int             `json:"best_step"`
+		Best     Metrics         `json:"best"`
+		History  []evalPointJSON `json:"history"`
+	}{s.Step, s.Stopper, s.BestStep, s.Best, h})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *LoopState) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Step     int             `json:"step"`
+		Stopper  StopperState    `json:"stopper"`
+		BestStep int             `json:"best_step"`
+		Best     Metrics         `json:"best"`
+		History  []evalPointJSON `json:"history"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	out := LoopState{Step: w.Step, Stopper: w.Stopper, BestStep: w.BestStep, Best: w.Best}
+	for _, p := range w.History {
+		out.History = append(out.History, EvalPoint{Step: p.Step, TrainLoss: float64(p.TrainLoss), Metrics: p.Metrics})
+	}
+	*s = out
+	return nil
 }
 
 // Hooks are the caller's parts of a Loop.
@@ -52,6 +112,10 @@ type Hooks struct {
 	// Snapshot remembers the current weights as the best; Restore brings them back.
 	Snapshot func() error
 	Restore  func() error
+	// Checkpoint, when set, is called after every evaluation, once early stopping has
+	// seen it and a new best is snapshotted: the place to save what a resumed run
+	// needs (the weights, the optimizer's state, this LoopState as From).
+	Checkpoint func(LoopState) error
 }
 
 // LogRecord is one line of the training log.
@@ -134,8 +198,18 @@ func (l Loop) Run(ctx context.Context, h Hooks) (*Result, error) {
 		}
 		return nil
 	}
+	if l.From != nil && l.From.Step != l.StartStep {
+		return nil, fmt.Errorf("train: loop resumes at step %d from a state saved at step %d", l.StartStep, l.From.Step)
+	}
 	stopper := EarlyStopping{Patience: l.Patience, MinDelta: l.MinDelta}
 	res := &Result{}
+	bestAbs := 0 // step of the best evaluation, from the start
+	if l.From != nil {
+		stopper.SetState(l.From.Stopper)
+		res.History = append(res.History, l.From.History...)
+		res.Best, bestAbs = l.From.Best, l.From.BestStep
+		res.BestStep = bestAbs - l.StartStep
+	}
 	var last StepStats
 	for i := 0; i < l.Steps; i++ {
 		if err := ctx.Err(); err != nil {
@@ -172,14 +246,21 @@ func (l Loop) Run(ctx context.Context, h Hooks) (*Result, error) {
 			if err := h.Snapshot(); err != nil {
 				return res, err
 			}
-			res.Best, res.BestStep = m, res.Steps
+			res.Best, res.BestStep, bestAbs = m, res.Steps, abs
+		}
+		if h.Checkpoint != nil {
+			st := LoopState{Step: abs, Stopper: stopper.State(), BestStep: bestAbs, Best: res.Best,
+				History: append([]EvalPoint(nil), res.History...)}
+			if err := h.Checkpoint(st); err != nil {
+				return res, fmt.Errorf("train: checkpoint at step %d: %w", abs, err)
+			}
 		}
 		if stop {
 			res.StoppedEarly = res.Steps < l.Steps
 			break
 		}
 	}
-	if res.BestStep > 0 {
+	if bestAbs > 0 {
 		if err := h.Restore(); err != nil {
 			return res, err
 		}

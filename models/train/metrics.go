@@ -225,6 +225,54 @@ func (e *EarlyStopping) Observe(loss float64) (improved, stop bool) {
 	return false, e.Patience > 0 && e.bad >= e.Patience
 }
 
+// StopperState is what EarlyStopping has seen: saved with a checkpoint so that a
+// resumed run stops where the uninterrupted one would.
+type StopperState struct {
+	Observed bool    `json:"observed"` // any loss seen
+	Best     float64 `json:"best"`     // best loss, when Observed
+	Bad      int     `json:"bad"`      // evaluations since the best
+}
+
+// MarshalJSON writes the state; an infinite best loss (the only non-finite one
+// Observe keeps) is written as the string "+Inf", since JSON has no infinity.
+func (s StopperState) MarshalJSON() ([]byte, error) {
+	best := any(s.Best)
+	if math.IsInf(s.Best, 1) {
+		best = "+Inf"
+	}
+	return json.Marshal(map[string]any{"observed": s.Observed, "best": best, "bad": s.Bad})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *StopperState) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Observed bool            `json:"observed"`
+		Best     json.RawMessage `json:"best"`
+		Bad      int             `json:"bad"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	out := StopperState{Observed: w.Observed, Bad: w.Bad}
+	if string(w.Best) == `"+Inf"` {
+		out.Best = math.Inf(1)
+	} else if err := json.Unmarshal(w.Best, &out.Best); err != nil {
+		return fmt.Errorf("early stopping's best loss: %w", err)
+	}
+	*s = out
+	return nil
+}
+
+// State returns what the stopper has seen.
+func (e *EarlyStopping) State() StopperState {
+	return StopperState{Observed: e.observed, Best: e.best, Bad: e.bad}
+}
+
+// SetState continues from a State (of a run being resumed).
+func (e *EarlyStopping) SetState(s StopperState) {
+	e.observed, e.best, e.bad = s.Observed, s.Best, s.Bad
+}
+
 // Best returns the best loss observed (NaN if none).
 func (e *EarlyStopping) Best() float64 {
 	if !e.observed {

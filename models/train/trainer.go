@@ -246,9 +246,16 @@ type Trainer struct {
 
 	gradVars []*model.Variable // the variables with gradients, in update order
 
+	best      []*tensors.Tensor // FitTask's best weights so far (trainable order)
+	loopState *LoopState        // the loop's state at its latest evaluation
+	from      *LoopState        // the state LoadState resumes from
+
 	// Log receives the JSONL training log of FitTask; Progress its per-step progress.
 	Log      io.Writer
 	Progress func(done, total int)
+	// Checkpoint, when set, is called by FitTask after every evaluation (steps taken
+	// so far), once early stopping has seen it: save the weights and SaveState there.
+	Checkpoint func(step int) error
 }
 
 // New prepares a Trainer of a graph classifier with the GraphBCE task.
@@ -313,14 +320,14 @@ type gradientOptimizer interface {
 // StepsTaken returns how many training steps were run.
 func (t *Trainer) StepsTaken() int { return t.step }
 
-// Resume sets the number of steps already taken (a run resumed from a checkpoint of
-// its weights): the learning-rate schedule continues from there, FitTask runs the
-// remaining TotalSteps − step steps and logs them under their own step numbers, and
-// the random state (dropout) is seeded from (Seed, step), so the resumed steps do not
-// replay the first steps' masks. What is not restored: the optimizer's moment
-// estimates, which start afresh, the uninterrupted run's random state, and early
-// stopping's best loss and patience, which count from the resumed run's first
-// evaluation.
+// Resume sets the number of steps already taken, for a run resumed from its weights
+// alone (LoadState resumes exactly, when SaveState wrote the trainer's state): the
+// learning-rate schedule continues from there, FitTask runs the remaining
+// TotalSteps − step steps and logs them under their own step numbers, and the random
+// state (dropout) is seeded from (Seed, step), so the resumed steps do not replay the
+// first steps' masks. What is not restored: the optimizer's moment estimates, which
+// start afresh, the uninterrupted run's random state, and early stopping's best loss
+// and patience, which count from the resumed run's first evaluation.
 func (t *Trainer) Resume(step int) error {
 	if step < 0 || step >= t.cfg.TotalSteps {
 		return fmt.Errorf("train: resume at step %d: want 0 ≤ step < TotalSteps %d", step, t.cfg.TotalSteps)
@@ -330,7 +337,9 @@ func (t *Trainer) Resume(step int) error {
 			return fmt.Errorf("train: resume: seeding: %w", err)
 		}
 	}
-	t.step = step
+	t.step, t.from = step, nil
+	engine.Finalize(t.best...)
+	t.best = nil
 	return nil
 }
 
@@ -665,10 +674,12 @@ func (t *Trainer) Fit(next func(step int) (Example, error), eval []Example) (*Re
 // should return that many), eval scores the validation split, and the best
 // evaluation's trainable variables are restored at the end (frozen ones never change).
 func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, error), eval func() (Metrics, error)) (*Result, error) {
-	var best []*tensors.Tensor
-	defer func() { engine.Finalize(best...) }()
+	defer func() {
+		engine.Finalize(t.best...)
+		t.best, t.loopState, t.from = nil, nil, nil
+	}()
 	loop := Loop{Steps: t.cfg.TotalSteps - t.step, StartStep: t.step, EvalEvery: t.cfg.EvalEvery, Patience: t.cfg.Patience, MinDelta: t.cfg.MinDelta,
-		Log: t.Log, Progress: t.Progress}
+		Log: t.Log, Progress: t.Progress, From: t.from}
 	return loop.Run(ctx, Hooks{
 		Step: func(i int) (StepStats, error) {
 			bs, err := next(i)
@@ -679,12 +690,19 @@ func (t *Trainer) FitTask(ctx context.Context, next func(step int) ([]Batch, err
 		},
 		Eval: eval,
 		Snapshot: func() error {
-			engine.Finalize(best...)
+			engine.Finalize(t.best...)
 			var err error
-			best, err = snapshot(t.trainable())
+			t.best, err = snapshot(t.trainable())
 			return err
 		},
-		Restore: func() error { return restore(t.trainable(), best) },
+		Restore: func() error { return restore(t.trainable(), t.best) },
+		Checkpoint: func(st LoopState) error {
+			t.loopState = &st
+			if t.Checkpoint == nil {
+				return nil
+			}
+			return t.Checkpoint(t.step)
+		},
 	})
 }
 
