@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -14,7 +15,18 @@ type API struct {
 	c     *llm.Client
 	model string
 	dim   int
+	probe []float32 // the L2-normalised embedding of probeText
 }
+
+// probeText is what NewAPI embeds to learn the dimension; its vector, stored in the
+// index, tells apart two models served under one name.
+const probeText = "graphloom"
+
+// MinProbeCosine is the cosine below which an embedding model's probe vector differs
+// from the one an index stored: another model under the same name (another server's
+// "bge-m3" that is a different quantisation is above it; a different model is far
+// below, near 0).
+const MinProbeCosine = 0.98
 
 // NewAPI returns an embedder over c's embedding model. It embeds one probe text to
 // learn the dimension (the answer is cached like any other).
@@ -24,15 +36,48 @@ func NewAPI(ctx context.Context, c *llm.Client) (*API, error) {
 		return nil, fmt.Errorf("embed: no embedding model configured (GRAPHLOOM_EMBED_MODEL or --embed-model)")
 	}
 	a := &API{c: c, model: cfg.EmbedModel}
-	vs, err := c.Embed(ctx, []string{"graphloom"})
+	vs, err := c.Embed(ctx, []string{probeText})
 	if err != nil {
 		return nil, fmt.Errorf("embed: probe %s: %w", a.model, err)
 	}
 	if len(vs) != 1 || len(vs[0]) == 0 {
 		return nil, fmt.Errorf("embed: probe %s: empty answer", a.model)
 	}
-	a.dim = len(vs[0])
+	a.dim, a.probe = len(vs[0]), normalize(vs[0])
 	return a, nil
+}
+
+// apiBlob is an API embedder's state in an index: its probe vector.
+type apiBlob struct {
+	Text  string    `json:"probe_text"`
+	Probe []float32 `json:"probe"`
+}
+
+func (a *API) apiBlob() ([]byte, error) { return json.Marshal(apiBlob{probeText, a.probe}) }
+
+// checkProbe compares a's probe vector with the one an index stored (blob; none in
+// indices written before it was stored).
+func (a *API) checkProbe(id string, blob []byte) error {
+	if len(blob) == 0 {
+		return nil
+	}
+	var b apiBlob
+	if err := json.Unmarshal(blob, &b); err != nil {
+		return fmt.Errorf("embed: index embedder state of %s: %w", id, err)
+	}
+	if b.Text != probeText || len(b.Probe) != len(a.probe) {
+		return fmt.Errorf("embed: %w: the index's %s probe is %d-dimensional, the configured model's %d", ErrMismatch, id, len(b.Probe), len(a.probe))
+	}
+	var dot, n float64
+	for i, x := range b.Probe {
+		dot += float64(x) * float64(a.probe[i])
+		n += float64(x) * float64(x)
+	}
+	if cos := dot / math.Sqrt(n); !(cos >= MinProbeCosine) {
+		return fmt.Errorf("embed: %w: the configured %s embeds a probe text at cosine %.3f from the model that built the index (want ≥ %.2f): another model is served under that name; configure the server that built the index (GRAPHLOOM_EMBED_BASE_URL), or rebuild it",
+			ErrMismatch, id, cos, MinProbeCosine)
+	}
+	return nil
 }
 
 // Identity implements Embedder: "api:<model>".
@@ -51,16 +96,22 @@ func (a *API) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 		if len(v) != a.dim {
 			return nil, fmt.Errorf("embed: %s returned dimension %d for text %d, want %d", a.model, len(v), i, a.dim)
 		}
-		var s float64
-		for _, x := range v {
-			s += float64(x) * float64(x)
-		}
-		if s > 0 {
-			inv := float32(1 / math.Sqrt(s))
-			for j := range v {
-				v[j] *= inv
-			}
-		}
+		normalize(v)
 	}
 	return vs, nil
+}
+
+// normalize scales v to unit L2 norm in place (a zero vector stays zero) and returns it.
+func normalize(v []float32) []float32 {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s > 0 {
+		inv := float32(1 / math.Sqrt(s))
+		for j := range v {
+			v[j] *= inv
+		}
+	}
+	return v
 }

@@ -37,7 +37,9 @@ func IsHashed(identity string) bool { return strings.HasPrefix(identity, hashedP
 // index records, unless one is supplied; an API embedder must be supplied. A supplied
 // embedder (api, possibly nil) must have the identity the index records (an API
 // embedder supplied for a hashed index is ignored: it is passed in case one is
-// needed; a local one is an explicit choice and refused).
+// needed; a local one is an explicit choice and refused). An API embedder must also
+// embed a probe text as the one that built the index did (MinProbeCosine), when the
+// index stored that probe.
 func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 	id := ix.Meta.Embedder
 	if l, ok := api.(*Local); ok && l.Identity() != id && id != "" {
@@ -65,11 +67,25 @@ func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 		if api == nil {
 			return nil, fmt.Errorf("embed: %w: the index was embedded with %q; configure that embedding model (GRAPHLOOM_EMBED_BASE_URL, GRAPHLOOM_EMBED_MODEL)", ErrMismatch, id)
 		}
-		if api.Identity() != id {
-			return nil, fmt.Errorf("embed: %w: the index was embedded with %q, the configured embedder is %q", ErrMismatch, id, api.Identity())
+		if err := Verify(ix, api); err != nil {
+			return nil, err
 		}
 		return api, nil
 	}
+}
+
+// Verify checks that e is the embedder ix records: the same identity and, for an API
+// embedder, a probe text embedded as the index's model did (MinProbeCosine), when the
+// index stored that probe.
+func Verify(ix *graphio.Index, e Embedder) error {
+	id := ix.Meta.Embedder
+	if e.Identity() != id {
+		return fmt.Errorf("embed: %w: the index was embedded with %q, the configured embedder is %q", ErrMismatch, id, e.Identity())
+	}
+	if a, ok := e.(*API); ok {
+		return a.checkProbe(id, ix.Blobs[blobKey])
+	}
+	return nil
 }
 
 // Store records e as the embedder of ix (its identity, and its state if it has any).
@@ -82,6 +98,8 @@ func Store(ix *graphio.Index, e Embedder) error {
 		b, err = e.MarshalBinary()
 	case *Local:
 		b, err = e.localBlob()
+	case *API:
+		b, err = e.apiBlob()
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
 func cos(a, b []float32) float64 {
@@ -366,4 +369,66 @@ func TestHashedUpdateEqualsFit(t *testing.T) {
 	require.Error(t, h.Update(nil, []string{"zebra quagga okapi never seen"}))
 	assert.Equal(t, id, h.Identity())
 	assert.Equal(t, 200, h.Documents())
+}
+
+// TestAPIProbe: an index built through an embedding API stores the model's probe
+// vector; the same model (another server, a slightly different quantisation) is
+// accepted, another model served under the same name and width is refused, and an
+// index written before probes were stored is accepted as before.
+func TestAPIProbe(t *testing.T) {
+	ctx := context.Background()
+	const dim = 48
+	api := func(f func(string) []float32) *API {
+		srv := llmtest.NewServer(t)
+		srv.SetEmbedDim(dim)
+		if f != nil {
+			srv.SetEmbedder(f)
+		}
+		c, err := llm.New(llm.Config{BaseURL: srv.URL(), EmbedModel: "bge-m3"})
+		require.NoError(t, err)
+		a, err := NewAPI(ctx, c)
+		require.NoError(t, err)
+		return a
+	}
+	built := api(nil)
+	ix := &graphio.Index{}
+	require.NoError(t, Store(ix, built))
+	require.NotEmpty(t, ix.Blobs[blobKey])
+
+	noise := rand.New(rand.NewPCG(1, 2))
+	quantised := func(s string) []float32 { // the same model, its weights rounded: 1 % noise
+		v := llmtest.Embed(s, dim)
+		for i := range v {
+			v[i] += float32(noise.NormFloat64() * 0.01 / math.Sqrt(dim))
+		}
+		return v
+	}
+	other := func(s string) []float32 { // another model: the same words land elsewhere
+		v := llmtest.Embed(s, dim)
+		slices.Reverse(v)
+		return v
+	}
+	for _, c := range []struct {
+		name string
+		a    *API
+		ok   bool
+	}{
+		{"same model, another server", api(nil), true},
+		{"same model, quantised", api(quantised), true},
+		{"another model under the name", api(other), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ForIndex(ix, c.a)
+			if c.ok {
+				require.NoError(t, err)
+				assert.Same(t, c.a, got)
+				return
+			}
+			require.ErrorIs(t, err, ErrMismatch)
+			assert.Contains(t, err.Error(), "api:bge-m3 embeds a probe text at cosine")
+		})
+	}
+	old := &graphio.Index{Meta: graphio.Meta{Embedder: "api:bge-m3"}}
+	_, err := ForIndex(old, api(other))
+	assert.NoError(t, err, "an index without a stored probe is not checked")
 }

@@ -875,6 +875,10 @@ func CheckCompatible(ix *graphio.Index, icfg ingest.Config, ex extract.Extractor
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with the built-in embedder (hash); give the index's embedder", want)
 	case emb.Identity() != want:
 		return fmt.Errorf("kg: the index was embedded with %q, this run would embed with %q", want, emb.Identity())
+	default:
+		if err := embed.Verify(ix, emb); err != nil { // an API model of that name: the one that built the index
+			return fmt.Errorf("kg: %w", err)
+		}
 	}
 	return nil
 }

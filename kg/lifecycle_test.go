@@ -20,6 +20,7 @@ import (
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -390,4 +391,47 @@ func TestDeleteOfASameTitleDocument(t *testing.T) {
 	}
 	assert.Equal(t, ids(want), ids(ix), "nothing of the deleted document survives")
 	assert.Equal(t, graphOf(want), graphOf(ix))
+}
+
+// TestAddChecksTheAPIModel: an index embedded through an API takes new documents
+// only from the model that built it: another model served under the same name is
+// refused before anything changes, the same model on another server is used, and
+// the index keeps the probe it was built with.
+func TestAddChecksTheAPIModel(t *testing.T) {
+	ctx := context.Background()
+	a, b, _ := harbour(t)
+	api := func(f func(string) []float32) embed.Embedder {
+		srv := llmtest.NewServer(t)
+		if f != nil {
+			srv.SetEmbedder(f)
+		}
+		c, err := llm.New(llm.Config{BaseURL: srv.URL(), EmbedModel: "bge-m3"})
+		require.NoError(t, err)
+		e, err := embed.NewAPI(ctx, c)
+		require.NoError(t, err)
+		return e
+	}
+	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
+	require.NoError(t, ingest.AddPassages(ctx, ix, a, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err := kg.Build(ctx, ix, rule(), api(nil), exact(), nil)
+	require.NoError(t, err)
+	probe := append([]byte(nil), ix.Blobs["embedder"]...)
+	require.NotEmpty(t, probe)
+	ix = forChange(t, ix)
+	chunks := len(ix.Chunks)
+
+	reversed := func(s string) []float32 {
+		v := llmtest.Embed(s, llmtest.DefaultEmbedDim)
+		slices.Reverse(v)
+		return v
+	}
+	_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(reversed), kg.DefaultConfig(), nil)
+	require.ErrorIs(t, err, embed.ErrMismatch)
+	assert.Contains(t, err.Error(), "probe text at cosine")
+	assert.Len(t, ix.Chunks, chunks, "nothing added")
+
+	_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(nil), kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Greater(t, len(ix.Chunks), chunks)
+	assert.Equal(t, probe, ix.Blobs["embedder"], "the index keeps its model's probe")
 }
