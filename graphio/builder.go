@@ -96,11 +96,16 @@ func (b *Builder) AddDocument(title, text, source string) (int32, bool) {
 	return i, true
 }
 
-// AddChunk adds a chunk of document doc unless an identical chunk exists. Its id is
+// AddChunk adds a chunk of document doc unless an identical chunk exists, in which
+// case doc is recorded among the chunk's other documents (Chunk.Also). Its id is
 // computed from title and text. It reports the chunk's position and whether it was new.
 func (b *Builder) AddChunk(doc, order int32, title, text string, tokens int32) (int32, bool) {
 	id := ChunkID(title, text)
 	if i, ok := b.chunks[id]; ok {
+		c := &b.ix.Chunks[i]
+		if c.Doc != doc && !slices.ContainsFunc(c.Also, func(r ChunkRef) bool { return r.Doc == doc }) {
+			c.Also = append(c.Also, ChunkRef{Doc: doc, Order: order})
+		}
 		return i, false
 	}
 	i := int32(len(b.ix.Chunks))

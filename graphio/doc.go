@@ -32,7 +32,8 @@
 // in compressed rows ("embs.<kind>"); version 1 files only dense ones. Both are read
 // as before. Optional sections a reader does not know are skipped: documents' keys
 // ("dockeys", see [Document.Key]) are one, written only when some document has a key,
-// so files of every version without it still read (with empty keys). Files are
+// so files of every version without it still read (with empty keys); the other
+// documents that produced a chunk ("chunkalso", see [Chunk.Also]) another. Files are
 // written atomically (temporary file, fsync, rename) and read as
 // a stream, one section at a time, or mapped. See [Write], [Read] and [ReadFileWith].
 package graphio

@@ -204,6 +204,35 @@ func TestDocumentKeys(t *testing.T) {
 	assert.ErrorContains(t, decDocKeys(bad, &dec{b: e.b}), "document keys for 1 documents")
 }
 
+// TestChunkAlso: a chunk two documents produce records the second (Builder), the
+// optional section carries it through a file (streamed and mapped), an index without
+// one writes no section, and a record naming a document out of range is refused.
+func TestChunkAlso(t *testing.T) {
+	ix := sampleIndex(t)
+	plain := encode(t, ix)
+	assert.NotContains(t, string(plain), chunkAlsoSection)
+	b := NewBuilder(ix, "")
+	d, _ := b.AddDocument("Alpha", "Alice met Bob in Paris. Then she left.", "x.json#2")
+	c, isNew := b.AddChunk(d, 0, "Alpha", "Alice met Bob in Paris.", 7)
+	require.False(t, isNew)
+	_, _ = b.AddChunk(d, 0, "Alpha", "Alice met Bob in Paris.", 7) // the same again: recorded once
+	b.AddChunk(ix.Chunks[c].Doc, 0, "Alpha", "Alice met Bob in Paris.", 7)
+	require.Equal(t, []ChunkRef{{Doc: d, Order: 0}}, ix.Chunks[c].Also)
+	ix.Embeddings = nil
+	path := filepath.Join(t.TempDir(), "x.gl")
+	require.NoError(t, WriteFile(path, ix))
+	for _, mapped := range []bool{false, true} {
+		got, err := ReadFileWith(path, ReadOptions{Map: mapped})
+		require.NoError(t, err)
+		assert.Equal(t, ix.Chunks, got.Chunks, "mapped=%v", mapped)
+	}
+	ix.Chunks[c].Also[0].Doc = int32(len(ix.Documents))
+	assert.ErrorContains(t, ix.Validate(), "is also of document")
+	e := &enc{}
+	require.NoError(t, encChunkAlso(ix, e))
+	assert.ErrorContains(t, decChunkAlso(&Index{Chunks: ix.Chunks[:c]}, &dec{b: e.b}), "out of order or range")
+}
+
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "i.gl")

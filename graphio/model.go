@@ -96,6 +96,17 @@ type Chunk struct {
 	Title  string // the document title, or "<title> [chunk k]" for the k-th piece (from 1)
 	Text   string
 	Tokens int32 // tokens of Text under Meta.Tokenizer
+	// Also lists the other documents that produced this chunk (a chunk's id is its
+	// title and text, so two documents of one title can share a piece), each with the
+	// chunk's position in it: deleting Doc hands the chunk to one of them. Empty for
+	// most chunks, and in indices written before it was kept.
+	Also []ChunkRef
+}
+
+// ChunkRef is a document's piece: the document and the position in it.
+type ChunkRef struct {
+	Doc   int32
+	Order int32
 }
 
 // Content is the passage string HippoRAG embeds and evaluates on: title, newline, text.
@@ -251,6 +262,11 @@ func (ix *Index) Validate() error {
 	for i, c := range ix.Chunks {
 		if !in(c.Doc, nd) {
 			return fmt.Errorf("graphio: chunk %d refers to document %d of %d", i, c.Doc, nd)
+		}
+		for _, a := range c.Also {
+			if !in(a.Doc, nd) || a.Doc == c.Doc {
+				return fmt.Errorf("graphio: chunk %d is also of document %d of %d (its own is %d)", i, a.Doc, nd, c.Doc)
+			}
 		}
 	}
 	for i, m := range ix.Mentions {

@@ -122,6 +122,46 @@ func decDocKeys(ix *Index, d *dec) error {
 	return d.done(docKeysSection)
 }
 
+// chunkAlsoSection holds every chunk's other documents (Chunk.Also): a count, then
+// (chunk, document, order) triples in chunk order. Like docKeysSection it is optional
+// (written only when some chunk has one) and skipped by readers that do not know it,
+// so it does not change the format version.
+const chunkAlsoSection = "chunkalso"
+
+func encChunkAlso(ix *Index, e *enc) error {
+	n := 0
+	for _, c := range ix.Chunks {
+		n += len(c.Also)
+	}
+	e.uvarint(uint64(n))
+	for i, c := range ix.Chunks {
+		for _, a := range c.Also {
+			e.uvarint(uint64(i))
+			e.uvarint(uint64(a.Doc))
+			e.uvarint(uint64(a.Order))
+		}
+	}
+	return nil
+}
+
+func decChunkAlso(ix *Index, d *dec) error {
+	n := d.count("chunk documents", 3)
+	last := -1
+	for range n {
+		c, doc, order := d.u32("chunk"), d.u32("document"), d.u32("order")
+		if d.err != nil {
+			break
+		}
+		if int(c) >= len(ix.Chunks) || int(c) < last {
+			d.fail("chunk %d of %d out of order or range", c, len(ix.Chunks))
+			break
+		}
+		last = int(c)
+		ix.Chunks[c].Also = append(ix.Chunks[c].Also, ChunkRef{Doc: doc, Order: order})
+	}
+	return d.done(chunkAlsoSection)
+}
+
 func encChunks(ix *Index, e *enc) error {
 	n := len(ix.Chunks)
 	e.uvarint(uint64(n))
@@ -325,6 +365,9 @@ func optionalSections(ix *Index) []section {
 	if slices.ContainsFunc(ix.Documents, func(d Document) bool { return d.Key != "" }) {
 		out = append(out, section{name: docKeysSection, encode: encDocKeys})
 	}
+	if slices.ContainsFunc(ix.Chunks, func(c Chunk) bool { return len(c.Also) > 0 }) {
+		out = append(out, section{name: chunkAlsoSection, encode: encChunkAlso})
+	}
 	names := make([]string, 0, len(ix.Blobs))
 	for n := range ix.Blobs {
 		names = append(names, n)
@@ -467,6 +510,8 @@ func decodeOptional(ix *Index, name string, payload []byte, pe *parsedEmbedding)
 		return false, nil // an unknown kind
 	case name == docKeysSection:
 		return true, decDocKeys(ix, &dec{b: payload})
+	case name == chunkAlsoSection:
+		return true, decChunkAlso(ix, &dec{b: payload})
 	case strings.HasPrefix(name, "blob."):
 		if ix.Blobs == nil {
 			ix.Blobs = map[string][]byte{}

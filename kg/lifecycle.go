@@ -500,15 +500,26 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	var before, after, removed []string
 	for i, c := range ix.Chunks {
 		before = append(before, c.Title)
-		if docMap[c.Doc] < 0 {
+		var also []graphio.ChunkRef // the other documents that produced it and stay
+		for _, a := range c.Also {
+			if docMap[a.Doc] >= 0 {
+				also = append(also, graphio.ChunkRef{Doc: docMap[a.Doc], Order: a.Order})
+			}
+		}
+		switch {
+		case docMap[c.Doc] >= 0:
+			c.Doc = docMap[c.Doc]
+		case len(also) > 0: // its document goes, another that produced it stays: hand it over
+			c.Doc, c.Order, also = also[0].Doc, also[0].Order, also[1:]
+		default:
 			chunkMap[i] = -1
 			ch.Chunks++
 			removed = append(removed, c.Content())
 			continue
 		}
+		c.Also = also
 		after = append(after, c.Title)
 		chunkMap[i] = int32(len(keptChunks))
-		c.Doc = docMap[c.Doc]
 		keptChunks = append(keptChunks, c)
 		keptAt = append(keptAt, i)
 	}

@@ -435,3 +435,148 @@ func TestAddChecksTheAPIModel(t *testing.T) {
 	assert.Greater(t, len(ix.Chunks), chunks)
 	assert.Equal(t, probe, ix.Blobs["embedder"], "the index keeps its model's probe")
 }
+
+// TestDeleteHandsOverASharedChunk: two or three versions of one document (one title)
+// whose first piece is the same text share that chunk. Deleting the version that
+// holds it hands it to another version that produced it, in any order of deletes, and
+// the index then equals a fresh build of what is left; deleting every version takes it.
+func TestDeleteHandsOverASharedChunk(t *testing.T) {
+	icfg := ingest.DefaultConfig()
+	icfg.ChunkTokens, icfg.OverlapTokens = 24, 0
+	build := func(ps []ingest.Passage) *graphio.Index {
+		ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: icfg.Describe()}}
+		require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, icfg, nil, &ingest.Report{}))
+		_, err := kg.Build(context.Background(), ix, oneRule(), nil, exact(), nil)
+		require.NoError(t, err)
+		return ix
+	}
+	first := "Tallow Point Lighthouse was built by Jory Solenne in 1790 on the rocks north of Port Keswyn harbour."
+	version := func(n int, rest string) ingest.Passage {
+		return ingest.Passage{Title: "Tallow Point", Text: first + "\n\n" + rest, Key: fmt.Sprintf("v%d", n)}
+	}
+	// The example corpus beside them makes each delete a small share of the index: the
+	// incremental path (run twice: once as a merge, once incrementally).
+	a, b, _ := harbour(t)
+	corpus := append(append([]ingest.Passage{}, a...), b...)
+	v := []ingest.Passage{
+		version(1, "Its lamp was lit by the Lamplighters' Guild of Port Keswyn until 1840."),
+		version(2, "Odile Varrant bought the lighthouse in 1801 and sold it to Ada Brell."),
+		version(3, "Mira Solenne kept its ledger after the wreck of the Meridian."),
+	}
+	// sorted lists: a handed-over chunk keeps its place in the chunk list, a fresh build
+	// puts it among its new document's pieces.
+	sortedGraph := func(ix *graphio.Index) map[string][]string {
+		g := graphOf(ix)
+		for _, l := range g {
+			slices.Sort(l)
+		}
+		return g
+	}
+	owners := func(ix *graphio.Index) map[string]string {
+		out := map[string]string{}
+		for _, c := range ix.Chunks {
+			refs := []string{fmt.Sprintf("%s@%d", ix.Documents[c.Doc].Key, c.Order)}
+			for _, a := range c.Also {
+				refs = append(refs, fmt.Sprintf("%s@%d", ix.Documents[a.Doc].Key, a.Order))
+			}
+			slices.Sort(refs)
+			out[c.Text] = strings.Join(refs, " ")
+		}
+		return out
+	}
+	all := build(append(slices.Clone(corpus), v...))
+	shared := ""
+	for _, c := range all.Chunks {
+		if c.Title == "Tallow Point [chunk 1]" {
+			shared = c.Text
+		}
+	}
+	require.True(t, strings.HasPrefix(first, shared) && shared != "", "the first piece is the same text in every version")
+	require.Equal(t, "v1@0 v2@0 v3@0", owners(all)[shared], "the shared piece is recorded for every version")
+	keys := func(ix *graphio.Index, ks ...string) []int32 {
+		var out []int32
+		for i, d := range ix.Documents {
+			if slices.Contains(ks, d.Key) {
+				out = append(out, int32(i))
+			}
+		}
+		require.Len(t, out, len(ks))
+		return out
+	}
+	for _, merge := range []bool{true, false} {
+		cfg := kg.DefaultConfig()
+		cfg.Merge = merge
+		for _, order := range [][]string{{"v1", "v2", "v3"}, {"v2", "v1", "v3"}, {"v3", "v1", "v2"}} {
+			t.Run(fmt.Sprintf("merge=%v/%s", merge, strings.Join(order, ",")), func(t *testing.T) {
+				ix := forChange(t, all)
+				left := slices.Clone(v)
+				for i, k := range order {
+					ch, err := kg.Delete(context.Background(), ix, keys(ix, k), oneRule(), nil, cfg)
+					require.NoError(t, err, "delete %s", k)
+					if i == 0 {
+						require.Equal(t, !merge, ch.Incremental)
+					}
+					ix = roundTrip(t, ix)
+					require.NoError(t, ix.Validate())
+					left = slices.DeleteFunc(left, func(p ingest.Passage) bool { return p.Key == k })
+					want := build(append(slices.Clone(corpus), left...))
+					assert.Equal(t, owners(want), owners(ix), "after deleting %s", k)
+					if merge { // an incremental change equals a fresh build at the next merge
+						assert.Equal(t, sortedGraph(want), sortedGraph(ix), "after deleting %s", k)
+					} else {
+						assert.Equal(t, sortedGraph(want)["chunks"], sortedGraph(ix)["chunks"], "after deleting %s", k)
+					}
+				}
+				_, has := owners(ix)[shared]
+				assert.False(t, has, "every version deleted: the shared piece is gone")
+			})
+		}
+	}
+}
+
+// TestAddRecordsASharedChunk: a version added later that shares an old version's piece
+// is recorded on that chunk, so deleting the old version hands the piece over.
+func TestAddRecordsASharedChunk(t *testing.T) {
+	icfg := ingest.DefaultConfig()
+	icfg.ChunkTokens, icfg.OverlapTokens = 24, 0
+	first := "Tallow Point Lighthouse was built by Jory Solenne in 1790 on the rocks north of Port Keswyn harbour."
+	v1 := ingest.Passage{Title: "Tallow Point", Text: first + "\n\nIts lamp was lit by the Lamplighters' Guild.", Key: "v1"}
+	v2 := ingest.Passage{Title: "Tallow Point", Text: first + "\n\nOdile Varrant bought the lighthouse in 1801.", Key: "v2"}
+	a, _, _ := harbour(t)
+	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: icfg.Describe()}}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, append(slices.Clone(a), v1), icfg, nil, &ingest.Report{}))
+	_, err := kg.Build(context.Background(), ix, oneRule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	ix = forChange(t, ix)
+	n := len(ix.Chunks)
+	_, err = kg.Add(context.Background(), ix, []ingest.Passage{v2}, icfg, oneRule(), nil, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	ix = roundTrip(t, ix)
+	require.Len(t, ix.Chunks, n+1, "v2 brings one new piece")
+	var shared *graphio.Chunk
+	for i := range ix.Chunks {
+		if ix.Chunks[i].Title == "Tallow Point [chunk 1]" {
+			shared = &ix.Chunks[i]
+		}
+	}
+	require.NotNil(t, shared)
+	require.Len(t, shared.Also, 1)
+	assert.Equal(t, "v1", ix.Documents[shared.Doc].Key)
+	assert.Equal(t, "v2", ix.Documents[shared.Also[0].Doc].Key)
+
+	var d1 []int32
+	for i, d := range ix.Documents {
+		if d.Key == "v1" {
+			d1 = append(d1, int32(i))
+		}
+	}
+	_, err = kg.Delete(context.Background(), ix, d1, oneRule(), nil, kg.DefaultConfig())
+	require.NoError(t, err)
+	var titles []string
+	for _, c := range ix.Chunks {
+		if ix.Documents[c.Doc].Key == "v2" {
+			titles = append(titles, c.Title)
+		}
+	}
+	assert.ElementsMatch(t, []string{"Tallow Point [chunk 1]", "Tallow Point [chunk 2]"}, titles, "v2 keeps both its pieces")
+}
