@@ -409,6 +409,13 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// ReportFiles names every file eval's reports write into their directory: Report's
+// WriteFiles, AblationReport's WriteFiles (ablation.*) and WriteFilesAs(dir, "sweep").
+func ReportFiles() []string {
+	return []string{"report.md", "report.json", "recall.png", "recall.svg",
+		"ablation.md", "ablation.json", "ablation.png", "sweep.md", "sweep.json", "sweep.png"}
+}
+
 // WriteFiles writes report.md, report.json and the charts (recall.png and recall.svg:
 // Recall@k per retriever, or the answer-in-passages rate when there is no gold
 // evidence) into dir, creating it, and returns the paths written.

@@ -219,7 +219,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				return err
 			}
 			lowerGCPercent()
-			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "model directory"},
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "model directory",
+				files: []string{grBest, grLast, grState, grLog, grCurve}},
 				inSpec{"--index", indexPath}, inSpec{"--" + spec.dataFlag, trainPath}, inSpec{"--val", valPath}, inSpec{"--lm", lmDir}); err != nil {
 				return err
 			}

@@ -43,6 +43,9 @@ type outSpec struct {
 	// inPlace names the input the command rewrites in place under its writer lock
 	// ("--index" for augment): being the same file as it is the point, not a collision.
 	inPlace string
+	// files, for an outDir, names the files the command may write in it: an input
+	// that is one of them would be replaced.
+	files []string
 }
 
 // inSpec is one input of a command: how the command line names it, and its path.
@@ -84,6 +87,14 @@ func guardOutput(cmd *cobra.Command, o outSpec, ins ...inSpec) error {
 		if ist.IsDir() && within(o.path, ist) {
 			return refuse("%s %s lies inside %s %s: writing there would change the input; choose a path outside it (nothing was written)",
 				o.name, o.path, in.name, in.path)
+		}
+		if exists && o.kind == outDir {
+			for _, f := range o.files {
+				if fst, err := os.Stat(filepath.Join(o.path, f)); err == nil && os.SameFile(fst, ist) {
+					return refuse("%s %s: writing %s there would destroy %s %s; choose another %s (nothing was written)",
+						o.name, o.path, f, in.name, in.path, o.name)
+				}
+			}
 		}
 	}
 	if !exists {

@@ -62,6 +62,7 @@ func TestOutputGuard(t *testing.T) {
 	require.NoError(t, os.Link(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "hardlink.json")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(`{"id":"q1","question":"Who founded Quillhaven0?"}`+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("my notes\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report.json"), []byte(`[{"id":"q1","question":"Who founded Quillhaven0?","answer":"x"}]`), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, interoptest.Sample().Write(filepath.Join(dir, "rag")))
 	r := runIn(t, dir, "index", "--corpus", "corpus.json", "--out", "x.gl", "--quiet")
@@ -90,6 +91,8 @@ func TestOutputGuard(t *testing.T) {
 		{"6 train cage onto a text file", []string{"train", "cage", "--index", "x.gl", "--out", "notes.txt"}, "--out notes.txt exists and is not a checkpoint"},
 		{"12 index onto a directory", []string{"index", "--corpus", "corpus.json", "--out", "sub"}, "--out sub is an existing directory"},
 		{"12 import onto a directory", []string{"import", "--from", "lightrag", "rag", "--out", "sub"}, "--out sub is an existing directory"},
+		{"eval's report onto its dataset", []string{"eval", "--index", "x.gl", "--dataset", "report.json", "--out", "."}, "--out .: writing report.json there would destroy --dataset report.json"},
+		{"eval's report onto its dataset, by another name", []string{"eval", "--index", "x.gl", "--dataset", "./report.json", "--out", dir}, "--out " + dir + ": writing report.json there would destroy --dataset ./report.json"},
 		{"export layout onto a file", []string{"export", "--to", "lightrag", "x.gl", "notes.txt"}, "DST notes.txt exists and is not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
