@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -164,10 +165,11 @@ func newLMDetokenizeCmd() *cobra.Command {
 	return cmd
 }
 
-// chatFlags are --messages, --prompt-format and --add-generation-prompt.
+// chatFlags are --messages, --prompt-format, --add-generation-prompt and --template-var.
 type chatFlags struct {
 	messages, format string
 	genPrompt        bool
+	vars             []string
 }
 
 func (c *chatFlags) register(cmd *cobra.Command, genDefault bool) {
@@ -176,7 +178,28 @@ func (c *chatFlags) register(cmd *cobra.Command, genDefault bool) {
 	f.StringVar(&c.format, "prompt-format", lm.PromptTemplate, "how messages become text: "+strings.Join(lm.PromptFormats, ", ")+
 		" ("+lm.PromptTemplate+" = the model's own chat_template; the others for base models without one)")
 	f.BoolVar(&c.genPrompt, "add-generation-prompt", genDefault, "end with the opening of the assistant's turn")
+	f.StringArrayVar(&c.vars, "template-var", nil, `KEY=VALUE: a further chat-template variable, as apply_chat_template's keyword arguments (repeat for several); VALUE is read as JSON when it is JSON (true, 3, ["a"]), else as a string. E.g. enable_thinking=false: Qwen3's non-thinking mode`)
 	limitChoices(cmd, "prompt-format", lm.PromptFormats...)
+}
+
+// templateVars parses --template-var.
+func (c *chatFlags) templateVars() (map[string]any, error) {
+	if len(c.vars) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(c.vars))
+	for _, kv := range c.vars {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || k == "messages" || k == "add_generation_prompt" {
+			return nil, usageError{fmt.Errorf("--template-var %q: want KEY=VALUE, KEY not messages or add_generation_prompt (their own flags)", kv)}
+		}
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			x = v
+		}
+		out[k] = x
+	}
+	return out, nil
 }
 
 // render reads --messages and renders it with dir's chat template.
@@ -189,11 +212,15 @@ func (c *chatFlags) render(dir string) (string, error) {
 	if err != nil {
 		return "", usageError{err}
 	}
+	vars, err := c.templateVars()
+	if err != nil {
+		return "", err
+	}
 	chat, err := lm.LoadChatTemplate(dir, c.format)
 	if err != nil {
 		return "", err
 	}
-	return chat.Render(msgs, c.genPrompt, nil)
+	return chat.Render(msgs, c.genPrompt, vars)
 }
 
 func newLMPromptCmd() *cobra.Command {

@@ -125,6 +125,25 @@ func TestLMPromptMatchesApplyChatTemplate(t *testing.T) {
 	}
 }
 
+// TestLMPromptTemplateVars: --template-var passes apply_chat_template's keyword
+// arguments; Qwen3's enable_thinking=false opens the answer with an empty think
+// block (its documented non-thinking mode), and a malformed one is a usage error.
+func TestLMPromptTemplateVars(t *testing.T) {
+	dir := sharedTokenizerDir(t, "qwen3")
+	path := filepath.Join(t.TempDir(), "m.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[{"role":"user","content":"Who bought the Meridian in 1801?"}]`), 0o644))
+	want := "<|im_start|>user\nWho bought the Meridian in 1801?<|im_end|>\n<|im_start|>assistant\n"
+	r := run(t, nil, "lm", "prompt", "--lm", dir, "--messages", path, "--add-generation-prompt")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, want, r.stdout)
+	r = run(t, nil, "lm", "prompt", "--lm", dir, "--messages", path, "--add-generation-prompt", "--template-var", "enable_thinking=false")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, want+"<think>\n\n</think>\n\n", r.stdout)
+	r = run(t, nil, "lm", "prompt", "--lm", dir, "--messages", path, "--template-var", "enable_thinking")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `--template-var "enable_thinking": want KEY=VALUE`)
+}
+
 func TestLMCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	_, err := lmtest.Write(dir, lmtest.Spec{Seed: 3})

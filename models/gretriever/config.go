@@ -64,11 +64,20 @@ type Config struct {
 	// read by Llama-2). The graph token opens the user turn: the rendered text up to
 	// the user's content, the graph token, the textualised subgraph and the question,
 	// then the rest of the rendered prompt (the turn's end and the assistant's
-	// opening); the label is the answer and the LM's EOS. Empty: the LM's chat
+	// opening); the label is the answer and the turn's end (see ChatTurn). Empty: the LM's chat
 	// template when it has one (seed 004's Qwen2.5-3B-Instruct), else llama2. New
 	// stores the resolved format, so a reload prompts as training did; checkpoints
 	// written before the field read as llama2.
 	PromptFormat string `json:"prompt_format"`
+	// ChatTurn says how a chat template's turn is written (PromptTemplate only):
+	// ChatTurnAnswer (new models) renders it with enable_thinking false — a direct
+	// answer: Qwen3's template then opens the assistant's turn with an empty think
+	// block, as it writes a finished answer — strips the content's white space where
+	// the template trims it (Llama 3), and ends the label as the template ends an
+	// assistant's turn (Llama 3's <|eot_id|>, not tokenizer_config.json's
+	// eos_token <|end_of_text|>); generation stops there too. "" (checkpoints written
+	// before the field): no template variables, the label ends with eos_token.
+	ChatTurn string `json:"chat_turn,omitempty"`
 	// Question formats the question: "Question: %s\nAnswer: " (WebQSP).
 	Question string `json:"question"`
 	// TextForm is how the subgraph is written for the LM: TextCSV, G-Retriever's node
@@ -117,6 +126,9 @@ type Config struct {
 	Seed            uint64  `json:"seed"`
 }
 
+// ChatTurnAnswer is Config.ChatTurn's current form.
+const ChatTurnAnswer = "answer"
+
 // Text forms of Config.TextForm (the values of retrieve.PCSTTextCSV and
 // retrieve.PCSTTextVerbal).
 const (
@@ -130,7 +142,7 @@ func DefaultConfig(dim int) Config {
 	gt.InputDim, gt.Hidden, gt.Out, gt.EdgeDim = dim, dim, dim, dim
 	return Config{
 		Variant: VariantGRetriever, GT: gt, ProjectorHidden: 2048,
-		Question: "Question: %s\nAnswer: ", TextForm: TextCSV, MaxTextTokens: 512, MaxNewTokens: 32, GradientCheckpointing: true,
+		ChatTurn: ChatTurnAnswer, Question: "Question: %s\nAnswer: ", TextForm: TextCSV, MaxTextTokens: 512, MaxNewTokens: 32, GradientCheckpointing: true,
 		LearningRate: 1e-5, MinLearningRate: 5e-6, WeightDecay: 0.05, BatchSize: 8, GradSteps: 2, Epochs: 10,
 		WarmupEpochs: 1, ClipNorm: 0.1, Patience: 2, EvalBatchSize: 16,
 	}

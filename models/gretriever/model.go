@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/core/graph"
@@ -42,7 +43,9 @@ type Model struct {
 	bk    *kernels.Bucketer
 	head  []int32 // the prompt before the user's content: the graph token follows
 	tail  []int32 // the prompt after it (the turn's end, the assistant's opening)
-	eos   int32
+	end   []int32 // what ends a label: the template's end of an answer, or EOS
+	stop  []int32 // generation stops at any of these: the LM's EOS ids and end's last
+	trim  bool    // the template trims the user's content: so is the spliced question
 }
 
 // New creates a G-Retriever model in the LM's store (which must not already hold
@@ -65,10 +68,7 @@ func New(l *lm.Model, cfg Config) (*Model, error) {
 	if len(lc.EOS) == 0 {
 		return nil, errors.New("gretriever: the LM's config names no EOS token")
 	}
-	m := &Model{cfg: cfg, lm: l, store: l.Store(), eos: int32(lc.EOS[0])}
-	if id, ok := l.Tokenizer.TokenID(l.TokConfig.Tokens["eos_token"]); ok {
-		m.eos = id // the chat turn's end (Qwen's <|im_end|>, Llama 3's <|eot_id|>)
-	}
+	m := &Model{cfg: cfg, lm: l, store: l.Store()}
 	d := cfg.GT.InputDim
 	p := models.NewParams(m.store.RootScope().In("gretriever"), cfg.Seed)
 	if cfg.encoder() {
@@ -122,10 +122,20 @@ func (m *Model) prompt(l *lm.Model) error {
 	if err != nil {
 		return fmt.Errorf("gretriever: %w", err)
 	}
-	before, after, err := chat.UserTurn("")
+	var extra map[string]any
+	answerTurn := format == lm.PromptTemplate && m.cfg.ChatTurn == ChatTurnAnswer
+	if answerTurn {
+		extra = map[string]any{"enable_thinking": false}
+	}
+	turn, err := chat.UserTurn("", extra)
 	if err != nil {
 		return fmt.Errorf("gretriever: %w", err)
 	}
+	before, after := turn.Before, turn.After
+	if err := m.labelEnd(l, turn, answerTurn); err != nil {
+		return err
+	}
+	m.trim = answerTurn && turn.Trims
 	if m.head, err = l.Tokenizer.Encode(before, false); err != nil {
 		return fmt.Errorf("gretriever: prompt: %w", err)
 	}
@@ -319,7 +329,11 @@ func (m *Model) encode(ex Example, withLabel bool) (encoded, error) {
 		}
 		e.rest = append(e.rest, ids[:min(len(ids), m.cfg.MaxTextTokens)]...)
 	}
-	q, err := tok.Encode(fmt.Sprintf(m.cfg.Question, ex.Question), false)
+	question := fmt.Sprintf(m.cfg.Question, ex.Question)
+	if m.trim { // the template would have trimmed it ("Answer: " loses its space)
+		question = strings.TrimRightFunc(question, unicode.IsSpace)
+	}
+	q, err := tok.Encode(question, false)
 	if err != nil {
 		return e, fmt.Errorf("gretriever: question: %w", err)
 	}
@@ -329,9 +343,46 @@ func (m *Model) encode(ex Example, withLabel bool) (encoded, error) {
 		if err != nil {
 			return e, fmt.Errorf("gretriever: answer: %w", err)
 		}
-		e.label = append(a[:min(len(a), m.cfg.MaxNewTokens)], m.eos)
+		e.label = append(a[:min(len(a), m.cfg.MaxNewTokens):min(len(a), m.cfg.MaxNewTokens)], m.end...)
 	}
 	return e, nil
+}
+
+// labelEnd sets what ends a label and where generation stops. G-Retriever's label
+// is the answer and EOS (eos_token, else the config's first EOS id); with an answer
+// turn of the LM's chat template, it ends as the template ends an assistant's answer:
+// its tokens through the first that stops generation (an EOS id of the config or
+// eos_token), or the first special token when none does (which then stops too).
+func (m *Model) labelEnd(l *lm.Model, turn lm.Turn, answerTurn bool) error {
+	lc := l.Config()
+	stops := map[int32]bool{}
+	for _, e := range lc.EOS {
+		stops[int32(e)] = true
+	}
+	eos := int32(lc.EOS[0])
+	if id, ok := l.Tokenizer.TokenID(l.TokConfig.Tokens["eos_token"]); ok {
+		eos = id
+	}
+	m.end = []int32{eos}
+	if answerTurn && turn.End != "" {
+		ids, err := l.Tokenizer.Encode(turn.End, false)
+		if err != nil {
+			return fmt.Errorf("gretriever: prompt: %w", err)
+		}
+		stops[eos] = true
+		for i, id := range ids {
+			if stops[id] || l.Tokenizer.IsSpecial(id) {
+				m.end = ids[:i+1]
+				break
+			}
+		}
+	}
+	m.stop = m.stop[:0]
+	for _, e := range lc.EOS {
+		m.stop = append(m.stop, int32(e))
+	}
+	m.stop = append(m.stop, m.end[len(m.end)-1])
+	return nil
 }
 
 // makeBatch packs examples into one padded batch.
@@ -497,7 +548,7 @@ func (m *Model) answer(eng *engine.Engine, exs []Example, withToken bool) ([]str
 				return nil, err
 			}
 		}
-		ids, err := m.lm.Generate(eng, prompts, lm.GenerateOptions{MaxNewTokens: m.cfg.MaxNewTokens})
+		ids, err := m.lm.Generate(eng, prompts, lm.GenerateOptions{MaxNewTokens: m.cfg.MaxNewTokens, EOS: m.stop})
 		if err != nil {
 			return nil, fmt.Errorf("gretriever: %w", err)
 		}

@@ -23,24 +23,41 @@ import (
 
 // TestPromptFromChatTemplate checks the tokens around the graph token: the LM's chat
 // template when it has one (the user turn's opening before, its end and the
-// assistant's opening after, the template's EOS as label end), G-Retriever's
-// "<s>[INST]" … "[/INST]" for a base model.
+// assistant's opening after, the template's end of an answer as the label's end,
+// rendered with enable_thinking false, the question trimmed where the template trims),
+// G-Retriever's "<s>[INST]" … "[/INST]" for a base model; a checkpoint written before
+// ChatTurn keeps eos_token as the label's end and no template variables.
 func TestPromptFromChatTemplate(t *testing.T) {
-	chatml := `{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}{% endfor %}` +
+	// A ChatML-like template whose turns end with <|endoftext|> (a special token of the
+	// test tokenizer) and whose eos_token is another one, <|im_start|>: the label must
+	// end as the template ends an answer, not with eos_token. Like Qwen3's, it opens
+	// the answer with an empty think block when enable_thinking is false.
+	chatml := `{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|endoftext|>\n' }}{% endfor %}` +
+		`{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% if enable_thinking is defined and enable_thinking is false %}{{ '<think></think>' }}{% endif %}{% endif %}`
+	trims := `{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + (m.content | trim) + '<|endoftext|>' }}{% endfor %}` +
 		`{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}`
 	cases := []struct {
-		name, tokConfig, format string
-		head, tail              string
-		headIDs                 []int32 // before head's text
-		wantFormat              string
-		eos                     int32
+		name, tokConfig, format, chatTurn string
+		head, tail                        string
+		headIDs                           []int32 // before head's text
+		wantFormat                        string
+		end                               int32
+		question                          string // the question's encoded text
 	}{
 		{name: "base model: G-Retriever's llama2", head: "[INST]", tail: "[/INST]", headIDs: []int32{lmtest.ImStart},
-			wantFormat: lm.PromptLlama2, eos: lmtest.EndOfText},
-		{name: "chat template", tokConfig: `{"chat_template": ` + quote(chatml) + `, "eos_token": "<|im_start|>"}`,
-			head: "<|im_start|>user\n", tail: "<|im_end|>\n<|im_start|>assistant\n", wantFormat: lm.PromptTemplate, eos: lmtest.ImStart},
-		{name: "explicit llama2 over a template", tokConfig: `{"chat_template": ` + quote(chatml) + `}`, format: lm.PromptLlama2,
-			head: "[INST]", tail: "[/INST]", headIDs: []int32{lmtest.ImStart}, wantFormat: lm.PromptLlama2, eos: lmtest.EndOfText},
+			wantFormat: lm.PromptLlama2, end: lmtest.EndOfText, chatTurn: ChatTurnAnswer, question: "Question: q\nAnswer: "},
+		{name: "chat template", tokConfig: `{"chat_template": ` + quote(chatml) + `, "eos_token": "<|im_start|>"}`, chatTurn: ChatTurnAnswer,
+			head: "<|im_start|>user\n", tail: "<|endoftext|>\n<|im_start|>assistant\n<think></think>", wantFormat: lm.PromptTemplate, end: lmtest.EndOfText,
+			question: "Question: q\nAnswer: "},
+		{name: "chat template, checkpoint before ChatTurn", tokConfig: `{"chat_template": ` + quote(chatml) + `, "eos_token": "<|im_start|>"}`,
+			head: "<|im_start|>user\n", tail: "<|endoftext|>\n<|im_start|>assistant\n", wantFormat: lm.PromptTemplate, end: lmtest.ImStart,
+			question: "Question: q\nAnswer: "},
+		{name: "a template that trims", tokConfig: `{"chat_template": ` + quote(trims) + `}`, chatTurn: ChatTurnAnswer,
+			head: "<|im_start|>user\n", tail: "<|endoftext|><|im_start|>assistant\n", wantFormat: lm.PromptTemplate, end: lmtest.EndOfText,
+			question: "Question: q\nAnswer:"},
+		{name: "explicit llama2 over a template", tokConfig: `{"chat_template": ` + quote(chatml) + `}`, format: lm.PromptLlama2, chatTurn: ChatTurnAnswer,
+			head: "[INST]", tail: "[/INST]", headIDs: []int32{lmtest.ImStart}, wantFormat: lm.PromptLlama2, end: lmtest.EndOfText,
+			question: "Question: q\nAnswer: "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -53,7 +70,7 @@ func TestPromptFromChatTemplate(t *testing.T) {
 			l, err := lm.Load(dir, model.NewStore(), lm.Options{})
 			require.NoError(t, err)
 			cfg := DefaultConfig(8)
-			cfg.PromptFormat = c.format
+			cfg.PromptFormat, cfg.ChatTurn = c.format, c.chatTurn
 			m, err := New(l, cfg)
 			require.NoError(t, err)
 			head, err := l.Tokenizer.Encode(c.head, false)
@@ -63,11 +80,16 @@ func TestPromptFromChatTemplate(t *testing.T) {
 			assert.Equal(t, append(c.headIDs, head...), m.head)
 			assert.Equal(t, tail, m.tail)
 			assert.Equal(t, c.wantFormat, m.Config().PromptFormat)
-			assert.Equal(t, c.eos, m.eos)
-			e, err := m.encode(Example{Question: "q", Answer: "a", Text: "t"}, true)
+			assert.Equal(t, []int32{c.end}, m.end)
+			assert.Contains(t, m.stop, c.end, "generation stops where the label ends")
+			e, err := m.encode(Example{Question: "q", Answer: "a"}, true)
 			require.NoError(t, err)
-			assert.Equal(t, tail, e.rest[len(e.rest)-len(tail):], "the prompt's tail closes the user turn")
-			assert.Equal(t, c.eos, e.label[len(e.label)-1], "the label ends with the EOS")
+			question, err := l.Tokenizer.Encode(c.question, false)
+			require.NoError(t, err)
+			assert.Equal(t, append(question, tail...), e.rest, "the question, then the prompt's tail closes the user turn")
+			answer, err := l.Tokenizer.Encode("a", false)
+			require.NoError(t, err)
+			assert.Equal(t, append(answer, c.end), e.label, "the label is the answer and the end")
 		})
 	}
 	dir := t.TempDir()

@@ -272,26 +272,55 @@ func (c *ChatTemplate) Render(msgs []Message, addGenerationPrompt bool, extra ma
 	return out, nil
 }
 
-// UserTurn splits the prompt of a single user turn around its content: before is the
-// rendered text up to the content (BOS and the turn's opening), after is what follows
-// it through the opening of the assistant's turn. G-Retriever puts its graph token at
-// the start of the user turn: before + graph token + content + after.
-func (c *ChatTemplate) UserTurn(system string) (before, after string, err error) {
-	const mark = "\x00graphloom-content\x00"
+// Turn is the prompt of a single user turn split around its content, and how the
+// template ends the assistant's answer to it.
+type Turn struct {
+	// Before is the rendered text up to the content (BOS and the turn's opening);
+	// After is what follows it through the opening of the assistant's turn (the
+	// generation prompt). G-Retriever puts its graph token at the start of the user
+	// turn: Before + graph token + content + After.
+	Before, After string
+	// End is what the template writes right after an assistant's answer (Llama 3's
+	// <|eot_id|>, Qwen's <|im_end|>\n), with whatever follows it: the first tokens of
+	// a training label's end.
+	End string
+	// Trims says the template strips the content's surrounding white space (Llama
+	// 3's | trim): content spliced in must be trimmed to match what it renders.
+	Trims bool
+}
+
+// UserTurn renders a single user turn (after an optional system message) with the
+// template variables extra (e.g. enable_thinking) and splits it around its content;
+// see Turn.
+func (c *ChatTemplate) UserTurn(system string, extra map[string]any) (Turn, error) {
+	const mark, answer = "\x00graphloom-content\x00", "\x00graphloom-answer\x00"
 	var msgs []Message
 	if system != "" {
 		msgs = append(msgs, Message{Role: "system", Content: system})
 	}
-	msgs = append(msgs, Message{Role: "user", Content: mark})
-	out, err := c.Render(msgs, true, nil)
+	user := append(msgs, Message{Role: "user", Content: mark})
+	out, err := c.Render(user, true, extra)
 	if err != nil {
-		return "", "", err
+		return Turn{}, err
 	}
 	i := strings.Index(out, mark)
 	if i < 0 || strings.Count(out, mark) != 1 {
-		return "", "", fmt.Errorf("lm: the %s chat template does not write the user's message once (cannot place the graph token)", c.Format)
+		return Turn{}, fmt.Errorf("lm: the %s chat template does not write the user's message once (cannot place the graph token)", c.Format)
 	}
-	return out[:i], out[i+len(mark):], nil
+	t := Turn{Before: out[:i], After: out[i+len(mark):]}
+	done, err := c.Render(append(user, Message{Role: "assistant", Content: answer}), false, extra)
+	if err != nil {
+		return Turn{}, err
+	}
+	if j := strings.Index(done, answer); j >= 0 && strings.Count(done, answer) == 1 {
+		t.End = done[j+len(answer):]
+	}
+	padded, err := c.Render(append(msgs, Message{Role: "user", Content: " " + mark + " "}), true, extra)
+	if err != nil {
+		return Turn{}, err
+	}
+	t.Trims = !strings.Contains(padded, " "+mark+" ")
+	return t, nil
 }
 
 // GenerationConfig is what generation_config.json says that graphloom uses.

@@ -1,8 +1,11 @@
 package lm
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,27 +96,74 @@ func TestBuiltinPromptFormats(t *testing.T) {
 }
 
 func TestUserTurn(t *testing.T) {
-	tc := TokenizerConfig{Tokens: map[string]string{"bos_token": "<s>"}}
+	tc := TokenizerConfig{Tokens: map[string]string{"bos_token": "<s>", "eos_token": "</s>"}}
 	chat, err := tc.Chat("m", PromptLlama2)
 	require.NoError(t, err)
-	before, after, err := chat.UserTurn("")
+	turn, err := chat.UserTurn("", nil)
 	require.NoError(t, err)
-	assert.Equal(t, "<s>[INST]", before)
-	assert.Equal(t, "[/INST]", after)
+	assert.Equal(t, "<s>[INST]", turn.Before)
+	assert.Equal(t, "[/INST]", turn.After)
 	chat, err = tc.Chat("m", PromptChatML)
 	require.NoError(t, err)
-	before, after, err = chat.UserTurn("sys")
+	turn, err = chat.UserTurn("sys", nil)
 	require.NoError(t, err)
-	assert.Equal(t, "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\n", before)
-	assert.Equal(t, "<|im_end|>\n<|im_start|>assistant\n", after)
+	assert.Equal(t, "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\n", turn.Before)
+	assert.Equal(t, "<|im_end|>\n<|im_start|>assistant\n", turn.After)
+	assert.Equal(t, "<|im_end|>\n", turn.End)
+	assert.False(t, turn.Trims)
 	dup, err := NewChatTemplate(PromptTemplate, "{% for m in messages %}{{ m.content }}{{ m.content }}{% endfor %}", nil)
 	require.NoError(t, err)
-	_, _, err = dup.UserTurn("")
+	_, err = dup.UserTurn("", nil)
 	require.ErrorContains(t, err, "does not write the user's message once")
 	bad, err := NewChatTemplate(PromptTemplate, "{{ raise_exception('Conversation roles must alternate') }}", nil)
 	require.NoError(t, err)
 	_, err = bad.Render([]Message{{Role: "user", Content: "x"}}, true, nil)
 	require.ErrorContains(t, err, "Conversation roles must alternate")
+}
+
+// TestUserTurnOfRealTemplates splits the shared Llama 3 and Qwen3 templates' turns and
+// checks them against the prompts transformers rendered (chat.json): Qwen3 with
+// enable_thinking false opens the answer with an empty think block, as its template
+// writes a finished assistant turn; Llama 3 trims the content and ends an answer with
+// <|eot_id|>.
+func TestUserTurnOfRealTemplates(t *testing.T) {
+	for _, c := range []struct {
+		model         string
+		extra         map[string]any
+		before, after string
+		endPrefix     string
+		trims         bool
+	}{
+		{"qwen3", map[string]any{"enable_thinking": false}, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n", "<|im_end|>", false},
+		{"qwen3", nil, "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n", "<|im_end|>", false},
+		{"llama3", nil, "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n", "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", true},
+	} {
+		t.Run(fmt.Sprintf("%s %v", c.model, c.extra), func(t *testing.T) {
+			dir := sharedModelDir(t, c.model)
+			chat, err := LoadChatTemplate(dir, PromptTemplate)
+			require.NoError(t, err)
+			turn, err := chat.UserTurn("", c.extra)
+			require.NoError(t, err)
+			assert.Equal(t, c.before, turn.Before)
+			assert.Equal(t, c.after, turn.After)
+			assert.True(t, strings.HasPrefix(turn.End, c.endPrefix), "%q", turn.End)
+			assert.Equal(t, c.trims, turn.Trims)
+			// The split agrees with transformers' rendering of a real message.
+			var cases []struct {
+				Messages            []Message `json:"messages"`
+				AddGenerationPrompt bool      `json:"add_generation_prompt"`
+				Prompt              string    `json:"prompt"`
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "chat.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, &cases))
+			q := cases[0]
+			require.Len(t, q.Messages, 1)
+			if c.extra == nil {
+				assert.Equal(t, q.Prompt, turn.Before+strings.TrimSpace(q.Messages[0].Content)+turn.After)
+			}
+		})
+	}
 }
 
 func TestReadGenerationConfig(t *testing.T) {

@@ -810,6 +810,10 @@ func (t *Tokenizer) HasID(id int32) bool {
 	return id >= 0 && int(id) < len(t.inv) && t.inv[id] != ""
 }
 
+// IsSpecial reports whether id is a special added token (BOS, EOS, a chat turn's
+// markers): one Decode drops when asked to skip special tokens.
+func (t *Tokenizer) IsSpecial(id int32) bool { return t.special[id] }
+
 // Token returns the string of an id ("" when out of range).
 func (t *Tokenizer) Token(id int32) string {
 	if id < 0 || int(id) >= len(t.inv) {
