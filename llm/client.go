@@ -705,11 +705,15 @@ func (c *Client) sendEmbed(ctx context.Context, stage string, inputs []string) (
 // pass its option through to the SDK call (it captures the HTTP response, so status
 // and headers survive bodies the SDK cannot parse).
 func (c *Client) do(parent context.Context, op, stage string, attempt func(context.Context, option.RequestOption) error) error {
-	ctx, cancel := context.WithTimeoutCause(parent, c.cfg.RequestDeadline, errDeadline)
+	base, cancel := context.WithCancel(parent)
 	defer cancel()
 	// A client that gives up on its server wakes requests waiting for a slot or a retry.
 	stop := context.AfterFunc(c.down, cancel)
 	defer stop()
+	// The request deadline runs from the first attempt: a request queued behind the
+	// client's concurrency limit (callers fan out freely) has not been asked yet.
+	ctx, cancelDeadline := base, context.CancelFunc(func() {})
+	defer func() { cancelDeadline() }()
 	var last *APIError
 	ended := func() error {
 		if d := c.gaveUp(op, stage); d != nil {
@@ -736,6 +740,9 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 		case c.sem <- struct{}{}:
 		case <-ctx.Done():
 			return ended()
+		}
+		if n == 0 {
+			ctx, cancelDeadline = context.WithTimeoutCause(base, c.cfg.RequestDeadline, errDeadline)
 		}
 		if d := c.gaveUp(op, stage); d != nil {
 			<-c.sem

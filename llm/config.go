@@ -34,7 +34,8 @@ type Config struct {
 	// Timeout bounds each HTTP attempt, reading the answer included; default 120s.
 	Timeout time.Duration
 	// RequestDeadline bounds one request across all its attempts and the waits
-	// between them; default 10 minutes, or three Timeouts when that is longer (a
+	// between them, from its first attempt (the wait for a Concurrency slot before it
+	// does not count); default 10 minutes, or three Timeouts when that is longer (a
 	// deadline shorter than one attempt would cap the Timeout asked for). When it
 	// passes, the request fails with KindTimeout.
 	RequestDeadline time.Duration

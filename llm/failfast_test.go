@@ -98,6 +98,32 @@ func TestFailFastNotAfterAnAnswer(t *testing.T) {
 	assert.Equal(t, "fine", resp.Content)
 }
 
+// TestRequestDeadlineStartsAtTheFirstAttempt: requests queued behind the client's
+// concurrency limit longer than the deadline still get their answers: the deadline
+// bounds a request from its first attempt, not from when the caller fanned it out.
+func TestRequestDeadlineStartsAtTheFirstAttempt(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.Any()).Delay(120 * time.Millisecond)
+	c := newTestClient(t, srv, func(c *Config) {
+		c.Concurrency = 1
+		c.RequestDeadline = 300 * time.Millisecond
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 5) // the last waits about 480 ms for its slot
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Chat(context.Background(), ask(fmt.Sprint("q", i)))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, "request %d", i)
+	}
+	assert.Equal(t, 5, srv.Count())
+}
+
 // TestRequestDeadlineAcrossRetries: a request ends at Config.RequestDeadline however
 // many retries it has left.
 func TestRequestDeadlineAcrossRetries(t *testing.T) {
