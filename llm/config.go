@@ -197,8 +197,8 @@ func (c Config) Validate() error {
 			continue
 		}
 		p, err := url.Parse(u.value)
-		if err != nil {
-			return fmt.Errorf("llm: config: %s: %w", u.name, err)
+		if err != nil { // url.Error quotes the whole URL, password included: not shown
+			return fmt.Errorf("llm: config: %s %q does not parse as a URL; want an http(s) URL such as http://localhost:11434/v1", u.name, redactURL(u.value))
 		}
 		if (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			return fmt.Errorf("llm: config: %s %q: want an http(s) URL such as http://localhost:11434/v1", u.name, redactURL(u.value))
@@ -261,10 +261,22 @@ func (c Config) LogValue() slog.Value {
 // RedactURL hides the password of a URL with user info, for messages.
 func RedactURL(s string) string { return redactURL(s) }
 
-// redactURL hides the password of a URL with user info.
+// redactURL hides the password of a URL with user info; of a string that does not
+// parse as a URL, whatever lies between "://" and the last "@" (user info, as far as
+// one can tell).
 func redactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
+		rest, scheme := s, ""
+		if i := strings.Index(s, "://"); i >= 0 {
+			scheme, rest = s[:i+3], s[i+3:]
+		}
+		if j := strings.LastIndex(rest, "@"); j >= 0 {
+			return scheme + "xxxxx" + rest[j:]
+		}
+		return s
+	}
+	if u.User == nil {
 		return s
 	}
 	return u.Redacted()

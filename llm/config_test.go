@@ -131,6 +131,14 @@ func TestConfigRedactsSecrets(t *testing.T) {
 	_, err := New(Config{BaseURL: "gopher://user:hunter2@host/v1"})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "hunter2")
+	// A URL that does not parse: url.Error would quote it whole.
+	for _, u := range []string{"https://key:hunter2%zz@gw/v1", "http://user:hunter2@[::1/v1"} {
+		err = Config{BaseURL: u}.Validate()
+		require.Error(t, err, u)
+		assert.NotContains(t, err.Error(), "hunter2", u)
+		assert.Contains(t, err.Error(), "does not parse as a URL", u)
+		assert.NotContains(t, RedactURL(u), "hunter2", u)
+	}
 }
 
 // TestRequestDeadlineDefault: the default deadline never caps the attempt timeout

@@ -48,6 +48,9 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.model, "llm-model", env.Model, "chat model ($GRAPHLOOM_LLM_MODEL)")
 	fl.StringVar(&f.embedBaseURL, "embed-base-url", env.EmbedBaseURL, "embeddings API root; default: the LLM's ($GRAPHLOOM_EMBED_BASE_URL)")
 	fl.StringVar(&f.embedModel, "embed-model", env.EmbedModel, "embedding model ($GRAPHLOOM_EMBED_MODEL)")
+	for _, name := range []string{"llm-base-url", "embed-base-url"} { // --help shows defaults: no password there
+		fl.Lookup(name).DefValue = llm.RedactURL(fl.Lookup(name).DefValue)
+	}
 	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")

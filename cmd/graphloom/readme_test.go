@@ -79,6 +79,16 @@ func TestGitignoreCoversSideFiles(t *testing.T) {
 	}
 }
 
+// TestHelpHidesURLPasswords: --help shows the LLM URLs from the environment as the
+// flags' defaults, without their passwords.
+func TestHelpHidesURLPasswords(t *testing.T) {
+	r := run(t, []string{"GRAPHLOOM_LLM_BASE_URL=https://user:hunter2@gw.example/v1", "GRAPHLOOM_EMBED_BASE_URL=https://k:hunter3@emb.example/v1"}, "index", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, "hunter2")
+	assert.NotContains(t, r.stdout+r.stderr, "hunter3")
+	assert.Contains(t, r.stdout, "gw.example/v1")
+}
+
 func TestHyperedgesHelpIsHonest(t *testing.T) {
 	r := run(t, nil, "index", "--help")
 	require.Equal(t, 0, r.code)
