@@ -29,10 +29,19 @@ type diskCache struct {
 	dir string
 }
 
+// openCache opens dir, creating it, and checks that an entry can be written there: a
+// cache that cannot keep answers (a directory another user made, a read-only disk)
+// would let a killed run pay for them all again.
 func openCache(dir string) (*diskCache, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("llm: cache: %w", err)
 	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("llm: cache %s cannot be written, so answers would not be kept for a rerun: %w; set GRAPHLOOM_LLM_CACHE (--llm-cache) to a writable directory, or to off", dir, err)
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
 	return &diskCache{dir: dir}, nil
 }
 

@@ -94,6 +94,15 @@ type clientOptions struct {
 	httpClient *http.Client
 	sleep      func(context.Context, time.Duration) error
 	onRetry    func(*APIError, time.Duration)
+	onCache    func(error)
+}
+
+// WithCacheErrorHook calls hook once, with the error, when the client first fails to
+// write an answer to its cache (a full disk): that answer and later ones may be paid
+// for again by a rerun. The CLI prints it; later failures are only counted
+// (Counters.CacheWriteErrors).
+func WithCacheErrorHook(hook func(err error)) Option {
+	return func(o *clientOptions) { o.onCache = hook }
 }
 
 // WithRetryHook calls hook before each wait to retry a failed attempt, with the
@@ -143,6 +152,16 @@ type Client struct {
 	down     context.Context // ends when the client gives up on its server
 	giveUp   context.CancelFunc
 	onRetry  func(ae *APIError, wait time.Duration)
+	onCache  func(error)
+	cacheBad atomic.Bool // a cache write failed (onCache was called)
+}
+
+// cacheWriteFailed counts a failed cache write and reports the first one.
+func (c *Client) cacheWriteFailed(stage string, err error) {
+	c.usage.add(stage, func(u *Counters) { u.CacheWriteErrors++ })
+	if c.onCache != nil && c.cacheBad.CompareAndSwap(false, true) {
+		c.onCache(err)
+	}
 }
 
 // LastError returns the last failed attempt's error, or nil if none failed.
@@ -206,6 +225,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		sleep:   o.sleep,
 		flights: make(map[string]*flight),
 		onRetry: o.onRetry,
+		onCache: o.onCache,
 	}
 	c.down, c.giveUp = context.WithCancel(context.Background())
 	if c.sleep == nil {
@@ -363,7 +383,7 @@ func (c *Client) chatThroughCache(ctx context.Context, stage, key string, k chat
 		FinishReason:     resp.FinishReason,
 	}})
 	if err != nil {
-		c.usage.add(stage, func(u *Counters) { u.CacheWriteErrors++ })
+		c.cacheWriteFailed(stage, err)
 	}
 	return resp, nil
 }
@@ -624,7 +644,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 					err := c.cache.put(cacheEntry{Kind: kindEmbed, Key: it.key, Model: c.cfg.EmbedModel,
 						Embedding: encodeVector(vecs[i]), Dim: len(vecs[i])})
 					if err != nil {
-						c.usage.add(stage, func(u *Counters) { u.CacheWriteErrors++ })
+						c.cacheWriteFailed(stage, err)
 					}
 				}
 			})

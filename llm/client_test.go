@@ -843,3 +843,37 @@ func TestChatJSONCutAnswer(t *testing.T) {
 	assert.Equal(t, int64(1), u.Cut)
 	assert.Contains(t, u.String(), "1 answers cut at the token limit")
 }
+
+// TestCacheThatCannotKeepAnswers: a cache directory no answer can be written to is
+// refused when the client is made (here /proc, which even root cannot write), and
+// a cache that starts failing later (its directory gone) reports the first failure
+// once, counts every one, and still answers.
+func TestCacheThatCannotKeepAnswers(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.Any()).Reply("fine")
+	if st, err := os.Stat("/proc"); err == nil && st.IsDir() {
+		_, err := New(Config{BaseURL: srv.URL(), Model: "m", CacheDir: "/proc"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "cache /proc cannot be written")
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	var warned []error
+	var mu sync.Mutex
+	c := newTestClient(t, srv, func(c *Config) { c.CacheDir = dir }, WithCacheErrorHook(func(err error) {
+		mu.Lock()
+		warned = append(warned, err)
+		mu.Unlock()
+	}))
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.WriteFile(dir, []byte("not a directory"), 0o644))
+	for _, q := range []string{"a", "b"} {
+		resp, err := c.Chat(context.Background(), ask(q))
+		require.NoError(t, err)
+		assert.Equal(t, "fine", resp.Content)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, warned, 1, "the first failure is reported, once")
+	assert.Contains(t, warned[0].Error(), dir)
+	assert.EqualValues(t, 2, c.Usage().CacheWriteErrors)
+}

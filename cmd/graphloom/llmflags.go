@@ -90,7 +90,11 @@ func (f *llmFlags) get() (*llm.Client, error) {
 	if f.client != nil {
 		return f.client, nil
 	}
-	c, err := llm.New(f.config(), llm.WithRetryHook(f.onRetry))
+	c, err := llm.New(f.config(), llm.WithRetryHook(f.onRetry), llm.WithCacheErrorHook(func(err error) {
+		if f.cmd != nil {
+			f.cmd.PrintErrf("warning: %v; answers not cached would be paid for again by a rerun\n", err)
+		}
+	}))
 	if err != nil {
 		return nil, err
 	}
