@@ -409,11 +409,12 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// ReportFiles names every file eval's reports write into their directory: Report's
-// WriteFiles, AblationReport's WriteFiles (ablation.*) and WriteFilesAs(dir, "sweep").
+// ReportFiles names every file `graphloom eval --out` writes into its directory:
+// Report's WriteFiles, AblationReport's WriteFiles (ablation.*), WriteFilesAs(dir,
+// "sweep") and the reranker table (rerank.md).
 func ReportFiles() []string {
 	return []string{"report.md", "report.json", "recall.png", "recall.svg",
-		"ablation.md", "ablation.json", "ablation.png", "sweep.md", "sweep.json", "sweep.png"}
+		"ablation.md", "ablation.json", "ablation.png", "sweep.md", "sweep.json", "sweep.png", "rerank.md"}
 }
 
 // WriteFiles writes report.md, report.json and the charts (recall.png and recall.svg:

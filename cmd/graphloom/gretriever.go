@@ -220,7 +220,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			}
 			lowerGCPercent()
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "model directory",
-				files: []string{grBest, grLast, grState, grLog, grCurve}},
+				files: []string{grBest, grLast, grState, grLog, grCurve, "model.lock",
+					filepath.Join(grAdapter, "adapter_config.json"), filepath.Join(grAdapter, "adapter_model.safetensors")}},
 				inSpec{"--index", indexPath}, inSpec{"--" + spec.dataFlag, trainPath}, inSpec{"--val", valPath}, inSpec{"--lm", lmDir}); err != nil {
 				return err
 			}

@@ -177,14 +177,17 @@ func jsonlWithKeys(keys ...string) func(path string) bool {
 	}
 }
 
-// isGraphML recognises a GraphML file by its first bytes.
+// isGraphML recognises a GraphML file graphloom exported by its first bytes: a
+// <graphml> root declaring the "graphloom" graph attribute among its keys (a GraphML
+// file of another tool — LightRAG's graph store, a hand-edited Gephi file — is not
+// replaced without --force).
 func isGraphML(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	head := make([]byte, 1024)
+	head := make([]byte, 8192)
 	n, _ := io.ReadFull(f, head)
-	return bytes.Contains(head[:n], []byte("<graphml"))
+	return bytes.Contains(head[:n], []byte("<graphml")) && bytes.Contains(head[:n], []byte(`for="graph" attr.name="graphloom"`))
 }

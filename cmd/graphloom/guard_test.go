@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio/interop/interoptest"
+	"github.com/graphloom/graphloom/models/checkpoint"
 )
 
 // runIn runs the command in the working directory dir.
@@ -62,6 +63,9 @@ func TestOutputGuard(t *testing.T) {
 	require.NoError(t, os.Link(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "hardlink.json")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(`{"id":"q1","question":"Who founded Quillhaven0?"}`+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("my notes\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gephi.graphml"), []byte(`<?xml version="1.0"?><graphml><key id="d0" for="node" attr.name="label"/><graph/></graphml>`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gold.jsonl"), []byte(`{"id":"q1","type":"bridge","question":"Who?","answer":"x"}`+"\n"), 0o644))
+	require.NoError(t, checkpoint.Save(filepath.Join(dir, "other.ckpt"), &checkpoint.File{Kind: "gretriever", Config: []byte("{}")}))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "report.json"), []byte(`[{"id":"q1","question":"Who founded Quillhaven0?","answer":"x"}]`), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, interoptest.Sample().Write(filepath.Join(dir, "rag")))
@@ -83,12 +87,15 @@ func TestOutputGuard(t *testing.T) {
 		{"4 export onto the index", []string{"export", "--to", "graphml", "x.gl", "x.gl"}, "DST x.gl is the same file as INDEX x.gl"},
 		{"5 import onto a source store", []string{"import", "--from", "lightrag", "rag", "--out", "rag/kv_store_text_chunks.json"}, "--out rag/kv_store_text_chunks.json lies inside SRC rag"},
 		{"5 import into the source directory", []string{"import", "--from", "lightrag", "rag", "--out", "rag/new.gl"}, "--out rag/new.gl lies inside SRC rag"},
+		{"6 export onto another tool's GraphML", []string{"export", "--to", "graphml", "x.gl", "gephi.graphml"}, "DST gephi.graphml exists and is not a GraphML file this command wrote"},
 		{"6 export onto a text file", []string{"export", "--to", "graphml", "x.gl", "notes.txt"}, "DST notes.txt exists and is not a GraphML file this command wrote"},
 		{"6 augment onto a corpus", []string{"augment", "--index", "x.gl", "--out", "corpus.json"}, "--out corpus.json exists and is not a graphloom index"},
 		{"6 query run onto a text file", []string{"query", "--index", "x.gl", "--questions", "q.jsonl", "--out", "notes.txt"}, "--out notes.txt exists and is not a run file"},
+		{"6 synth onto a QA set", []string{"synth", "--index", "x.gl", "--generator", "template", "--out", "gold.jsonl"}, "--out gold.jsonl exists and is not a synthetic-item file"},
 		{"6 synth onto a text file", []string{"synth", "--index", "x.gl", "--generator", "template", "--out", "notes.txt"}, "--out notes.txt exists and is not a synthetic-item file"},
 		{"6 eval corpus onto the dataset", []string{"eval", "--dataset", "q.jsonl", "--corpus-out", "q.jsonl"}, "--corpus-out q.jsonl is the same file as --dataset q.jsonl"},
-		{"6 train cage onto a text file", []string{"train", "cage", "--index", "x.gl", "--out", "notes.txt"}, "--out notes.txt exists and is not a checkpoint"},
+		{"6 train cage onto a text file", []string{"train", "cage", "--index", "x.gl", "--out", "notes.txt"}, "--out notes.txt exists and is not a CAGE encoder checkpoint"},
+		{"6 train cage onto another model's checkpoint", []string{"train", "cage", "--index", "x.gl", "--out", "other.ckpt"}, "--out other.ckpt exists and is not a CAGE encoder checkpoint"},
 		{"12 index onto a directory", []string{"index", "--corpus", "corpus.json", "--out", "sub"}, "--out sub is an existing directory"},
 		{"12 import onto a directory", []string{"import", "--from", "lightrag", "rag", "--out", "sub"}, "--out sub is an existing directory"},
 		{"eval's report onto its dataset", []string{"eval", "--index", "x.gl", "--dataset", "report.json", "--out", "."}, "--out .: writing report.json there would destroy --dataset report.json"},

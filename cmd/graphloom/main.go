@@ -32,6 +32,13 @@ type usageError struct{ error }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal cancels the command's context (it stops at its next check and
+	// writes nothing half-done); once it is seen, the signals are Go's again, so a
+	// second Ctrl-C ends a step that does not check (a long generation, a load).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	err := execute(ctx, newRootCmd())
 	if err == nil {
 		os.Exit(exitOK)

@@ -386,7 +386,7 @@ curves (.png). 'graphloom query/eval --rerank cage' load it.`,
 			if out == "" {
 				out = cageModelPath(indexPath, ecfg.SingleRelation)
 			}
-			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "checkpoint", force: force, is: checkpoint.IsFile},
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "CAGE encoder checkpoint", force: force, is: checkpoint.IsKind(rerank.EncoderKind)},
 				inSpec{"--index", indexPath}); err != nil {
 				return err
 			}

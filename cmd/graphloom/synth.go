@@ -51,7 +51,7 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 					return err
 				}
 			}
-			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "synthetic-item file", force: force, is: jsonlWithKeys("id", "type")},
+			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "synthetic-item file", force: force, is: jsonlWithKeys("id", "type", "generator", "nodes", "chunk_ids", "evidence")},
 				inSpec{"--index", indexPath}); err != nil {
 				return err
 			}

@@ -201,6 +201,35 @@ func IsFile(path string) bool {
 	return n == len(magic) && string(head) == magic
 }
 
+// KindOf returns the model kind a checkpoint file names in its header, reading the
+// header alone (not verified: Load checks the whole file); "" when path is not a
+// checkpoint or cannot be read.
+func KindOf(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fixed := make([]byte, len(magic)+8)
+	if _, err := io.ReadFull(f, fixed); err != nil || string(fixed[:len(magic)]) != magic {
+		return ""
+	}
+	hlen := int64(binary.LittleEndian.Uint32(fixed[len(magic)+4:]))
+	var h struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, hlen)).Decode(&h); err != nil {
+		return ""
+	}
+	return h.Kind
+}
+
+// IsKind returns a recogniser of checkpoints of kind (for output guards: a file a
+// command may replace is a checkpoint of what it writes, not of another model).
+func IsKind(kind string) func(path string) bool {
+	return func(path string) bool { return KindOf(path) == kind }
+}
+
 // Load reads and verifies the checkpoint at path.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
