@@ -161,7 +161,7 @@ if [[ -n "${GRAPHLOOM_LM_DIR:-}" ]]; then
 	awk 'NR % 5 == 0' "$sg/synth.jsonl" >"$sg/val.jsonl"
 	{
 		"$bin" train selfgraphrag --quiet --index "$out/harbour.glx" --synth "$sg/train.jsonl" --val "$sg/val.jsonl" \
-			--lm "$GRAPHLOOM_LM_DIR" --out "$sg/graphlm"
+			--lm "$GRAPHLOOM_LM_DIR" --out "$sg/graphlm" --force
 		for mode in graph-token no-graph-token; do
 			flags=()
 			[[ $mode == no-graph-token ]] && flags=(--no-graph-token)

@@ -204,7 +204,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	rcfg := retrieve.DefaultConfig()
 	var indexPath, trainPath, valPath, lmDir, lmDType, out string
 	var gtHidden int
-	var resume bool
+	var resume, force bool
 	var lf llmFlags
 	encoder := models.GTProfileGRetriever
 	promptFormat := "auto" // gretriever.Config.PromptFormat "" (resolved by New)
@@ -281,13 +281,26 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			defer func() { _ = lock.Unlock() }()
 			var opts gretriever.TrainOptions
 			var oldLog []byte
+			last := filepath.Join(out, grLast)
+			if _, err := os.Stat(last); err == nil && !resume && !force {
+				return usageError{fmt.Errorf("%s holds a training run (%s): continue it with --resume, or start over with --force (which replaces it)", out, grLast)}
+			}
 			if resume {
-				meta, err := m.LoadInto(filepath.Join(out, grLast))
+				meta, err := m.LoadInto(last)
 				if err != nil {
 					return fmt.Errorf("--resume: %w", err)
 				}
 				if opts.Resume, err = strconv.Atoi(meta["step"]); err != nil {
-					return fmt.Errorf("--resume: %s has no step count", filepath.Join(out, grLast))
+					return fmt.Errorf("--resume: %s has no step count", last)
+				}
+				// The run goes on over the same data, or its epochs would not be the
+				// uninterrupted run's.
+				for _, c := range []struct{ key, flag, now string }{
+					{"index", "--index", indexPath}, {"train", "--" + spec.dataFlag, trainPath}, {"examples", "training questions", strconv.Itoa(len(trainSet))},
+				} {
+					if was, ok := meta[c.key]; ok && was != c.now {
+						return usageError{fmt.Errorf("--resume: %s was trained with %s %s, this run has %s: resume with the same data, or start over with --force", last, c.flag, was, c.now)}
+					}
 				}
 				if oldLog, err = os.ReadFile(filepath.Join(out, grLog)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
@@ -358,6 +371,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	f.StringVar(&lmDir, "lm", "", "local Hugging Face directory of the frozen decoder LM (Llama 2/3.x, Mistral, Qwen2/2.5, Qwen3)")
 	lmDTypeFlag(cmd, &lmDType)
 	f.StringVar(&out, "out", "", "model directory to write")
+	f.BoolVar(&force, "force", false, "start over in an --out that holds a training run (its checkpoints are replaced)")
 	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: the run ends as the uninterrupted one would)")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")
 	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")

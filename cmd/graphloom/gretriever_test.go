@@ -71,6 +71,22 @@ func TestTrainGRetriever(t *testing.T) {
 	step2, err := os.ReadFile(filepath.Join(out, grState))
 	require.NoError(t, err)
 
+	// The same command again would start over and replace the run: refused, naming
+	// --resume and --force; a resume over other data is refused too.
+	r = run(t, nil, args...)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "holds a training run (last.ckpt): continue it with --resume, or start over with --force")
+	fewer := filepath.Join(dir, "qa4.json")
+	require.NoError(t, os.WriteFile(fewer, []byte(`[
+{"id":"a","question":"In which town was the father of Mira Solenne born?","answer":["Aldwick"]},
+{"id":"b","question":"Who bought the Meridian in 1801?","answer":["Odile Varrant"]},
+{"id":"c","question":"Who built Tallow Point Lighthouse?","answer":["Jory Solenne"]},
+{"id":"d","question":"In which town was the father of Anselm Solenne born?","answer":["Fennmouth"]}]`), 0o644))
+	r = run(t, nil, append([]string{"train", "gretriever", "--index", idx, "--train", fewer, "--lm", lmDir, "--out", out, "--epochs", "2", "--resume"}, small...)...)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "was trained with --train "+qa+", this run has "+fewer)
+	assert.Equal(t, string(step2), readFile(t, filepath.Join(out, grState)), "nothing was written")
+
 	// Resume: one more epoch continues at step 2 and appends to the log.
 	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
 	require.Equal(t, 0, r.code, r.stderr)
