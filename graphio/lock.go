@@ -35,6 +35,20 @@ type WriterLock struct {
 	path string
 }
 
+// lockMarker opens the content of every lock file graphloom writes, so that a file of
+// another tool at PATH.lock (poetry.lock beside an index named poetry) is never taken
+// for one and emptied or removed.
+const lockMarker = "graphloom writer lock: "
+
+// ownLockFile reports whether the content of an existing lock file is graphloom's:
+// empty (released), marked, or a holder line of a graphloom before the marker
+// ("pid N: …", left by a killed writer).
+func ownLockFile(b []byte) bool {
+	s := string(b)
+	return strings.TrimSpace(s) == "" || strings.HasPrefix(s, lockMarker) ||
+		(strings.HasPrefix(s, "pid ") && strings.Count(strings.TrimRight(s, "\n"), "\n") == 0)
+}
+
 // LockPath is the lock file of the index at path (of the file it links to, when path
 // is a symbolic link: see ResolveLink).
 func LockPath(path string) string { return ResolveLink(path) + ".lock" }
@@ -79,8 +93,12 @@ func LockWriter(ctx context.Context, path, holder string, wait bool, onWait func
 			_ = fl.Close()
 			continue
 		}
+		if b, err := os.ReadFile(lp); err == nil && !ownLockFile(b) {
+			_ = fl.Close() // not Unlock: that would empty or remove the file
+			return nil, fmt.Errorf("graphio: %s: its lock file %s exists and is not graphloom's (another tool's?); not touching it: choose another path for the index", path, lp)
+		}
 		l := &WriterLock{fl: fl, path: path}
-		if err := os.WriteFile(lp, []byte(holder+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(lp, []byte(lockMarker+holder+"\n"), 0o644); err != nil {
 			_ = l.Unlock()
 			return nil, fmt.Errorf("graphio: lock %s: %w", lp, err)
 		}
@@ -101,10 +119,11 @@ func stillAt(fl *flock.Flock, lp string) bool {
 // readHolder returns the holder named in a lock file.
 func readHolder(lp string) string {
 	b, err := os.ReadFile(lp)
-	if err != nil || strings.TrimSpace(string(b)) == "" {
+	h := strings.TrimSpace(strings.TrimPrefix(string(b), lockMarker))
+	if err != nil || h == "" {
 		return "holder unknown"
 	}
-	return "held by " + strings.TrimSpace(string(b))
+	return "held by " + h
 }
 
 // RemoveStaleTemps removes the temporary files AtomicWrite leaves behind for path when
