@@ -54,6 +54,10 @@ type Result struct {
 	// Failed is set when the chunk could not be processed (e.g. an unparseable LLM
 	// answer); the result is then empty and the failure is counted, not fatal.
 	Failed string
+	// Unanswered, with Failed, says the LLM gave no answer (timeouts, 5xx, a server
+	// gone): a rerun asks again. Without it a failure is an answer that could not be
+	// read, which the answer cache gives a rerun again.
+	Unanswered bool `json:",omitempty"`
 }
 
 // Progress is called as chunks are done, with the number done and the total.

@@ -89,6 +89,9 @@ func DefaultConfig() Config {
 type Report struct {
 	Chunks         int     `json:"chunks"`
 	FailedChunks   int     `json:"failed_chunks"`
+	// UnansweredChunks are the failed chunks the LLM gave no answer for (a rerun
+	// asks again); the others' answers could not be read.
+	UnansweredChunks int `json:"unanswered_chunks,omitempty"`
 	Entities       int     `json:"entities"`
 	Facts          int     `json:"facts"`
 	InvalidTriples int     `json:"invalid_triples"` // rejected by validation or when merging
@@ -175,6 +178,9 @@ func rebuild(ctx context.Context, ix *graphio.Index, results []extract.Result, e
 	for ci, r := range results {
 		if r.Failed != "" {
 			rep.FailedChunks++
+			if r.Unanswered {
+				rep.UnansweredChunks++
+			}
 			if len(rep.FailureExamples) < 5 {
 				rep.FailureExamples = append(rep.FailureExamples, fmt.Sprintf("%s: %s", ix.Chunks[ci].ID, r.Failed))
 			}

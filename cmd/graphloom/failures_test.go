@@ -80,15 +80,29 @@ func TestIndexPartialFailureKeepsTheOldIndex(t *testing.T) {
 	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
 	r := run(t, env, "index", "--corpus", corpus, "--out", old)
 	assert.Equal(t, 1, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "failed for 1 of 6 chunks")
+	assert.Contains(t, r.stderr, "1 of 6 chunks got no answer from the LLM")
 	assert.Contains(t, r.stderr, "client_error 1")
 	assert.Contains(t, r.stderr, "--allow-partial")
 	assert.Equal(t, before, readFile(t, old))
 	assert.Equal(t, 1, countPath(srv, "Passage 2"), "a 400 is not retried")
 
+	// A new index too: the answered calls are cached, so nothing is lost by writing
+	// none, and a rerun asks only for the chunk that got no answer.
+	fresh := filepath.Join(dir, "new.gl")
+	cached := append([]string{"GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}, env...)
+	r = run(t, cached, "index", "--corpus", corpus, "--out", fresh)
+	assert.Equal(t, 1, r.code, r.stderr)
+	calls := len(srv.Requests())
+	r = run(t, cached, "index", "--corpus", corpus, "--out", fresh)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "nothing was written: rerun (answered calls are cached, so only these are asked again)")
+	assert.Contains(t, r.stderr, "chunk-", "the failed chunk is named")
+	assert.NoFileExists(t, fresh)
+	assert.Equal(t, calls+1, len(srv.Requests()), "only the unanswered chunk is asked again")
+
 	r = run(t, env, "index", "--corpus", corpus, "--out", old, "--allow-partial")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "warning: the extraction failed for 1 of 6 chunks")
+	assert.Contains(t, r.stderr, "warning: writing the index without the facts of 1 of 6 chunks")
 	ix, err := graphio.ReadFile(old)
 	require.NoError(t, err)
 	assert.Len(t, ix.Facts, 5)

@@ -233,9 +233,12 @@ func kgHyperedges(hyper string, kcfg *kg.Config, xcfg *extract.LLMConfig) error 
 	return nil
 }
 
-// checkLostChunks refuses an index whose extraction failed for every chunk, and one
-// that would replace an existing index while some chunks failed (unless allowPartial),
-// printing the failures grouped by kind and the last error.
+// checkLostChunks refuses an index whose extraction failed for every chunk; unless
+// allowPartial, one where some chunks got no answer while answers are cached (a rerun
+// then asks only for those: nothing is lost), and one that would replace an existing
+// index while some chunks failed. What it writes anyway (answers that could not be
+// read, which the cache would give a rerun again) it warns about. The failures are
+// printed grouped by kind, with the last error and the first chunks' ids.
 func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowPartial bool, lf *llmFlags) error {
 	if krep.FailedChunks == 0 {
 		return nil
@@ -247,11 +250,29 @@ func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowParti
 	if krep.FailedChunks == krep.Chunks {
 		return fmt.Errorf("index: the extraction failed for every chunk (%d of %d); %s; nothing was written", krep.FailedChunks, krep.Chunks, causes)
 	}
-	if _, err := os.Stat(out); err == nil && !allowPartial {
-		return fmt.Errorf("index: the extraction failed for %d of %d chunks (%s); not replacing %s with an index that lost their facts: rerun (answered calls are cached), or pass --allow-partial",
-			krep.FailedChunks, krep.Chunks, causes, out)
+	if len(krep.FailureExamples) > 0 {
+		causes += "; e.g. " + strings.Join(krep.FailureExamples, "; ")
 	}
-	cmd.PrintErrf("warning: the extraction failed for %d of %d chunks; %s\n", krep.FailedChunks, krep.Chunks, causes)
+	unread := krep.FailedChunks - krep.UnansweredChunks
+	what := fmt.Sprintf("%d of %d chunks got no answer from the LLM", krep.UnansweredChunks, krep.Chunks)
+	if unread > 0 {
+		what += fmt.Sprintf(" and %d answers could not be read (cached: a rerun reads them again)", unread)
+	}
+	if krep.UnansweredChunks == 0 {
+		what = fmt.Sprintf("%d of %d chunks' answers could not be read (cached: a rerun reads them again)", unread, krep.Chunks)
+	}
+	_, err := os.Stat(out)
+	replacing := err == nil
+	switch {
+	case allowPartial:
+	case krep.UnansweredChunks > 0 && lf.cachesAnswers():
+		return fmt.Errorf("index: %s (%s); nothing was written: rerun (answered calls are cached, so only these are asked again), or pass --allow-partial to write the index without their facts",
+			what, causes)
+	case replacing:
+		return fmt.Errorf("index: %s (%s); not replacing %s with an index that lost their facts: pass --allow-partial to replace it anyway",
+			what, causes, out)
+	}
+	cmd.PrintErrf("warning: writing the index without the facts of %d of %d chunks: %s; %s\n", krep.FailedChunks, krep.Chunks, what, causes)
 	return nil
 }
 

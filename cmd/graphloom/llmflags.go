@@ -82,6 +82,10 @@ func (f *llmFlags) config() llm.Config {
 	return cfg
 }
 
+// cachesAnswers reports whether LLM answers are kept on disk (a rerun then pays
+// only for what was not answered).
+func (f *llmFlags) cachesAnswers() bool { return f.config().CacheDir != "" }
+
 // chatConfigured reports whether a chat model is configured.
 func (f *llmFlags) chatConfigured() bool { return f.config().Configured() }
 
