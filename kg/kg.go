@@ -87,17 +87,17 @@ func DefaultConfig() Config {
 
 // Report summarises a graph build.
 type Report struct {
-	Chunks         int     `json:"chunks"`
-	FailedChunks   int     `json:"failed_chunks"`
+	Chunks       int `json:"chunks"`
+	FailedChunks int `json:"failed_chunks"`
 	// UnansweredChunks are the failed chunks the LLM gave no answer for (a rerun
 	// asks again); the others' answers could not be read.
-	UnansweredChunks int `json:"unanswered_chunks,omitempty"`
-	Entities       int     `json:"entities"`
-	Facts          int     `json:"facts"`
-	InvalidTriples int     `json:"invalid_triples"` // rejected by validation or when merging
-	Hyperedges     int     `json:"hyperedges"`
-	SynonymEdges   int     `json:"synonym_edges"`
-	IsolatedHyper  float64 `json:"isolated_hyperedge_fraction"`
+	UnansweredChunks int     `json:"unanswered_chunks,omitempty"`
+	Entities         int     `json:"entities"`
+	Facts            int     `json:"facts"`
+	InvalidTriples   int     `json:"invalid_triples"` // rejected by validation or when merging
+	Hyperedges       int     `json:"hyperedges"`
+	SynonymEdges     int     `json:"synonym_edges"`
+	IsolatedHyper    float64 `json:"isolated_hyperedge_fraction"`
 	// FilteredEntities counts, per rule (FilterShort, FilterGeneric, …), the distinct
 	// names the entity filter kept out of the graph; FilteredFacts the triples that
 	// lost an endpoint to it.
