@@ -163,7 +163,8 @@ func matcherFor(ix *graphio.Index) *Matcher {
 }
 
 // answerAll asks the reader for every example's answer from its top passages. A
-// failed request leaves the answer unset and is counted; a cancelled context is an error.
+// failed request leaves the answer unset, its error in the line (AnswerError), and is
+// counted; a cancelled context is an error.
 func answerAll(ctx context.Context, chat retrieve.Chatter, ds *Dataset, lines []*retrieve.RunLine, cfg Config, progress func(done, total int)) (int, error) {
 	var mu sync.Mutex
 	failures := 0
@@ -174,6 +175,7 @@ func answerAll(ctx context.Context, chat retrieve.Chatter, ds *Dataset, lines []
 		ex := &ds.Examples[i]
 		a, err := retrieve.Answer(ctx, chat, ex.ReaderQuestion(), lines[i].Passages, cfg.TopK)
 		if err != nil {
+			lines[i].AnswerError = err.Error()
 			mu.Lock()
 			failures++
 			mu.Unlock()
@@ -369,6 +371,9 @@ type ExampleResult struct {
 	Scores     *AnswerScores `json:"scores,omitempty"`
 	Predicted  string        `json:"predicted,omitempty"` // parsed yes/no label or option letter
 	Judge      *JudgeScore   `json:"judge,omitempty"`
+	// AnswerError and JudgeError say why the reader or the judge gave nothing.
+	AnswerError string `json:"answer_error,omitempty"`
+	JudgeError  string `json:"judge_error,omitempty"`
 }
 
 // score computes a retriever's Summary from the lines aligned with the examples (nil
@@ -390,7 +395,7 @@ func score(ctx context.Context, ds *Dataset, lines []*retrieve.RunLine, m *Match
 			continue
 		}
 		s.Questions++
-		er := ExampleResult{ID: ex.ID, Answer: l.Answer}
+		er := ExampleResult{ID: ex.ID, Answer: l.Answer, AnswerError: l.AnswerError}
 		if ex.HasEvidence() {
 			h := m.Match(l.Passages, ex)
 			er.Hits = &h
@@ -493,6 +498,7 @@ func judgeAll(ctx context.Context, j *Judge, ds *Dataset, results []ExampleResul
 		switch {
 		case err != nil:
 			st.Failed++
+			er.JudgeError = err.Error()
 		case !js.Parsed:
 			st.Unparseable++
 			er.Judge = &js

@@ -101,6 +101,31 @@ func newReport(ds *Dataset, ix *graphio.Index, cfg Config) *Report {
 }
 
 // addNotes explains what the table leaves out and why.
+// LostCalls counts the reader and judge requests that got no answer, over every
+// retriever, and describes the first (its retriever, example and error); 0 and "" when
+// none was lost.
+func (r *Report) LostCalls() (int, string) {
+	n, first := 0, ""
+	for _, s := range r.Retrievers {
+		n += s.AnswerFailures
+		if s.Judge != nil {
+			n += s.Judge.Failed
+		}
+		for _, e := range s.Examples {
+			if first != "" {
+				break
+			}
+			switch {
+			case e.AnswerError != "":
+				first = fmt.Sprintf("%s, example %s: reader: %s", s.Retriever, e.ID, e.AnswerError)
+			case e.JudgeError != "":
+				first = fmt.Sprintf("%s, example %s: judge: %s", s.Retriever, e.ID, e.JudgeError)
+			}
+		}
+	}
+	return n, first
+}
+
 func (r *Report) addNotes() {
 	for _, s := range r.Retrievers {
 		if s.Skipped != "" {

@@ -54,6 +54,8 @@ type RunLine struct {
 	Subgraph  string     `json:"subgraph,omitempty"` // the retrieved subgraph as text (pcst)
 	Answer    *string    `json:"answer,omitempty"`
 	Answers   []string   `json:"answers,omitempty"` // Result.Answers: the answers Answer lists
+	// AnswerError says why the reader gave no Answer (its request failed).
+	AnswerError string `json:"answer_error,omitempty"`
 }
 
 // ReadQuestions reads a questions file: a JSON array or JSONL of {"id", "question"}.

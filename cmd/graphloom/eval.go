@@ -22,7 +22,7 @@ func newEvalCmd() *cobra.Command {
 	rcfg := retrieve.DefaultConfig()
 	var lf llmFlags
 	var indexPath, dataset, out, runPath, extraction, corpusOut, retrievers string
-	var asJSON, noRecognition, ablate, force bool
+	var asJSON, noRecognition, ablate, force, allowPartial bool
 	var ablateCorpus string
 	var sweeps []string
 	var cf cageFlags
@@ -184,6 +184,9 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 			if rep.Index != nil {
 				rep.Index.Path = indexPath
 			}
+			if lost, first := rep.LostCalls(); lost > 0 && !allowPartial {
+				return fmt.Errorf("eval: %d reader or judge requests got no answer (first: %s); the report would score those questions as unanswered, so nothing was written: rerun (answered calls are cached), or pass --allow-partial", lost, first)
+			}
 			if chat != nil && (rep.Settings.Answer || rep.Settings.Judge) {
 				rep.Settings.LLM = lf.config().Model
 			}
@@ -216,6 +219,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.IntVar(&cfg.TopK, "top-k", cfg.TopK, "passages given to the reader, and the k of the answer-in-passages column")
 	f.IntSliceVar(&cfg.Ks, "ks", cfg.Ks, "Recall@k cut-offs")
 	f.StringVar(&out, "out", "", "directory for report.md, report.json and the charts")
+	f.BoolVar(&allowPartial, "allow-partial", false, "report even if some reader or judge requests got no answer (those questions count as unanswered; their errors are in report.json)")
 	f.StringVar(&runPath, "run", "", "score this run file (JSONL of 'graphloom query --out') instead of retrieving")
 	f.BoolVar(&cfg.Answer, "answer", false, "answer with the LLM from the top-k passages and score EM/F1 (or accuracy)")
 	f.BoolVar(&cfg.Judge, "judge", false, "have the LLM judge score answers' correctness and completeness (0-10)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -176,4 +177,50 @@ func TestBaseURLWithoutModelIsAnError(t *testing.T) {
 	assert.Contains(t, r.stderr, "but no model")
 	_, err := os.Stat(out)
 	assert.True(t, os.IsNotExist(err))
+}
+
+// TestEvalAnswerFailuresAreNotScored: reader requests that got no answer make eval
+// write nothing (the report would score those questions as unanswered), naming the
+// example and the error; --allow-partial writes the report with each error beside
+// its example.
+func TestEvalAnswerFailuresAreNotScored(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("Meridian")).Fault(llmtest.Status(400))
+	srv.On(llmtest.Any()).Reply("Answer: Aldwick")
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx, "--quiet").code)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
+	report := filepath.Join(dir, "report")
+	args := []string{"eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--retrievers", "bm25", "--answer", "--out", report, "--quiet"}
+	r := run(t, env, args...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "reader or judge requests got no answer (first: bm25, example ")
+	assert.Contains(t, r.stderr, "HTTP 400")
+	assert.NoDirExists(t, report)
+
+	r = run(t, env, append(args, "--allow-partial")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Retrievers []struct {
+			AnswerFailures int `json:"answer_failures"`
+			Examples       []struct {
+				ID          string  `json:"id"`
+				Answer      *string `json:"answer"`
+				AnswerError string  `json:"answer_error"`
+			} `json:"examples"`
+		} `json:"retrievers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(report, "report.json"))), &rep))
+	require.Len(t, rep.Retrievers, 1)
+	failed := 0
+	for _, e := range rep.Retrievers[0].Examples {
+		if e.AnswerError != "" {
+			failed++
+			assert.Nil(t, e.Answer, e.ID)
+			assert.Contains(t, e.AnswerError, "HTTP 400", e.ID)
+		}
+	}
+	assert.Positive(t, failed)
+	assert.Equal(t, failed, rep.Retrievers[0].AnswerFailures)
 }
