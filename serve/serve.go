@@ -341,7 +341,11 @@ type calibrationInfo struct {
 	Stale      string            `json:"stale,omitempty"` // why it is stale; empty when current
 }
 
-func (s *Server) reloadHandler(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) reloadHandler(w http.ResponseWriter, r *http.Request) {
+	if b, _ := io.ReadAll(io.LimitReader(r.Body, 64)); strings.TrimSpace(string(b)) != "" && strings.Join(strings.Fields(string(b)), "") != "{}" {
+		fail(w, http.StatusBadRequest, "reload takes no body (or an empty JSON object)")
+		return
+	}
 	ix, err := s.Reload()
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "%v", err)
@@ -437,13 +441,29 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "questions: want 1 to %d, got %d", s.cfg.MaxBatch, len(req.Questions))
 		return
 	}
+	given := make(map[string]int, len(req.Questions))
+	for i, q := range req.Questions {
+		if q.ID == "" {
+			continue
+		}
+		if j, dup := given[q.ID]; dup {
+			fail(w, http.StatusBadRequest, "questions[%d]: id %q is also questions[%d]'s: ids must be unique", i, q.ID, j)
+			return
+		}
+		given[q.ID] = i
+	}
 	for i := range req.Questions {
 		if err := retrieve.CheckQuestion(req.Questions[i].Question); err != nil {
 			fail(w, http.StatusBadRequest, "questions[%d]: %v", i, err)
 			return
 		}
 		if req.Questions[i].ID == "" {
-			req.Questions[i].ID = fmt.Sprintf("q%d", i+1)
+			id := fmt.Sprintf("q%d", i+1)
+			if j, taken := given[id]; taken {
+				fail(w, http.StatusBadRequest, "questions[%d] has no id and its default, %q, is questions[%d]'s: give it one", i, id, j)
+				return
+			}
+			req.Questions[i].ID = id
 		}
 	}
 	cur := s.cur.Load()
