@@ -187,6 +187,27 @@ func TestTrainingLogBesideCheckpoint(t *testing.T) {
 	assert.True(t, rep.Training.Reused)
 }
 
+// TestUnwritableCheckpointIsNotFatal: a scorer checkpoint that cannot be written (its
+// directory is a file here; a read-only index directory in use) costs the next run
+// its training, not this run: the run goes on, and its report says why nothing was
+// saved.
+func TestUnwritableCheckpointIsNotFatal(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(nil)
+	opts.Plan = true
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
+	opts.Checkpoint = filepath.Join(blocker, "ix.gl.scorer")
+	var log strings.Builder
+	opts.Log = &log
+	rep, err := Run(context.Background(), ix, "plan", opts)
+	require.NoError(t, err)
+	assert.NotEmpty(t, rep.Selected)
+	assert.Contains(t, rep.Training.CheckpointError, "not-a-dir")
+	assert.Empty(t, rep.Training.MemberDigests)
+	assert.Contains(t, log.String(), "warning: the scorer checkpoint was not saved")
+}
+
 func TestStratifiedAUC(t *testing.T) {
 	for _, c := range []struct {
 		name    string

@@ -52,13 +52,16 @@ type TrainReport struct {
 	// seeds on one index) no longer matches, and the checkpoint is trained again
 	// rather than reused with weights that are not its own.
 	MemberDigests []string `json:"member_digests,omitempty"`
-	Epochs        int      `json:"epochs"`
-	BestEpoch     int      `json:"best_epoch"`
-	SplitRoots    [3]int   `json:"split_roots"` // root candidates in train, validation, test
-	SplitNodes    [3]int   `json:"split_nodes"` // walk-graph entities in train, validation, test
-	TrainViews    int      `json:"train_views_per_epoch"`
-	EvalViews     int      `json:"val_views"`
-	TestViews     int      `json:"test_views"`
+	// CheckpointError says why the trained scorer could not be saved (the next run
+	// trains it again); empty when it was, or when no checkpoint was asked for.
+	CheckpointError string `json:"checkpoint_error,omitempty"`
+	Epochs          int    `json:"epochs"`
+	BestEpoch       int    `json:"best_epoch"`
+	SplitRoots      [3]int `json:"split_roots"` // root candidates in train, validation, test
+	SplitNodes      [3]int `json:"split_nodes"` // walk-graph entities in train, validation, test
+	TrainViews      int    `json:"train_views_per_epoch"`
+	EvalViews       int    `json:"val_views"`
+	TestViews       int    `json:"test_views"`
 	// ValViewRoots and TestViewRoots count the distinct roots the validation and test
 	// views come from (views of one root share its neighbourhood); Partition is the
 	// partition attempt kept (0: the first; see minSplitRoots). 0 in reports of
@@ -263,32 +266,44 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 	if opts.Checkpoint == "" {
 		return e, tr, nil
 	}
-	// The training log (one JSON line per epoch and evaluation) and the loss / ROC-AUC
-	// curves go beside the checkpoint.
-	if err := graphio.AtomicWrite(opts.Checkpoint+".log.jsonl", func(w io.Writer) error { _, err := w.Write(jsonl.Bytes()); return err }); err != nil {
-		return nil, tr, err
+	// The checkpoint only saves the next run the training: one that cannot be written
+	// (a read-only index directory) costs that, not this run's work.
+	if err := saveScorer(opts.Checkpoint, e, &tr, jsonl.Bytes(), reports[0].result); err != nil {
+		tr.CheckpointError = err.Error()
+		tr.MemberDigests = nil
+		if opts.Log != nil {
+			fmt.Fprintf(opts.Log, "warning: the scorer checkpoint was not saved (%v): the next run trains the scorer again (--no-checkpoint skips saving)\n", err)
+		}
 	}
-	if res := reports[0].result; res != nil && len(res.History) > 0 {
-		if err := train.WriteCurves(opts.Checkpoint+".png", "CrossAug missingness scorer", res); err != nil {
-			return nil, tr, err
+	return e, tr, nil
+}
+
+// saveScorer writes the scorer checkpoint at path: the training log (one JSON line
+// per epoch and evaluation) and the loss / ROC-AUC curves beside it, each member's
+// weights, then the training report that names them (written last: a checkpoint
+// without it is not loaded).
+func saveScorer(path string, e *ensemble, tr *TrainReport, log []byte, res *train.Result) error {
+	if err := graphio.AtomicWrite(path+".log.jsonl", func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
+		return err
+	}
+	if res != nil && len(res.History) > 0 {
+		if err := train.WriteCurves(path+".png", "CrossAug missingness scorer", res); err != nil {
+			return err
 		}
 	}
 	for k, sc := range e.members {
-		p := memberPath(opts.Checkpoint, k)
+		p := memberPath(path, k)
 		if err := sc.Save(p); err != nil {
-			return nil, tr, err
+			return err
 		}
 		d, err := fileDigest(p)
 		if err != nil {
-			return nil, tr, err
+			return err
 		}
 		tr.MemberDigests = append(tr.MemberDigests, d)
 	}
 	data, _ := json.MarshalIndent(tr, "", "  ")
-	if err := graphio.AtomicWrite(opts.Checkpoint+".json", func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-		return nil, tr, err
-	}
-	return e, tr, nil
+	return graphio.AtomicWrite(path+".json", func(w io.Writer) error { _, err := w.Write(data); return err })
 }
 
 // fileDigest returns the hex SHA-256 of the file at path.

@@ -96,7 +96,7 @@ much the scorer and its selection move with the seed.`,
 				out = path
 			}
 			if rollback != "" && plan {
-				return usageError{fmt.Errorf("augment: --rollback writes the index; --plan writes nothing: give one")}
+				return usageError{fmt.Errorf("augment: --rollback writes the index; --plan writes no index: give one")}
 			}
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
 				inSpec{"--index", path}, inSpec{"--gold-facts", gold}); err != nil {
@@ -221,10 +221,14 @@ much the scorer and its selection move with the seed.`,
 			}
 			if !plan {
 				retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // the facts' postings changed
-				if err := graphio.WriteFile(out, ix); err != nil {
+				// The report first: an index that holds the run always has its report
+				// (a report without its run, when the index write fails, is removed).
+				report := runReportPath(out, run)
+				if err := graphio.AtomicWrite(report, func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
 					return err
 				}
-				if err := graphio.AtomicWrite(runReportPath(out, run), func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
+				if err := graphio.WriteFile(out, ix); err != nil {
+					_ = os.Remove(report)
 					return err
 				}
 			}

@@ -122,7 +122,7 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 
 	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope", "--plan")
 	assert.Equal(t, 2, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "--plan writes nothing")
+	assert.Contains(t, r.stderr, "--plan writes no index")
 
 	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope")
 	assert.Equal(t, 1, r.code)
