@@ -99,7 +99,7 @@ much the scorer and its selection move with the seed.`,
 				return usageError{fmt.Errorf("augment: --rollback writes the index; --plan writes no index: give one")}
 			}
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
-				inSpec{"--index", path}, inSpec{"--gold-facts", gold}); err != nil {
+				inSpec{"--index", path}, inSpec{"--gold-facts", gold}, inSpec{"the scorer checkpoint", path + ".scorer"}); err != nil {
 				return err
 			}
 			if !plan {

@@ -80,6 +80,11 @@ type gretrieverFlags struct {
 	noGraphToken       bool
 }
 
+// inputs names the directories the flags read (for output guards).
+func (g *gretrieverFlags) inputs() []inSpec {
+	return []inSpec{{"--model", g.model}, {"--lm", g.lm}}
+}
+
 func (g *gretrieverFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&g.noGraphToken, "no-graph-token", false, "answer with the frozen LM alone, the graph token left out: the baseline a trained model must beat (retriever gretriever)")

@@ -63,6 +63,7 @@ func TestOutputGuard(t *testing.T) {
 	require.NoError(t, os.Link(filepath.Join(dir, "corpus.json"), filepath.Join(dir, "hardlink.json")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "q.jsonl"), []byte(`{"id":"q1","question":"Who founded Quillhaven0?"}`+"\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("my notes\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.gl.cage"), []byte("an encoder"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gephi.graphml"), []byte(`<?xml version="1.0"?><graphml><key id="d0" for="node" attr.name="label"/><graph/></graphml>`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gold.jsonl"), []byte(`{"id":"q1","type":"bridge","question":"Who?","answer":"x"}`+"\n"), 0o644))
 	require.NoError(t, checkpoint.Save(filepath.Join(dir, "other.ckpt"), &checkpoint.File{Kind: "gretriever", Config: []byte("{}")}))
@@ -91,6 +92,7 @@ func TestOutputGuard(t *testing.T) {
 		{"6 export onto a text file", []string{"export", "--to", "graphml", "x.gl", "notes.txt"}, "DST notes.txt exists and is not a GraphML file this command wrote"},
 		{"6 augment onto a corpus", []string{"augment", "--index", "x.gl", "--out", "corpus.json"}, "--out corpus.json exists and is not a graphloom index"},
 		{"6 query run onto a text file", []string{"query", "--index", "x.gl", "--questions", "q.jsonl", "--out", "notes.txt"}, "--out notes.txt exists and is not a run file"},
+		{"query run onto the CAGE encoder, forced", []string{"query", "--index", "x.gl", "--questions", "q.jsonl", "--out", "x.gl.cage", "--force"}, "--out x.gl.cage is the same file as the CAGE encoder x.gl.cage"},
 		{"6 synth onto a QA set", []string{"synth", "--index", "x.gl", "--generator", "template", "--out", "gold.jsonl"}, "--out gold.jsonl exists and is not a synthetic-item file"},
 		{"6 synth onto a text file", []string{"synth", "--index", "x.gl", "--generator", "template", "--out", "notes.txt"}, "--out notes.txt exists and is not a synthetic-item file"},
 		{"6 eval corpus onto the dataset", []string{"eval", "--dataset", "q.jsonl", "--corpus-out", "q.jsonl"}, "--corpus-out q.jsonl is the same file as --dataset q.jsonl"},

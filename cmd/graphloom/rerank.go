@@ -84,6 +84,16 @@ func (c *cageFlags) modelPath(indexPath string, gcn bool) (string, bool) {
 	return p, err == nil
 }
 
+// inputs names the CAGE encoder checkpoints a command may read (for output guards):
+// --cage-model and the ones beside the index.
+func (c *cageFlags) inputs(indexPath string) []inSpec {
+	ins := []inSpec{{"the CAGE encoder", cageModelPath(indexPath, false)}, {"the GCN ablation's encoder", cageModelPath(indexPath, true)}}
+	if c.model != "" {
+		ins = append(ins, inSpec{"--cage-model", c.model})
+	}
+	return ins
+}
+
 func cageModelPath(indexPath string, gcn bool) string {
 	if gcn {
 		return indexPath + ".cage-gcn"
