@@ -129,8 +129,14 @@ func readHolder(lp string) string {
 // RemoveStaleTemps removes the temporary files AtomicWrite leaves behind for path when
 // its writer is killed (.NAME.tmp-*). Call it only while holding the writer lock of
 // path, so that no live writer's file is removed. It returns the files removed.
-func (l *WriterLock) RemoveStaleTemps() ([]string, error) {
-	dir, prefix := filepath.Dir(l.path), "."+filepath.Base(l.path)+".tmp-"
+func (l *WriterLock) RemoveStaleTemps() ([]string, error) { return RemoveStaleTemps(l.path) }
+
+// RemoveStaleTemps removes the temporary files AtomicWrite left behind for path when
+// its writer was killed (.NAME.tmp-<digits>). Call it only while holding a writer lock
+// that guards path (a training run's lock over its --out files), so that no live
+// writer's file is removed. It returns the files removed.
+func RemoveStaleTemps(path string) ([]string, error) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+".tmp-"
 	entries, err := os.ReadDir(dir) // not a glob: the name may hold [, * or ?
 	if err != nil {
 		return nil, fmt.Errorf("graphio: %s: %w", dir, err)

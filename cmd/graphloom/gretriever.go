@@ -284,6 +284,11 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				return err
 			}
 			defer func() { _ = lock.Unlock() }()
+			for _, f := range []string{grBest, grLast, grState, grLog, grCurve} { // a killed run's half-written files
+				if _, err := graphio.RemoveStaleTemps(filepath.Join(out, f)); err != nil {
+					return err
+				}
+			}
 			var opts gretriever.TrainOptions
 			var oldLog []byte
 			last := filepath.Join(out, grLast)

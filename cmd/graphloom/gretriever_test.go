@@ -87,11 +87,17 @@ func TestTrainGRetriever(t *testing.T) {
 	assert.Contains(t, r.stderr, "was trained with --train "+qa+", this run has "+fewer)
 	assert.Equal(t, string(step2), readFile(t, filepath.Join(out, grState)), "nothing was written")
 
+	// A killed run's half-written checkpoint is removed by the next run (which holds
+	// the --out lock).
+	stale := filepath.Join(out, "."+grLast+".tmp-123456")
+	require.NoError(t, os.WriteFile(stale, []byte("half a checkpoint"), 0o644))
+
 	// Resume: one more epoch continues at step 2 and appends to the log.
 	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume")...)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "steps 2→4 of 4")
 	assert.NotContains(t, r.stderr, "weights alone", "last.state holds step 2: an exact resume")
+	assert.NoFileExists(t, stale)
 	assert.Equal(t, 6, countLines(t, filepath.Join(out, grLog)))
 
 	// Without last.state (a directory trained before it existed) the resume goes on

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -417,13 +418,14 @@ curves (.png). 'graphloom query/eval --rerank cage' load it.`,
 			if err != nil {
 				return usageError{err}
 			}
-			var res *rerank.TrainResult
-			err = graphio.AtomicWrite(out+".log.jsonl", func(logw io.Writer) error {
-				var err error
-				res, err = rerank.Train(cmd.Context(), eng, enc, texts, tcfg, logw)
-				return err
-			})
+			// The log is kept in memory and written with the encoder: a killed run
+			// leaves no half-written file behind.
+			var logBuf bytes.Buffer
+			res, err := rerank.Train(cmd.Context(), eng, enc, texts, tcfg, &logBuf)
 			if err != nil {
+				return err
+			}
+			if err := graphio.AtomicWrite(out+".log.jsonl", func(w io.Writer) error { _, err := w.Write(logBuf.Bytes()); return err }); err != nil {
 				return err
 			}
 			meta := map[string]string{"index": indexPath, "passages": fmt.Sprint(res.Passages), "best_step": fmt.Sprint(res.BestStep),
