@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/internal/jsonmsg"
 )
 
 // GoldFact is one cross-chunk fact a perfect index would hold (examples/*/facts.json).
@@ -22,13 +23,17 @@ func ReadGold(path string) ([]GoldFact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("augment: %w", err)
 	}
-	var g []GoldFact
-	if err := json.Unmarshal(data, &g); err != nil {
-		return nil, fmt.Errorf("augment: %s: %w", path, err)
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("augment: %s: want a JSON array of facts: %s", path, jsonmsg.Describe(err))
 	}
-	for i, f := range g {
-		if len(f.Triple) != 3 {
-			return nil, fmt.Errorf("augment: %s: fact %d: triple has %d parts", path, i, len(f.Triple))
+	g := make([]GoldFact, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &g[i]); err != nil {
+			return nil, fmt.Errorf("augment: %s: fact %d: %s", path, i+1, jsonmsg.Describe(err))
+		}
+		if len(g[i].Triple) != 3 {
+			return nil, fmt.Errorf("augment: %s: fact %d: field \"triple\" has %d parts, want 3", path, i+1, len(g[i].Triple))
 		}
 	}
 	return g, nil

@@ -323,11 +323,14 @@ fresh build (docs/lifecycle.md).`,
 				}
 				defer unlock()
 			}
+			where := func(i int) string { return fmt.Sprintf("argument %d", i+1) } // where docs[i] was given
 			if idsFile != "" {
+				var lines []int
 				var err error
-				if docs, err = readIDs(idsFile); err != nil {
+				if docs, lines, err = readIDs(idsFile); err != nil {
 					return err
 				}
+				where = func(i int) string { return fmt.Sprintf("%s:%d", idsFile, lines[i]) }
 			}
 			ix, err := kg.ReadForChange(path)
 			if err != nil {
@@ -336,7 +339,7 @@ fresh build (docs/lifecycle.md).`,
 			if err := kcfg.ApplySettings(ix.Meta.Graph, nil); err != nil { // the index's own graph settings
 				return fmt.Errorf("delete: %s: %w", path, err)
 			}
-			sel, err := selectDocs(ix, docs, title)
+			sel, err := selectDocs(ix, docs, title, where)
 			if err != nil {
 				return fmt.Errorf("delete: %s: %w", path, err)
 			}
@@ -393,32 +396,35 @@ func btoi(b bool) int {
 	return 0
 }
 
-// readIDs reads document ids, one per line (blank lines and # comments skipped).
-func readIDs(path string) ([]string, error) {
+// readIDs reads document ids, one per line (blank lines and # comments skipped),
+// with the line each is on.
+func readIDs(path string) ([]string, []int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	var ids []string
+	var lines []int
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-			ids = append(ids, l)
+			ids, lines = append(ids, l), append(lines, n)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("%s: no document ids", path)
+		return nil, nil, fmt.Errorf("%s: no document ids", path)
 	}
-	return ids, nil
+	return ids, lines, nil
 }
 
 // selectDocs returns the positions of the documents with the given ids, or with the
-// given title; an id or title that matches nothing is an error.
-func selectDocs(ix *graphio.Index, ids []string, title string) ([]int32, error) {
+// given title; an id or title that matches nothing is an error naming where it was
+// given (where(i) for ids[i]).
+func selectDocs(ix *graphio.Index, ids []string, title string, where func(i int) string) ([]int32, error) {
 	var sel []int32
 	if title != "" {
 		for i, d := range ix.Documents {
@@ -435,10 +441,10 @@ func selectDocs(ix *graphio.Index, ids []string, title string) ([]int32, error) 
 	for i, d := range ix.Documents {
 		at[d.ID] = int32(i)
 	}
-	for _, id := range ids {
+	for k, id := range ids {
 		i, ok := at[id]
 		if !ok {
-			return nil, fmt.Errorf("no document %q", id)
+			return nil, fmt.Errorf("no document %q (%s)", id, where(k))
 		}
 		sel = append(sel, i)
 	}

@@ -80,7 +80,12 @@ func TestIndexAddAndDelete(t *testing.T) {
 
 	r = run(t, nil, "delete", "--index", idx, "--doc", "doc-0000")
 	require.NotEqual(t, 0, r.code)
-	assert.Contains(t, r.stderr, `no document "doc-0000"`)
+	assert.Contains(t, r.stderr, `no document "doc-0000" (argument 1)`)
+	ids := filepath.Join(t.TempDir(), "gone.txt")
+	require.NoError(t, os.WriteFile(ids, []byte("# to delete\n"+ix.Documents[0].ID+"\n\ndoc-typo\n"), 0o644))
+	r = run(t, nil, "delete", "--index", idx, "--ids", ids)
+	require.NotEqual(t, 0, r.code)
+	assert.Contains(t, r.stderr, `no document "doc-typo" (`+ids+`:4)`)
 	r = run(t, nil, "delete", "--index", idx, "--title", "Orlen Ford")
 	require.Equal(t, 0, r.code, r.stderr)
 	ix, err = graphio.ReadFile(idx)
