@@ -10,7 +10,8 @@ import (
 
 // Answer asks the LLM to answer q from the top passages, with HippoRAG's reader
 // contract: each passage as "Wikipedia Title: <title>\n<text>", then "Question: …\nThought: ";
-// the answer is the text after the last "Answer:".
+// the answer is the text after the last "Answer:". A reply cut at the token limit
+// before any "Answer:" is an error (its thought is not an answer).
 func Answer(ctx context.Context, c Chatter, q string, passages []Passage, top int) (string, error) {
 	var b strings.Builder
 	for i, p := range passages {
@@ -25,6 +26,11 @@ func Answer(ctx context.Context, c Chatter, q string, passages []Passage, top in
 	}})
 	if err != nil {
 		return "", fmt.Errorf("retrieve: answer: %w", err)
+	}
+	if resp.FinishReason == llm.FinishLength && !strings.Contains(resp.Content, "Answer:") {
+		// The reply stopped at the server's token limit in its thought: what is there
+		// is no answer.
+		return "", fmt.Errorf("retrieve: answer: the reply was cut at the token limit (%d tokens) before its \"Answer:\"", resp.CompletionTokens)
 	}
 	return ParseAnswer(resp.Content), nil
 }

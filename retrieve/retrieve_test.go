@@ -641,3 +641,22 @@ func TestPCSTByRelation(t *testing.T) {
 	}
 	assert.True(t, kept[ix.Facts[best].Predicate], "the most similar relation %q is kept (kept: %v)", ix.Facts[best].Predicate, kept)
 }
+
+// cutChat answers every request with reply, cut at the token limit.
+type cutChat struct{ reply string }
+
+func (c cutChat) Chat(context.Context, llm.ChatRequest) (llm.ChatResponse, error) {
+	return llm.ChatResponse{Content: c.reply, FinishReason: llm.FinishLength, CompletionTokens: 64}, nil
+}
+
+// TestAnswerCutAtTheTokenLimit: a reply cut in its thought is an error, not an
+// answer; one cut after its "Answer:" keeps what follows it.
+func TestAnswerCutAtTheTokenLimit(t *testing.T) {
+	ps := []Passage{{Title: "Aldwick", Text: "Mira was born in Aldwick."}}
+	_, err := Answer(context.Background(), cutChat{"Mira's father is Tomas Brell, who was born in"}, "Where?", ps, 5)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cut at the token limit (64 tokens)")
+	a, err := Answer(context.Background(), cutChat{"Tomas Brell was born in Aldwick. Answer: Aldwick"}, "Where?", ps, 5)
+	require.NoError(t, err)
+	assert.Equal(t, "Aldwick", a)
+}
