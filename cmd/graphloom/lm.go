@@ -298,6 +298,11 @@ model's EOS ids (config.json and generation_config.json), a --stop string or --m
 			if len(ids) == 0 {
 				return usageError{errors.New("generate: the prompt has no tokens")}
 			}
+			if note, err := decodingDefaults(cmd, dir, &opts); err != nil {
+				return err
+			} else if note != "" {
+				cmd.PrintErrln(note)
+			}
 			if len(stops) > 0 {
 				opts.Stop = func(_ int, out []int32) bool {
 					s, err := m.Tokenizer.Decode(out, true)
@@ -341,14 +346,58 @@ model's EOS ids (config.json and generation_config.json), a --stop string or --m
 	chat.register(cmd, true)
 	f := cmd.Flags()
 	f.IntVar(&opts.MaxNewTokens, "max-new", 64, "at most this many new tokens")
-	f.Float64Var(&opts.Temperature, "temperature", 0, "sampling temperature; 0 is greedy")
-	f.Float64Var(&opts.TopP, "top-p", 1, "nucleus sampling: keep the most probable tokens up to this probability mass (with --temperature)")
+	f.Float64Var(&opts.Temperature, "temperature", 0, "sampling temperature; 0 is greedy (default: generation_config.json's, when it sets do_sample)")
+	f.Float64Var(&opts.TopP, "top-p", 1, "nucleus sampling: keep the most probable tokens up to this probability mass (with --temperature; default: generation_config.json's)")
+	f.IntVar(&opts.TopK, "top-k", 0, "sample among the k most probable tokens only; 0 = all (default: generation_config.json's when it samples, else transformers' 50)")
+	f.Float64Var(&opts.RepetitionPenalty, "repetition-penalty", 1, "divide the logits of tokens already in the prompt or output by this (greedy or sampled); 1 = none (default: generation_config.json's)")
 	f.Uint64Var(&opts.Seed, "seed", 0, "sampling seed")
 	f.StringArrayVar(&stops, "stop", nil, "stop once the generated text contains this string (repeatable)")
 	f.BoolVar(&asJSON, "json", false, "print JSON: prompt_tokens, ids, text")
 	limitFlag(cmd, "max-new", atLeast1(1<<20))
 	limitFlag(cmd, "temperature", atLeast0(100))
 	limitFlag(cmd, "top-p", flagRange{lo: 0, hi: 1, loOpen: true})
+	limitFlag(cmd, "top-k", atLeast0(1<<30))
+	limitFlag(cmd, "repetition-penalty", flagRange{lo: 0, hi: 100, loOpen: true})
 	limitFlag(cmd, "seed", anyInt64)
 	return cmd
+}
+
+// decodingDefaults fills the decoding settings the command line leaves unset from the
+// model's generation_config.json, as transformers' generate() does: sampling with its
+// temperature, top_p and top_k (transformers' 50 when unset) when it sets do_sample,
+// and its repetition_penalty either way. It returns a line saying what was taken, or
+// "" when nothing was.
+func decodingDefaults(cmd *cobra.Command, dir string, opts *lm.GenerateOptions) (string, error) {
+	gc, ok, err := lm.ReadGenerationConfig(dir)
+	if err != nil || !ok {
+		return "", err
+	}
+	changed := cmd.Flags().Changed
+	var took []string
+	if gc.DoSample != nil && *gc.DoSample && !changed("temperature") {
+		opts.Temperature = 1
+		if gc.Temperature != nil && *gc.Temperature > 0 {
+			opts.Temperature = *gc.Temperature
+		}
+		took = append(took, fmt.Sprintf("sampling at temperature %g", opts.Temperature))
+		if gc.TopP != nil && !changed("top-p") {
+			opts.TopP = *gc.TopP
+			took = append(took, fmt.Sprintf("top-p %g", opts.TopP))
+		}
+		if !changed("top-k") {
+			opts.TopK = 50
+			if gc.TopK != nil {
+				opts.TopK = *gc.TopK
+			}
+			took = append(took, fmt.Sprintf("top-k %d", opts.TopK))
+		}
+	}
+	if gc.RepetitionPenalty != nil && *gc.RepetitionPenalty > 0 && *gc.RepetitionPenalty != 1 && !changed("repetition-penalty") {
+		opts.RepetitionPenalty = *gc.RepetitionPenalty
+		took = append(took, fmt.Sprintf("repetition penalty %g", opts.RepetitionPenalty))
+	}
+	if len(took) == 0 {
+		return "", nil
+	}
+	return "decoding as generation_config.json says: " + strings.Join(took, ", ") + " (--temperature 0 for greedy)", nil
 }

@@ -266,3 +266,45 @@ func TestLMInfoAndGenerate(t *testing.T) {
 	require.Equal(t, 0, a.code, a.stderr)
 	assert.Equal(t, a.stdout, b.stdout)
 }
+
+// TestLMGenerateUsesGenerationConfig: lm generate decodes as the model's
+// generation_config.json says (sampling with its temperature, top-p and top-k, its
+// repetition penalty), says so, and the command line overrides it: --temperature 0
+// --repetition-penalty 1 gives the library's greedy tokens.
+func TestLMGenerateUsesGenerationConfig(t *testing.T) {
+	dir := t.TempDir()
+	_, err := lmtest.Write(dir, lmtest.Spec{Seed: 6})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generation_config.json"),
+		[]byte(`{"do_sample": true, "temperature": 0.6, "top_p": 0.95, "top_k": 20, "repetition_penalty": 1.1}`), 0o644))
+	const prompt = "the cat at the"
+	r := run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "5", prompt)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "decoding as generation_config.json says: sampling at temperature 0.6, top-p 0.95, top-k 20, repetition penalty 1.1")
+
+	r = run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "5", "--temperature", "0", "--repetition-penalty", "1", "--json", prompt)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "generation_config.json says")
+	var out struct {
+		IDs []int32 `json:"ids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
+	require.NoError(t, err)
+	ids, err := m.Tokenizer.Encode(prompt, true)
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	want, err := m.GenerateIDs(eng, [][]int32{ids}, lm.GenerateOptions{MaxNewTokens: 5})
+	require.NoError(t, err)
+	assert.Equal(t, want[0], out.IDs)
+
+	r = run(t, nil, "lm", "generate", "--lm", dir, "--max-new", "5", "--temperature", "0", "--json", prompt)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "decoding as generation_config.json says: repetition penalty 1.1")
+	penalized, err := m.GenerateIDs(eng, [][]int32{ids}, lm.GenerateOptions{MaxNewTokens: 5, RepetitionPenalty: 1.1})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	assert.Equal(t, penalized[0], out.IDs)
+}

@@ -328,6 +328,14 @@ type GenerationConfig struct {
 	EOS []int // eos_token_id: one id or a list; generation stops at any of them
 	BOS int   // bos_token_id; -1 when absent
 	PAD int   // pad_token_id; -1 when absent
+	// The model's decoding defaults, as transformers' generate() applies them; nil
+	// when the file does not set them (transformers then: greedy, temperature 1,
+	// top_p 1, top_k 50, repetition_penalty 1).
+	DoSample          *bool    // do_sample
+	Temperature       *float64 // temperature
+	TopP              *float64 // top_p
+	TopK              *int     // top_k
+	RepetitionPenalty *float64 // repetition_penalty
 }
 
 // ReadGenerationConfig reads dir/generation_config.json; a missing file gives
@@ -342,13 +350,19 @@ func ReadGenerationConfig(dir string) (GenerationConfig, bool, error) {
 		return gc, false, fmt.Errorf("lm: reading %s: %w", path, err)
 	}
 	var raw struct {
-		EOS json.RawMessage `json:"eos_token_id"`
-		BOS json.RawMessage `json:"bos_token_id"`
-		PAD json.RawMessage `json:"pad_token_id"`
+		EOS               json.RawMessage `json:"eos_token_id"`
+		BOS               json.RawMessage `json:"bos_token_id"`
+		PAD               json.RawMessage `json:"pad_token_id"`
+		DoSample          *bool           `json:"do_sample"`
+		Temperature       *float64        `json:"temperature"`
+		TopP              *float64        `json:"top_p"`
+		TopK              *int            `json:"top_k"`
+		RepetitionPenalty *float64        `json:"repetition_penalty"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return gc, false, fmt.Errorf("lm: %s: %w", path, err)
+		return gc, false, fmt.Errorf("lm: %s: %s", path, jsonmsg.Describe(err))
 	}
+	gc.DoSample, gc.Temperature, gc.TopP, gc.TopK, gc.RepetitionPenalty = raw.DoSample, raw.Temperature, raw.TopP, raw.TopK, raw.RepetitionPenalty
 	if gc.EOS, err = optIDs(raw.EOS); err != nil {
 		return gc, false, fmt.Errorf("lm: %s: field \"eos_token_id\": %w", path, err)
 	}

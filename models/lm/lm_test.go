@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -270,6 +271,40 @@ func (r reference) greedy(x [][]float64, maxNew int, eos int32) []int32 {
 	return out
 }
 
+// greedyPenalized is greedy with transformers' repetition penalty over the prompt
+// ids and the tokens generated so far, in float64.
+func (r reference) greedyPenalized(prompt []int32, maxNew int, eos int32, penalty float64) []int32 {
+	x := r.embed(prompt)
+	out := []int32{}
+	for range maxNew {
+		lg := r.logits(x)
+		last := append([]float64(nil), lg[len(lg)-1]...)
+		seen := map[int32]bool{}
+		for _, id := range append(append([]int32{}, prompt...), out...) {
+			if !seen[id] {
+				seen[id] = true
+				if last[id] < 0 {
+					last[id] *= penalty
+				} else {
+					last[id] /= penalty
+				}
+			}
+		}
+		best := 0
+		for i, v := range last {
+			if v > last[best] {
+				best = i
+			}
+		}
+		if int32(best) == eos {
+			break
+		}
+		out = append(out, int32(best))
+		x = append(x, r.embed([]int32{int32(best)})[0])
+	}
+	return out
+}
+
 func itoa(i int) string { return string(rune('0' + i)) }
 
 func toF64(x [][]float32) [][]float64 {
@@ -415,6 +450,30 @@ func TestGenerateMatchesRecomputation(t *testing.T) {
 			assert.Len(t, gotSoft[0], maxNew, "no EOS: exactly MaxNewTokens tokens")
 		})
 	}
+}
+
+// TestGenerateRepetitionPenalty checks greedy generation with a repetition penalty
+// against the float64 reference that penalises the prompt's and the generated tokens
+// at every step; a strong penalty changes what the tiny model generates.
+func TestGenerateRepetitionPenalty(t *testing.T) {
+	eng := enginetest.New(t)
+	v := variants()[0]
+	m, refModel := loadVariant(t, v.spec)
+	ref := reference{m: refModel, eps: 1e-5}
+	prompts := [][]int32{{267, 116, 257, 264, 32, 115, 261}, {267, 40}}
+	const maxNew = 8
+	plain, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{}})
+	require.NoError(t, err)
+	differs := false
+	for _, penalty := range []float64{1.3, 8} {
+		got, err := m.GenerateIDs(eng, prompts, lm.GenerateOptions{MaxNewTokens: maxNew, EOS: []int32{}, RepetitionPenalty: penalty})
+		require.NoError(t, err)
+		for i, p := range prompts {
+			assert.Equal(t, ref.greedyPenalized(p, maxNew, -1, penalty), got[i], "penalty %g, prompt %d", penalty, i)
+			differs = differs || !slices.Equal(got[i], plain[i])
+		}
+	}
+	assert.True(t, differs, "the penalty changes some generation")
 }
 
 // TestGenerateStopsAtEOS makes every token an EOS: nothing is generated.

@@ -210,6 +210,16 @@ type GenerateOptions struct {
 	// TopP in (0, 1] keeps the smallest set of most probable tokens whose
 	// probability reaches TopP (nucleus sampling); 0 or 1 keeps all.
 	TopP float64
+	// TopK > 0 keeps only the TopK most probable tokens when sampling (applied
+	// before TopP, as transformers' TopKLogitsWarper); 0 keeps all.
+	TopK int
+	// RepetitionPenalty > 0 and ≠ 1 divides the positive logits (multiplies the
+	// negative ones) of every token already in the row — its prompt (PromptIDs) and
+	// what it generated — greedy or sampled (transformers' repetition_penalty, CTRL's).
+	RepetitionPenalty float64
+	// PromptIDs are the prompts' token ids, for RepetitionPenalty (GenerateIDs sets
+	// them; a prompt given as embeddings has none to penalise).
+	PromptIDs [][]int32
 	// Seed seeds the sampler (a fixed seed gives the same tokens).
 	Seed uint64
 	// Stop, when set, is asked after each new token of a row (its tokens so far)
@@ -271,15 +281,32 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 	if opts.Temperature > 0 {
 		rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	}
+	penalty := opts.RepetitionPenalty > 0 && opts.RepetitionPenalty != 1
+	res := make([][]int32, len(prompts))
+	for i := range res {
+		res[i] = []int32{}
+	}
 	pick := func(greedy, logits *tensors.Tensor) []int32 {
 		ids := tensors.MustCopyFlatData[int32](greedy)
-		if rng == nil {
+		if rng == nil && !penalty {
 			return ids
 		}
 		lg := tensors.MustCopyFlatData[float32](logits)
 		v := len(lg) / b
-		for i := range ids {
-			ids[i] = sampleTopP(lg[i*v:(i+1)*v], opts.Temperature, opts.TopP, rng)
+		for i := range min(len(ids), len(prompts)) {
+			row := lg[i*v : (i+1)*v]
+			if penalty {
+				var prompt []int32
+				if i < len(opts.PromptIDs) {
+					prompt = opts.PromptIDs[i]
+				}
+				penalize(row, opts.RepetitionPenalty, prompt, res[i])
+			}
+			if rng == nil {
+				ids[i] = argmax(row)
+			} else {
+				ids[i] = sampleTopP(row, opts.Temperature, opts.TopP, opts.TopK, rng)
+			}
 		}
 		return ids
 	}
@@ -296,10 +323,6 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 		for j := range int(lens[i]) {
 			cmask[i*c+j] = 1
 		}
-	}
-	res := make([][]int32, len(prompts))
-	for i := range res {
-		res[i] = []int32{}
 	}
 	done := make([]bool, len(prompts))
 	var step *engine.Executable
@@ -352,9 +375,41 @@ func (m *Model) Generate(eng *engine.Engine, prompts [][][]float32, opts Generat
 	}
 }
 
-// sampleTopP draws a token from softmax(logits / temperature) restricted to the
-// nucleus of probability topP (at least the most probable token), in float64.
-func sampleTopP(logits []float32, temperature, topP float64, rng *rand.Rand) int32 {
+// penalize applies a repetition penalty to logits in place: each token id in prompt
+// or generated, once, has its logit divided by penalty when positive, multiplied
+// when negative (transformers' RepetitionPenaltyLogitsProcessor).
+func penalize(logits []float32, penalty float64, prompt, generated []int32) {
+	seen := make(map[int32]bool, len(prompt)+len(generated))
+	for _, ids := range [][]int32{prompt, generated} {
+		for _, id := range ids {
+			if seen[id] || id < 0 || int(id) >= len(logits) {
+				continue
+			}
+			seen[id] = true
+			if l := float64(logits[id]); l < 0 {
+				logits[id] = float32(l * penalty)
+			} else {
+				logits[id] = float32(l / penalty)
+			}
+		}
+	}
+}
+
+// argmax returns the index of the largest logit (the first of equals).
+func argmax(logits []float32) int32 {
+	best := 0
+	for i, l := range logits {
+		if l > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// sampleTopP draws a token from softmax(logits / temperature) restricted to the topK
+// most probable tokens (0: all), then to the nucleus of probability topP of those
+// (at least the most probable token), in float64.
+func sampleTopP(logits []float32, temperature, topP float64, topK int, rng *rand.Rand) int32 {
 	mx := math.Inf(-1)
 	for _, l := range logits {
 		mx = max(mx, float64(l))
@@ -368,6 +423,13 @@ func sampleTopP(logits []float32, temperature, topP float64, rng *rand.Rand) int
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return p[order[a]] > p[order[b]] })
+	if topK > 0 && topK < len(order) {
+		order = order[:topK]
+		z = 0
+		for _, i := range order {
+			z += p[i]
+		}
+	}
 	keep, mass := len(order), 0.0
 	if topP > 0 && topP < 1 {
 		for k, i := range order {
@@ -396,6 +458,9 @@ func (m *Model) GenerateIDs(eng *engine.Engine, prompts [][]int32, opts Generate
 	seqs, err := m.embedAll(prompts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.PromptIDs == nil {
+		opts.PromptIDs = prompts
 	}
 	return m.Generate(eng, seqs, opts)
 }
