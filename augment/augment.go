@@ -66,17 +66,20 @@ type Report struct {
 	FailedCalls    int         `json:"failed_calls"`
 	// FailedByKind counts failed calls by kind (llm.Kind: "unparseable" answers, or
 	// "network", "timeout", … when no answer arrived); LastFailure is the last one's error.
-	FailedByKind map[string]int  `json:"failed_calls_by_kind,omitempty"`
-	LastFailure  string          `json:"last_failure,omitempty"`
-	Proposed     int             `json:"proposed_triples"`
-	Accepted     int             `json:"accepted_triples"`
-	Rejections   map[string]int  `json:"rejections"`
-	Added        Added           `json:"added"`
-	Seconds      map[string]any  `json:"stage_seconds"`
-	Selected     []Selected      `json:"selected"`
-	scored       []candidate     // every sampled subgraph with its score (0 for the random selector)
-	Facts        []Accepted      `json:"accepted"`
-	Hyperedges   []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
+	FailedByKind map[string]int `json:"failed_calls_by_kind,omitempty"`
+	LastFailure  string         `json:"last_failure,omitempty"`
+	Proposed     int            `json:"proposed_triples"`
+	Accepted     int            `json:"accepted_triples"`
+	Rejections   map[string]int `json:"rejections"`
+	// Rejected lists the refused proposals (the first MaxRejectedListed): the
+	// subgraph, the proposal, the field and value at fault.
+	Rejected   []Rejected      `json:"rejected,omitempty"`
+	Added      Added           `json:"added"`
+	Seconds    map[string]any  `json:"stage_seconds"`
+	Selected   []Selected      `json:"selected"`
+	scored     []candidate     // every sampled subgraph with its score (0 for the random selector)
+	Facts      []Accepted      `json:"accepted"`
+	Hyperedges []AcceptedHyper `json:"accepted_hyperedges,omitempty"`
 }
 
 // NewRunID returns a fresh run id: "aug-" + UTC timestamp + 4 random hex digits.
@@ -211,7 +214,7 @@ func Run(ctx context.Context, ix *graphio.Index, run string, opts Options) (*Rep
 		return rep, fmt.Errorf("augment: every completion call failed (%d of %d: %s); last: %s; nothing was merged",
 			rep.FailedCalls, len(comps), FormatCounts(rep.FailedByKind), rep.LastFailure)
 	}
-	facts, hypers := validate(ix, rep.Selected, comps, rep.Rejections)
+	facts, hypers := validate(ix, rep.Selected, comps, rep.Rejections, &rep.Rejected)
 	rep.Facts, rep.Hyperedges, rep.Accepted = facts, hypers, len(facts)
 	stage("complete", t0)
 

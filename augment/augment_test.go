@@ -298,10 +298,22 @@ func TestValidateCitations(t *testing.T) {
 	}}, {Triples: []Proposal{
 		{Triple: []string{"Brin Holt21", "sang to", "Corran Bay2"}}, // one prompt chunk: uncited is accepted
 	}}}
+	sel[0].Root, sel[1].Root, sel[2].Root = "alder vane00", "brin holt10", "corran bay2"
 	rej := map[string]int{}
-	facts, _ := validate(ix, sel, comps, rej)
+	var listed []Rejected
+	facts, _ := validate(ix, sel, comps, rej, &listed)
 	assert.Equal(t, map[string]int{RejectHallucinate: 1, RejectUncited: 1, RejectKnown: 1, RejectInIndex: 1,
 		RejectMalformed: 1, RejectSelfLoop: 1, RejectEmptyPart: 1, RejectNewEntity: 2, RejectUngrounded: 2, RejectPronoun: 2}, rej)
+	// Each refusal is listed with its subgraph, proposal, field and value.
+	require.Len(t, listed, 13)
+	for _, r := range listed {
+		assert.Equal(t, "alder vane00", r.Root)
+		assert.Equal(t, "triple", r.Kind)
+	}
+	assert.Equal(t, Rejected{Root: "alder vane00", Proposal: 2, Kind: "triple", Triple: []string{"Alder Vane00", "sailed to", "Corran Bay0"},
+		Field: "chunk_ids", Value: "chunk-deadbeef", Reason: RejectHallucinate}, listed[0], "the invented chunk id is named")
+	assert.Equal(t, Rejected{Root: "alder vane00", Proposal: 10, Kind: "triple", Triple: []string{"Zed Fakeman", "visited", "Corran Bay0"},
+		Field: "triple", Value: "Zed Fakeman", Reason: RejectNewEntity}, listed[7], "the ungrounded name is named")
 	require.Len(t, facts, 4)
 	assert.Equal(t, []int32{0, 1, 2}, facts[0].chunkIx, "citations resolved through case, quotes and a duplicate proposal")
 	assert.InDelta(t, 0.9, facts[0].Score, 1e-12)

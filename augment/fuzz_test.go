@@ -24,7 +24,7 @@ func FuzzParseCompletion(f *testing.F) {
 		}
 		// Citation resolution must cope with whatever parsed.
 		for _, p := range c.Triples {
-			if got, ok := resolveCitations(p.ChunkIDs, []string{"chunk-a"}, []int32{0}); ok && len(got) > 1 {
+			if got, _, ok := resolveCitations(p.ChunkIDs, []string{"chunk-a"}, []int32{0}); ok && len(got) > 1 {
 				t.Fatalf("resolved to %v", got)
 			}
 		}

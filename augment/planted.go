@@ -318,7 +318,7 @@ func completerFacts(ctx context.Context, ix *graphio.Index, opts Options) ([]Acc
 	if err != nil {
 		return nil, fmt.Errorf("augment: planted: completing the whole corpus: %w", err)
 	}
-	facts, _ := validate(ix, []Selected{sel}, comps, map[string]int{})
+	facts, _ := validate(ix, []Selected{sel}, comps, map[string]int{}, nil)
 	return facts, nil
 }
 

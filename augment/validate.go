@@ -1,6 +1,7 @@
 package augment
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -123,7 +124,7 @@ var chunkIDPattern = regexp.MustCompile(`chunk-[A-Za-z0-9_-]+`)
 // resolveCitations maps cited ids to the prompt's chunks: exact match, or after
 // stripping quotes and spaces and lower-casing, or the first chunk-… token inside the
 // string (anchors §D.8). It reports false if any cited id is not one of the prompt's.
-func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int32, bool) {
+func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int32, string, bool) {
 	byID := map[string]int32{}
 	for i, id := range prompt {
 		byID[strings.ToLower(id)] = promptIx[i]
@@ -138,14 +139,30 @@ func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int3
 			}
 		}
 		if !ok {
-			return nil, false
+			return nil, c, false
 		}
 		if !slices.Contains(out, ix) {
 			out = append(out, ix)
 		}
 	}
 	slices.Sort(out)
-	return out, true
+	return out, "", true
+}
+
+// MaxRejectedListed bounds Report.Rejected (the counts are never bounded).
+const MaxRejectedListed = 1000
+
+// Rejected is one proposal validation refused: which subgraph's completion, which of
+// its proposals, the field at fault and its value.
+type Rejected struct {
+	Root     string   `json:"root"`     // the subgraph's root entity
+	Proposal int      `json:"proposal"` // position among the completion's triples (or hyperedges), from 1
+	Kind     string   `json:"kind"`     // "triple" or "hyperedge"
+	Triple   []string `json:"triple,omitempty"`
+	Text     string   `json:"text,omitempty"`
+	Field    string   `json:"field"`           // "triple", "chunk_ids", "entities" or "text"
+	Value    string   `json:"value,omitempty"` // what is at fault: an invented chunk id, an ungrounded name, …
+	Reason   string   `json:"reason"`          // the rejection kind (Reject…)
 }
 
 // validate checks every proposal, counts rejections by reason, and merges accepted
@@ -153,7 +170,7 @@ func resolveCitations(cited []string, prompt []string, promptIx []int32) ([]int3
 // paper's checks (well-formed, new, citing the prompt's chunks) it checks grounding:
 // no pronoun endpoints, every subject and object (or a known alias) named in the
 // cited chunks, and entities the index lacks named verbatim in the evidence.
-func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[string]int) ([]Accepted, []AcceptedHyper) {
+func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[string]int, listed *[]Rejected) ([]Accepted, []AcceptedHyper) {
 	inIndex := make(map[string]bool, len(ix.Facts))
 	for _, f := range ix.Facts {
 		inIndex[f.ID] = true
@@ -169,47 +186,64 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 		for _, k := range s.Known {
 			known[[3]string{graphio.NormalizeName(k[0]), graphio.NormalizeName(k[1]), graphio.NormalizeName(k[2])}] = true
 		}
-		cite := func(ids []string) ([]int32, string) {
+		// cite resolves a proposal's citations; a refusal names the field's value at
+		// fault (the first cited id not in the prompt).
+		cite := func(ids []string) ([]int32, string, string) {
 			if len(ids) == 0 {
 				if len(s.chunkIx) == 1 {
-					return []int32{s.chunkIx[0]}, ""
+					return []int32{s.chunkIx[0]}, "", ""
 				}
-				return nil, RejectUncited
+				return nil, RejectUncited, ""
 			}
-			got, ok := resolveCitations(ids, s.Chunks, s.chunkIx)
+			got, bad, ok := resolveCitations(ids, s.Chunks, s.chunkIx)
 			if !ok {
-				return nil, RejectHallucinate
+				return nil, RejectHallucinate, bad
 			}
-			return got, ""
+			return got, "", ""
 		}
-		for _, p := range c.Triples {
+		refuse := func(r Rejected) {
+			rej[r.Reason]++
+			if listed != nil && len(*listed) < MaxRejectedListed {
+				r.Root = s.Root
+				*listed = append(*listed, r)
+			}
+		}
+		for k, p := range c.Triples {
+			triple := func(reason, field, value string) Rejected {
+				return Rejected{Proposal: k + 1, Kind: "triple", Triple: p.Triple, Field: field, Value: value, Reason: reason}
+			}
 			if len(p.Triple) != 3 {
-				rej[RejectMalformed]++
+				refuse(triple(RejectMalformed, "triple", fmt.Sprintf("%d parts", len(p.Triple))))
 				continue
 			}
 			n := [3]string{graphio.NormalizeName(p.Triple[0]), graphio.NormalizeName(p.Triple[1]), graphio.NormalizeName(p.Triple[2])}
 			switch id := graphio.FactID(n[0], n[1], n[2]); {
 			case n[0] == "" || n[1] == "" || n[2] == "":
-				rej[RejectEmptyPart]++
+				refuse(triple(RejectEmptyPart, "triple", ""))
 				continue
 			case n[0] == n[2]:
-				rej[RejectSelfLoop]++
+				refuse(triple(RejectSelfLoop, "triple", ""))
 				continue
 			case known[n]:
-				rej[RejectKnown]++
+				refuse(triple(RejectKnown, "triple", ""))
 				continue
 			case inIndex[id]:
-				rej[RejectInIndex]++
+				refuse(triple(RejectInIndex, "triple", id))
 				continue
 			}
-			chunks, why := cite(p.ChunkIDs)
+			chunks, why, bad := cite(p.ChunkIDs)
+			field := "chunk_ids"
 			if why == "" {
+				field = "triple"
 				if why = ground.check(n[0], chunks, s.chunkIx); why == "" {
 					why = ground.check(n[2], chunks, s.chunkIx)
+					bad = p.Triple[2]
+				} else {
+					bad = p.Triple[0]
 				}
 			}
 			if why != "" {
-				rej[why]++
+				refuse(triple(why, field, bad))
 				continue
 			}
 			key := n[0] + "\x00" + n[1] + "\x00" + n[2]
@@ -228,7 +262,10 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 			byKey[key] = len(facts)
 			facts = append(facts, Accepted{Triple: p.Triple, Score: s.Score, norm: n, chunkIx: chunks, Chunks: chunkIDs(ix, chunks)})
 		}
-		for _, h := range c.Hyperedges {
+		for k, h := range c.Hyperedges {
+			hyper := func(reason, field, value string) Rejected {
+				return Rejected{Proposal: k + 1, Kind: "hyperedge", Text: h.Text, Field: field, Value: value, Reason: reason}
+			}
 			var ents []string
 			for _, e := range h.Entities {
 				if graphio.NormalizeName(e) != "" && !slices.Contains(ents, e) {
@@ -237,21 +274,24 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 			}
 			switch {
 			case strings.TrimSpace(h.Text) == "":
-				rej[RejectHyperText]++
+				refuse(hyper(RejectHyperText, "text", ""))
 				continue
 			case len(ents) < 2:
-				rej[RejectHyperEnts]++
+				refuse(hyper(RejectHyperEnts, "entities", fmt.Sprintf("%d distinct", len(ents))))
 				continue
 			}
-			chunks, why := cite(h.ChunkIDs)
+			chunks, why, bad := cite(h.ChunkIDs)
+			field := "chunk_ids"
 			for _, e := range ents {
 				if why != "" {
 					break
 				}
-				why = ground.check(graphio.NormalizeName(e), chunks, s.chunkIx)
+				if why = ground.check(graphio.NormalizeName(e), chunks, s.chunkIx); why != "" {
+					field, bad = "entities", e
+				}
 			}
 			if why != "" {
-				rej[why]++
+				refuse(hyper(why, field, bad))
 				continue
 			}
 			if _, dup := hyperKey[h.Text]; dup {
