@@ -94,6 +94,9 @@ type Config struct {
 	// LM stays frozen (G-Retriever's default).
 	LoRA int `json:"lora,omitempty"`
 	// MaxNewTokens bounds generated answers (and truncates training labels); 32.
+	// Answers are decoded greedily, so evaluations repeat exactly. A deviation:
+	// graph_llm.py calls transformers' generate(), which decodes as the LM's
+	// generation_config.json says (sampling, for Llama 3.x and Qwen Instruct models).
 	MaxNewTokens int `json:"max_new_tokens"`
 	// GradientCheckpointing recomputes each LM layer's activations in the backward
 	// pass instead of keeping them (lm.Model.HiddenCheckpointed, as transformers'
