@@ -734,6 +734,9 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 	// client's concurrency limit (callers fan out freely) has not been asked yet.
 	ctx, cancelDeadline := base, context.CancelFunc(func() {})
 	defer func() { cancelDeadline() }()
+	startDeadline := func() (context.Context, context.CancelFunc) { // cancelled by the defer above
+		return context.WithTimeoutCause(base, c.cfg.RequestDeadline, errDeadline)
+	}
 	var last *APIError
 	ended := func() error {
 		if d := c.gaveUp(op, stage); d != nil {
@@ -762,7 +765,7 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 			return ended()
 		}
 		if n == 0 {
-			ctx, cancelDeadline = context.WithTimeoutCause(base, c.cfg.RequestDeadline, errDeadline)
+			ctx, cancelDeadline = startDeadline()
 		}
 		if d := c.gaveUp(op, stage); d != nil {
 			<-c.sem
