@@ -80,9 +80,13 @@ type gretrieverFlags struct {
 	noGraphToken       bool
 }
 
-// inputs names the directories the flags read (for output guards).
+// inputs names the model files the flags read (for output guards: an output may go
+// inside the model directory, not over its checkpoints).
 func (g *gretrieverFlags) inputs() []inSpec {
-	return []inSpec{{"--model", g.model}, {"--lm", g.lm}}
+	if g.model == "" {
+		return nil
+	}
+	return []inSpec{{"--model " + grBest, filepath.Join(g.model, grBest)}, {"--model " + grLast, filepath.Join(g.model, grLast)}}
 }
 
 func (g *gretrieverFlags) register(cmd *cobra.Command) {
@@ -264,6 +268,12 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if cmd.Flags().Changed("gt-layers") {
 				cfg.GT.Layers = layers
 			}
+			if resume { // a run goes on in the chat-turn form it started in (no flag sets it)
+				var prev gretriever.Config
+				if err := models.ConfigOf(filepath.Join(out, grLast), gretriever.Kind, &prev); err == nil {
+					cfg.ChatTurn = prev.ChatTurn
+				}
+			}
 			if gtHidden > 0 {
 				cfg.GT.Hidden, cfg.GT.Out = gtHidden, gtHidden
 			}
@@ -295,6 +305,13 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if _, err := os.Stat(last); err == nil && !resume && !force {
 				return usageError{fmt.Errorf("%s holds a training run (%s): continue it with --resume, or start over with --force (which replaces it)", out, grLast)}
 			}
+			if !resume { // starting over: nothing of an earlier run may be resumed into this one
+				for _, f := range []string{grLast, grState} {
+					if err := os.Remove(filepath.Join(out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return err
+					}
+				}
+			}
 			if resume {
 				meta, err := m.LoadInto(last)
 				if err != nil {
@@ -305,18 +322,24 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				}
 				// The run goes on over the same data, or its epochs would not be the
 				// uninterrupted run's.
-				for _, c := range []struct{ key, flag, now string }{
-					{"index", "--index", indexPath}, {"train", "--" + spec.dataFlag, trainPath}, {"examples", "training questions", strconv.Itoa(len(trainSet))},
+				for _, c := range []struct {
+					key, flag, now string
+					file           bool
+				}{
+					{"index", "--index", indexPath, true}, {"train", "--" + spec.dataFlag, trainPath, true},
+					{"examples", "training questions", strconv.Itoa(len(trainSet)), false}, {kg.GenerationMeta, "an index of generation", kg.Generation(ix), false},
 				} {
-					if was, ok := meta[c.key]; ok && was != c.now {
-						return usageError{fmt.Errorf("--resume: %s was trained with %s %s, this run has %s: resume with the same data, or start over with --force", last, c.flag, was, c.now)}
+					was, ok := meta[c.key]
+					if !ok || was == c.now || c.file && samePath(was, c.now) {
+						continue
 					}
+					return usageError{fmt.Errorf("--resume: %s was trained with %s %s, this run has %s: resume with the same data, or start over with --force", last, c.flag, was, c.now)}
 				}
 				if oldLog, err = os.ReadFile(filepath.Join(out, grLog)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}
 			}
-			meta := map[string]string{"index": indexPath, "lm": lmDir, "train": trainPath, "examples": strconv.Itoa(len(trainSet)),
+			meta := map[string]string{"index": absPath(indexPath), "lm": absPath(lmDir), "train": absPath(trainPath), "examples": strconv.Itoa(len(trainSet)),
 				kg.GenerationMeta: kg.Generation(ix)}
 			// The log so far is written with every checkpoint, so that a killed run's
 			// log reaches the step its resume starts from.
@@ -472,4 +495,23 @@ func grExamples(cmd *cobra.Command, b *gretrieve.Builder, dataFlag, trainPath, v
 		}
 	}
 	return trainSet, val, nil
+}
+
+// absPath returns path made absolute (as given when that fails), for checkpoint
+// metadata a run resumed from another directory compares.
+func absPath(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
+}
+
+// samePath reports whether a and b name the same existing file.
+func samePath(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }

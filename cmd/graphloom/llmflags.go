@@ -82,15 +82,6 @@ func (f *llmFlags) config() llm.Config {
 	return cfg
 }
 
-// inputs names the local embedding model folder --embedder local:DIR reads (for
-// output guards).
-func (f *llmFlags) inputs() []inSpec {
-	if dir, ok := strings.CutPrefix(f.open, "local:"); ok {
-		return []inSpec{{"--embedder local:", dir}}
-	}
-	return nil
-}
-
 // cachesAnswers reports whether LLM answers are kept on disk (a rerun then pays
 // only for what was not answered).
 func (f *llmFlags) cachesAnswers() bool { return f.config().CacheDir != "" }

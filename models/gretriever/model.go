@@ -226,6 +226,22 @@ func (m *Model) LoadInto(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("gretriever: %s holds a %s model (encoder %+v, projector %d, LM width %d); this run builds %s (%+v, %d, %d)",
 			path, cfg.Variant, cfg.GT, cfg.ProjectorHidden, cfg.LMHidden, m.cfg.Variant, m.cfg.GT, m.cfg.ProjectorHidden, m.cfg.LMHidden)
 	}
+	if cfg.PromptFormat == "" {
+		cfg.PromptFormat = lm.PromptLlama2 // written before the field (as Load)
+	}
+	if cfg.TextForm == "" {
+		cfg.TextForm = TextCSV
+	}
+	// What the model reads and the batches it trains on must be the run's own.
+	for _, d := range []struct{ name, was, now string }{
+		{"prompt format", cfg.PromptFormat, m.cfg.PromptFormat}, {"chat turn", cfg.ChatTurn, m.cfg.ChatTurn},
+		{"subgraph text form", cfg.TextForm, m.cfg.TextForm}, {"question format", cfg.Question, m.cfg.Question},
+		{"batch size", fmt.Sprint(cfg.BatchSize), fmt.Sprint(m.cfg.BatchSize)},
+	} {
+		if d.was != d.now {
+			return nil, fmt.Errorf("gretriever: %s was trained with %s %q; this run has %q", path, d.name, d.was, d.now)
+		}
+	}
 	return models.LoadVariables(path, Kind, m.store, m.vars, nil)
 }
 

@@ -308,12 +308,12 @@ func (c *ChatTemplate) UserTurn(system string, extra map[string]any) (Turn, erro
 		return Turn{}, fmt.Errorf("lm: the %s chat template does not write the user's message once (cannot place the graph token)", c.Format)
 	}
 	t := Turn{Before: out[:i], After: out[i+len(mark):]}
-	done, err := c.Render(append(user, Message{Role: "assistant", Content: answer}), false, extra)
-	if err != nil {
-		return Turn{}, err
-	}
-	if j := strings.Index(done, answer); j >= 0 && strings.Count(done, answer) == 1 {
-		t.End = done[j+len(answer):]
+	// A template that cannot end on an assistant's answer leaves End empty (a label
+	// then ends with EOS): the generation prompt above is what must render.
+	if done, err := c.Render(append(user, Message{Role: "assistant", Content: answer}), false, extra); err == nil {
+		if j := strings.Index(done, answer); j >= 0 && strings.Count(done, answer) == 1 {
+			t.End = done[j+len(answer):]
+		}
 	}
 	padded, err := c.Render(append(msgs, Message{Role: "user", Content: " " + mark + " "}), true, extra)
 	if err != nil {

@@ -160,6 +160,15 @@ func (t *Trainer) LoadState(file string) (int, error) {
 	if step < 1 || step >= t.cfg.TotalSteps {
 		return fail("saved at step %d: want 1 ≤ step < TotalSteps %d", step, t.cfg.TotalSteps)
 	}
+	var saved Config
+	if err := json.Unmarshal(f.Config, &saved); err != nil {
+		return fail("trainer settings: %v", err)
+	}
+	// Adam's moments mean what they mean only under the optimizer that made them.
+	if saved.Optimizer != t.cfg.Optimizer || saved.Beta1 != t.cfg.Beta1 || saved.Beta2 != t.cfg.Beta2 || saved.Epsilon != t.cfg.Epsilon || saved.WeightDecay != t.cfg.WeightDecay {
+		return fail("saved by %s (β %g, %g, ε %g, weight decay %g); this run uses %s (β %g, %g, ε %g, weight decay %g)",
+			saved.Optimizer, saved.Beta1, saved.Beta2, saved.Epsilon, saved.WeightDecay, t.cfg.Optimizer, t.cfg.Beta1, t.cfg.Beta2, t.cfg.Epsilon, t.cfg.WeightDecay)
+	}
 	var loop LoopState
 	if err := json.Unmarshal([]byte(f.Meta["loop"]), &loop); err != nil {
 		return fail("loop state: %v", err)

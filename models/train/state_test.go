@@ -145,6 +145,8 @@ func TestLoadStateRefusesOtherFiles(t *testing.T) {
 	}
 	short := cfg
 	short.TotalSteps = 3
+	adamw := cfg
+	adamw.Optimizer, adamw.WeightDecay = "adamw", 0.01
 	for _, c := range []struct {
 		name, file, want string
 		m                *models.RGCNClassifier
@@ -153,6 +155,7 @@ func TestLoadStateRefusesOtherFiles(t *testing.T) {
 		{"weights, not a state", ckpt, "kind", smallModel(t, model.NewStore()), cfg},
 		{"other widths", state, "variable /rgcn/in_proj/weight is", wider(), cfg},
 		{"past the run's end", state, "TotalSteps 3", smallModel(t, model.NewStore()), short},
+		{"another optimizer", state, "saved by adam", smallModel(t, model.NewStore()), adamw},
 		{"missing", filepath.Join(dir, "absent.state"), "absent.state", smallModel(t, model.NewStore()), cfg},
 	} {
 		t.Run(c.name, func(t *testing.T) {

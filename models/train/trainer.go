@@ -644,7 +644,7 @@ type EvalPoint struct {
 // Result summarises Fit.
 type Result struct {
 	Steps        int         // training steps taken
-	BestStep     int         // steps taken at the best evaluation
+	BestStep     int         // steps taken at the best evaluation, counted like Steps (≤ 0: before a resumed run started, or none)
 	Best         Metrics     // metrics at the best evaluation (weights restored to it)
 	History      []EvalPoint // every evaluation
 	StoppedEarly bool        // stopped by early stopping before TotalSteps
