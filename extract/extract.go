@@ -54,9 +54,11 @@ type Result struct {
 	// Failed is set when the chunk could not be processed (e.g. an unparseable LLM
 	// answer); the result is then empty and the failure is counted, not fatal.
 	Failed string
-	// Unanswered, with Failed, says the LLM gave no answer (timeouts, 5xx, a server
-	// gone): a rerun asks again. Without it a failure is an answer that could not be
-	// read, which the answer cache gives a rerun again.
+	// Unanswered, with Failed, says the LLM gave no answer for a reason a rerun may
+	// not meet (timeouts, 5xx, 429, a server gone, an interrupted run): a rerun asks
+	// again. Without it the failure is an answer that could not be read (which the
+	// answer cache gives a rerun again) or a request the server refused (a 4xx, which
+	// it refuses again).
 	Unanswered bool `json:",omitempty"`
 }
 

@@ -126,7 +126,7 @@ func (x *LLM) Extract(ctx context.Context, chunks []Chunk, progress Progress) ([
 func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 	var res Result
 	fail := func(stage string, err error) Result {
-		return Result{Failed: fmt.Sprintf("%s: %v", stage, err), Unanswered: llm.Classify(err) != llm.KindUnparseable}
+		return Result{Failed: fmt.Sprintf("%s: %v", stage, err), Unanswered: llm.IsRetryable(err) || llm.Classify(err) == llm.KindCanceled}
 	}
 	p := passage(c)
 	hyperDone := make(chan error, 1)

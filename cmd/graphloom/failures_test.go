@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spf13/cobra"
+
 	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
@@ -81,25 +84,18 @@ func TestIndexPartialFailureKeepsTheOldIndex(t *testing.T) {
 	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
 	r := run(t, env, "index", "--corpus", corpus, "--out", old)
 	assert.Equal(t, 1, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "1 of 6 chunks got no answer from the LLM")
+	assert.Contains(t, r.stderr, "1 of 6 chunks were refused by the server or answered unreadably")
 	assert.Contains(t, r.stderr, "client_error 1")
 	assert.Contains(t, r.stderr, "--allow-partial")
 	assert.Equal(t, before, readFile(t, old))
 	assert.Equal(t, 1, countPath(srv, "Passage 2"), "a 400 is not retried")
 
-	// A new index too: the answered calls are cached, so nothing is lost by writing
-	// none, and a rerun asks only for the chunk that got no answer.
+	// A new index is written, with a warning: a 400 is refused again by a rerun.
 	fresh := filepath.Join(dir, "new.gl")
-	cached := append([]string{"GRAPHLOOM_LLM_CACHE=" + filepath.Join(dir, "cache")}, env...)
-	r = run(t, cached, "index", "--corpus", corpus, "--out", fresh)
-	assert.Equal(t, 1, r.code, r.stderr)
-	calls := len(srv.Requests())
-	r = run(t, cached, "index", "--corpus", corpus, "--out", fresh)
-	assert.Equal(t, 1, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "nothing was written: rerun (answered calls are cached, so only these are asked again)")
+	r = run(t, env, "index", "--corpus", corpus, "--out", fresh)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: writing the index without the facts of 1 of 6 chunks: 1 of 6 chunks were refused by the server or answered unreadably (a rerun gets the same)")
 	assert.Contains(t, r.stderr, "chunk-", "the failed chunk is named")
-	assert.NoFileExists(t, fresh)
-	assert.Equal(t, calls+1, len(srv.Requests()), "only the unanswered chunk is asked again")
 
 	r = run(t, env, "index", "--corpus", corpus, "--out", old, "--allow-partial")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -223,4 +219,41 @@ func TestEvalAnswerFailuresAreNotScored(t *testing.T) {
 	}
 	assert.Positive(t, failed)
 	assert.Equal(t, failed, rep.Retrievers[0].AnswerFailures)
+}
+
+// TestUnansweredChunksWriteNothing: chunks the LLM gave no answer for (a timeout, a
+// 5xx: a rerun asks again) write no index while answers are cached, since nothing is
+// lost; with the cache off, or with --allow-partial, the index is written with a
+// warning; every chunk lost is always an error.
+func TestUnansweredChunksWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "new.gl")
+	rep := &kg.Report{Chunks: 6, FailedChunks: 2, UnansweredChunks: 1, FailureExamples: []string{"chunk-ab: ner: timeout"}}
+	for _, c := range []struct {
+		name         string
+		cache        string
+		allowPartial bool
+		want         string // "" = written
+	}{
+		{"cached", filepath.Join(dir, "cache"), false, "1 of 6 chunks got no answer from the LLM and 1 were refused by the server or answered unreadably (a rerun gets the same) (last: chunk-ab: ner: timeout; e.g. chunk-ab: ner: timeout); nothing was written: rerun"},
+		{"cache off", "off", false, ""},
+		{"allowed", filepath.Join(dir, "cache"), true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := &cobra.Command{Use: "index"}
+			var errb strings.Builder
+			cmd.SetErr(&errb)
+			lf := &llmFlags{cache: c.cache}
+			err := checkLostChunks(cmd, rep, out, c.allowPartial, lf)
+			if c.want != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.want)
+				return
+			}
+			require.NoError(t, err)
+			assert.Contains(t, errb.String(), "warning: writing the index without the facts of 2 of 6 chunks")
+		})
+	}
+	all := &kg.Report{Chunks: 3, FailedChunks: 3}
+	require.ErrorContains(t, checkLostChunks(&cobra.Command{}, all, out, true, &llmFlags{}), "failed for every chunk (3 of 3)")
 }

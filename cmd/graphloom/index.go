@@ -253,13 +253,13 @@ func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowParti
 	if len(krep.FailureExamples) > 0 {
 		causes += "; e.g. " + strings.Join(krep.FailureExamples, "; ")
 	}
-	unread := krep.FailedChunks - krep.UnansweredChunks
+	final := krep.FailedChunks - krep.UnansweredChunks // refused, or answered unreadably
 	what := fmt.Sprintf("%d of %d chunks got no answer from the LLM", krep.UnansweredChunks, krep.Chunks)
-	if unread > 0 {
-		what += fmt.Sprintf(" and %d answers could not be read (cached: a rerun reads them again)", unread)
+	if final > 0 {
+		what += fmt.Sprintf(" and %d were refused by the server or answered unreadably (a rerun gets the same)", final)
 	}
 	if krep.UnansweredChunks == 0 {
-		what = fmt.Sprintf("%d of %d chunks' answers could not be read (cached: a rerun reads them again)", unread, krep.Chunks)
+		what = fmt.Sprintf("%d of %d chunks were refused by the server or answered unreadably (a rerun gets the same)", final, krep.Chunks)
 	}
 	_, err := os.Stat(out)
 	replacing := err == nil
