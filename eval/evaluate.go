@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -174,7 +175,10 @@ func answerAll(ctx context.Context, chat retrieve.Chatter, ds *Dataset, lines []
 		}
 		ex := &ds.Examples[i]
 		a, err := retrieve.Answer(ctx, chat, ex.ReaderQuestion(), lines[i].Passages, cfg.TopK)
-		if err != nil {
+		switch {
+		case errors.Is(err, retrieve.ErrAnswerCut): // answered with nothing within its budget: scored as such
+			lines[i].AnswerError = err.Error()
+		case err != nil:
 			lines[i].AnswerError = err.Error()
 			mu.Lock()
 			failures++

@@ -116,7 +116,7 @@ func (r *Report) LostCalls() (int, string) {
 				break
 			}
 			switch {
-			case e.AnswerError != "":
+			case e.AnswerError != "" && e.Answer == nil: // a cut reply is answered (with nothing)
 				first = fmt.Sprintf("%s, example %s: reader: %s", s.Retriever, e.ID, e.AnswerError)
 			case e.JudgeError != "":
 				first = fmt.Sprintf("%s, example %s: judge: %s", s.Retriever, e.ID, e.JudgeError)
@@ -160,6 +160,15 @@ func (r *Report) addNotes() {
 		if s.Judge != nil && (s.Judge.Unparseable > 0 || s.Judge.Failed > 0) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: judge replies unparseable %d, failed %d (left out of the averages)",
 				s.Retriever, s.Judge.Unparseable, s.Judge.Failed))
+		}
+		cut := 0
+		for _, e := range s.Examples {
+			if e.AnswerError != "" && e.Answer != nil {
+				cut++
+			}
+		}
+		if cut > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d reader replies were cut at the token limit before their answer (scored as empty answers): raise the server's max tokens", s.Retriever, cut))
 		}
 		if s.AnswerFailures > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d reader requests failed (those questions are unanswered)", s.Retriever, s.AnswerFailures))

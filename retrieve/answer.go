@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,11 +30,16 @@ func Answer(ctx context.Context, c Chatter, q string, passages []Passage, top in
 	}
 	if resp.FinishReason == llm.FinishLength && !strings.Contains(resp.Content, "Answer:") {
 		// The reply stopped at the server's token limit in its thought: what is there
-		// is no answer.
-		return "", fmt.Errorf("retrieve: answer: the reply was cut at the token limit (%d tokens) before its \"Answer:\"", resp.CompletionTokens)
+		// is no answer (and the cache gives a rerun the same reply).
+		return "", fmt.Errorf("retrieve: answer: %w (%d tokens) before its \"Answer:\": raise the server's max tokens", ErrAnswerCut, resp.CompletionTokens)
 	}
 	return ParseAnswer(resp.Content), nil
 }
+
+// ErrAnswerCut is the error of a reader reply cut at the token limit before its
+// answer. Callers score the question as answered with nothing (the reader did not
+// answer within its budget) and keep the error beside it.
+var ErrAnswerCut = errors.New("the reply was cut at the token limit")
 
 // ParseAnswer returns the text after the last "Answer:" (the whole reply if there is
 // none), trimmed.

@@ -231,7 +231,10 @@ func Run(ctx context.Context, r Retriever, chat Chatter, qs []Question, cfg RunC
 						line.Answer, line.Answers = res.Answer, res.Answers
 					} else if cfg.Answer {
 						a, err := Answer(ctx, chat, qs[i].Question, res.Passages, cfg.AnswerTopK)
-						if err != nil {
+						switch {
+						case errors.Is(err, ErrAnswerCut): // no answer within its budget: an empty one, and why
+							line.AnswerError = err.Error()
+						case err != nil:
 							errs <- fmt.Errorf("question %s: %w", qs[i].ID, err)
 							continue
 						}

@@ -150,7 +150,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				}
 				if cf.active() || cf.pool != "" {
 					finish()
-					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON)
+					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON, allowPartial)
 				}
 				if ablate {
 					finish()
@@ -185,8 +185,8 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 			if rep.Index != nil {
 				rep.Index.Path = indexPath
 			}
-			if lost, first := rep.LostCalls(); lost > 0 && !allowPartial {
-				return fmt.Errorf("eval: %d reader or judge requests got no answer (first: %s); the report would score those questions as unanswered, so nothing was written: rerun (answered calls are cached), or pass --allow-partial", lost, first)
+			if err := checkLostCalls(rep, allowPartial); err != nil {
+				return err
 			}
 			if chat != nil && (rep.Settings.Answer || rep.Settings.Judge) {
 				rep.Settings.LLM = lf.config().Model
@@ -400,4 +400,13 @@ func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eva
 		}
 	}
 	return printAblation(cmd, rep, files, asJSON)
+}
+
+// checkLostCalls refuses a report some of whose reader or judge requests got no
+// answer (it would score those questions as unanswered), unless allowPartial.
+func checkLostCalls(rep *eval.Report, allowPartial bool) error {
+	if lost, first := rep.LostCalls(); lost > 0 && !allowPartial {
+		return fmt.Errorf("eval: %d reader or judge requests got no answer (first: %s); the report would score those questions as unanswered, so nothing was written: rerun (answered calls are cached), or pass --allow-partial", lost, first)
+	}
+	return nil
 }

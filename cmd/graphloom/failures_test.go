@@ -194,6 +194,10 @@ func TestEvalAnswerFailuresAreNotScored(t *testing.T) {
 	assert.Contains(t, r.stderr, "reader or judge requests got no answer (first: bm25, example ")
 	assert.Contains(t, r.stderr, "HTTP 400")
 	assert.NoDirExists(t, report)
+	r = run(t, env, append(args, "--rerank", "dense")...) // the reranking evaluation too
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "reader or judge requests got no answer")
+	assert.NoDirExists(t, report)
 
 	r = run(t, env, append(args, "--allow-partial")...)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -256,4 +260,42 @@ func TestUnansweredChunksWriteNothing(t *testing.T) {
 	}
 	all := &kg.Report{Chunks: 3, FailedChunks: 3}
 	require.ErrorContains(t, checkLostChunks(&cobra.Command{}, all, out, true, &llmFlags{}), "failed for every chunk (3 of 3)")
+}
+
+// TestEvalCutRepliesAreScoredEmpty: a reader reply cut at the token limit before its
+// "Answer:" is scored as an empty answer (a rerun would read the same cached reply),
+// with the error beside the example and a note in the report; it stops nothing.
+func TestEvalCutRepliesAreScoredEmpty(t *testing.T) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("Meridian")).ReplyWith(llmtest.Reply{Content: "Let me think about the wreck of the", FinishReason: "length", CompletionTokens: 9})
+	srv.On(llmtest.Any()).Reply("Answer: Aldwick")
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "h.gl")
+	require.Equal(t, 0, run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", idx, "--quiet").code)
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m"}
+	r := run(t, env, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--retrievers", "bm25", "--answer", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Notes      []string `json:"notes"`
+		Retrievers []struct {
+			AnswerFailures int `json:"answer_failures"`
+			Examples       []struct {
+				Answer      *string `json:"answer"`
+				AnswerError string  `json:"answer_error"`
+			} `json:"examples"`
+		} `json:"retrievers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	cut := 0
+	for _, e := range rep.Retrievers[0].Examples {
+		if e.AnswerError != "" {
+			cut++
+			require.NotNil(t, e.Answer)
+			assert.Empty(t, *e.Answer)
+			assert.Contains(t, e.AnswerError, "cut at the token limit (9 tokens)")
+		}
+	}
+	assert.Positive(t, cut)
+	assert.Zero(t, rep.Retrievers[0].AnswerFailures)
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "reader replies were cut at the token limit")
 }

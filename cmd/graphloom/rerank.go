@@ -211,7 +211,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 // runRerankEval is eval with --rerank: per-question pools (--pool question) or the
 // configured retrievers' top --candidates, reranked by every variant.
 func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api embed.Embedder, chat retrieve.Chatter, ds *eval.Dataset,
-	rcfg retrieve.Config, cfg eval.Config, cf *cageFlags, sweeps []string, ablate bool, out string, asJSON bool) error {
+	rcfg retrieve.Config, cfg eval.Config, cf *cageFlags, sweeps []string, ablate bool, out string, asJSON, allowPartial bool) error {
 	if err := cf.validate(); err != nil {
 		return err
 	}
@@ -316,6 +316,9 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 	rep.Notes = append(rep.Notes, notes...)
 	if rep.Index != nil {
 		rep.Index.Path = indexPath
+	}
+	if err := checkLostCalls(rep, allowPartial); err != nil {
+		return err
 	}
 	if out != "" {
 		if _, err := rep.WriteFiles(out); err != nil {
