@@ -29,14 +29,15 @@ const probeText = "graphloom"
 const MinProbeCosine = 0.98
 
 // NewAPI returns an embedder over c's embedding model. It embeds one probe text to
-// learn the dimension (the answer is cached like any other).
+// learn the dimension and to tell the model from another served under its name
+// later (asked of the server each time: a cached vector would hide a new model).
 func NewAPI(ctx context.Context, c *llm.Client) (*API, error) {
 	cfg := c.Config()
 	if cfg.EmbedModel == "" {
 		return nil, fmt.Errorf("embed: no embedding model configured (GRAPHLOOM_EMBED_MODEL or --embed-model)")
 	}
 	a := &API{c: c, model: cfg.EmbedModel}
-	vs, err := c.Embed(ctx, []string{probeText})
+	vs, err := c.EmbedFresh(ctx, []string{probeText}) // past the cache: the model behind the name now
 	if err != nil {
 		return nil, fmt.Errorf("embed: probe %s: %w", a.model, err)
 	}

@@ -431,4 +431,24 @@ func TestAPIProbe(t *testing.T) {
 	old := &graphio.Index{Meta: graphio.Meta{Embedder: "api:bge-m3"}}
 	_, err := ForIndex(old, api(other))
 	assert.NoError(t, err, "an index without a stored probe is not checked")
+
+	// The model behind the name replaced on the same server, with the answers cached:
+	// the probe is asked of the server, not read from the cache.
+	srv := llmtest.NewServer(t)
+	srv.SetEmbedDim(dim)
+	cache := t.TempDir()
+	cached := func() *API {
+		c, err := llm.New(llm.Config{BaseURL: srv.URL(), EmbedModel: "bge-m3", CacheDir: cache})
+		require.NoError(t, err)
+		a, err := NewAPI(ctx, c)
+		require.NoError(t, err)
+		return a
+	}
+	same := &graphio.Index{}
+	require.NoError(t, Store(same, cached()))
+	_, err = ForIndex(same, cached())
+	require.NoError(t, err)
+	srv.SetEmbedder(other)
+	_, err = ForIndex(same, cached())
+	require.ErrorIs(t, err, ErrMismatch, "a re-pulled model under the same name and server")
 }

@@ -562,6 +562,17 @@ func (c *Client) ChatAll(ctx context.Context, reqs []ChatRequest, onDone func(i 
 // as its batch is answered, so an interrupted call loses nothing received. Equal
 // texts are sent once.
 func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embedTexts(ctx, texts, false)
+}
+
+// EmbedFresh is Embed asking the server even for texts the cache holds (and caching
+// the answers): what the model now behind the configured name answers, for a check
+// that the model has not changed (embed.NewAPI's probe).
+func (c *Client) EmbedFresh(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.embedTexts(ctx, texts, true)
+}
+
+func (c *Client) embedTexts(ctx context.Context, texts []string, fresh bool) ([][]float32, error) {
 	const stage = kindEmbed
 	c.usage.add(stage, func(u *Counters) { u.Requests += int64(len(texts)) })
 	if !c.cfg.EmbedConfigured() {
@@ -596,7 +607,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 
 	var missing []*item
 	for _, it := range items {
-		if c.cache == nil {
+		if c.cache == nil || fresh {
 			missing = append(missing, it)
 			continue
 		}
