@@ -87,6 +87,11 @@ func TestTrainGRetriever(t *testing.T) {
 	assert.Contains(t, r.stderr, "was trained with --train "+qa+", this run has "+fewer)
 	assert.Equal(t, string(step2), readFile(t, filepath.Join(out, grState)), "nothing was written")
 
+	// A run that has taken all its steps resumes only with more epochs.
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "1", "--resume")...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the run already took 2 of its 2 steps: raise the epochs")
+
 	// A killed run's half-written checkpoint is removed by the next run (which holds
 	// the --out lock).
 	stale := filepath.Join(out, "."+grLast+".tmp-123456")

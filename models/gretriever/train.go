@@ -107,6 +107,9 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 		return nil, err
 	}
 	approx := ""
+	if opts.Resume >= tc.TotalSteps {
+		return nil, fmt.Errorf("gretriever: resume: the run already took %d of its %d steps: raise the epochs to train on", opts.Resume, tc.TotalSteps)
+	}
 	if opts.Resume > 0 {
 		at, err := train.StateStep(opts.State)
 		switch {
