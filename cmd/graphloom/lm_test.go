@@ -211,14 +211,8 @@ func TestLMInfoAndGenerate(t *testing.T) {
 		IDs          []int32 `json:"ids"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
-	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
-	require.NoError(t, err)
-	ids, err := m.Tokenizer.Encode(prompt, true)
-	require.NoError(t, err)
+	m, ids, eng := loadForGenerate(t, dir, prompt)
 	require.Equal(t, len(ids), out.PromptTokens)
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
 	seq := append([]int32(nil), ids...)
 	for k := 0; k <= len(out.IDs); k++ {
 		logits, err := m.ForwardIDs(eng, [][]int32{seq})
@@ -289,13 +283,7 @@ func TestLMGenerateUsesGenerationConfig(t *testing.T) {
 		IDs []int32 `json:"ids"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
-	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
-	require.NoError(t, err)
-	ids, err := m.Tokenizer.Encode(prompt, true)
-	require.NoError(t, err)
-	eng, err := engine.New(engine.Config{})
-	require.NoError(t, err)
-	defer eng.Close()
+	m, ids, eng := loadForGenerate(t, dir, prompt)
 	want, err := m.GenerateIDs(eng, [][]int32{ids}, lm.GenerateOptions{MaxNewTokens: 5})
 	require.NoError(t, err)
 	assert.Equal(t, want[0], out.IDs)
@@ -307,4 +295,18 @@ func TestLMGenerateUsesGenerationConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	assert.Equal(t, penalized[0], out.IDs)
+}
+
+// loadForGenerate loads the model of dir as the library does, with the ids `lm
+// generate` encodes prompt to and an engine (closed with the test).
+func loadForGenerate(t *testing.T, dir, prompt string) (*lm.Model, []int32, *engine.Engine) {
+	t.Helper()
+	m, err := lm.Load(dir, model.NewStore(), lm.Options{})
+	require.NoError(t, err)
+	ids, err := m.Tokenizer.Encode(prompt, true)
+	require.NoError(t, err)
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	t.Cleanup(eng.Close)
+	return m, ids, eng
 }

@@ -252,41 +252,33 @@ func (r reference) embed(ids []int32) [][]float64 {
 
 // greedy decodes by recomputing the full reference forward for every new token.
 func (r reference) greedy(x [][]float64, maxNew int, eos int32) []int32 {
-	out := []int32{}
-	for range maxNew {
-		lg := r.logits(x)
-		last := lg[len(lg)-1]
-		best := 0
-		for i, v := range last {
-			if v > last[best] {
-				best = i
-			}
-		}
-		if int32(best) == eos {
-			break
-		}
-		out = append(out, int32(best))
-		x = append(x, r.embed([]int32{int32(best)})[0])
-	}
-	return out
+	return r.decode(x, nil, maxNew, eos, 1)
 }
 
 // greedyPenalized is greedy with transformers' repetition penalty over the prompt
-// ids and the tokens generated so far, in float64.
+// ids and the tokens generated so far.
 func (r reference) greedyPenalized(prompt []int32, maxNew int, eos int32, penalty float64) []int32 {
-	x := r.embed(prompt)
+	return r.decode(r.embed(prompt), prompt, maxNew, eos, penalty)
+}
+
+// decode decodes greedily from the embeddings x by recomputing the whole forward for
+// each token, in float64; a penalty ≠ 1 divides the positive logits (multiplies the
+// negative ones) of the prompt's ids and of the tokens generated so far.
+func (r reference) decode(x [][]float64, prompt []int32, maxNew int, eos int32, penalty float64) []int32 {
 	out := []int32{}
 	for range maxNew {
 		lg := r.logits(x)
 		last := append([]float64(nil), lg[len(lg)-1]...)
-		seen := map[int32]bool{}
-		for _, id := range append(append([]int32{}, prompt...), out...) {
-			if !seen[id] {
-				seen[id] = true
-				if last[id] < 0 {
-					last[id] *= penalty
-				} else {
-					last[id] /= penalty
+		if penalty != 1 {
+			seen := map[int32]bool{}
+			for _, id := range append(append([]int32{}, prompt...), out...) {
+				if !seen[id] {
+					seen[id] = true
+					if last[id] < 0 {
+						last[id] *= penalty
+					} else {
+						last[id] /= penalty
+					}
 				}
 			}
 		}
