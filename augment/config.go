@@ -34,9 +34,14 @@ type Config struct {
 	MinNodes, MinFactEdges int
 
 	// FactMaskRatio is the share of fact edges a relation-missing view masks; paper: 0.2.
+	// A deviation in how a corrupted view is made: the reference deletes the edges (or
+	// entities) from a separately sampled record; here the view is walked again from
+	// the root on the graph without them, so that it is a connected walk sample like
+	// the clean views and connectivity does not give its label away.
 	FactMaskRatio float64
-	// EntityDeleteRatio is the share of non-root entities an entity-missing view
-	// deletes; paper: 0.08.
+	// EntityDeleteRatio sets how many entities an entity-missing view deletes:
+	// max(1, round(n·ratio)), n the record's nodes (the root included), chosen among
+	// its non-root entities with a fact edge; paper: 0.08.
 	EntityDeleteRatio float64
 	// RootCentred draws the corruptions of a training view at its root: a
 	// relation-missing view loses facts of the root itself, an entity-missing view
@@ -263,7 +268,12 @@ type Config struct {
 	FactsSelector bool
 
 	// MaxEvidenceChunks, MaxKnownTriples, MaxPromptEntities and MaxChunkChars cap the
-	// prompt; paper: 15, 120, 120 and 4,500.
+	// prompt; paper: 15, 120, 120 and 4,500. A deviation: the evidence is every chunk
+	// stating one of the subgraph's facts (in chunk order, up to the cap), where the
+	// reference takes each fact's first provenance chunk. Validation also refuses more
+	// than the reference: a proposal citing any chunk outside the prompt (the
+	// reference keeps the ids that resolve), pronoun or ungrounded endpoints, new
+	// entities not named verbatim in the evidence, facts the index already holds.
 	MaxEvidenceChunks, MaxKnownTriples, MaxPromptEntities, MaxChunkChars int
 	// MaxTokens caps each completion; paper: 12,000.
 	MaxTokens int
@@ -319,7 +329,8 @@ type Config struct {
 	SplitSeed int64
 }
 
-// DefaultConfig returns the paper's settings.
+// DefaultConfig returns the paper's settings, except where a field's doc says
+// otherwise.
 func DefaultConfig() Config {
 	return Config{
 		WalkLength: 3, WalksPerRoot: 20, WeightClip: 5,

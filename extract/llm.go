@@ -17,7 +17,10 @@ type Chatter interface {
 
 // LLMConfig configures the LLM extractor.
 type LLMConfig struct {
-	// Hyperedges adds the EXT++ hyperedge call (seed 002) for every chunk.
+	// Hyperedges adds the EXT++ hyperedge call (seed 002) for every chunk. A
+	// simplification: the call keeps each hyperedge's text and members, not the
+	// members' descriptions or the key scores, and runs no gleaning passes (EXT++: 2);
+	// entities are embedded by name alone.
 	Hyperedges bool
 	// MaxTokens caps each answer; HippoRAG 2 uses 2048 for OpenIE.
 	MaxTokens int

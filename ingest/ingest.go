@@ -13,6 +13,8 @@ import (
 // Config holds the ingestion knobs.
 type Config struct {
 	// ChunkTokens is the most tokens a chunk holds; LightRAG and HyperGraphRAG: 1200.
+	// The HippoRAG 2 path (ppr) uses the same chunks, a deviation: HippoRAG 2 keeps a
+	// document whole.
 	ChunkTokens int
 	// OverlapTokens is the most tokens a chunk repeats from the previous one; LightRAG: 100.
 	OverlapTokens int

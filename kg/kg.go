@@ -21,10 +21,14 @@ type Config struct {
 	// SynonymThreshold is the least cosine between entity embeddings for a synonym
 	// edge; HippoRAG 2: 0.8.
 	SynonymThreshold float32
-	// SynonymMax caps synonym neighbours per entity; HippoRAG 2 stops after 100.
+	// SynonymMax caps synonym neighbours per entity: 100 (HippoRAG 2 keeps up to
+	// 101: it stops once more than 100 are taken). A pair joined by a fact and by a
+	// synonym edge carries the sum of both weights (HippoRAG 2's graph keeps the
+	// synonym's cosine alone: its quirk).
 	SynonymMax int
 	// SynonymMinAlnum skips entities whose names have fewer letters and digits; HippoRAG 2
-	// skips names of 2 or fewer, so 3.
+	// skips names of 2 or fewer, so 3. Such short names are neither searched from nor
+	// found as neighbours (HippoRAG 2 only skips searching from them).
 	SynonymMinAlnum int
 	// ExactKNNLimit is the most entities compared exactly by the synonym search; beyond
 	// it dense embeddings are searched through an IVF index (see kernels.SimilarRows)
@@ -57,7 +61,13 @@ type Config struct {
 	// MentionOnly keeps entities that are only mentioned — in no triple and, with
 	// hyperedges, in no hyperedge. HippoRAG 2 makes phrase nodes of triple
 	// endpoints only, so the default is false; a chunk's own title (see
-	// extract.Titles) counts as a mention.
+	// extract.Titles) counts as a mention. A deviation either way: every name the
+	// extractor recognises in a chunk (its NER names, its hyperedges' members) is
+	// recorded as a mention of that chunk, and mentions join an entity to its
+	// passages in the PPR graph and divide its fact weight among them
+	// (graphio.EntityChunks); HippoRAG 2 joins an entity only to the chunks whose
+	// triples name it, using NER for OpenIE's conditioning alone. With hyperedges on,
+	// entities named only in a hyperedge are nodes too (HyperGraphRAG's).
 	MentionOnly bool
 
 	// MergeShare is the share of the chunks at the last merge that may be added or

@@ -30,7 +30,8 @@ const (
 type Config struct {
 	Encoder EncoderConfig
 	// Alpha weighs the first-stage relevance against coherence: final = α·relevance +
-	// (1−α)·coherence (paper: α by grid search). 1 = the "no coherence" ablation (the
+	// (1−α)·coherence (paper: α by grid search), both min-max normalised over the
+	// candidates (the paper normalises coherence; relevance too is graphloom's). 1 = the "no coherence" ablation (the
 	// vanilla ranking). Default 0.8, chosen by `graphloom eval --sweep cage-alpha` (see
 	// Aggregation).
 	Alpha float64
@@ -72,9 +73,9 @@ func (c Config) Validate() error {
 }
 
 // minMaxFlatToZero rescales v to [0, 1] over its own range; a constant vector (no
-// spread over the candidates: one candidate, or all tied) becomes all zeros. This is the
-// convention of CAGE's reranker (Qi et al., arXiv 2609.04647): a signal that does not
-// separate the candidates contributes nothing to the fused score, and in AggRelevance
+// spread over the candidates: one candidate, or all tied) becomes all zeros. This is
+// graphloom's convention (CAGE's paper does not say; no code of it is public): a
+// signal that does not separate the candidates contributes nothing to the fused score, and in AggRelevance
 // all-zero weights fall back to the unweighted mean. Retrieval's helper
 // (retrieve.minMaxFlatToOne, after HippoRAG 2) maps the same vector to ones instead.
 func minMaxFlatToZero(v []float64) []float64 {

@@ -62,7 +62,9 @@ type Config struct {
 	// QueryEntities also seeds PPR with the entities the question names verbatim
 	// (capitalised words or numbers matched to entity names, longest first), each with
 	// weight 1/(chunks holding it): HippoRAG 1's query-entity linking beside HippoRAG
-	// 2's fact linking. Default true; the fact linker alone cannot find the question's
+	// 2's fact linking, for ppr and hyperppr (HyperGraphRAG seeds only its retrieved
+	// entities, hyperedges and chunks). Default true, whatever the embedder: a
+	// deviation from both papers; the fact linker alone cannot find the question's
 	// entities when the offline extractor states few facts about them.
 	QueryEntities bool
 	// LexicalFilter is the offline stand-in for HippoRAG 2's recognition memory, used
@@ -89,12 +91,18 @@ type Config struct {
 	// embedding it for fact and passage scoring (HippoRAG 2 uses them with NV-Embed-v2:
 	// "Given a question, retrieve relevant triplet facts that matches this question."
 	// and "Given a question, retrieve relevant documents that best answer the
-	// question."). Empty by default: the built-in embedder has no use for them.
+	// question."). Empty by default, with a real embedding model too (a deviation
+	// there): the built-in embedder has no use for them. Facts are embedded as
+	// "subject predicate object", not HippoRAG 2's tuple string "('s', 'p', 'o')".
 	QueryToFact, QueryToPassage string
 
 	// PCSTTopK and PCSTTopKEdges are how many nodes and distinct edge similarities
 	// get prizes, and PCSTEdgeCost the edge cost (G-Retriever's WebQSP call:
 	// topk 3, topk_e 5, cost_e 0.5; seed 004 grid-searches cost_e ∈ {0.01, 0.1, 0.5}).
+	// A deviation of the pcst retriever: an edge's similarity is its whole fact's
+	// ("subject predicate object"), fused with BM25 under lexical scoring, where
+	// G-Retriever compares the question with the relation text alone (which the
+	// gretriever retriever does).
 	PCSTTopK, PCSTTopKEdges int
 	PCSTEdgeCost            float64
 	// PCSTSeeds, PCSTHops and PCSTMaxNodes bound the subgraph PCST runs on: the
@@ -107,7 +115,9 @@ type Config struct {
 	PCSTText string
 
 	// HyperEntityTopK and HyperEdgeTopK are how many entities and hyperedges the
-	// vector search returns before propagation; HyperGraphRAG top_k: 60.
+	// vector search returns before propagation; HyperGraphRAG top_k: 60. A deviation:
+	// no cosine threshold (HyperGraphRAG's 0.4) drops weak matches; their seeds are
+	// weighted by score, and the top few seed PPR.
 	HyperEntityTopK, HyperEdgeTopK int
 	// HyperSeedEntities and HyperSeedEdges are how many top entities and hyperedges
 	// seed the PPR; HyperGraphRAG top_n_ent: 5, top_h_ent: 10.
@@ -125,7 +135,8 @@ type Config struct {
 	Calibration string
 }
 
-// DefaultConfig returns the papers' defaults.
+// DefaultConfig returns the papers' defaults, except where a field's doc says
+// otherwise.
 func DefaultConfig() Config {
 	return Config{
 		BM25K1: 1.2, BM25B: 0.75, Stem: true, Lexical: LexicalAuto, LexicalWeight: 0.5, QueryEntities: true, LexicalFilter: true, FinalBM25Weight: 0.5, FinalFusion: FusionRRF,

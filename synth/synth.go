@@ -47,7 +47,8 @@ type Config struct {
 	// the paper fixes it at 3.
 	SumNeighbours int
 	// MaxHop and MaxSum cap the items of each type (0: no cap). When the enumeration
-	// yields more, a seeded uniform sample is kept. Defaults 500 and 500.
+	// yields more, a seeded uniform sample is kept. Defaults 500 and 500: a deviation,
+	// SelfGraphRAG keeps every item it enumerates.
 	MaxHop, MaxSum int
 	// Seed drives every sample (paths, neighbourhoods, neighbour draws).
 	Seed uint64
