@@ -24,7 +24,8 @@
 // version, followed by sections. Each section has a header (name, codec, stored and
 // raw lengths, CRC32C of the header and payload) and a payload; a final "end" section
 // records the number of sections before it, so a truncated file is always detected.
-// Records are zstd-compressed. Embedding matrices ("embr.<kind>", version 3) are
+// In version 3 every section is stored raw (version 2 files' records are
+// zstd-compressed, and read as before). Embedding matrices ("embr.<kind>", version 3) are
 // stored uncompressed in their in-memory layout, aligned to their file offsets, so a
 // reader uses them in place: from a memory-mapped file (ReadOptions.Map) a query
 // process touches page-cache pages only, and a streaming reader neither inflates nor

@@ -28,7 +28,7 @@ func newEvalCmd() *cobra.Command {
 	var cf cageFlags
 	var gf gretrieverFlags
 	cmd := &cobra.Command{
-		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr] [--out DIR]",
+		Use:   "eval --index INDEX --dataset FILE [--retrievers bm25,dense,triples,ppr,hyperppr,pcst] [--out DIR]",
 		Short: "Evaluate retrievers on a QA dataset: Recall@k, EM/F1, accuracy, LLM judge",
 		Long: `Run each retriever over the questions of a dataset and score the rankings the way the
 HippoRAG 2 paper does: Recall@k of the gold passages ("title\ntext"), averaged over the

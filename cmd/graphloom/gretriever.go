@@ -171,8 +171,9 @@ encoder and projector on the answer tokens (G-Retriever's recipe: AdamW, warm-up
 half-cycle cosine, clipping, early stopping on validation loss). QA files are any format
 'graphloom eval' reads; without --val every fifth training question is held out.
 
---out DIR receives model.ckpt (best validation loss), last.ckpt (after every epoch;
---resume continues from it), train.log.jsonl and loss.png. Run the model with
+--out DIR receives model.ckpt (best validation loss), last.ckpt and last.state (after every
+epoch: the weights, and AdamW's moments, the random state and early stopping, from which
+--resume continues exactly), train.log.jsonl, loss.png, model.lock and, with --lora, adapter/. Run the model with
 'graphloom query --retriever gretriever --model DIR --lm DIR --answer'.`,
 		example: `  graphloom train gretriever --index harbour.gl --train qa.json --lm ~/models/Llama-2-7b-chat-hf --out gr/
   graphloom train gretriever --index harbour.gl --train qa.json --lm LM --out gr/ --resume`,
@@ -195,7 +196,7 @@ as input and the subgraph handed to the frozen LM as verbalised "v_i [r] v_j" li
 (--text verbal, the paper's Eq. 3). As in the paper, no documents are held out: every
 fifth synthetic question is the validation slice that stops training early (or --val).
 
---out DIR receives model.ckpt, last.ckpt, train.log.jsonl and loss.png. Answer with
+--out DIR receives model.ckpt, last.ckpt, last.state, train.log.jsonl and loss.png. Answer with
 'graphloom query --retriever gretriever --model DIR --lm DIR --answer'; compare with the
 same frozen LM without the graph token through '--no-graph-token'.`,
 		example: `  graphloom synth --index harbour.gl --out qa.jsonl
@@ -405,7 +406,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	lmDTypeFlag(cmd, &lmDType)
 	f.StringVar(&out, "out", "", "model directory to write")
 	f.BoolVar(&force, "force", false, "start over in an --out that holds a training run (its checkpoints are replaced)")
-	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: the run ends as the uninterrupted one would)")
+	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: the run ends as the uninterrupted one would; without a last.state of that step, from the weights alone, with a warning)")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")
 	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")

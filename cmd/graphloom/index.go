@@ -203,7 +203,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 	f.StringVar(&extractor, "extractor", "rule", "triple extractor: rule (offline; the default unless an LLM is configured) or llm")
 	f.StringVar(&embedder, "embedder", "hash", "embedder: hash (built-in, offline), api (the configured embedding model) or local:DIR (a BERT-family model folder run in GoMLX; see --pooling, --normalize, --query-prompt, --passage-prompt)")
 	f.BoolVar(&noGraph, "no-graph", false, "only ingest and chunk; extract no graph")
-	f.BoolVar(&allowPartial, "allow-partial", false, "replace an existing --out even if the extraction of some chunks failed")
+	f.BoolVar(&allowPartial, "allow-partial", false, "write the index although some chunks' extraction failed: needed to replace an existing --out, to write a new one while chunks got no answer and answers are cached, and for any failure with --add/--sync (an index whose every chunk failed is never written)")
 	f.BoolVar(&wait, "wait", false, "if another graphloom process is writing --out, wait for it instead of failing")
 	addForce(cmd, &force)
 	f.StringVar(&hyper, "hyperedges", "auto", "n-ary hyperedges: auto (rule extractor: one per sentence; llm extractor: none), true (llm: adds HyperGraphRAG's EXT++ call per chunk), false")

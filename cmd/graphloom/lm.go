@@ -262,10 +262,12 @@ func newLMGenerateCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "generate --lm DIR [--messages FILE | PROMPT]",
-		Short: "Generate a continuation (greedy by default)",
+		Short: "Generate a continuation (decoding as generation_config.json says; greedy without one)",
 		Long: `Generate from a conversation (--messages, rendered with the chat template and the assistant's
 turn opened) or from PROMPT (raw text; the tokenizer's special tokens such as BOS are added).
-Greedy by default; --temperature > 0 samples (with --top-p and --seed). Generation stops at the
+Decodes as the model's generation_config.json says (do_sample, temperature, top_p, top_k,
+repetition_penalty), else greedily; --temperature 0 is greedy, > 0 samples (with --top-p,
+--top-k and --seed). Generation stops at the
 model's EOS ids (config.json and generation_config.json), a --stop string or --max-new tokens.`,
 		Example: `  graphloom lm generate --lm ~/models/Qwen2.5-0.5B-Instruct --messages chat.json --max-new 64
   graphloom lm generate --lm ~/models/Llama-3.2-1B "The capital of France is" --stop "."`,
@@ -347,8 +349,8 @@ model's EOS ids (config.json and generation_config.json), a --stop string or --m
 	f := cmd.Flags()
 	f.IntVar(&opts.MaxNewTokens, "max-new", 64, "at most this many new tokens")
 	f.Float64Var(&opts.Temperature, "temperature", 0, "sampling temperature; 0 is greedy (default: generation_config.json's, when it sets do_sample)")
-	f.Float64Var(&opts.TopP, "top-p", 1, "nucleus sampling: keep the most probable tokens up to this probability mass (with --temperature; default: generation_config.json's)")
-	f.IntVar(&opts.TopK, "top-k", 0, "sample among the k most probable tokens only; 0 = all (default: generation_config.json's when it samples, else transformers' 50)")
+	f.Float64Var(&opts.TopP, "top-p", 1, "nucleus sampling: keep the most probable tokens up to this probability mass (default: generation_config.json's top_p when it sets do_sample and --temperature is not given, else 1)")
+	f.IntVar(&opts.TopK, "top-k", 0, "sample among the k most probable tokens only; 0 = all (default: when generation_config.json sets do_sample and --temperature is not given, its top_k or transformers' 50; else 0)")
 	f.Float64Var(&opts.RepetitionPenalty, "repetition-penalty", 1, "divide the logits of tokens already in the prompt or output by this (greedy or sampled); 1 = none (default: generation_config.json's)")
 	f.Uint64Var(&opts.Seed, "seed", 0, "sampling seed")
 	f.StringArrayVar(&stops, "stop", nil, "stop once the generated text contains this string (repeatable)")

@@ -42,9 +42,9 @@ var Variants = []string{VariantGRetriever, VariantGraphTokenOnly, VariantLinear,
 // G-Retriever's values (src/config.py, src/model/graph_llm.py; anchors §C.3–C.5).
 //
 // Deviations: sequences are right-padded (G-Retriever left-pads; the outputs are the
-// same because rotary positions come from the padding mask); resuming restores the
-// weights and the step (so the learning-rate schedule) but not AdamW's moment
-// estimates.
+// same because rotary positions come from the padding mask). Resuming with the
+// trainer's state (TrainOptions.State: train gretriever's last.state) continues
+// exactly; without it, from the weights and the step alone (AdamW's moments afresh).
 type Config struct {
 	Variant string `json:"variant"` // one of Variants; default VariantGRetriever
 

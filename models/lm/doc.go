@@ -27,8 +27,10 @@
 // computes them), so right- and left-padded batches get the positions of unpadded
 // sequences; the host-side helpers (ForwardEmbeds, Generate) right-pad.
 //
-// Weights are held and computed in float32 whatever their stored dtype (G-Retriever
-// runs Llama-2-7B in fp16): a 7B model needs about 28 GB of memory.
+// Weights are held in float32 by default whatever their stored dtype (a 7B model then
+// needs about 28 GB of memory), or in bf16 with Options.DType (G-Retriever runs
+// Llama-2-7B in fp16): computed in bf16 on XLA, widened to float32 where used on the
+// pure-Go backend.
 //
 // The tokenizer also reads BERT's WordPiece tokenizer.json (BertNormalizer,
 // BertPreTokenizer, [CLS] … [SEP]) and RoBERTa's byte-level BPE with <s> … </s>, for
