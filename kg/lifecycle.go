@@ -280,6 +280,10 @@ type Change struct {
 	// extracted again offline because the rule extractor's title gazetteer changed.
 	Extracted   int `json:"extracted"`
 	Reextracted int `json:"reextracted"`
+	// Retried counts the old chunks asked of the LLM again because it gave them no
+	// answer before (an index written with --allow-partial); their failures again
+	// count in Failed.
+	Retried int `json:"retried,omitempty"`
 	// Extractor names the extractor of the new chunks when it is not the index's own
 	// (an imported index's new documents are extracted by graphloom's).
 	Extractor string `json:"extractor,omitempty"`
@@ -376,13 +380,16 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	for _, d := range ix.Documents[nd:] {
 		ch.Documents = append(ch.Documents, docRef(d))
 	}
-	if ch.Chunks == 0 {
+	retryAt, err := unansweredChunks(&old, ex)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Chunks == 0 && len(retryAt) == 0 {
 		return ch, nil
 	}
-	st, inc := incrementalOK(&old, ch.Chunks, emb, cfg)
+	st, inc := incrementalOK(&old, ch.Chunks+len(retryAt), emb, cfg)
 	var results []extract.Result
 	var oldEmb embed.Embedder
-	var err error
 	if !inc {
 		if results, _, err = Results(&old); err != nil {
 			return nil, err
@@ -417,6 +424,18 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		}
 	} else {
 		fresult, err = ex.Extract(ctx, in, progress.stage("extract"))
+	}
+	if err == nil && len(retryAt) > 0 {
+		var retried []extract.Result
+		if retried, err = retryChunks(ctx, ex, ix.Chunks, retryAt, progress); err == nil {
+			againAt, again = append(againAt, retryAt...), append(again, retried...)
+			ch.Retried = len(retryAt)
+			for _, r := range retried {
+				if r.Failed != "" {
+					ch.Failed++
+				}
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kg: add: extract: %w", err)
@@ -643,6 +662,36 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 	}
 	ch.Reextracted = len(in)
 	return idx, out, nil
+}
+
+// unansweredChunks returns the positions of ix's chunks whose stored extraction got no
+// answer from the LLM (extract.Result.Unanswered: an index written with
+// --allow-partial), when ex is the LLM extractor that made the index: a change asks
+// them again. Other extractors never leave such chunks.
+func unansweredChunks(ix *graphio.Index, ex extract.Extractor) ([]int, error) {
+	if _, llm := ex.(*extract.LLM); !llm || ex.Name() != ix.Meta.Extractor {
+		return nil, nil
+	}
+	results, ok, err := Results(ix)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var at []int
+	for i, r := range results {
+		if r.Failed != "" && r.Unanswered {
+			at = append(at, i)
+		}
+	}
+	return at, nil
+}
+
+// retryChunks extracts the chunks at the given positions again.
+func retryChunks(ctx context.Context, ex extract.Extractor, chunks []graphio.Chunk, at []int, progress Progress) ([]extract.Result, error) {
+	in := make([]extract.Chunk, len(at))
+	for k, i := range at {
+		in[k] = extract.Chunk{ID: chunks[i].ID, Title: chunks[i].Title, Text: chunks[i].Text}
+	}
+	return ex.Extract(ctx, in, progress.stage("retry"))
 }
 
 // rebuildAndReplay rebuilds ix's graph from results, replays old's runs with chunk

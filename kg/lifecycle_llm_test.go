@@ -52,3 +52,56 @@ func TestAddSendsOnlyNewChunksToLLM(t *testing.T) {
 	assert.Equal(t, 3, ch.Extracted)
 	assert.Len(t, ix.Facts, 15, "one scripted fact per chunk, old ones kept")
 }
+
+// TestAddRetriesUnansweredChunks: an index written while the LLM gave one chunk no
+// answer (the build went on: --allow-partial) lacks that chunk's facts; the next Add,
+// even of nothing new, asks that chunk again and only it, and the index then holds
+// its facts.
+func TestAddRetriesUnansweredChunks(t *testing.T) {
+	for _, n := range []int{6, 12} { // one chunk in 6 is past MergeShare: a merge; in 12, incremental
+		t.Run(fmt.Sprint(n), func(t *testing.T) { addRetries(t, n) })
+	}
+}
+
+func addRetries(t *testing.T, n int) {
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("item03")).Fault(llmtest.ServerError(503)).Times(1)
+	var ps []ingest.Passage
+	for i := range n {
+		key := fmt.Sprintf("item%02d", i)
+		script(srv, key, []string{"Keeper " + key, "Town " + key}, [][3]string{{"Keeper " + key, "lives in", "Town " + key}}, "unused")
+		ps = append(ps, ingest.Passage{Title: "Doc " + key, Text: fmt.Sprintf("Keeper %s lives in Town %s, %s.", key, key, key)})
+	}
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", MaxRetries: -1, FailFast: -1})
+	require.NoError(t, err)
+	ex := extract.NewLLM(c, extract.LLMConfig{MaxTokens: 512})
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(context.Background(), ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	rep, err := Build(context.Background(), ix, ex, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.UnansweredChunks)
+	require.Len(t, ix.Facts, n-1)
+	calls := srv.Count()
+
+	ch, err := Add(context.Background(), ix, nil, ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, n == 12, ch.Incremental)
+	assert.Equal(t, 1, ch.Retried)
+	assert.Zero(t, ch.Failed)
+	for _, r := range srv.Requests()[calls:] {
+		assert.Contains(t, r.LastUser(), "item03", "only the unanswered chunk is asked again")
+	}
+	assert.Len(t, ix.Facts, n, "its fact is in the index now")
+	results, _, err := Results(ix)
+	require.NoError(t, err)
+	for i, r := range results {
+		assert.Empty(t, r.Failed, "chunk %d", i)
+	}
+
+	// Nothing unanswered is left: another Add of nothing asks nothing.
+	calls = srv.Count()
+	ch, err = Add(context.Background(), ix, nil, ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
+	require.NoError(t, err)
+	assert.Zero(t, ch.Retried)
+	assert.Equal(t, calls, srv.Count())
+}

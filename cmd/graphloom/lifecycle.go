@@ -130,10 +130,10 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		return fmt.Errorf("index: %s %s to %s: %w", strings.TrimPrefix(flag, "--"), o.corpus, o.index, err)
 	}
 	if ch.Failed > 0 && !o.allowPartial {
-		return fmt.Errorf("index: the extraction failed for %d of the %d new chunks (%s); not writing %s: rerun (answered calls are cached), or pass --allow-partial",
-			ch.Failed, ch.Extracted, o.lf.failureSummary(), o.out)
+		return fmt.Errorf("index: the extraction failed for %d of the %d new or retried chunks (%s); not writing %s: rerun (answered calls are cached), or pass --allow-partial",
+			ch.Failed, ch.Extracted+ch.Retried, o.lf.failureSummary(), o.out)
 	}
-	changed := ch.Chunks > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
+	changed := ch.Chunks > 0 || ch.Retried > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
 	if changed || o.out != o.index {
 		if changed {
 			retrieve.UpdateBM25(ix, retrieve.DefaultConfig(), ch.Remap)
@@ -164,8 +164,11 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	if ch.Reextracted > 0 {
 		fmt.Fprintf(w, ", %d old chunks extracted again offline (new titles they name)", ch.Reextracted)
 	}
+	if ch.Retried > 0 {
+		fmt.Fprintf(w, ", %d old chunks the LLM had given no answer asked again", ch.Retried)
+	}
 	fmt.Fprintln(w)
-	if ch.Chunks == 0 {
+	if ch.Chunks == 0 && ch.Retried == 0 {
 		fmt.Fprintln(w, "nothing new: the index was left as it was")
 		return nil
 	}
