@@ -59,18 +59,21 @@ func TestAddSendsOnlyNewChunksToLLM(t *testing.T) {
 // its facts.
 func TestAddRetriesUnansweredChunks(t *testing.T) {
 	for _, n := range []int{6, 12} { // one chunk in 6 is past MergeShare: a merge; in 12, incremental
-		t.Run(fmt.Sprint(n), func(t *testing.T) { addRetries(t, n) })
+		t.Run(fmt.Sprint(n), func(t *testing.T) { addRetries(t, n, false) })
 	}
+	t.Run("sync", func(t *testing.T) { addRetries(t, 6, true) })
 }
 
-func addRetries(t *testing.T, n int) {
+// addRetries builds an index of n chunks whose item03 got no answer, then changes it
+// with nothing new (Add, or Sync with the same corpus).
+func addRetries(t *testing.T, n int, sync bool) {
 	srv := llmtest.NewServer(t)
 	srv.On(llmtest.UserContains("item03")).Fault(llmtest.ServerError(503)).Times(1)
 	var ps []ingest.Passage
 	for i := range n {
 		key := fmt.Sprintf("item%02d", i)
 		script(srv, key, []string{"Keeper " + key, "Town " + key}, [][3]string{{"Keeper " + key, "lives in", "Town " + key}}, "unused")
-		ps = append(ps, ingest.Passage{Title: "Doc " + key, Text: fmt.Sprintf("Keeper %s lives in Town %s, %s.", key, key, key)})
+		ps = append(ps, ingest.Passage{Title: "Doc " + key, Text: fmt.Sprintf("Keeper %s lives in Town %s, %s.", key, key, key), Key: key})
 	}
 	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "m", MaxRetries: -1, FailFast: -1})
 	require.NoError(t, err)
@@ -83,9 +86,18 @@ func addRetries(t *testing.T, n int) {
 	require.Len(t, ix.Facts, n-1)
 	calls := srv.Count()
 
-	ch, err := Add(context.Background(), ix, nil, ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
-	require.NoError(t, err)
-	assert.Equal(t, n == 12, ch.Incremental)
+	change := func() *Change {
+		if sync {
+			ch, err := Sync(context.Background(), ix, ps, "", ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
+			require.NoError(t, err)
+			return ch
+		}
+		ch, err := Add(context.Background(), ix, nil, ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
+		require.NoError(t, err)
+		return ch
+	}
+	ch := change()
+	assert.Equal(t, n == 12 && !sync, ch.Incremental)
 	assert.Equal(t, 1, ch.Retried)
 	assert.Zero(t, ch.Failed)
 	for _, r := range srv.Requests()[calls:] {
@@ -100,8 +112,7 @@ func addRetries(t *testing.T, n int) {
 
 	// Nothing unanswered is left: another Add of nothing asks nothing.
 	calls = srv.Count()
-	ch, err = Add(context.Background(), ix, nil, ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)
-	require.NoError(t, err)
+	ch = change()
 	assert.Zero(t, ch.Retried)
 	assert.Equal(t, calls, srv.Count())
 }

@@ -58,7 +58,15 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 		return nil, err
 	}
 	ch.Created = time.Now().UTC().Format(time.RFC3339)
-	if len(ch.Documents)+len(ch.Changed)+len(ch.Deleted) == 0 {
+	retryAt, err := unansweredChunks(ix, ex) // asked again, as by Add
+	if err != nil {
+		return nil, err
+	}
+	retry := make(map[int]bool, len(retryAt))
+	for _, i := range retryAt {
+		retry[i] = true
+	}
+	if len(ch.Documents)+len(ch.Changed)+len(ch.Deleted)+len(retryAt) == 0 {
 		if ch.Rekeyed == 0 {
 			return ch, nil
 		}
@@ -91,8 +99,11 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	for i, c := range target.Chunks {
 		if j, ok := at[c.ID]; ok {
 			chunkMap[j] = int32(i)
-			keptAt, kept, keptResults = append(keptAt, i), append(kept, c), append(keptResults, results[j])
-			continue
+			if !retry[int(j)] {
+				keptAt, kept, keptResults = append(keptAt, i), append(kept, c), append(keptResults, results[j])
+				continue
+			}
+			ch.Retried++ // kept, but extracted again: the LLM gave it no answer before
 		}
 		inAt = append(inAt, i)
 		in = append(in, extract.Chunk{ID: c.ID, Title: c.Title, Text: c.Text})

@@ -274,7 +274,7 @@ func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowParti
 	}
 	cmd.PrintErrf("warning: writing the index without the facts of %d of %d chunks: %s; %s\n", krep.FailedChunks, krep.Chunks, what, causes)
 	if krep.UnansweredChunks > 0 {
-		cmd.PrintErrf("(a later `index --index %s --add CORPUS`, even of a corpus already in it, asks the chunks that got no answer again)\n", out)
+		cmd.PrintErrf("(a later `index --index %s --add CORPUS` or `--sync CORPUS`, even of a corpus already in it, asks the chunks that got no answer again)\n", out)
 	}
 	return nil
 }
