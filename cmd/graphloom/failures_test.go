@@ -299,3 +299,19 @@ func TestEvalCutRepliesAreScoredEmpty(t *testing.T) {
 	assert.Zero(t, rep.Retrievers[0].AnswerFailures)
 	assert.Contains(t, strings.Join(rep.Notes, "\n"), "reader replies were cut at the token limit")
 }
+
+// TestWarnsWithoutAnAnswerCache: with no cache directory to be had (no
+// GRAPHLOOM_LLM_CACHE, XDG_CACHE_HOME or HOME), an LLM job says its answers are not
+// cached; a cache turned off on purpose says nothing.
+func TestWarnsWithoutAnAnswerCache(t *testing.T) {
+	srv := extractionServer(t, 0)
+	corpus := writeCorpus(t, 2)
+	out := filepath.Join(t.TempDir(), "x.gl")
+	env := []string{"GRAPHLOOM_LLM_BASE_URL=" + srv.URL(), "GRAPHLOOM_LLM_MODEL=m", "GRAPHLOOM_LLM_CACHE=", "XDG_CACHE_HOME=", "HOME="}
+	r := run(t, env, "index", "--corpus", corpus, "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: LLM answers are not cached")
+	r = run(t, append(env, "GRAPHLOOM_LLM_CACHE=off"), "index", "--corpus", corpus, "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "not cached")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,9 @@ func (f *llmFlags) chatConfigured() bool { return f.config().Configured() }
 func (f *llmFlags) get() (*llm.Client, error) {
 	if f.client != nil {
 		return f.client, nil
+	}
+	if cfg := f.config(); cfg.CacheDir == "" && f.cmd != nil && !f.cmd.Flags().Changed("llm-cache") && os.Getenv(llm.EnvCache) == "" {
+		f.cmd.PrintErrln("warning: LLM answers are not cached (neither GRAPHLOOM_LLM_CACHE, XDG_CACHE_HOME nor HOME is set): a killed job would pay for every answer again")
 	}
 	c, err := llm.New(f.config(), llm.WithRetryHook(f.onRetry), llm.WithCacheErrorHook(func(err error) {
 		if f.cmd != nil {
