@@ -129,7 +129,7 @@ func (x *LLM) Extract(ctx context.Context, chunks []Chunk, progress Progress) ([
 func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 	var res Result
 	fail := func(stage string, err error) Result {
-		return Result{Failed: fmt.Sprintf("%s: %v", stage, err), Unanswered: llm.IsRetryable(err) || llm.Classify(err) == llm.KindCanceled}
+		return Result{Failed: fmt.Sprintf("%s: %v", stage, err), Unanswered: unanswered(err)}
 	}
 	p := passage(c)
 	hyperDone := make(chan error, 1)
@@ -168,6 +168,17 @@ func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 	res.Triples = ValidTriples(ta.Triples)
 	res.Dropped += len(ta.Triples) - len(res.Triples)
 	return res
+}
+
+// unanswered reports whether a failed call got no answer for a reason a rerun may not
+// meet: a retryable failure (timeout, 5xx, 429, network), a server the client gave up
+// on, an interrupted run.
+func unanswered(err error) bool {
+	switch llm.Classify(err) {
+	case llm.KindDown, llm.KindCanceled:
+		return true
+	}
+	return llm.IsRetryable(err)
 }
 
 // ValidTriples keeps the entries that are exactly three non-empty strings (numbers are

@@ -59,3 +59,22 @@ func TestLLMExtractBoundsGoroutines(t *testing.T) {
 	assert.Len(t, out, n)
 	assert.LessOrEqual(t, c.peak.Load(), int64(64))
 }
+
+// TestUnanswered: the failures a rerun may not meet again count as unanswered — a
+// retryable one, a server the client gave up on, an interrupted run — and a refused
+// request or an unreadable answer does not.
+func TestUnanswered(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"timeout", &llm.APIError{Kind: llm.KindTimeout, Retryable: true}, true},
+		{"server down", &llm.APIError{Kind: llm.KindDown, Err: &llm.APIError{Kind: llm.KindNetwork, Retryable: true}}, true},
+		{"interrupted", context.Canceled, true},
+		{"refused", &llm.APIError{Kind: llm.KindClientError}, false},
+		{"unreadable", &llm.ParseError{Err: llm.ErrNoJSON}, false},
+	} {
+		assert.Equal(t, c.want, unanswered(c.err), c.name)
+	}
+}

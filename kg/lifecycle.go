@@ -281,9 +281,11 @@ type Change struct {
 	Extracted   int `json:"extracted"`
 	Reextracted int `json:"reextracted"`
 	// Retried counts the old chunks asked of the LLM again because it gave them no
-	// answer before (an index written with --allow-partial); their failures again
-	// count in Failed.
-	Retried int `json:"retried,omitempty"`
+	// answer before (an index written with --allow-partial); RetryFailed those that
+	// got none again (they stay marked, for the next change, and do not count in
+	// Failed: they were missing before this change too).
+	Retried     int `json:"retried,omitempty"`
+	RetryFailed int `json:"retry_failed,omitempty"`
 	// Extractor names the extractor of the new chunks when it is not the index's own
 	// (an imported index's new documents are extracted by graphloom's).
 	Extractor string `json:"extractor,omitempty"`
@@ -432,7 +434,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 			ch.Retried = len(retryAt)
 			for _, r := range retried {
 				if r.Failed != "" {
-					ch.Failed++
+					ch.RetryFailed++
 				}
 			}
 		}

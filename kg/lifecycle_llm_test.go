@@ -59,16 +59,23 @@ func TestAddSendsOnlyNewChunksToLLM(t *testing.T) {
 // its facts.
 func TestAddRetriesUnansweredChunks(t *testing.T) {
 	for _, n := range []int{6, 12} { // one chunk in 6 is past MergeShare: a merge; in 12, incremental
-		t.Run(fmt.Sprint(n), func(t *testing.T) { addRetries(t, n, false) })
+		t.Run(fmt.Sprint(n), func(t *testing.T) { addRetries(t, n, false, false) })
 	}
-	t.Run("sync", func(t *testing.T) { addRetries(t, 6, true) })
+	t.Run("sync", func(t *testing.T) { addRetries(t, 6, true, false) })
+	t.Run("no answer again", func(t *testing.T) { addRetries(t, 6, false, true) })
 }
 
 // addRetries builds an index of n chunks whose item03 got no answer, then changes it
-// with nothing new (Add, or Sync with the same corpus).
-func addRetries(t *testing.T, n int, sync bool) {
+// with nothing new (Add, or Sync with the same corpus). With again, the first retry
+// gets no answer either: it is counted apart, blocks nothing, and the next change
+// asks again.
+func addRetries(t *testing.T, n int, sync, again bool) {
 	srv := llmtest.NewServer(t)
-	srv.On(llmtest.UserContains("item03")).Fault(llmtest.ServerError(503)).Times(1)
+	fails := 1
+	if again {
+		fails = 2
+	}
+	srv.On(llmtest.UserContains("item03")).Fault(llmtest.ServerError(503)).Times(fails)
 	var ps []ingest.Passage
 	for i := range n {
 		key := fmt.Sprintf("item%02d", i)
@@ -97,8 +104,16 @@ func addRetries(t *testing.T, n int, sync bool) {
 		return ch
 	}
 	ch := change()
+	if again {
+		assert.Equal(t, 1, ch.Retried)
+		assert.Equal(t, 1, ch.RetryFailed)
+		assert.Zero(t, ch.Failed)
+		assert.Len(t, ix.Facts, n-1)
+		ch = change()
+	}
 	assert.Equal(t, n == 12 && !sync, ch.Incremental)
 	assert.Equal(t, 1, ch.Retried)
+	assert.Zero(t, ch.RetryFailed)
 	assert.Zero(t, ch.Failed)
 	for _, r := range srv.Requests()[calls:] {
 		assert.Contains(t, r.LastUser(), "item03", "only the unanswered chunk is asked again")

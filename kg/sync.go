@@ -96,6 +96,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	var inAt, keptAt []int
 	var kept []graphio.Chunk
 	var keptResults []extract.Result
+	retriedIn := map[int]bool{} // positions in `in` of retried old chunks
 	for i, c := range target.Chunks {
 		if j, ok := at[c.ID]; ok {
 			chunkMap[j] = int32(i)
@@ -104,6 +105,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 				continue
 			}
 			ch.Retried++ // kept, but extracted again: the LLM gave it no answer before
+			retriedIn[len(in)] = true
 		}
 		inAt = append(inAt, i)
 		in = append(in, extract.Chunk{ID: c.ID, Title: c.Title, Text: c.Text})
@@ -143,11 +145,15 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	}
 	for j, i := range inAt {
 		newResults[i] = fresult[j]
-		if fresult[j].Failed != "" {
+		switch {
+		case fresult[j].Failed == "":
+		case retriedIn[j]:
+			ch.RetryFailed++
+		default:
 			ch.Failed++
 		}
 	}
-	ch.Extracted = len(in)
+	ch.Extracted = len(in) - ch.Retried
 	ix.Documents, ix.Chunks = target.Documents, target.Chunks
 	if err := rebuildAndReplay(ctx, &old, ix, newResults, chunkMap, oldEmb, cfg, progress, ch); err != nil {
 		return nil, err

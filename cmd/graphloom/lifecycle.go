@@ -130,8 +130,12 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		return fmt.Errorf("index: %s %s to %s: %w", strings.TrimPrefix(flag, "--"), o.corpus, o.index, err)
 	}
 	if ch.Failed > 0 && !o.allowPartial {
-		return fmt.Errorf("index: the extraction failed for %d of the %d new or retried chunks (%s); not writing %s: rerun (answered calls are cached), or pass --allow-partial",
-			ch.Failed, ch.Extracted+ch.Retried, o.lf.failureSummary(), o.out)
+		return fmt.Errorf("index: the extraction failed for %d of the %d new chunks (%s); not writing %s: rerun (answered calls are cached), or pass --allow-partial",
+			ch.Failed, ch.Extracted, o.lf.failureSummary(), o.out)
+	}
+	if ch.RetryFailed > 0 {
+		cmd.PrintErrf("warning: %d of the %d chunks the LLM had given no answer got none again (%s); the next --add or --sync asks them again\n",
+			ch.RetryFailed, ch.Retried, o.lf.failureSummary())
 	}
 	changed := ch.Chunks > 0 || ch.Retried > 0 || len(ch.Changed)+len(ch.Deleted)+ch.Rekeyed > 0 || o.sync && len(ch.Documents) > 0
 	if changed || o.out != o.index {
