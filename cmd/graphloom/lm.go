@@ -382,6 +382,8 @@ func decodingDefaults(cmd *cobra.Command, dir string, opts *lm.GenerateOptions) 
 			opts.Temperature = *gc.Temperature
 		}
 		took = append(took, fmt.Sprintf("sampling at temperature %g", opts.Temperature))
+	}
+	if opts.Temperature > 0 { // sampling, at the file's temperature or the flag's: its nucleus and top-k too, as transformers
 		if gc.TopP != nil && !changed("top-p") {
 			opts.TopP = *gc.TopP
 			took = append(took, fmt.Sprintf("top-p %g", opts.TopP))
@@ -401,5 +403,9 @@ func decodingDefaults(cmd *cobra.Command, dir string, opts *lm.GenerateOptions) 
 	if len(took) == 0 {
 		return "", nil
 	}
-	return "decoding as generation_config.json says: " + strings.Join(took, ", ") + " (--temperature 0 for greedy)", nil
+	hint := ""
+	if !changed("temperature") || !changed("repetition-penalty") {
+		hint = " (--temperature 0 --repetition-penalty 1 for plain greedy)"
+	}
+	return "decoding as generation_config.json says: " + strings.Join(took, ", ") + hint, nil
 }

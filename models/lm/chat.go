@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -353,16 +354,36 @@ func ReadGenerationConfig(dir string) (GenerationConfig, bool, error) {
 		EOS               json.RawMessage `json:"eos_token_id"`
 		BOS               json.RawMessage `json:"bos_token_id"`
 		PAD               json.RawMessage `json:"pad_token_id"`
-		DoSample          *bool           `json:"do_sample"`
-		Temperature       *float64        `json:"temperature"`
-		TopP              *float64        `json:"top_p"`
-		TopK              *int            `json:"top_k"`
-		RepetitionPenalty *float64        `json:"repetition_penalty"`
+		DoSample          json.RawMessage `json:"do_sample"`
+		Temperature       json.RawMessage `json:"temperature"`
+		TopP              json.RawMessage `json:"top_p"`
+		TopK              json.RawMessage `json:"top_k"`
+		RepetitionPenalty json.RawMessage `json:"repetition_penalty"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return gc, false, fmt.Errorf("lm: %s: %s", path, jsonmsg.Describe(err))
 	}
-	gc.DoSample, gc.Temperature, gc.TopP, gc.TopK, gc.RepetitionPenalty = raw.DoSample, raw.Temperature, raw.TopP, raw.TopK, raw.RepetitionPenalty
+	// The decoding defaults are read leniently: a value of another type (a string
+	// "true", a top_k of 50.0) is as if absent, not a model that cannot load.
+	set := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
+	var b bool
+	if set(raw.DoSample) && json.Unmarshal(raw.DoSample, &b) == nil {
+		gc.DoSample = &b
+	}
+	for _, f := range []struct {
+		raw json.RawMessage
+		dst **float64
+	}{{raw.Temperature, &gc.Temperature}, {raw.TopP, &gc.TopP}, {raw.RepetitionPenalty, &gc.RepetitionPenalty}} {
+		var v float64
+		if set(f.raw) && json.Unmarshal(f.raw, &v) == nil {
+			*f.dst = &v
+		}
+	}
+	var k float64
+	if set(raw.TopK) && json.Unmarshal(raw.TopK, &k) == nil && k >= 0 && k == math.Trunc(k) {
+		n := int(k)
+		gc.TopK = &n
+	}
 	if gc.EOS, err = optIDs(raw.EOS); err != nil {
 		return gc, false, fmt.Errorf("lm: %s: field \"eos_token_id\": %w", path, err)
 	}

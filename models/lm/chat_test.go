@@ -177,6 +177,21 @@ func TestReadGenerationConfig(t *testing.T) {
 	require.False(t, ok)
 	_, _, err = ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"eos_token_id": "x"}`}))
 	require.ErrorContains(t, err, `field "eos_token_id"`)
+
+	// The decoding defaults, read leniently: a value of another type is as if absent.
+	gc, _, err = ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"eos_token_id": 2, "do_sample": true, "temperature": 0.6, "top_p": 0.9, "top_k": 20.0, "repetition_penalty": 1.05}`}))
+	require.NoError(t, err)
+	require.NotNil(t, gc.DoSample)
+	assert.True(t, *gc.DoSample)
+	assert.Equal(t, 0.6, *gc.Temperature)
+	assert.Equal(t, 0.9, *gc.TopP)
+	assert.Equal(t, 20, *gc.TopK)
+	assert.Equal(t, 1.05, *gc.RepetitionPenalty)
+	gc, _, err = ReadGenerationConfig(writeFiles(t, map[string]string{"generation_config.json": `{"eos_token_id": 2, "do_sample": "true", "top_k": 2.5, "temperature": null}`}))
+	require.NoError(t, err, "an odd decoding value does not stop the model loading")
+	assert.Nil(t, gc.DoSample)
+	assert.Nil(t, gc.TopK)
+	assert.Nil(t, gc.Temperature)
 }
 
 func TestParseMessages(t *testing.T) {
