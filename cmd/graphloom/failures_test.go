@@ -298,6 +298,11 @@ func TestEvalCutRepliesAreScoredEmpty(t *testing.T) {
 	assert.Positive(t, cut)
 	assert.Zero(t, rep.Retrievers[0].AnswerFailures)
 	assert.Contains(t, strings.Join(rep.Notes, "\n"), "reader replies were cut at the token limit")
+
+	// query prints why there is no answer.
+	r = run(t, env, "query", "--index", idx, "--retriever", "bm25", "--answer", "Who bought the Meridian in 1801?")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "(no answer: retrieve: answer: the reply was cut at the token limit (9 tokens)")
 }
 
 // TestWarnsWithoutAnAnswerCache: with no cache directory to be had (no

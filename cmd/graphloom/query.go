@@ -206,6 +206,9 @@ func printRunLine(w io.Writer, l retrieve.RunLine) {
 	if l.Answer != nil {
 		fmt.Fprintf(w, "Answer: %s\n", *l.Answer)
 	}
+	if l.AnswerError != "" {
+		fmt.Fprintf(w, "(no answer: %s)\n", l.AnswerError)
+	}
 }
 
 // queryReadOptions maps the index (a query process reads one index and exits) and
