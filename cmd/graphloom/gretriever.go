@@ -375,6 +375,9 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if err := writeLog(); err != nil {
 				return err
 			}
+			if res.ScheduleChanged != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "--resume: %s: the run goes on from its state, but does not end as the uninterrupted one would\n", res.ScheduleChanged)
+			}
 			if res.Approximate != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "--resume: %s: resumed from the weights alone (AdamW's moments start afresh, early stopping counts from this run)\n", res.Approximate)
 			}
@@ -406,7 +409,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 	lmDTypeFlag(cmd, &lmDType)
 	f.StringVar(&out, "out", "", "model directory to write")
 	f.BoolVar(&force, "force", false, "start over in an --out that holds a training run (its checkpoints are replaced)")
-	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: the run ends as the uninterrupted one would; without a last.state of that step, from the weights alone, with a warning)")
+	f.BoolVar(&resume, "resume", false, "continue from --out's last.ckpt and last.state (the optimizer's moments, random state and early stopping: with the same settings the run ends as the uninterrupted one would; without a last.state of that step, from the weights alone, with a warning)")
 	f.StringVar(&cfg.TextForm, "text", cfg.TextForm, "subgraph text: csv (G-Retriever's node and edge tables) or verbal (SelfGraphRAG's \"v_i [r] v_j\" lines, its GraphLM)")
 	f.StringVar(&cfg.Variant, "variant", cfg.Variant, "g-retriever, graph-token-only (no textualised subgraph), linear (mean-pooled nodes, one projection), linear-graph-token-only")
 	f.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")

@@ -102,6 +102,7 @@ func TestTrainGRetriever(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "steps 2→4 of 4")
 	assert.NotContains(t, r.stderr, "weights alone", "last.state holds step 2: an exact resume")
+	assert.Contains(t, r.stderr, "the learning-rate schedule changed (2 steps", "more epochs: said")
 	assert.NoFileExists(t, stale)
 	assert.Equal(t, 6, countLines(t, filepath.Join(out, grLog)))
 

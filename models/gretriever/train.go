@@ -85,6 +85,11 @@ type Result struct {
 	// saved at another step than Resume): AdamW's moments started afresh and early
 	// stopping counted from the resumed run's first evaluation. "" otherwise.
 	Approximate string
+	// ScheduleChanged says how a resumed run's learning-rate schedule differs from
+	// the one its state was saved under (more epochs, another rate): the run goes on
+	// exactly from the state, but does not end as the uninterrupted run would. ""
+	// otherwise.
+	ScheduleChanged string
 }
 
 // Train trains the encoder and projector on trainSet through the frozen LM, with
@@ -106,12 +111,12 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 	if err != nil {
 		return nil, err
 	}
-	approx := ""
+	approx, schedule := "", ""
 	if opts.Resume >= tc.TotalSteps {
 		return nil, fmt.Errorf("gretriever: resume: the run already took %d of its %d steps: raise the epochs to train on", opts.Resume, tc.TotalSteps)
 	}
 	if opts.Resume > 0 {
-		at, err := train.StateStep(opts.State)
+		at, saved, err := train.StateStep(opts.State)
 		switch {
 		case opts.State == "":
 			approx = "no trainer state file"
@@ -125,6 +130,10 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 		if approx == "" {
 			if _, err := tr.LoadState(opts.State); err != nil {
 				return nil, fmt.Errorf("gretriever: resume: %w (remove it to resume from the weights alone)", err)
+			}
+			if saved.TotalSteps != tc.TotalSteps || saved.LearningRate != tc.LearningRate || saved.MinLearningRate != tc.MinLearningRate || saved.WarmupSteps != tc.WarmupSteps {
+				schedule = fmt.Sprintf("the learning-rate schedule changed (%d steps, lr %g → %g, %d warm-up, against %d, %g → %g, %d)",
+					saved.TotalSteps, saved.LearningRate, saved.MinLearningRate, saved.WarmupSteps, tc.TotalSteps, tc.LearningRate, tc.MinLearningRate, tc.WarmupSteps)
 			}
 		} else if err := tr.Resume(opts.Resume); err != nil {
 			return nil, fmt.Errorf("gretriever: %w", err)
@@ -184,5 +193,5 @@ func (m *Model) Train(ctx context.Context, eng *engine.Engine, trainSet, val []E
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Result: res, InitialLoss: initial, Plan: plan, Approximate: approx}, nil
+	return &Result{Result: res, InitialLoss: initial, Plan: plan, Approximate: approx, ScheduleChanged: schedule}, nil
 }

@@ -118,20 +118,25 @@ func tensorOf(name string, t *tensors.Tensor) (checkpoint.Tensor, error) {
 	return checkpoint.Tensor{Name: name, DType: t.DType(), Dims: append([]int{}, t.Shape().Dimensions...), Data: data}, nil
 }
 
-// StateStep returns the step a SaveState file was saved at.
-func StateStep(file string) (int, error) {
+// StateStep returns the step a SaveState file was saved at, and the trainer settings
+// it was saved under.
+func StateStep(file string) (int, Config, error) {
+	var cfg Config
 	f, err := checkpoint.Load(file)
 	if err != nil {
-		return 0, fmt.Errorf("train: %w", err)
+		return 0, cfg, fmt.Errorf("train: %w", err)
 	}
 	if f.Kind != StateKind {
-		return 0, fmt.Errorf("train: state %s: kind %q, want %q", file, f.Kind, StateKind)
+		return 0, cfg, fmt.Errorf("train: state %s: kind %q, want %q", file, f.Kind, StateKind)
 	}
 	step, err := strconv.Atoi(f.Meta["step"])
 	if err != nil {
-		return 0, fmt.Errorf("train: state %s: step %q: %w", file, f.Meta["step"], err)
+		return 0, cfg, fmt.Errorf("train: state %s: step %q: %w", file, f.Meta["step"], err)
 	}
-	return step, nil
+	if err := json.Unmarshal(f.Config, &cfg); err != nil {
+		return 0, cfg, fmt.Errorf("train: state %s: trainer settings: %w", file, err)
+	}
+	return step, cfg, nil
 }
 
 // LoadState continues a run from a SaveState file, after the caller loaded the
