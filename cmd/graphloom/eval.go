@@ -53,7 +53,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w := cmd.OutOrStdout()
 			ins := []inSpec{{"--index", indexPath}, {"--dataset", dataset}, {"--run", runPath}, {"--extraction", extraction}, {"--ablate-corpus", ablateCorpus}}
-			ins = append(append(ins, cf.inputs(indexPath)...), gf.inputs()...)
+			ins = append(append(append(ins, cf.inputs(indexPath)...), gf.inputs()...), lf.inputs()...)
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outDir, what: "directory", files: eval.ReportFiles()}, ins...); err != nil {
 				return err
 			}

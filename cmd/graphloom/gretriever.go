@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -269,10 +270,13 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if cmd.Flags().Changed("gt-layers") {
 				cfg.GT.Layers = layers
 			}
-			if resume { // a run goes on in the chat-turn form it started in (no flag sets it)
+			if resume { // a run goes on in the chat-turn form it started in (no flag sets it), and its prompt format unless one is given
 				var prev gretriever.Config
 				if err := models.ConfigOf(filepath.Join(out, grLast), gretriever.Kind, &prev); err == nil {
 					cfg.ChatTurn = prev.ChatTurn
+					if promptFormat == "auto" {
+						cfg.PromptFormat = cmp.Or(prev.PromptFormat, lm.PromptLlama2) // written before the field: llama2
+					}
 				}
 			}
 			if gtHidden > 0 {
@@ -311,6 +315,9 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 					if err := os.Remove(filepath.Join(out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 						return err
 					}
+				}
+				if err := os.RemoveAll(filepath.Join(out, grAdapter)); err != nil { // an earlier --lora run's adapters
+					return err
 				}
 			}
 			if resume {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,20 @@ func (f *llmFlags) config() llm.Config {
 		cfg.CacheDir = f.cache
 	}
 	return cfg
+}
+
+// inputs names the files of the local embedding model folder --embedder local:DIR
+// reads (for output guards: an output may go inside the folder, not over them).
+func (f *llmFlags) inputs() []inSpec {
+	dir, ok := strings.CutPrefix(f.open, "local:")
+	if !ok {
+		return nil
+	}
+	var ins []inSpec
+	for _, name := range []string{"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "modules.json", "vocab.txt"} {
+		ins = append(ins, inSpec{"--embedder local:" + dir, filepath.Join(dir, name)})
+	}
+	return ins
 }
 
 // cachesAnswers reports whether LLM answers are kept on disk (a rerun then pays

@@ -57,7 +57,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 				return usageError{fmt.Errorf("query: --questions needs --out")}
 			}
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outFile, what: "run file", force: force, is: jsonlWithKeys("id", "retriever", "passages")},
-				append(append([]inSpec{{"--index", path}, {"--questions", questions}, {"--dataset", dataset}}, cf.inputs(path)...), gf.inputs()...)...); err != nil {
+				append(append([]inSpec{{"--index", path}, {"--questions", questions}, {"--dataset", dataset}}, cf.inputs(path)...), append(gf.inputs(), lf.inputs()...)...)...); err != nil {
 				return err
 			}
 			ix, err := graphio.ReadFileWith(path, queryReadOptions(retriever, compare, cf.active()))
