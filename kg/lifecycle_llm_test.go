@@ -93,6 +93,11 @@ func addRetries(t *testing.T, n int, sync, again bool) {
 	require.Len(t, ix.Facts, n-1)
 	calls := srv.Count()
 
+	if sync {
+		plan, err := PlanSync(context.Background(), ix, ps, "", ingest.DefaultConfig())
+		require.NoError(t, err)
+		assert.Equal(t, 1, plan.Retried, "the plan counts the chunk a sync asks again")
+	}
 	change := func() *Change {
 		if sync {
 			ch, err := Sync(context.Background(), ix, ps, "", ingest.DefaultConfig(), ex, nil, DefaultConfig(), nil)

@@ -42,8 +42,26 @@ func PlanSync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage,
 	if err := checkChunking(ix, icfg); err != nil {
 		return nil, err
 	}
-	_, ch, err := planSync(ctx, ix, passages, root, icfg)
-	return ch, err
+	target, ch, err := planSync(ctx, ix, passages, root, icfg)
+	if err != nil {
+		return nil, err
+	}
+	// The chunks a sync with the index's LLM extractor would ask again: kept, and
+	// stored as unanswered.
+	results, ok, err := Results(ix)
+	if err != nil || !ok {
+		return ch, err
+	}
+	kept := make(map[string]bool, len(target.Chunks))
+	for _, c := range target.Chunks {
+		kept[c.ID] = true
+	}
+	for i, r := range results {
+		if r.Failed != "" && r.Unanswered && kept[ix.Chunks[i].ID] {
+			ch.Retried++
+		}
+	}
+	return ch, nil
 }
 
 // Sync makes ix match the corpus passages loaded from root (see the notes above): new

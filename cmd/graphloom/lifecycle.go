@@ -270,6 +270,9 @@ func printSyncCounts(w io.Writer, ch *kg.Change) {
 	if ch.Reextracted > 0 {
 		fmt.Fprintf(w, ", %d old chunks extracted again offline (titles they name came or went)", ch.Reextracted)
 	}
+	if ch.Retried > 0 {
+		fmt.Fprintf(w, "; %d old chunks the LLM had given no answer asked again", ch.Retried)
+	}
 	fmt.Fprintln(w)
 }
 
