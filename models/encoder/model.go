@@ -230,11 +230,11 @@ func isGoBackend(b compute.Backend) bool {
 // allowed (query, key) pairs [B, H, T, T]; the softmax is computed in float32 (as
 // torch on bf16) and the result is in q's dtype.
 func attention(q, k, v, allowed *graph.Node, hd int) *graph.Node {
-	q = graph.MulScalar(q, 1/math.Sqrt(float64(hd)))                               // scaled before the product: T·hd products instead of T·S
-	scores := graph.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B, H, T, S]
+	q = graph.MulScalar(q, 1/math.Sqrt(float64(hd)))                            // scaled before the product: T·hd products instead of T·S
+	scores := lm.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B, H, T, S]
 	scores = graph.Where(allowed, scores, graph.Scalar(q.Graph(), scores.DType(), maskValue))
 	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType())
-	return graph.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1})
+	return lm.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1})
 }
 
 // gelu is the exact GELU, x·Φ(x) = x/2·(1 + erf(x/√2)) (Hugging Face "gelu"),
@@ -261,7 +261,7 @@ func linear(x, w, b *graph.Node) *graph.Node {
 	if x.DType() == dtypes.Float32 || x.DType() == dtypes.Float64 {
 		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
 	}
-	y := graph.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := lm.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	return graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
 }
 

@@ -529,11 +529,11 @@ func (m *Model) attention(l *layer, h, positions, allowed *graph.Node, kv kvFn) 
 	qt := graph.TransposeAllAxes(q, 0, 2, 1, 3) // [B, H, T, D]
 	kt := graph.TransposeAllAxes(k, 0, 2, 1, 3) // [B, H, S, D]
 	vt := graph.TransposeAllAxes(v, 0, 2, 1, 3)
-	scores := graph.MulScalar(graph.DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
+	scores := graph.MulScalar(DotGeneral(qt, []int{3}, []int{0, 1}, kt, []int{3}, []int{0, 1}), 1/math.Sqrt(float64(c.HeadDim))) // [B, H, T, S]
 	mask := graph.BroadcastToDims(graph.InsertAxes(allowed, 1), bsz, c.Heads, t, s)
 	scores = graph.Where(mask, scores, graph.Scalar(g, scores.DType(), maskValue))
 	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType()) // softmax in float32, as transformers' eager attention
-	out := graph.DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1})     // [B, H, T, D]
+	out := DotGeneral(probs, []int{3}, []int{0, 1}, vt, []int{2}, []int{0, 1})           // [B, H, T, D]
 	out = graph.Reshape(graph.TransposeAllAxes(out, 0, 2, 1, 3), bsz, t, c.Heads*c.HeadDim)
 	return m.project(l.idx, "o_proj", out, m.weight(g, l.o), m.weight(g, l.ob))
 }
@@ -592,7 +592,7 @@ func (m *Model) rmsNorm(x *graph.Node, w *model.Variable) *graph.Node {
 
 // linear returns x·wᵀ + b for w [out, in] (torch layout).
 func linear(x, w, b *graph.Node) *graph.Node {
-	y := graph.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	y := DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
 	if b != nil {
 		y = graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
 	}

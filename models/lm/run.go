@@ -497,8 +497,8 @@ func (m *Model) prefillGraph(embeds, mask, last *graph.Node, c int) []*graph.Nod
 		})
 	}
 	h := m.rmsNorm(x, m.norm)
-	sel := graph.OneHot(last, t, h.DType())                                // [B, T]
-	hl := graph.DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
+	sel := graph.OneHot(last, t, h.DType())                          // [B, T]
+	hl := DotGeneral(sel, []int{1}, []int{0}, h, []int{1}, []int{0}) // [B, H]
 	logits := m.LMHead(hl)
 	return append(append([]*graph.Node{graph.ArgMax(logits, -1, dtypes.Int32), logits}, ks...), vs...)
 }
