@@ -201,24 +201,31 @@ func IsFile(path string) bool {
 	return n == len(magic) && string(head) == magic
 }
 
-// KindOf returns the model kind a checkpoint file names in its header, reading the
-// header alone (not verified: Load checks the whole file); "" when path is not a
-// checkpoint or cannot be read.
-func KindOf(path string) string {
+// ReadHeader reads a checkpoint's kind, configuration and metadata from its header
+// alone, without its tensors and unverified (Load checks the whole file).
+func ReadHeader(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
 	fixed := make([]byte, len(magic)+8)
 	if _, err := io.ReadFull(f, fixed); err != nil || string(fixed[:len(magic)]) != magic {
-		return ""
+		return nil, fmt.Errorf("checkpoint: %s: %w: not a graphloom checkpoint", path, ErrCorrupt)
 	}
 	hlen := int64(binary.LittleEndian.Uint32(fixed[len(magic)+4:]))
-	var h struct {
-		Kind string `json:"kind"`
-	}
+	var h header
 	if err := json.NewDecoder(io.LimitReader(f, hlen)).Decode(&h); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w: header: %v", path, ErrCorrupt, err)
+	}
+	return &File{Kind: h.Kind, Config: h.Config, Meta: h.Meta}, nil
+}
+
+// KindOf returns the model kind a checkpoint file names in its header (ReadHeader);
+// "" when path is not a checkpoint or cannot be read.
+func KindOf(path string) string {
+	h, err := ReadHeader(path)
+	if err != nil {
 		return ""
 	}
 	return h.Kind

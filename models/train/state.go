@@ -119,10 +119,10 @@ func tensorOf(name string, t *tensors.Tensor) (checkpoint.Tensor, error) {
 }
 
 // StateStep returns the step a SaveState file was saved at, and the trainer settings
-// it was saved under.
+// it was saved under, from its header alone (LoadState verifies the whole file).
 func StateStep(file string) (int, Config, error) {
 	var cfg Config
-	f, err := checkpoint.Load(file)
+	f, err := checkpoint.ReadHeader(file)
 	if err != nil {
 		return 0, cfg, fmt.Errorf("train: %w", err)
 	}
