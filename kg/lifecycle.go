@@ -382,7 +382,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	for _, d := range ix.Documents[nd:] {
 		ch.Documents = append(ch.Documents, docRef(d))
 	}
-	retryAt, err := unansweredChunks(&old, ex)
+	stored, retryAt, err := unansweredChunks(&old, ex)
 	if err != nil {
 		return nil, err
 	}
@@ -393,10 +393,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	var results []extract.Result
 	var oldEmb embed.Embedder
 	if !inc {
-		if results, _, err = Results(&old); err != nil {
-			return nil, err
-		}
-		if oldEmb, err = reuseEmbedder(&old, emb); err != nil {
+		if results, oldEmb, err = rebuildInputs(&old, emb, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -614,7 +611,7 @@ func Merge(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 		return nil, fmt.Errorf("kg: merge: the index was extracted with %q, not %q", ix.Meta.Extractor, ex.Name())
 	}
 	ch := &Change{Op: "merge", Created: time.Now().UTC().Format(time.RFC3339)}
-	results, oldEmb, err := rebuildInputs(ix, emb)
+	results, oldEmb, err := rebuildInputs(ix, emb, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -669,14 +666,15 @@ func reextract(ctx context.Context, te titledExtractor, chunks []graphio.Chunk, 
 // unansweredChunks returns the positions of ix's chunks whose stored extraction got no
 // answer from the LLM (extract.Result.Unanswered: an index written with
 // --allow-partial), when ex is the LLM extractor that made the index: a change asks
-// them again. Other extractors never leave such chunks.
-func unansweredChunks(ix *graphio.Index, ex extract.Extractor) ([]int, error) {
+// them again. Other extractors never leave such chunks, and their results are not
+// decoded here; for the LLM's, it returns them too (Results), for the change to reuse.
+func unansweredChunks(ix *graphio.Index, ex extract.Extractor) ([]extract.Result, []int, error) {
 	if _, llm := ex.(*extract.LLM); !llm || ex.Name() != ix.Meta.Extractor {
-		return nil, nil
+		return nil, nil, nil
 	}
 	results, ok, err := Results(ix)
 	if err != nil || !ok {
-		return nil, err
+		return results, nil, err
 	}
 	var at []int
 	for i, r := range results {
@@ -684,7 +682,7 @@ func unansweredChunks(ix *graphio.Index, ex extract.Extractor) ([]int, error) {
 			at = append(at, i)
 		}
 	}
-	return at, nil
+	return results, at, nil
 }
 
 // retryChunks extracts the chunks at the given positions again.
@@ -976,12 +974,14 @@ func checkChunking(ix *graphio.Index, icfg ingest.Config) error {
 }
 
 // rebuildInputs returns what a change rebuilt from the stored results starts from:
-// the extraction results (Results) and the embedder whose vectors it may reuse
-// (reuseEmbedder).
-func rebuildInputs(ix *graphio.Index, emb embed.Embedder) ([]extract.Result, embed.Embedder, error) {
-	results, _, err := Results(ix)
-	if err != nil {
-		return nil, nil, err
+// the extraction results (Results, unless the caller already decoded them) and the
+// embedder whose vectors it may reuse (reuseEmbedder).
+func rebuildInputs(ix *graphio.Index, emb embed.Embedder, results []extract.Result) ([]extract.Result, embed.Embedder, error) {
+	if results == nil {
+		var err error
+		if results, _, err = Results(ix); err != nil {
+			return nil, nil, err
+		}
 	}
 	oldEmb, err := reuseEmbedder(ix, emb)
 	if err != nil {

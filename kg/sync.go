@@ -76,7 +76,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 		return nil, err
 	}
 	ch.Created = time.Now().UTC().Format(time.RFC3339)
-	retryAt, err := unansweredChunks(ix, ex) // asked again, as by Add
+	stored, retryAt, err := unansweredChunks(ix, ex) // asked again, as by Add
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 		}
 		return ch, appendHistory(ix, *ch)
 	}
-	results, oldEmb, err := rebuildInputs(ix, emb)
+	results, oldEmb, err := rebuildInputs(ix, emb, stored)
 	if err != nil {
 		return nil, err
 	}
