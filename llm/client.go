@@ -775,6 +775,10 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 		case <-ctx.Done():
 			return ended()
 		}
+		if ctx.Err() != nil { // both were ready and select took the slot: no attempt after the end
+			<-c.sem
+			return ended()
+		}
 		if n == 0 {
 			ctx, cancelDeadline = startDeadline()
 		}
