@@ -794,13 +794,16 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 		elapsed := time.Since(start)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
-		<-c.sem
 		c.usage.add(stage, func(u *Counters) { u.Calls++; u.RequestTime += elapsed })
+		// The slot is freed once the attempt is accounted for: the request waiting for
+		// it then sees a server this failure made the client give up on.
 		if err == nil {
 			c.answered.Store(true)
+			<-c.sem
 			return nil
 		}
 		if ctx.Err() != nil {
+			<-c.sem
 			return ended()
 		}
 		ae := c.classify(op, stage, err, hr, timedOut)
@@ -808,6 +811,7 @@ func (c *Client) do(parent context.Context, op, stage string, attempt func(conte
 		last = ae
 		c.usage.add(stage, func(u *Counters) { u.failure(ae.Kind) })
 		c.noteFailure(ae)
+		<-c.sem
 		if !ae.Retryable || n >= c.cfg.retries() {
 			c.usage.add(stage, func(u *Counters) { u.Errors++ })
 			return ae
