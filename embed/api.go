@@ -16,6 +16,8 @@ type API struct {
 	model string
 	dim   int
 	probe []float32 // the L2-normalised embedding of probeText
+
+	modelChanged bool // the cache held another model's vectors under the name
 }
 
 // probeText is what NewAPI embeds to learn the dimension; its vector, stored in the
@@ -30,23 +32,32 @@ const MinProbeCosine = 0.98
 
 // NewAPI returns an embedder over c's embedding model. It embeds one probe text to
 // learn the dimension and to tell the model from another served under its name
-// later (asked of the server each time: a cached vector would hide a new model).
+// later (asked of the server each time: a cached vector would hide a new model). The
+// client's answer cache is then keyed by that model (llm.Client.EmbedProbe), so
+// vectors another model gave under the name are not mixed into an index.
 func NewAPI(ctx context.Context, c *llm.Client) (*API, error) {
 	cfg := c.Config()
 	if cfg.EmbedModel == "" {
 		return nil, fmt.Errorf("embed: no embedding model configured (GRAPHLOOM_EMBED_MODEL or --embed-model)")
 	}
 	a := &API{c: c, model: cfg.EmbedModel}
-	vs, err := c.EmbedFresh(ctx, []string{probeText}) // past the cache: the model behind the name now
+	// Past the cache: the model behind the name now; the client then serves only
+	// vectors that model gave.
+	v, changed, err := c.EmbedProbe(ctx, probeText, MinProbeCosine)
 	if err != nil {
 		return nil, fmt.Errorf("embed: probe %s: %w", a.model, err)
 	}
-	if len(vs) != 1 || len(vs[0]) == 0 {
+	if len(v) == 0 {
 		return nil, fmt.Errorf("embed: probe %s: empty answer", a.model)
 	}
-	a.dim, a.probe = len(vs[0]), normalize(vs[0])
+	a.dim, a.probe, a.modelChanged = len(v), normalize(v), changed
 	return a, nil
 }
+
+// ModelChanged reports that the answer cache held vectors of another model served
+// under the same name (re-pulled or replaced on the server): they are not used, and
+// this model's are asked for anew.
+func (a *API) ModelChanged() bool { return a.modelChanged }
 
 // apiBlob is an API embedder's state in an index: its probe vector.
 type apiBlob struct {

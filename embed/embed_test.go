@@ -452,3 +452,73 @@ func TestAPIProbe(t *testing.T) {
 	_, err = ForIndex(same, cached())
 	require.ErrorIs(t, err, ErrMismatch, "a re-pulled model under the same name and server")
 }
+
+// TestAPICacheFollowsModel: vectors cached under a model name are served only while
+// the same model answers under it. A model re-pulled or replaced on the same server is
+// asked anew (and said to have changed); when the first one comes back its cached
+// vectors serve again. A cache written before models were told apart is read as the
+// first model's.
+func TestAPICacheFollowsModel(t *testing.T) {
+	ctx := context.Background()
+	const dim = 32
+	texts := []string{"Ada Lovelace wrote the first program.", "The Analytical Engine was never built."}
+	first := func(s string) []float32 { return llmtest.Embed(s, dim) }
+	other := func(s string) []float32 { // another model: the same words land elsewhere
+		v := llmtest.Embed(s, dim)
+		slices.Reverse(v)
+		return v
+	}
+	unit := func(v []float32) []float32 { return normalize(slices.Clone(v)) }
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "recorded", true: "cache from before"}[legacy], func(t *testing.T) {
+			srv := llmtest.NewServer(t)
+			srv.SetEmbedDim(dim)
+			srv.SetEmbedder(first)
+			cache := t.TempDir()
+			client := func() *llm.Client {
+				c, err := llm.New(llm.Config{BaseURL: srv.URL(), EmbedModel: "bge-m3", CacheDir: cache})
+				require.NoError(t, err)
+				return c
+			}
+			open := func() *API {
+				a, err := NewAPI(ctx, client())
+				require.NoError(t, err)
+				return a
+			}
+			embedded := func(a *API, want func(string) []float32, asked int) {
+				t.Helper()
+				before := srv.Count()
+				vs, err := a.Embed(ctx, texts)
+				require.NoError(t, err)
+				for i, s := range texts {
+					assert.InDeltaSlice(t, unit(want(s)), vs[i], 1e-6, "text %d", i)
+				}
+				assert.Equal(t, asked, srv.Count()-before, "embedding requests sent")
+			}
+			if legacy { // written by Embed alone, as before the probe keyed the cache
+				_, err := client().Embed(ctx, append([]string{probeText}, texts...))
+				require.NoError(t, err)
+			} else {
+				a := open()
+				assert.False(t, a.ModelChanged())
+				embedded(a, first, 1)
+			}
+			a := open()
+			assert.False(t, a.ModelChanged(), "the same model")
+			embedded(a, first, 0)
+
+			srv.SetEmbedder(other)
+			a = open()
+			assert.True(t, a.ModelChanged(), "another model under the name")
+			embedded(a, other, 1)
+			a = open()
+			assert.False(t, a.ModelChanged(), "its vectors are cached now")
+			embedded(a, other, 0)
+
+			srv.SetEmbedder(first)
+			a = open()
+			assert.False(t, a.ModelChanged(), "the first model back")
+			embedded(a, first, 0)
+		})
+	}
+}

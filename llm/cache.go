@@ -52,14 +52,15 @@ func (c *diskCache) path(key string) string {
 // cacheEntry is the content of one cache file. It holds the answer and what it
 // answered (kind, model), never the API key or the prompt.
 type cacheEntry struct {
-	Version   int         `json:"v"`
-	Kind      string      `json:"kind"` // "chat" or "embed"
-	Key       string      `json:"key"`
-	Model     string      `json:"model"`
-	Created   time.Time   `json:"created"`
-	Chat      *cachedChat `json:"chat,omitempty"`
-	Embedding string      `json:"embedding,omitempty"` // base64 of little-endian float32s
-	Dim       int         `json:"dim,omitempty"`
+	Version   int           `json:"v"`
+	Kind      string        `json:"kind"` // "chat" or "embed"
+	Key       string        `json:"key"`
+	Model     string        `json:"model"`
+	Created   time.Time     `json:"created"`
+	Chat      *cachedChat   `json:"chat,omitempty"`
+	Embedding string        `json:"embedding,omitempty"` // base64 of little-endian float32s
+	Dim       int           `json:"dim,omitempty"`
+	Spaces    []cachedSpace `json:"spaces,omitempty"` // kindEmbedSpaces
 }
 
 type cachedChat struct {
@@ -98,6 +99,10 @@ func (c *diskCache) get(key, kind string) (cacheEntry, lookup) {
 		}
 	case kindEmbed:
 		if _, err := decodeVector(e.Embedding, e.Dim); err != nil {
+			return cacheEntry{}, cacheCorrupt
+		}
+	case kindEmbedSpaces:
+		if len(e.Spaces) == 0 {
 			return cacheEntry{}, cacheCorrupt
 		}
 	}
@@ -196,7 +201,10 @@ type embedKey struct {
 	Kind    string `json:"kind"`
 	BaseURL string `json:"base_url"`
 	Model   string `json:"model"`
-	Input   string `json:"input"`
+	// Space tells apart models served under one name (EmbedProbe); "" for the
+	// first one seen, whose keys are those written before spaces existed.
+	Space string `json:"space,omitempty"`
+	Input string `json:"input"`
 }
 
 // hashKey returns the hex SHA-256 of v's JSON encoding.

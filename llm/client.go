@@ -154,6 +154,8 @@ type Client struct {
 	onRetry  func(ae *APIError, wait time.Duration)
 	onCache  func(error)
 	cacheBad atomic.Bool // a cache write failed (onCache was called)
+
+	embedSpace string // the embedding cache's key space (EmbedProbe), under mu
 }
 
 // cacheWriteFailed counts a failed cache write and reports the first one.
@@ -561,18 +563,10 @@ func (c *Client) ChatAll(ctx context.Context, reqs []ChatRequest, onDone func(i 
 // of Config.EmbedBatchSize, concurrently; each vector is cached on its own as soon
 // as its batch is answered, so an interrupted call loses nothing received. Equal
 // texts are sent once.
+//
+// Vectors are cached by server, model name and text, and by which model answered
+// under the name once EmbedProbe has told (embed.NewAPI calls it).
 func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embedTexts(ctx, texts, false)
-}
-
-// EmbedFresh is Embed asking the server even for texts the cache holds (and caching
-// the answers): what the model now behind the configured name answers, for a check
-// that the model has not changed (embed.NewAPI's probe).
-func (c *Client) EmbedFresh(ctx context.Context, texts []string) ([][]float32, error) {
-	return c.embedTexts(ctx, texts, true)
-}
-
-func (c *Client) embedTexts(ctx context.Context, texts []string, fresh bool) ([][]float32, error) {
 	const stage = kindEmbed
 	c.usage.add(stage, func(u *Counters) { u.Requests += int64(len(texts)) })
 	if !c.cfg.EmbedConfigured() {
@@ -588,7 +582,7 @@ func (c *Client) embedTexts(ctx context.Context, texts []string, fresh bool) ([]
 	byKey := make(map[string]*item, len(texts))
 	dups := 0
 	for i, t := range texts {
-		key, err := hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Input: t})
+		key, err := c.embedKey(base, t)
 		if err != nil {
 			return nil, err
 		}
@@ -607,7 +601,7 @@ func (c *Client) embedTexts(ctx context.Context, texts []string, fresh bool) ([]
 
 	var missing []*item
 	for _, it := range items {
-		if c.cache == nil || fresh {
+		if c.cache == nil {
 			missing = append(missing, it)
 			continue
 		}

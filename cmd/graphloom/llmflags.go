@@ -170,7 +170,14 @@ func (f *llmFlags) embedder(ctx context.Context, name string) (embed.Embedder, e
 		if err != nil {
 			return nil, err
 		}
-		return embed.NewAPI(ctx, c)
+		a, err := embed.NewAPI(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if a.ModelChanged() && f.cmd != nil {
+			f.cmd.PrintErrf("note: the embedding model served as %q is not the one whose vectors the LLM cache holds under that name (re-pulled or replaced): they are not used, and this model's are asked for\n", c.Config().EmbedModel)
+		}
+		return a, nil
 	}
 	return nil, usageError{fmt.Errorf("unknown embedder %q (want hash, api or local:DIR)", name)}
 }

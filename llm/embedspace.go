@@ -1,0 +1,141 @@
+package llm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"time"
+)
+
+// kindEmbedSpaces is the cache entry that records, for one server and embedding model
+// name, the models seen answering under that name (their probe vectors).
+const kindEmbedSpaces = "embedspaces"
+
+// embedSpacesKey is the key material of that record.
+type embedSpacesKey struct {
+	V       int    `json:"v"`
+	Kind    string `json:"kind"`
+	BaseURL string `json:"base_url"`
+	Model   string `json:"model"`
+}
+
+// cachedSpace is one model seen under a name: the key space its vectors are cached in
+// ("" for the first one, whose keys are those written before spaces existed) and the
+// vector it gave the probe text.
+type cachedSpace struct {
+	ID    string    `json:"id"`
+	Text  string    `json:"text"`
+	Probe string    `json:"probe"` // base64 of little-endian float32s
+	Dim   int       `json:"dim"`
+	Seen  time.Time `json:"seen"`
+}
+
+// EmbedProbe asks the server for text's embedding past the cache — what the model now
+// behind the configured name answers — and from then on keys the client's embedding
+// cache by that model: vectors cached under the name by another model (one re-pulled
+// or replaced on the same server) are not served, and come back into use when that
+// model does. Two answers are one model when their cosine is at least minCos. changed
+// reports that the cache held vectors of another model under the name and none of
+// this one (it is then filled anew). Without a cache it only asks.
+func (c *Client) EmbedProbe(ctx context.Context, text string, minCos float64) (vec []float32, changed bool, err error) {
+	c.usage.add(kindEmbed, func(u *Counters) { u.Requests++ })
+	if !c.cfg.EmbedConfigured() {
+		return nil, false, fmt.Errorf("llm: embed: %w", ErrNotConfigured)
+	}
+	vs, err := c.sendEmbed(ctx, kindEmbed, []string{text})
+	if err != nil {
+		return nil, false, err
+	}
+	vec = vs[0]
+	if c.cache == nil {
+		return vec, false, nil
+	}
+	base := canonicalBaseURL(c.cfg.embedBaseURL())
+	recKey, err := hashKey(embedSpacesKey{V: cacheVersion, Kind: kindEmbedSpaces, BaseURL: base, Model: c.cfg.EmbedModel})
+	if err != nil {
+		return nil, false, err
+	}
+	var spaces []cachedSpace
+	if e, st := c.cache.get(recKey, kindEmbedSpaces); st == cacheHit {
+		spaces = e.Spaces
+	} else if old, ok := c.cachedLegacyVector(base, text); ok {
+		// A cache written before spaces were recorded: its probe answer tells which
+		// model its vectors came from.
+		spaces = []cachedSpace{{ID: "", Text: text, Probe: encodeVector(old), Dim: len(old)}}
+	}
+	id, found := "", false
+	best := math.Inf(-1)
+	for _, s := range spaces {
+		if s.Text != text || s.Dim != len(vec) {
+			continue
+		}
+		p, err := decodeVector(s.Probe, s.Dim)
+		if err != nil {
+			continue
+		}
+		if cos := cosine(p, vec); cos >= minCos && cos > best {
+			id, found, best = s.ID, true, cos
+		}
+	}
+	if !found {
+		changed = len(spaces) > 0
+		if changed {
+			sum := sha256.Sum256([]byte(encodeVector(vec)))
+			id = hex.EncodeToString(sum[:8])
+		}
+		spaces = append(spaces, cachedSpace{ID: id, Text: text, Probe: encodeVector(vec), Dim: len(vec), Seen: time.Now().UTC()})
+		if err := c.cache.put(cacheEntry{Kind: kindEmbedSpaces, Key: recKey, Model: c.cfg.EmbedModel, Spaces: spaces}); err != nil {
+			c.cacheWriteFailed(kindEmbed, err)
+		}
+	}
+	c.mu.Lock()
+	c.embedSpace = id
+	c.mu.Unlock()
+	// The probe's own answer serves an Embed of the same text.
+	key, err := c.embedKey(base, text)
+	if err == nil {
+		if err := c.cache.put(cacheEntry{Kind: kindEmbed, Key: key, Model: c.cfg.EmbedModel, Embedding: encodeVector(vec), Dim: len(vec)}); err != nil {
+			c.cacheWriteFailed(kindEmbed, err)
+		}
+	}
+	return vec, changed, nil
+}
+
+// embedKey is the cache key of text's embedding under the client's current model space.
+func (c *Client) embedKey(base, text string) (string, error) {
+	c.mu.Lock()
+	space := c.embedSpace
+	c.mu.Unlock()
+	return hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Space: space, Input: text})
+}
+
+// cachedLegacyVector reads text's embedding from the keys written before model spaces
+// were recorded.
+func (c *Client) cachedLegacyVector(base, text string) ([]float32, bool) {
+	key, err := hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Input: text})
+	if err != nil {
+		return nil, false
+	}
+	e, st := c.cache.get(key, kindEmbed)
+	if st != cacheHit {
+		return nil, false
+	}
+	v, err := decodeVector(e.Embedding, e.Dim)
+	return v, err == nil
+}
+
+// cosine returns the cosine of a and b (equal lengths), 0 when either is zero.
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
+}
