@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -149,6 +151,10 @@ GraphML for Gephi, NetworkX and Neo4j APOC (DST is a file). Records imported fro
 written back unchanged; facts an augmentation run added carry their provenance (cited chunk ids, run
 id, "augmented") in the format's own fields. What the format cannot hold is counted in the report.
 
+A directory DST must be new, empty, or one export wrote before (it leaves ` + exportMarker + `
+there): another tool's directory, such as the LightRAG working directory an index was imported
+from, is written into only with --force.
+
 Formats: ` + formatNames(exportFormats()) + `.`,
 		Example: `  graphloom export --to graphml harbour.gl harbour.graphml
   graphloom export --to lightrag mine.gl ./rag_storage_augmented`,
@@ -161,7 +167,7 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 				return err
 			}
 			dst := args[1]
-			o := outSpec{name: "DST", path: dst, kind: outDir, what: "directory", force: force}
+			o := outSpec{name: "DST", path: dst, kind: outDir, what: "directory", force: force, marker: exportMarker}
 			if to == "graphml" {
 				if st, err := os.Stat(dst); err == nil && st.IsDir() {
 					dst = filepath.Join(dst, strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))+".graphml")
@@ -179,6 +185,11 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 			if err != nil {
 				return err
 			}
+			if o.kind == outDir {
+				if err := writeExportMarker(dst, to, args[0]); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), map[string]any{"out": dst, "report": rep})
 			}
@@ -190,4 +201,26 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	addForce(cmd, &force)
 	return cmd
+}
+
+// exportMarker is the file export leaves in a directory it wrote, so that exporting
+// there again replaces its own files without --force, and another tool's are not.
+const exportMarker = ".graphloom-export.json"
+
+// writeExportMarker records in dir which export wrote it.
+func writeExportMarker(dir, format, index string) error {
+	if abs, err := filepath.Abs(index); err == nil {
+		index = abs
+	}
+	data, err := json.MarshalIndent(map[string]string{
+		"written_by": "graphloom export", "format": format, "index": index,
+		"time": time.Now().UTC().Format(time.RFC3339),
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return graphio.AtomicWrite(filepath.Join(dir, exportMarker), func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	})
 }

@@ -136,3 +136,44 @@ func TestInteropUsage(t *testing.T) {
 	_, err := os.Stat(filepath.Join(dir, "y.gl"))
 	assert.True(t, os.IsNotExist(err), "nothing is written")
 }
+
+// TestExportDirGuard: export fills a new directory, or one it filled before; a
+// directory holding another tool's files (the LightRAG working directory an index was
+// imported from) is written into only with --force.
+func TestExportDirGuard(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "rag_storage")
+	require.NoError(t, interoptest.Sample().Write(src))
+	idx := filepath.Join(dir, "x.gl")
+	r := run(t, nil, "import", "--from", "lightrag", src, "--out", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	graphFile := filepath.Join(src, interop.LightRAGGraphFile)
+	original := readFile(t, graphFile)
+
+	for _, to := range []string{"lightrag", "hipporag", "gfmrag", "graphrag"} {
+		t.Run(to, func(t *testing.T) {
+			out := filepath.Join(dir, "out-"+to)
+			for i := range 2 { // a new directory, then the one it wrote
+				r := run(t, nil, "export", "--to", to, idx, out)
+				require.Equal(t, 0, r.code, "export %d: %s", i, r.stderr)
+			}
+			assert.Contains(t, readFile(t, filepath.Join(out, exportMarker)), `"format": "`+to+`"`)
+		})
+	}
+
+	r = run(t, nil, "export", "--to", "lightrag", idx, src)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "that graphloom did not write")
+	assert.Equal(t, original, readFile(t, graphFile), "the LightRAG store is untouched")
+	_, err := os.Stat(filepath.Join(src, exportMarker))
+	assert.True(t, os.IsNotExist(err))
+
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.Mkdir(empty, 0o755))
+	r = run(t, nil, "export", "--to", "lightrag", idx, empty)
+	assert.Equal(t, 0, r.code, "an empty directory is filled: %s", r.stderr)
+
+	r = run(t, nil, "export", "--to", "lightrag", "--force", idx, src)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.FileExists(t, filepath.Join(src, exportMarker))
+}
