@@ -155,7 +155,8 @@ type Client struct {
 	onCache  func(error)
 	cacheBad atomic.Bool // a cache write failed (onCache was called)
 
-	embedSpace string // the embedding cache's key space (EmbedProbe), under mu
+	embedSpace string          // the embedding cache's key space (EmbedProbe), under mu
+	reasked    map[string]bool // chat keys asked again past the cache (ChatJSON), under mu
 }
 
 // cacheWriteFailed counts a failed cache write and reports the first one.
@@ -339,6 +340,39 @@ func (c *Client) chatOnce(ctx context.Context, req ChatRequest) (ChatResponse, e
 	}
 }
 
+// reask sends req past the cache and caches the answer in place of the one there
+// (ChatJSON under Config.ReaskUnparseable). ok is false when this client already
+// asked req again: a second unreadable answer is what the request gets.
+func (c *Client) reask(ctx context.Context, req ChatRequest) (ChatResponse, bool, error) {
+	stage := cmp.Or(req.Stage, kindChat)
+	k, err := c.chatKey(req)
+	if err != nil {
+		return ChatResponse{}, false, err
+	}
+	key, err := hashKey(k)
+	if err != nil {
+		return ChatResponse{}, false, err
+	}
+	c.mu.Lock()
+	if c.reasked == nil {
+		c.reasked = map[string]bool{}
+	}
+	done := c.reasked[key]
+	c.reasked[key] = true
+	c.mu.Unlock()
+	if done {
+		return ChatResponse{}, false, nil
+	}
+	c.usage.add(stage, func(u *Counters) { u.Reasked++ })
+	resp, err := c.sendChat(ctx, stage, k)
+	if err != nil {
+		c.usage.add(stage, func(u *Counters) { u.Errors++ })
+		return resp, false, err
+	}
+	c.putChat(stage, key, k, resp)
+	return resp, true, nil
+}
+
 // join registers a request for key; the first caller leads, later ones wait for it.
 func (c *Client) join(key string) (*flight, bool) {
 	c.mu.Lock()
@@ -378,7 +412,13 @@ func (c *Client) chatThroughCache(ctx context.Context, stage, key string, k chat
 	if err != nil {
 		return resp, err
 	}
-	err = c.cache.put(cacheEntry{Kind: kindChat, Key: key, Model: k.Model, Chat: &cachedChat{
+	c.putChat(stage, key, k, resp)
+	return resp, nil
+}
+
+// putChat caches a chat answer under key.
+func (c *Client) putChat(stage, key string, k chatKey, resp ChatResponse) {
+	err := c.cache.put(cacheEntry{Kind: kindChat, Key: key, Model: k.Model, Chat: &cachedChat{
 		Content:          resp.Content,
 		PromptTokens:     resp.PromptTokens,
 		CompletionTokens: resp.CompletionTokens,
@@ -387,7 +427,6 @@ func (c *Client) chatThroughCache(ctx context.Context, stage, key string, k chat
 	if err != nil {
 		c.cacheWriteFailed(stage, err)
 	}
-	return resp, nil
 }
 
 // chatKey resolves req against the configuration into everything that shapes the
@@ -516,10 +555,20 @@ func serverErrorMessage(raw []byte) string {
 // ChatJSON sends req and decodes the answer's JSON into v with ParseAnswer. An answer
 // that holds no usable JSON is counted as Unparseable in Usage and returned as an
 // error for which Classify gives KindUnparseable, alongside the response.
+//
+// With Config.ReaskUnparseable, a cached answer that holds no usable JSON is asked
+// again past the cache (once per request and client) and replaced by the new answer.
 func (c *Client) ChatJSON(ctx context.Context, req ChatRequest, v any) (ChatResponse, error) {
 	resp, err := c.Chat(ctx, req)
 	if err != nil {
 		return resp, err
+	}
+	if err := ParseAnswer(resp, v); err != nil && resp.Cached && c.cfg.ReaskUnparseable && c.cache != nil {
+		if again, ok, aerr := c.reask(ctx, req); aerr != nil {
+			return again, aerr
+		} else if ok {
+			resp = again
+		}
 	}
 	if err := ParseAnswer(resp, v); err != nil {
 		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Unparseable++ })

@@ -877,3 +877,65 @@ func TestCacheThatCannotKeepAnswers(t *testing.T) {
 	assert.Contains(t, warned[0].Error(), dir)
 	assert.EqualValues(t, 2, c.Usage().CacheWriteErrors)
 }
+
+// TestReaskUnparseable: a cached answer that holds no usable JSON is what a rerun
+// gets, unless Config.ReaskUnparseable: then it is asked again once per client, and
+// a readable new answer replaces it in the cache; readable cached answers are never
+// asked again.
+func TestReaskUnparseable(t *testing.T) {
+	ctx := context.Background()
+	srv := llmtest.NewServer(t)
+	srv.On(llmtest.UserContains("flaky")).Reply("I'm sorry, I can't do that.").Times(2)
+	srv.On(llmtest.UserContains("flaky")).Reply(`{"entities": ["Ada"]}`)
+	srv.On(llmtest.UserContains("stubborn")).Reply("No.")
+	srv.On(llmtest.UserContains("fine")).Reply(`{"entities": ["Bob"]}`)
+	dir := t.TempDir()
+	type answer struct {
+		Entities []string `json:"entities"`
+	}
+	ask := func(c *Client, q string) ([]string, error) {
+		var out answer
+		_, err := c.ChatJSON(ctx, ChatRequest{Messages: []Message{User(q)}, Stage: "extract"}, &out)
+		return out.Entities, err
+	}
+	first := newTestClient(t, srv, func(c *Config) { c.CacheDir = dir })
+	for _, q := range []string{"flaky", "stubborn", "fine"} {
+		_, _ = ask(first, q)
+	}
+	require.Equal(t, 3, srv.Count())
+
+	// A plain rerun reads the cache: the same unreadable answer, no request.
+	_, err := ask(newTestClient(t, srv, func(c *Config) { c.CacheDir = dir }), "flaky")
+	assert.Equal(t, KindUnparseable, Classify(err))
+	assert.Equal(t, 3, srv.Count())
+
+	reask := func() *Client {
+		return newTestClient(t, srv, func(c *Config) { c.CacheDir = dir; c.ReaskUnparseable = true })
+	}
+	c := reask()
+	_, err = ask(c, "flaky") // asked again: unreadable a second time (the rule's second reply)
+	assert.Equal(t, KindUnparseable, Classify(err))
+	assert.Equal(t, 4, srv.Count())
+	_, err = ask(c, "flaky") // once per client
+	assert.Equal(t, KindUnparseable, Classify(err))
+	assert.Equal(t, 4, srv.Count())
+	got, err := ask(c, "fine")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Bob"}, got)
+	assert.Equal(t, 4, srv.Count(), "a readable cached answer is not asked again")
+	_, err = ask(c, "stubborn")
+	assert.Equal(t, KindUnparseable, Classify(err))
+	assert.Equal(t, 5, srv.Count())
+	assert.Equal(t, int64(2), c.Usage().Reasked)
+	assert.Contains(t, c.Usage().String(), "2 cached unreadable answers asked again")
+
+	c = reask()
+	got, err = ask(c, "flaky") // a new client asks once more; the answer now reads
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Ada"}, got)
+	assert.Equal(t, 6, srv.Count())
+	got, err = ask(newTestClient(t, srv, func(c *Config) { c.CacheDir = dir }), "flaky")
+	require.NoError(t, err, "the readable answer replaced the cached one")
+	assert.Equal(t, []string{"Ada"}, got)
+	assert.Equal(t, 6, srv.Count())
+}

@@ -34,6 +34,9 @@ type Counters struct {
 	Errors int64
 	// Unparseable is the number of answers ChatJSON could not decode.
 	Unparseable int64
+	// Reasked is the number of cached unreadable answers asked again past the cache
+	// (Config.ReaskUnparseable).
+	Reasked int64
 	// Cut is the number of answers cut at the token limit (FinishReason "length"):
 	// their unfinished last value is dropped (ParseAnswer). Many mean MaxTokens is
 	// too low for the prompt.
@@ -107,6 +110,9 @@ func (c Counters) summary() string {
 	}
 	if c.Unparseable > 0 {
 		parts = append(parts, fmt.Sprintf("%d unparseable answers", c.Unparseable))
+	}
+	if c.Reasked > 0 {
+		parts = append(parts, fmt.Sprintf("%d cached unreadable answers asked again", c.Reasked))
 	}
 	if c.Cut > 0 {
 		parts = append(parts, fmt.Sprintf("%d answers cut at the token limit", c.Cut))

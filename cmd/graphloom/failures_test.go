@@ -94,7 +94,7 @@ func TestIndexPartialFailureKeepsTheOldIndex(t *testing.T) {
 	fresh := filepath.Join(dir, "new.gl")
 	r = run(t, env, "index", "--corpus", corpus, "--out", fresh)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "warning: writing the index without the facts of 1 of 6 chunks: 1 of 6 chunks were refused by the server or answered unreadably (a rerun gets the same)")
+	assert.Contains(t, r.stderr, "warning: writing the index without the facts of 1 of 6 chunks: 1 of 6 chunks were refused by the server or answered unreadably (a rerun gets the same; --llm-reask-unparseable asks the unreadable ones again)")
 	assert.Contains(t, r.stderr, "chunk-", "the failed chunk is named")
 
 	r = run(t, env, "index", "--corpus", corpus, "--out", old, "--allow-partial")
@@ -239,7 +239,7 @@ func TestUnansweredChunksWriteNothing(t *testing.T) {
 		allowPartial bool
 		want         string // "" = written
 	}{
-		{"cached", filepath.Join(dir, "cache"), false, "1 of 6 chunks got no answer from the LLM and 1 were refused by the server or answered unreadably (a rerun gets the same) (last: chunk-ab: ner: timeout; e.g. chunk-ab: ner: timeout); nothing was written: rerun"},
+		{"cached", filepath.Join(dir, "cache"), false, "1 of 6 chunks got no answer from the LLM and 1 were refused by the server or answered unreadably (a rerun gets the same; --llm-reask-unparseable asks the unreadable ones again) (last: chunk-ab: ner: timeout; e.g. chunk-ab: ner: timeout); nothing was written: rerun"},
 		{"cache off", "off", false, ""},
 		{"allowed", filepath.Join(dir, "cache"), true, ""},
 	} {

@@ -256,10 +256,10 @@ func checkLostChunks(cmd *cobra.Command, krep *kg.Report, out string, allowParti
 	final := krep.FailedChunks - krep.UnansweredChunks // refused, or answered unreadably
 	what := fmt.Sprintf("%d of %d chunks got no answer from the LLM", krep.UnansweredChunks, krep.Chunks)
 	if final > 0 {
-		what += fmt.Sprintf(" and %d were refused by the server or answered unreadably (a rerun gets the same)", final)
+		what += fmt.Sprintf(" and %d were refused by the server or answered unreadably (a rerun gets the same; --llm-reask-unparseable asks the unreadable ones again)", final)
 	}
 	if krep.UnansweredChunks == 0 {
-		what = fmt.Sprintf("%d of %d chunks were refused by the server or answered unreadably (a rerun gets the same)", final, krep.Chunks)
+		what = fmt.Sprintf("%d of %d chunks were refused by the server or answered unreadably (a rerun gets the same; --llm-reask-unparseable asks the unreadable ones again)", final, krep.Chunks)
 	}
 	_, err := os.Stat(out)
 	replacing := err == nil
