@@ -43,7 +43,9 @@ func NewAPI(ctx context.Context, c *llm.Client) (*API, error) {
 	a := &API{c: c, model: cfg.EmbedModel}
 	// Past the cache: the model behind the name now; the client then serves only
 	// vectors that model gave.
-	v, changed, err := c.EmbedProbe(ctx, probeText, MinProbeCosine)
+	v, changed, err := c.EmbedProbe(ctx, probeText, func(old, now []float32) bool {
+		return Cosine(old, now) >= MinProbeCosine
+	})
 	if err != nil {
 		return nil, fmt.Errorf("embed: probe %s: %w", a.model, err)
 	}
@@ -80,16 +82,26 @@ func (a *API) checkProbe(id string, blob []byte) error {
 	if b.Text != probeText || len(b.Probe) != len(a.probe) {
 		return fmt.Errorf("embed: %w: the index's %s probe is %d-dimensional, the configured model's %d", ErrMismatch, id, len(b.Probe), len(a.probe))
 	}
-	var dot, n float64
-	for i, x := range b.Probe {
-		dot += float64(x) * float64(a.probe[i])
-		n += float64(x) * float64(x)
-	}
-	if cos := dot / math.Sqrt(n); !(cos >= MinProbeCosine) {
+	if cos := Cosine(b.Probe, a.probe); !(cos >= MinProbeCosine) {
 		return fmt.Errorf("embed: %w: the configured %s embeds a probe text at cosine %.3f from the model that built the index (want ≥ %.2f): another model is served under that name; configure the server that built the index (GRAPHLOOM_EMBED_BASE_URL), or rebuild it",
 			ErrMismatch, id, cos, MinProbeCosine)
 	}
 	return nil
+}
+
+// Cosine is the cosine similarity of a and b in float64 (0 when either is zero), as
+// torch.nn.CosineSimilarity computes it.
+func Cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / math.Sqrt(na*nb)
 }
 
 // Identity implements Embedder: "api:<model>".

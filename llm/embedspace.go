@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"time"
 )
 
@@ -36,10 +35,10 @@ type cachedSpace struct {
 // behind the configured name answers — and from then on keys the client's embedding
 // cache by that model: vectors cached under the name by another model (one re-pulled
 // or replaced on the same server) are not served, and come back into use when that
-// model does. Two answers are one model when their cosine is at least minCos. changed
+// model does. Two answers are one model when same says so (embed: their cosine). changed
 // reports that the cache held vectors of another model under the name and none of
 // this one (it is then filled anew). Without a cache it only asks.
-func (c *Client) EmbedProbe(ctx context.Context, text string, minCos float64) (vec []float32, changed bool, err error) {
+func (c *Client) EmbedProbe(ctx context.Context, text string, same func(old, now []float32) bool) (vec []float32, changed bool, err error) {
 	c.usage.add(kindEmbed, func(u *Counters) { u.Requests++ })
 	if !c.cfg.EmbedConfigured() {
 		return nil, false, fmt.Errorf("llm: embed: %w", ErrNotConfigured)
@@ -66,17 +65,13 @@ func (c *Client) EmbedProbe(ctx context.Context, text string, minCos float64) (v
 		spaces = []cachedSpace{{ID: "", Text: text, Probe: encodeVector(old), Dim: len(old)}}
 	}
 	id, found := "", false
-	best := math.Inf(-1)
 	for _, s := range spaces {
 		if s.Text != text || s.Dim != len(vec) {
 			continue
 		}
-		p, err := decodeVector(s.Probe, s.Dim)
-		if err != nil {
-			continue
-		}
-		if cos := cosine(p, vec); cos >= minCos && cos > best {
-			id, found, best = s.ID, true, cos
+		if p, err := decodeVector(s.Probe, s.Dim); err == nil && same(p, vec) {
+			id, found = s.ID, true
+			break
 		}
 	}
 	if !found {
@@ -124,18 +119,4 @@ func (c *Client) cachedLegacyVector(base, text string) ([]float32, bool) {
 	}
 	v, err := decodeVector(e.Embedding, e.Dim)
 	return v, err == nil
-}
-
-// cosine returns the cosine of a and b (equal lengths), 0 when either is zero.
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }

@@ -3,8 +3,9 @@ package retrieve
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
+
+	"github.com/graphloom/graphloom/embed"
 )
 
 // relationCache holds the embeddings of relation texts (fact predicates), made by the
@@ -59,15 +60,4 @@ func (s *Searcher) RelationVectors(ctx context.Context, preds []string) ([][]flo
 
 // Cosine is the cosine similarity of a and b in float64 (0 when either is zero), as
 // torch.nn.CosineSimilarity computes G-Retriever's prizes and CAGE its relevance.
-func Cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
-}
+func Cosine(a, b []float32) float64 { return embed.Cosine(a, b) }
