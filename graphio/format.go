@@ -357,8 +357,9 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: header has %d of 12 bytes", ErrTruncated, n)
 	}
-	if v := binary.LittleEndian.Uint32(head[8:]); v < MinFormatVersion || v > FormatVersion {
-		return nil, fmt.Errorf("%w %d (this graphloom reads versions %d to %d)", ErrVersion, v, MinFormatVersion, FormatVersion)
+	version := binary.LittleEndian.Uint32(head[8:])
+	if version < MinFormatVersion || version > FormatVersion {
+		return nil, fmt.Errorf("%w %d (this graphloom reads versions %d to %d)", ErrVersion, version, MinFormatVersion, FormatVersion)
 	}
 	// One goroutine reads and checksums the sections in order; workers inflate them
 	// (and unshuffle embedding matrices) concurrently, while the next ones are read;
@@ -368,7 +369,8 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 	// used, so a large index is not held three times over (stored, inflated, decoded).
 	skip := func(name string) bool { _, skip := opt.skipSection(name); return skip }
 	workers := max(1, runtime.GOMAXPROCS(0))
-	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(maxSection))
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(maxSection),
+		zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
 		return nil, err
 	}
@@ -405,6 +407,9 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 				return
 			}
 			sec, err := readStored(r, off, skip, &scratch)
+			if err == nil {
+				err = sec.checkCodec(version)
+			}
 			if err != nil {
 				readErr = err
 				return
@@ -508,6 +513,27 @@ func ReadWith(r io.Reader, opt ReadOptions) (*Index, error) {
 		ix.Facts[i].ID = ids[i]
 	}
 	return ix, nil
+}
+
+// maxInflation bounds a compressed section's raw length by its stored length, past a
+// floor no real section's ratio comes near: a few kilobytes of crafted zstd can
+// declare and inflate to tens of gigabytes.
+const (
+	maxInflation      = 1024
+	maxInflationFloor = 256 << 20
+)
+
+// checkCodec refuses a codec the file's version never writes (version 3 stores every
+// section uncompressed) and a compressed section that claims to inflate past
+// maxInflation times its stored size.
+func (s storedSection) checkCodec(version uint32) error {
+	switch {
+	case s.codec == codecZstd && version >= 3:
+		return fmt.Errorf("%w: section %.40q is zstd-compressed, which a version %d file never is", ErrCorrupt, s.name, version)
+	case s.codec == codecZstd && s.rawLen > max(maxInflationFloor, maxInflation*s.storedLen):
+		return fmt.Errorf("%w: section %.40q claims to inflate %d stored bytes to %d", ErrCorrupt, s.name, s.storedLen, s.rawLen)
+	}
+	return nil
 }
 
 // storedSection is a section as stored: its name, codec, raw length and the stored
@@ -668,9 +694,10 @@ func (s storedSection) inflate(zr *zstd.Decoder) inflatedSection {
 		}
 		out = s.stored
 	case codecZstd:
-		// Never trust rawLen for the allocation: the decoder grows the buffer as it goes.
+		// rawLen is bounded by checkCodec; the decoder stops past it (cap limit), so a
+		// crafted section cannot inflate beyond what its header declares.
 		var err error
-		out, err = zr.DecodeAll(s.stored, make([]byte, 0, min(s.rawLen, 64*uint64(len(s.stored))+1024)))
+		out, err = zr.DecodeAll(s.stored, make([]byte, 0, s.rawLen))
 		if err != nil {
 			return inflatedSection{err: fmt.Errorf("%w: section %q: zstd: %v", ErrCorrupt, s.name, err)}
 		}

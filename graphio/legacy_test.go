@@ -2,12 +2,14 @@ package graphio
 
 import (
 	"bytes"
-
 	"encoding/binary"
-	"github.com/klauspost/compress/zstd"
+	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // encodeV2 writes ix as format v2 wrote it: embedding matrices as zstd-compressed
@@ -106,4 +108,47 @@ func appendShuffle4(dst []byte, v []float32) []byte {
 		out[3*n+i] = byte(u >> 24)
 	}
 	return dst
+}
+
+// TestCompressedSectionBounds: a zstd section inflates no further than its header
+// declares, declares no more than maxInflation times its stored size (past a floor),
+// and appears only in the versions that wrote compressed sections.
+func TestCompressedSectionBounds(t *testing.T) {
+	zw, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zw.Close()
+	zeros := zw.EncodeAll(make([]byte, 16<<20), nil) // 16 MiB of zeros in a few kilobytes
+	file := func(version uint32, codec byte, payload []byte, rawLen uint64) []byte {
+		var buf bytes.Buffer
+		buf.WriteString(Magic)
+		_ = binary.Write(&buf, binary.LittleEndian, version)
+		if _, err := writeSection(&buf, sections[0].name, codec, [][]byte{payload}, rawLen); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"inflates past its header", file(2, codecZstd, zeros, 1<<20), "zstd"},
+		{"declares a bomb", file(2, codecZstd, zeros, maxInflationFloor+1+maxInflation*uint64(len(zeros))), "claims to inflate"},
+		{"compressed in version 3", file(3, codecZstd, zeros, 16<<20), "which a version 3 file never is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(bytes.NewReader(tc.data))
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrCorrupt with %q", err, tc.want)
+			}
+		})
+	}
+	// Within its declared length a version 2 section is read as before: its payload is
+	// then decoded (and here found not to be that section).
+	_, err = Read(bytes.NewReader(file(2, codecZstd, zeros, 16<<20)))
+	if err == nil || strings.Contains(err.Error(), "zstd") || strings.Contains(err.Error(), "inflate") {
+		t.Fatalf("a section within its bounds is inflated and decoded: %v", err)
+	}
 }
