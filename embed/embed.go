@@ -88,6 +88,14 @@ func Verify(ix *graphio.Index, e Embedder) error {
 	return nil
 }
 
+// StateHolder is an embedder that stands in for the one an index records (answering
+// from the index's own vectors, say) and keeps that embedder's stored state, which
+// Store writes back as it was.
+type StateHolder interface {
+	Embedder
+	IndexState() []byte
+}
+
 // Store records e as the embedder of ix (its identity, and its state if it has any).
 func Store(ix *graphio.Index, e Embedder) error {
 	ix.Meta.Embedder = e.Identity()
@@ -100,6 +108,8 @@ func Store(ix *graphio.Index, e Embedder) error {
 		b, err = e.localBlob()
 	case *API:
 		b, err = e.apiBlob()
+	case StateHolder:
+		b = e.IndexState()
 	}
 	if err != nil {
 		return err

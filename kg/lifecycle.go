@@ -711,9 +711,6 @@ func rebuildAndReplay(ctx context.Context, old, ix *graphio.Index, results []ext
 		return err
 	}
 	ch.Graph = rep
-	if r, ok := emb.(*reusing); ok && r.state != nil {
-		ix.Blobs[embedderBlob] = r.state // Store dropped the state of the embedder r wraps
-	}
 	for _, r := range old.Runs {
 		n, err := replayRun(ctx, old, ix, r.ID, chunkMap, emb, cfg)
 		if err != nil {
@@ -1036,6 +1033,9 @@ type reusing struct {
 
 func (r *reusing) Identity() string { return r.id }
 func (r *reusing) Dim() int         { return r.dim }
+
+// IndexState implements embed.StateHolder: the index's embedder state is kept.
+func (r *reusing) IndexState() []byte { return r.state }
 
 // Embed implements embed.Embedder.
 func (r *reusing) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -411,29 +411,47 @@ func TestAddChecksTheAPIModel(t *testing.T) {
 		require.NoError(t, err)
 		return e
 	}
-	ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
-	require.NoError(t, ingest.AddPassages(ctx, ix, a, ingest.DefaultConfig(), nil, &ingest.Report{}))
-	_, err := kg.Build(ctx, ix, rule(), api(nil), exact(), nil)
-	require.NoError(t, err)
-	probe := append([]byte(nil), ix.Blobs["embedder"]...)
-	require.NotEmpty(t, probe)
-	ix = forChange(t, ix)
-	chunks := len(ix.Chunks)
-
 	reversed := func(s string) []float32 {
 		v := llmtest.Embed(s, llmtest.DefaultEmbedDim)
 		slices.Reverse(v)
 		return v
 	}
-	_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(reversed), kg.DefaultConfig(), nil)
-	require.ErrorIs(t, err, embed.ErrMismatch)
-	assert.Contains(t, err.Error(), "probe text at cosine")
-	assert.Len(t, ix.Chunks, chunks, "nothing added")
+	// With an augmentation run the change rebuilds and replays the run, which embeds
+	// its records again: the index's probe must survive that too.
+	for _, withRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no run", true: "with a run"}[withRun], func(t *testing.T) {
+			ix := &graphio.Index{Meta: graphio.Meta{Tokenizer: "cl100k_base", Chunking: ingest.DefaultConfig().Describe()}}
+			require.NoError(t, ingest.AddPassages(ctx, ix, a, ingest.DefaultConfig(), nil, &ingest.Report{}))
+			_, err := kg.Build(ctx, ix, rule(), api(nil), exact(), nil)
+			require.NoError(t, err)
+			probe := append([]byte(nil), ix.Blobs["embedder"]...)
+			require.NotEmpty(t, probe)
+			if withRun {
+				const run = "aug-test"
+				bl := graphio.NewBuilder(ix, run)
+				s, o := bl.Entity("Tomas Brell", ""), bl.Entity("harbour ledger keeper", "")
+				_, _, err := bl.AddFactIDs(o, "wrote of", s, []int32{0, 1})
+				require.NoError(t, err)
+				ix.Runs = append(ix.Runs, graphio.Run{ID: run, Kind: "augment"})
+				require.NoError(t, kg.EmbedNew(ctx, ix, api(nil), 64))
+				require.Equal(t, probe, ix.Blobs["embedder"])
+			}
+			ix = forChange(t, ix)
+			chunks := len(ix.Chunks)
 
-	_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(nil), kg.DefaultConfig(), nil)
-	require.NoError(t, err)
-	assert.Greater(t, len(ix.Chunks), chunks)
-	assert.Equal(t, probe, ix.Blobs["embedder"], "the index keeps its model's probe")
+			_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(reversed), kg.DefaultConfig(), nil)
+			require.ErrorIs(t, err, embed.ErrMismatch)
+			assert.Contains(t, err.Error(), "probe text at cosine")
+			assert.Len(t, ix.Chunks, chunks, "nothing added")
+
+			_, err = kg.Add(ctx, ix, b, ingest.DefaultConfig(), rule(), api(nil), kg.DefaultConfig(), nil)
+			require.NoError(t, err)
+			assert.Greater(t, len(ix.Chunks), chunks)
+			assert.Equal(t, probe, ix.Blobs["embedder"], "the index keeps its model's probe")
+			_, err = embed.ForIndex(ix, api(reversed))
+			assert.ErrorIs(t, err, embed.ErrMismatch, "and still tells another model by it")
+		})
+	}
 }
 
 // TestDeleteHandsOverASharedChunk: two or three versions of one document (one title)
