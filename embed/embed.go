@@ -97,7 +97,12 @@ type StateHolder interface {
 }
 
 // Store records e as the embedder of ix (its identity, and its state if it has any).
+//
+// An API embedder's probe is written only when the index records none of that model:
+// the stored one is the model that built the index, which later changes are checked
+// against (Verify), not the probe of whichever verified server embedded them.
 func Store(ix *graphio.Index, e Embedder) error {
+	same := ix.Meta.Embedder == e.Identity()
 	ix.Meta.Embedder = e.Identity()
 	var b []byte
 	var err error
@@ -107,6 +112,9 @@ func Store(ix *graphio.Index, e Embedder) error {
 	case *Local:
 		b, err = e.localBlob()
 	case *API:
+		if kept := ix.Blobs[blobKey]; same && kept != nil {
+			return nil
+		}
 		b, err = e.apiBlob()
 	case StateHolder:
 		b = e.IndexState()

@@ -394,6 +394,7 @@ func TestAPIProbe(t *testing.T) {
 	ix := &graphio.Index{}
 	require.NoError(t, Store(ix, built))
 	require.NotEmpty(t, ix.Blobs[blobKey])
+	stored := slices.Clone(ix.Blobs[blobKey])
 
 	noise := rand.New(rand.NewPCG(1, 2))
 	quantised := func(s string) []float32 { // the same model, its weights rounded: 1 % noise
@@ -431,6 +432,12 @@ func TestAPIProbe(t *testing.T) {
 	old := &graphio.Index{Meta: graphio.Meta{Embedder: "api:bge-m3"}}
 	_, err := ForIndex(old, api(other))
 	assert.NoError(t, err, "an index without a stored probe is not checked")
+
+	// Vectors a verified server added keep the probe of the model that built the index.
+	require.NoError(t, Store(ix, api(quantised)))
+	assert.Equal(t, stored, ix.Blobs[blobKey])
+	require.NoError(t, Store(old, built))
+	assert.Equal(t, stored, old.Blobs[blobKey], "an index without one gets the model's")
 
 	// The model behind the name replaced on the same server, with the answers cached:
 	// the probe is asked of the server, not read from the cache.

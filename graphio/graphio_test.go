@@ -367,8 +367,20 @@ func TestRemoveRunNamesTheLaterRun(t *testing.T) {
 	dave := NewBuilder(ix, "aug-1").Entity("Dave", "")
 	_, _, err := NewBuilder(ix, "aug-2").AddFactIDs(carol, "friend of", dave, []int32{0})
 	require.NoError(t, err)
+	for _, k := range []NodeKind{KindEntity, KindFact} { // the runs' vectors
+		ix.Embeddings[k].Append(&Embedding{Dim: 3, Data: []float32{1, 0, 0}})
+	}
 	assert.ErrorContains(t, ix.RemoveRun("aug-x"), `no run "aug-x" in this index (its runs: aug-1, aug-2)`)
+	rows := func() (n [3]int) {
+		for i, k := range []NodeKind{KindEntity, KindFact, KindHyperedge} {
+			n[i] = ix.Embeddings[k].Rows()
+		}
+		return n
+	}
+	before, entities := rows(), len(ix.Entities)
 	assert.ErrorContains(t, ix.RemoveRun("aug-1"), `of the later run "aug-2" refers to entity "dave" the run added: roll back "aug-2" first`)
+	assert.Equal(t, before, rows(), "a refused removal leaves the vectors as they were")
+	assert.Len(t, ix.Entities, entities)
 	require.NoError(t, ix.RemoveRun("aug-2"))
 	require.NoError(t, ix.RemoveRun("aug-1"))
 }

@@ -355,7 +355,6 @@ func (ix *Index) RemoveRun(run string) error {
 		}
 		e.KeepRows(keep)
 	}
-	keepRows(KindEntity, func(i int) bool { return remap[i] >= 0 })
 	mapEnt := func(what string, i int, e int32, by string) (int32, error) {
 		if remap[e] < 0 {
 			if by != "" {
@@ -391,7 +390,6 @@ func (ix *Index) RemoveRun(run string) error {
 		keepFact[i] = true
 		facts = append(facts, f)
 	}
-	keepRows(KindFact, func(i int) bool { return keepFact[i] })
 	var hypers []Hyperedge
 	keepHyper := make([]bool, len(ix.Hyperedges))
 	for i, h := range ix.Hyperedges {
@@ -408,7 +406,6 @@ func (ix *Index) RemoveRun(run string) error {
 		keepHyper[i] = true
 		hypers = append(hypers, h)
 	}
-	keepRows(KindHyperedge, func(i int) bool { return keepHyper[i] })
 	var syns []Synonym
 	for i, s := range ix.Synonyms {
 		if s.Run == run {
@@ -422,6 +419,10 @@ func (ix *Index) RemoveRun(run string) error {
 		}
 		syns = append(syns, s)
 	}
+	// Every check passed: only now is the index changed, so an error leaves it whole.
+	keepRows(KindEntity, func(i int) bool { return remap[i] >= 0 })
+	keepRows(KindFact, func(i int) bool { return keepFact[i] })
+	keepRows(KindHyperedge, func(i int) bool { return keepHyper[i] })
 	ix.Entities, ix.Mentions, ix.Facts, ix.Hyperedges, ix.Synonyms = keptEnt, mentions, facts, hypers, syns
 	ix.Runs = slices.Delete(ix.Runs, ri, ri+1)
 	return nil

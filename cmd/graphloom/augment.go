@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/augment"
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
@@ -150,7 +151,11 @@ much the scorer and its selection move with the seed.`,
 			}
 			stages, endStages := stageBars(cmd, lf.live)
 			defer endStages()
-			opts := augment.Options{Config: cfg, Plan: plan, KG: kg.DefaultConfig(), Progress: stages}
+			kcfg := kg.DefaultConfig()
+			if err := kcfg.ApplySettings(ix.Meta.Graph, nil); err != nil { // the index's own graph settings (synonyms)
+				return err
+			}
+			opts := augment.Options{Config: cfg, Plan: plan, KG: kcfg, Progress: stages}
 			if !asJSON {
 				opts.Log = cmd.ErrOrStderr()
 			}
@@ -174,10 +179,16 @@ much the scorer and its selection move with the seed.`,
 					return usageError{fmt.Errorf("augment: --completer %q: want llm or extractive", completer)}
 				}
 			}
-			if api, err := lf.apiEmbedder(cmd.Context()); err != nil {
+			// The index's own embedder, checked before any work (an API model is
+			// compared with the index's probe): the run's records are embedded by it.
+			api, err := lf.apiEmbedder(cmd.Context())
+			if err != nil {
 				return err
-			} else if api != nil && api.Identity() == ix.Meta.Embedder {
-				opts.Embedder = api
+			}
+			if !plan {
+				if opts.Embedder, err = embed.ForIndex(ix, api); err != nil {
+					return err
+				}
 			}
 			eng, err := engine.New(engine.Config{})
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm/llmtest"
 )
 
 // TestIndexAddAndDelete: `index --add` grows an index in place (a document already
@@ -392,4 +394,50 @@ func TestChangesKeepTheIndexSettings(t *testing.T) {
 	ix = merge("--hyperedges=false")
 	assert.Equal(t, "false", ix.Meta.Graph["hyperedges"])
 	assert.Empty(t, ix.Hyperedges, "--hyperedges=false given to a merge")
+}
+
+// TestAugmentChecksTheAPIModel: augment on an index built through an embedding API
+// checks the configured model against the index's probe before any work, and keeps
+// the probe of the model that built the index when it merges; another model served
+// under the name is refused and the index is left as it was.
+func TestAugmentChecksTheAPIModel(t *testing.T) {
+	built := llmtest.NewServer(t)
+	other := llmtest.NewServer(t)
+	other.SetEmbedder(func(s string) []float32 {
+		v := llmtest.Embed(s, llmtest.DefaultEmbedDim)
+		slices.Reverse(v)
+		return v
+	})
+	env := func(srv *llmtest.Server) []string {
+		return []string{"GRAPHLOOM_EMBED_BASE_URL=" + srv.URL(), "GRAPHLOOM_EMBED_MODEL=bge-m3"}
+	}
+	idx := filepath.Join(t.TempDir(), "h.gl")
+	r := run(t, env(built), "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx, "--extractor", "rule", "--embedder", "api")
+	require.Equal(t, 0, r.code, r.stderr)
+	before, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	ix, err := graphio.ReadFile(idx)
+	require.NoError(t, err)
+	probe := ix.Blobs["embedder"]
+	require.NotEmpty(t, probe)
+
+	args := []string{"augment", "--quiet", "--index", idx, "--selector", "random", "--completer", "extractive", "--budget", "6", "--roots", "6", "--max-jaccard", "1"}
+	r = run(t, env(other), args...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "probe text at cosine")
+	after, err := os.ReadFile(idx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the index is untouched")
+	assert.Zero(t, other.CountMatching(llmtest.EndpointIs(llmtest.Embeddings))-1, "only the probe was asked")
+
+	r = run(t, nil, args...)
+	assert.Equal(t, 1, r.code, "no embedding model configured: %s", r.stderr)
+	assert.Contains(t, r.stderr, "configure that embedding model")
+
+	r = run(t, env(built), args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	ix, err = graphio.ReadFile(idx)
+	require.NoError(t, err)
+	require.Len(t, ix.Runs, 1)
+	assert.Equal(t, probe, ix.Blobs["embedder"], "the index keeps its model's probe")
 }
