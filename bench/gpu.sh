@@ -138,8 +138,18 @@ EOF
 )"
 	export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	export GOMLX_NO_AUTO_INSTALL=1 GOMLX_BACKEND="xla:$plugin"
+	# XLA compiles GPU kernels with ptxas and libdevice from a CUDA data directory. go-xla
+	# points it at <plugin dir>/../nvidia, which the JAX wheel layout does not have (its
+	# nvidia/ is one level higher): name the nvidia wheel that holds nvvm/libdevice.
+	local cudadir
+	cudadir="$(IFS=:; for l in $libs; do for d in "$(dirname "$(dirname "$l")")"/*/; do
+		[[ -d "$d/nvvm/libdevice" ]] && { echo "${d%/}"; exit 0; }; done; done)"
+	if [[ -n "$cudadir" && "${XLA_FLAGS:-}" != *--xla_gpu_cuda_data_dir* ]]; then
+		export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_cuda_data_dir=$cudadir"
+	fi
 	echo "PJRT plugin: ${noxla:+none; }$plugin"
 	echo "LD_LIBRARY_PATH: $LD_LIBRARY_PATH"
+	echo "XLA_FLAGS: ${XLA_FLAGS:-} ${cudadir:+(CUDA data directory: $cudadir)}"
 	[[ -n "$libs" ]] || echo "warning: no nvidia/*/lib directories found next to the plugin or in $py's site-packages"
 	# Input checks on the CPU: the binary loads every input; the scripts compile.
 	if GOMLX_BACKEND=go "$bin" check "$in" >"$out/logs/check.json" 2>"$out/logs/check.log"; then

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -99,19 +100,24 @@ func (e *Engine) Unique(prefix string) string {
 func New(cfg Config) (*Engine, error) {
 	config := ResolveBackend(cfg.Backend)
 	name, backendCfg, _ := strings.Cut(config, ":")
-	if name == "go" && backendCfg == "" {
-		config = "go:" + GoDefaultOptions
+	if name == "go" && !hasOption(backendCfg, "parallelism") {
+		// Any other option keeps the unlimited parallelism: the bounded pool deadlocks.
+		config = "go:" + strings.Trim(GoDefaultOptions+","+backendCfg, ",")
 	}
 	if !slices.Contains(compute.List(), name) {
-		if name == "xla" && !xlaLinked {
+		if isXLA(name) && !xlaLinked {
 			return nil, fmt.Errorf("engine: backend %q: %w (rebuild with -tags xla)", config, ErrBackendNotLinked)
 		}
 		return nil, fmt.Errorf("engine: backend %q: %w (linked: %s)", config, ErrBackendNotLinked,
 			strings.Join(compute.List(), ", "))
 	}
-	if name == "xla" {
-		if err := preparePJRT(backendCfg); err != nil {
+	if isXLA(name) {
+		pluginCfg, err := preparePJRT(backendCfg)
+		if err != nil {
 			return nil, err
+		}
+		if pluginCfg != "" {
+			config = name + ":" + pluginCfg
 		}
 	}
 	backend, err := newBackend(config)
@@ -156,17 +162,47 @@ func ResolveBackend(requested string) string {
 	return DefaultBackend
 }
 
-// preparePJRT turns off go-xla's plugin auto-installation (graphloom never downloads)
-// and checks an explicit plugin path, so that a missing file is a clear error.
-func preparePJRT(pluginCfg string) error {
-	disableAutoInstall()
-	path, _, _ := strings.Cut(pluginCfg, ",")
-	if strings.Contains(path, "/") {
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("engine: PJRT plugin %q: %w", path, err)
+// isXLA reports whether a backend name is go-xla's: "xla" or one of the aliases it
+// registers the same backend under.
+func isXLA(name string) bool {
+	switch name {
+	case "xla", "stablehlo", "hlo", "shlo":
+		return true
+	}
+	return false
+}
+
+// hasOption reports whether a comma-separated backend option list sets key.
+func hasOption(opts, key string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		if k, _, _ := strings.Cut(o, "="); k == key {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// preparePJRT turns off go-xla's plugin auto-installation (graphloom never downloads)
+// and checks an explicit plugin path, so that a missing file is a clear error. It
+// returns the configuration with a relative plugin path made absolute: go-xla loads
+// only an absolute one as a file, and looks a relative one up as a plugin name.
+func preparePJRT(pluginCfg string) (string, error) {
+	disableAutoInstall()
+	path, rest, hasRest := strings.Cut(pluginCfg, ",")
+	if strings.Contains(path, "/") {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("engine: PJRT plugin %q: %w", path, err)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", fmt.Errorf("engine: PJRT plugin %q: %w", path, err)
+		}
+		path = abs
+	}
+	if hasRest {
+		return path + "," + rest, nil
+	}
+	return path, nil
 }
 
 // pluginPath returns the PJRT plugin file a backend config refers to, or "" if it

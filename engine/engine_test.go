@@ -2,6 +2,8 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -32,6 +34,7 @@ func TestNewUnknownBackend(t *testing.T) {
 	for _, tc := range []struct{ name, backend string }{
 		{"unknown name", "nosuchbackend"},
 		{"xla without tag or plugin", "xla:/nonexistent/dir/xla_cuda_plugin.so"},
+		{"an alias of xla", "hlo:/nonexistent/dir/xla_cuda_plugin.so"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Backend: tc.backend})
@@ -41,6 +44,43 @@ func TestNewUnknownBackend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoOptions: the go backend keeps unlimited parallelism (its bounded pool
+// deadlocks) whatever other option is given, unless parallelism itself is.
+func TestGoOptions(t *testing.T) {
+	for _, tc := range []struct{ backend, want string }{
+		{"go", "go:" + GoDefaultOptions},
+		{"go:ops_parallel", "go:" + GoDefaultOptions + ",ops_parallel"},
+		{"go:parallelism=2", "go:parallelism=2"},
+		{"go:ops_sequential,parallelism=3", "go:ops_sequential,parallelism=3"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			e, err := New(Config{Backend: tc.backend})
+			require.NoError(t, err)
+			defer e.Close()
+			assert.Equal(t, tc.want, e.BackendConfig())
+		})
+	}
+}
+
+// TestPluginPath: an explicit plugin path must exist, and a relative one is made
+// absolute (go-xla looks a relative one up as a plugin name).
+func TestPluginPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	require.NoError(t, os.MkdirAll("plugins", 0o755))
+	require.NoError(t, os.WriteFile("plugins/xla_cuda_plugin.so", nil, 0o644))
+	got, err := preparePJRT("./plugins/xla_cuda_plugin.so,preallocate=false")
+	require.NoError(t, err)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(wd, "plugins", "xla_cuda_plugin.so")+",preallocate=false", got)
+	got, err = preparePJRT("cuda")
+	require.NoError(t, err)
+	assert.Equal(t, "cuda", got, "a plugin name is left to go-xla's search")
+	_, err = preparePJRT("./plugins/missing.so")
+	assert.ErrorContains(t, err, "missing.so")
 }
 
 func TestDescribe(t *testing.T) {
@@ -61,6 +101,7 @@ func TestDescribe(t *testing.T) {
 	d := Describe(Config{Backend: "xla:/abs/plugin.so"})
 	assert.Equal(t, "xla", d.Backend)
 	assert.Equal(t, "/abs/plugin.so", d.PluginPath)
+	assert.Equal(t, "/abs/plugin.so", Describe(Config{Backend: "hlo:/abs/plugin.so"}).PluginPath, "an alias of xla")
 }
 
 func TestExecutableCacheCounters(t *testing.T) {

@@ -66,7 +66,7 @@ func describe(backend compute.Backend, config string) Info {
 		GoVersion:     runtime.Version(),
 		Linked:        strings.Join(compute.List(), ","),
 	}
-	if name == "xla" {
+	if isXLA(name) {
 		info.PluginPath = pluginPath(pluginCfg)
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {

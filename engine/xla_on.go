@@ -13,3 +13,8 @@ const xlaLinked = true
 // disableAutoInstall stops go-xla from downloading PJRT plugins; it reads
 // GOMLX_NO_AUTO_INSTALL only at package initialisation, so graphloom sets the switch.
 func disableAutoInstall() { xla.EnableAutoInstall(false) }
+
+// init turns the downloader off as soon as the backend is linked: go-xla would
+// otherwise install a plugin when it is opened under any of its names, or by code
+// that does not go through New.
+func init() { disableAutoInstall() }
