@@ -356,6 +356,9 @@ func similarIVF(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbo
 			rows = append(rows, int32(i))
 		}
 	}
+	if len(rows) == 0 {
+		return make([][]Neighbor, n) // every row skipped: no one has neighbours
+	}
 	nlist := max(1, min(len(rows), int(4*math.Sqrt(float64(len(rows))))))
 	nprobe := cfg.Probes
 	if nprobe <= 0 {
@@ -438,7 +441,8 @@ func similarIVF(data []float32, dim int, skip []bool, cfg KNNConfig) [][]Neighbo
 	return out
 }
 
-// TopK returns the indices of the k largest scores, best first (ties by index).
+// TopK returns the indices of the k largest scores, best first (ties by index; a NaN
+// score counts as −Inf).
 // Once k are kept, only a score above the worst kept one can enter (a later tie loses
 // to the earlier index), so the rest of the scan looks for the next such score,
 // sixteen at a time with AVX-512 or AVX2 (465K fact scores of a 120K-passage index: a
@@ -453,7 +457,11 @@ func topKOn(p KernelPath, scores []float32, k int) []Neighbor {
 	}
 	i := 0
 	for ; i < len(scores) && len(t.hs) < k; i++ {
-		t.offer(Neighbor{int32(i), scores[i]})
+		sc := scores[i]
+		if sc != sc { // NaN ranks last: kept at the heap's root it would block every later score
+			sc = float32(math.Inf(-1))
+		}
+		t.offer(Neighbor{int32(i), sc})
 	}
 	for i < len(scores) {
 		i = nextAbove(p, scores, i, t.hs[0].Score)

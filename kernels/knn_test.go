@@ -263,6 +263,9 @@ func TestTopKMatchesHeap(t *testing.T) {
 		k := 1 + rng.IntN(len(v)+2)
 		want := topK{k: k}
 		for i, s := range v {
+			if math.IsNaN(float64(s)) { // TopK's definition: NaN counts as −Inf
+				s = float32(math.Inf(-1))
+			}
 			want.offer(Neighbor{int32(i), s})
 		}
 		for _, path := range CPUKernels() {
@@ -275,4 +278,29 @@ func TestTopKMatchesHeap(t *testing.T) {
 		}
 	}
 	assert.Nil(t, TopK([]float32{1, 2}, 0))
+	nan := float32(math.NaN())
+	for _, path := range CPUKernels() {
+		got := topKOn(path, append([]float32{nan, 1, 2}, make([]float32, 40)...), 2)
+		assert.Equal(t, []int32{2, 1}, []int32{got[0].Index, got[1].Index}, "a NaN first does not block the scan (%v)", path)
+	}
+}
+
+// TestSimilarRowsAllSkipped: with every row skipped, in the IVF search (past the
+// exact search's size) no row has neighbours, and nothing panics.
+func TestSimilarRowsAllSkipped(t *testing.T) {
+	const n, dim = 50, 4
+	data := make([]float32, n*dim)
+	for i := range data {
+		data[i] = float32(i%7) + 1 // dense: not the sparse search
+	}
+	skip := make([]bool, n)
+	for i := range skip {
+		skip[i] = true
+	}
+	got, err := SimilarRows(data, dim, skip, KNNConfig{K: 3, ExactLimit: 10})
+	require.NoError(t, err)
+	require.Len(t, got, n)
+	for _, nb := range got {
+		assert.Empty(t, nb)
+	}
 }

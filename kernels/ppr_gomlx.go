@@ -16,7 +16,8 @@ import (
 const PPRGoMLXMinTolFloat32 = 1e-6
 
 // PPRGoMLX is the PPR kernel as one GoMLX computation, for accelerators: the same
-// z = s + d·Pᵀz iteration as [PPRSolver] (Chebyshev or power, per PPRConfig.Method)
+// z = s + d·Pᵀz iteration as [PPRSolver] (Chebyshev or power, per PPRConfig.Method;
+// PPRSOR, the default, runs Chebyshev: a sweep colour by colour has no batched form)
 // inside a graph.While loop that stops on the same residual test, with Pᵀz computed
 // as Gather over the edge sources and ScatterSum into the (sorted) edge targets. A
 // batch of B personalisation vectors is one [N,B] tensor. Use it on a GPU backend: on
@@ -43,6 +44,11 @@ func NewPPRGoMLX(backend compute.Backend, csr *CSR, cfg PPRConfig, dtype dtypes.
 	}
 	if dtype != dtypes.Float32 && dtype != dtypes.Float64 {
 		return nil, fmt.Errorf("kernels: ppr gomlx: dtype %s not supported (want Float32 or Float64)", dtype)
+	}
+	if cfg.Method == PPRSOR {
+		// A colour-by-colour sweep has no batched form: its accelerated parallel
+		// counterpart runs instead (the same fixed point and residual test).
+		cfg.Method = PPRChebyshev
 	}
 	s, err := NewPPRSolver(csr, cfg)
 	if err != nil {

@@ -570,6 +570,25 @@ func TestPPRGoMLXMatchesCPU(t *testing.T) {
 	}
 }
 
+// TestPPRGoMLXDefaultMethod: the default method (SOR, a sweep colour by colour) runs
+// as Chebyshev in the batched kernel, not as the slower power iteration.
+func TestPPRGoMLXDefaultMethod(t *testing.T) {
+	backend, err := compute.NewWithConfig("go")
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(15, 16))
+	const n = 200
+	csr := pprCSR(t, n, pprRandomEdges(rng, n, 600, 10))
+	reset := pprRandomReset(rng, n, "seeds")
+	g, err := NewPPRGoMLX(backend, csr, PPRConfig{}, dtypes.Float64)
+	require.NoError(t, err)
+	defer g.Close()
+	_, st, err := g.Solve(reset)
+	require.NoError(t, err)
+	_, cheb, err := PPRBatch(csr, [][]float64{reset}, PPRConfig{Method: PPRChebyshev})
+	require.NoError(t, err)
+	assert.Equal(t, cheb[0].Iterations, st.Iterations)
+}
+
 func TestPPRSolverConcurrentUse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const n = 4000
