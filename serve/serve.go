@@ -50,6 +50,10 @@ type Config struct {
 	TopK, MaxTopK int
 	// MaxBatch is the most questions of one batch request; 1,000.
 	MaxBatch int
+	// MaxPassages bounds the passages one batch request returns (its questions ×
+	// top_k), each with its text, all held in memory until the answer is written;
+	// 10,000.
+	MaxPassages int
 	// MaxBody is the largest request body in bytes; 1 MiB.
 	MaxBody int64
 	// Timeout is the deadline of one request; 30 s.
@@ -75,7 +79,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Retrieval: retrieve.DefaultConfig(), Retriever: "ppr", TopK: 5, MaxTopK: 100, MaxBatch: 1000,
-		MaxBody: 1 << 20, Timeout: 30 * time.Second, MaxInFlight: 64}
+		MaxPassages: 10000, MaxBody: 1 << 20, Timeout: 30 * time.Second, MaxInFlight: 64}
 }
 
 // Loader reads the index (graphio.ReadFile of the served path, in the CLI).
@@ -115,6 +119,12 @@ func New(name string, load Loader, api embed.Embedder, cfg Config) (*Server, err
 	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = d.MaxBatch
+	}
+	if cfg.MaxPassages <= 0 {
+		cfg.MaxPassages = d.MaxPassages
+	}
+	if cfg.TopK > cfg.MaxTopK {
+		return nil, fmt.Errorf("serve: the default top-k %d exceeds the most a request may ask for (%d): every request leaving top_k out would be refused", cfg.TopK, cfg.MaxTopK)
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = d.MaxBody
@@ -457,6 +467,12 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 			fail(w, http.StatusBadRequest, "questions[%d]: %v", i, err)
 			return
 		}
+		if rd := req.Questions[i].Reader; rd != "" { // the form an answering retriever is asked
+			if err := retrieve.CheckQuestion(rd); err != nil {
+				fail(w, http.StatusBadRequest, "questions[%d].reader: %v", i, err)
+				return
+			}
+		}
 		if req.Questions[i].ID == "" {
 			id := fmt.Sprintf("q%d", i+1)
 			if j, taken := given[id]; taken {
@@ -469,6 +485,11 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	cur := s.cur.Load()
 	ret, k, ok := s.pick(w, cur.searcher, req.Retriever, req.TopK)
 	if !ok {
+		return
+	}
+	if n := len(req.Questions) * k; n > s.cfg.MaxPassages {
+		fail(w, http.StatusBadRequest, "%d questions × top_k %d ask for %d passages, at most %d a request: split the batch or lower top_k",
+			len(req.Questions), k, n, s.cfg.MaxPassages)
 		return
 	}
 	lines, err := retrieve.Run(r.Context(), ret, nil, req.Questions, retrieve.RunConfig{TopK: k, Workers: s.cfg.Workers, BatchSize: 32}, nil)

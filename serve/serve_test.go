@@ -108,7 +108,7 @@ func TestQueryAndBatch(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.MaxBody, cfg.MaxBatch = 300, 2
+	cfg.MaxBody, cfg.MaxBatch, cfg.MaxPassages = 300, 2, 12
 	_, ts, _ := newTestServer(t, 2, cfg)
 	for _, tc := range []struct {
 		path, body string
@@ -132,6 +132,8 @@ func TestBadRequests(t *testing.T) {
 		{"/v1/query/batch", `{"questions": []}`, 400, "want 1 to 2"},
 		{"/v1/query/batch", `{"questions": [{"question": "a"}, {"question": "b"}, {"question": "c"}]}`, 400, "want 1 to 2"},
 		{"/v1/query", `{"question": "x"} {"question": "y"}`, 400, "trailing data"},
+		{"/v1/query/batch", `{"questions": [{"question": "a"}, {"question": "b"}], "top_k": 7}`, 400, "2 questions × top_k 7 ask for 14 passages, at most 12"},
+		{"/v1/query/batch", `{"questions": [{"question": "a", "reader": "  "}]}`, 400, "questions[0].reader: the question is empty"},
 	} {
 		code, v := post(t, ts.URL+tc.path, tc.body)
 		assert.Equal(t, tc.code, code, tc.body)
@@ -141,6 +143,17 @@ func TestBadRequests(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+// TestDefaultTopKWithinMax: a default top-k above the most a request may ask for
+// would refuse every request that leaves top_k out, so the server does not start.
+func TestDefaultTopKWithinMax(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.gl")
+	writeIndex(t, path, 2)
+	cfg := DefaultConfig()
+	cfg.TopK = 200
+	_, err := New(path, func() (*graphio.Index, error) { return graphio.ReadFile(path) }, nil, cfg)
+	assert.ErrorContains(t, err, "the default top-k 200 exceeds the most a request may ask for (100)")
 }
 
 // TestHardening: reload needs a token, a token set guards everything, a foreign Host or

@@ -63,6 +63,11 @@ CORS headers only for --cors origins.`,
 			if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(host) == nil {
 				cfg.AllowHosts = append(cfg.AllowHosts, host) // the name it listens under
 			}
+			// Signals are caught before the index loads: a SIGHUP sent during a slow
+			// start (a script right after augment) would otherwise end the process.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+			defer signal.Stop(sigs)
 			api, err := lf.apiEmbedder(cmd.Context())
 			if err != nil {
 				return err
@@ -82,9 +87,6 @@ CORS headers only for --cors origins.`,
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: cfg.Timeout + 10*time.Second,
 				WriteTimeout: cfg.Timeout + 10*time.Second, IdleTimeout: 2 * time.Minute}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving %s on http://%s (default retriever %s)\n", indexPath, ln.Addr(), cfg.Retriever)
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-			defer signal.Stop(sigs)
 			done := make(chan error, 1)
 			go func() { done <- hs.Serve(ln) }()
 			for {
@@ -126,6 +128,7 @@ CORS headers only for --cors origins.`,
 	f.IntVar(&cfg.TopK, "top-k", cfg.TopK, "default passages per question")
 	f.IntVar(&cfg.MaxTopK, "max-top-k", cfg.MaxTopK, "most passages a request may ask for")
 	f.IntVar(&cfg.MaxBatch, "max-batch", cfg.MaxBatch, "most questions of one batch request")
+	f.IntVar(&cfg.MaxPassages, "max-passages", cfg.MaxPassages, "most passages one batch request returns (questions × top_k)")
 	f.Int64Var(&cfg.MaxBody, "max-body", cfg.MaxBody, "largest request body in bytes")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "deadline of one request")
 	f.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "most requests served at once (503 beyond)")
@@ -136,6 +139,7 @@ CORS headers only for --cors origins.`,
 	limitFlag(cmd, "top-k", atLeast1(1e5))
 	limitFlag(cmd, "max-top-k", atLeast1(1e5))
 	limitFlag(cmd, "max-batch", atLeast1(1e7))
+	limitFlag(cmd, "max-passages", atLeast1(1e9))
 	limitFlag(cmd, "max-body", atLeast1(1<<34))
 	limitFlag(cmd, "timeout", flagRange{lo: 0, hi: 86400, loOpen: true})
 	limitFlag(cmd, "max-in-flight", atLeast1(1e6))
