@@ -111,6 +111,10 @@ func writeSections(w io.Writer, ix *Index, version uint32, all []section, compre
 // Section header: name length (1 byte), name, codec (1 byte), raw length (8),
 // stored length (8), CRC32C (4) of everything before it in the header and the payload.
 func writeSection(w io.Writer, name string, codec byte, payload [][]byte, rawLen uint64) (int64, error) {
+	if len(name) > maxSectionName {
+		// Its length byte would wrap, and the file would not read back.
+		return 0, fmt.Errorf("graphio: write section %.40q…: name of %d bytes, at most %d", name, len(name), maxSectionName)
+	}
 	stored := 0
 	for _, p := range payload {
 		stored += len(p)

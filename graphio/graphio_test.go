@@ -503,3 +503,25 @@ func TestDecodedListsDoNotShareCapacity(t *testing.T) {
 	assert.Equal(t, ix.Facts[1].Chunks, got.Facts[1].Chunks)
 	assert.Equal(t, ix.Entities[1].Surface, got.Entities[1].Surface)
 }
+
+// TestLongBlobName: a blob whose section name would not fit the header's length byte
+// is refused when written, and the file on disk is kept.
+func TestLongBlobName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.gl")
+	ix := sampleIndex(t)
+	require.NoError(t, WriteFile(path, ix))
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	ix.Blobs[strings.Repeat("k", 251)] = []byte("v") // "blob." + 251 bytes = 256
+	err = WriteFile(path, ix)
+	assert.ErrorContains(t, err, "name of 256 bytes, at most 255")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	delete(ix.Blobs, strings.Repeat("k", 251))
+	ix.Blobs[strings.Repeat("k", 250)] = []byte("v")
+	require.NoError(t, WriteFile(path, ix))
+	got, err := ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("v"), got.Blobs[strings.Repeat("k", 250)])
+}

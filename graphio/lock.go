@@ -57,8 +57,8 @@ func LockPath(path string) string { return ResolveLink(path) + ".lock" }
 // such as "pid 123: graphloom augment --index x.gl"). Without wait it fails at once
 // with an error wrapping ErrLocked that names the current holder; with wait it calls
 // onWait (if not nil) with the holder once and waits until the lock is free or ctx
-// ends. Once the lock is held, temporary files left by writers that died mid-write
-// (.NAME.tmp-*) are removed: only a lock holder writes them.
+// ends. Once it is held, the caller may remove the temporary files writers that
+// died mid-write left (WriterLock.RemoveStaleTemps): only a lock holder writes them.
 func LockWriter(ctx context.Context, path, holder string, wait bool, onWait func(holder string)) (*WriterLock, error) {
 	path = ResolveLink(path)
 	lp := LockPath(path)
