@@ -160,6 +160,12 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					finish()
 					return runSweep(cmd, ix, api, ds, &rcfg, cfg, sweeps, out, asJSON)
 				}
+				if withGR {
+					if err := gf.trainedRetrieval(cmd, &rcfg); err != nil {
+						finish()
+						return err
+					}
+				}
 				s, err := retrieve.Open(ix, api, rcfg, chat)
 				if err != nil {
 					return err

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/gomlx/ml/model"
@@ -22,6 +25,7 @@ import (
 	"github.com/graphloom/graphloom/gretrieve"
 	"github.com/graphloom/graphloom/kg"
 	"github.com/graphloom/graphloom/models"
+	"github.com/graphloom/graphloom/models/checkpoint"
 	"github.com/graphloom/graphloom/models/gretriever"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/train"
@@ -98,6 +102,114 @@ func (g *gretrieverFlags) register(cmd *cobra.Command) {
 	lmDTypeFlag(cmd, &g.lmDType)
 }
 
+// Checkpoint metadata of the retrieval a G-Retriever model was trained with: the PCST
+// settings its subgraphs came from, and its LM's config.json (SHA-256).
+const (
+	pcstMeta     = "pcst"
+	lmConfigMeta = "lm_config_sha256"
+)
+
+// pcstFields are the PCST settings a model's subgraphs depend on: flag, metadata key
+// and field of retrieve.Config (profile: set by --pcst-profile too).
+func pcstFields(c *retrieve.Config) []struct {
+	flag, key string
+	val       any
+	profile   bool
+} {
+	return []struct {
+		flag, key string
+		val       any
+		profile   bool
+	}{
+		{"pcst-topk", "topk", &c.PCSTTopK, true}, {"pcst-topk-e", "topk_e", &c.PCSTTopKEdges, true},
+		{"pcst-cost-e", "cost_e", &c.PCSTEdgeCost, true}, {"pcst-max-nodes", "max_nodes", &c.PCSTMaxNodes, false},
+		{"", "seeds", &c.PCSTSeeds, false}, {"", "hops", &c.PCSTHops, false},
+	}
+}
+
+// pcstSettings writes c's PCST settings for the checkpoint ("topk=3,topk_e=5,…").
+func pcstSettings(c retrieve.Config) string {
+	var parts []string
+	for _, f := range pcstFields(&c) {
+		switch v := f.val.(type) {
+		case *int:
+			parts = append(parts, fmt.Sprintf("%s=%d", f.key, *v))
+		case *float64:
+			parts = append(parts, fmt.Sprintf("%s=%s", f.key, strconv.FormatFloat(*v, 'g', -1, 64)))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// lmConfigHash is the SHA-256 of an LM folder's config.json: the LM a model's soft
+// prompt was fitted to (another path to the same model has the same).
+func lmConfigHash(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// trainedRetrieval gives cfg the PCST settings the --model was trained with, for each
+// one the command line leaves at its default: a model answers from subgraphs like
+// those it learned from. One given explicitly that differs is kept, with a warning.
+func (g *gretrieverFlags) trainedRetrieval(cmd *cobra.Command, cfg *retrieve.Config) error {
+	if g.model == "" {
+		return nil
+	}
+	h, err := checkpoint.ReadHeader(filepath.Join(g.model, grBest))
+	if err != nil {
+		return nil // open reports a missing or broken model
+	}
+	rec := map[string]string{}
+	for kv := range strings.SplitSeq(h.Meta[pcstMeta], ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			rec[k] = v
+		}
+	}
+	if len(rec) == 0 {
+		return nil // trained before the settings were recorded
+	}
+	fl := cmd.Flags()
+	var differ []string
+	for _, f := range pcstFields(cfg) {
+		v, ok := rec[f.key]
+		if !ok {
+			continue
+		}
+		given := f.flag != "" && fl.Lookup(f.flag) != nil && (fl.Changed(f.flag) || f.profile && fl.Changed("pcst-profile"))
+		switch p := f.val.(type) {
+		case *int:
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("--model %s: PCST setting %s=%q: %w", g.model, f.key, v, err)
+			}
+			if given && *p != n {
+				differ = append(differ, fmt.Sprintf("--%s %d (trained with %d)", f.flag, *p, n))
+			} else if !given {
+				*p = n
+			}
+		case *float64:
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("--model %s: PCST setting %s=%q: %w", g.model, f.key, v, err)
+			}
+			if given && *p != x {
+				differ = append(differ, fmt.Sprintf("--%s %g (trained with %g)", f.flag, *p, x))
+			} else if !given {
+				*p = x
+			}
+		}
+	}
+	if len(differ) > 0 {
+		cmd.PrintErrf("warning: the G-Retriever model %s was trained on subgraphs from other PCST settings: %s; it answers from subgraphs unlike those it learned from\n",
+			g.model, strings.Join(differ, ", "))
+	}
+	return nil
+}
+
 // open returns the gretriever retriever over s, the searcher of ix; the caller closes
 // the engine. A model trained on another generation of ix is reported to stderr as
 // stale.
@@ -119,6 +231,12 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr i
 	}
 	if w := kg.StaleWarning(ix, meta[kg.GenerationMeta], "the G-Retriever model "+path); w != "" {
 		fmt.Fprintln(stderr, w)
+	}
+	if was := meta[lmConfigMeta]; was != "" {
+		if now, err := lmConfigHash(g.lm); err == nil && now != was {
+			fmt.Fprintf(stderr, "warning: --lm %s is not the LM the G-Retriever model %s was trained with (%s; another config.json): its graph token was fitted to that LM's embeddings\n",
+				g.lm, path, meta["lm"])
+		}
 	}
 	b, err := gretrieve.NewBuilder(s, m.Config().TextForm) // the form it was trained on
 	if err != nil {
@@ -348,7 +466,10 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				}
 			}
 			meta := map[string]string{"index": absPath(indexPath), "lm": absPath(lmDir), "train": absPath(trainPath), "examples": strconv.Itoa(len(trainSet)),
-				kg.GenerationMeta: kg.Generation(ix)}
+				kg.GenerationMeta: kg.Generation(ix), pcstMeta: pcstSettings(rcfg)}
+			if h, err := lmConfigHash(lmDir); err == nil {
+				meta[lmConfigMeta] = h
+			}
 			// The log so far is written with every checkpoint, so that a killed run's
 			// log reaches the step its resume starts from.
 			var logBuf bytes.Buffer

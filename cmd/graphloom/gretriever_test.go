@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,12 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/llm/llmtest"
+	"github.com/graphloom/graphloom/models/checkpoint"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
+	"github.com/graphloom/graphloom/retrieve"
 )
 
 // TestTrainGRetriever trains G-Retriever end to end on the example corpus with a tiny
@@ -144,6 +148,16 @@ func TestTrainGRetriever(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "Answer: "+*line.Answer+"\n")
 	assert.Contains(t, r.stdout, "subgraph:\nnode_id,node_attr")
+	assert.NotContains(t, r.stderr, "is not the LM")
+	// Another LM of the same width loads, with a warning (its config.json differs).
+	other := filepath.Join(dir, "lm-other")
+	_, err = lmtest.Write(other, lmtest.Spec{Seed: 6})
+	require.NoError(t, err)
+	cfgPath := filepath.Join(other, "config.json")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(strings.Replace(readFile(t, cfgPath), "{", `{"_name_or_path": "another-lm", `, 1)), 0o644))
+	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--model", out, "--lm", other, q)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: --lm "+other+" is not the LM the G-Retriever model")
 	r = run(t, nil, "query", "--index", idx, "--retriever", "gretriever", "--lm", lmDir, q)
 	assert.Equal(t, 2, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "--model")
@@ -338,4 +352,52 @@ func TestTrainGRetrieverOnAnAPIEmbeddedIndex(t *testing.T) {
 		"--out", filepath.Join(dir, "other"), "--epochs", "1", "--quiet")
 	assert.NotEqual(t, 0, r.code)
 	assert.NotContains(t, r.stderr, "panic")
+}
+
+// TestTrainedRetrieval: query and eval give a G-Retriever model the PCST settings it
+// was trained with where the command line leaves them at their defaults, keep those
+// given explicitly (by flag or profile) and warn when they differ.
+func TestTrainedRetrieval(t *testing.T) {
+	dir := t.TempDir()
+	trained := retrieve.DefaultConfig()
+	trained.PCSTTopK, trained.PCSTTopKEdges, trained.PCSTEdgeCost, trained.PCSTMaxNodes = 15, 20, 0.25, 500
+	require.NoError(t, checkpoint.Save(filepath.Join(dir, grBest), &checkpoint.File{Kind: "test", Meta: map[string]string{pcstMeta: pcstSettings(trained)}}))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want func(c *retrieve.Config)
+		warn string
+	}{
+		{"defaults take the trained settings", nil, func(c *retrieve.Config) {
+			c.PCSTTopK, c.PCSTTopKEdges, c.PCSTEdgeCost, c.PCSTMaxNodes = 15, 20, 0.25, 500
+		}, ""},
+		{"an explicit flag wins, with a warning", []string{"--pcst-topk", "4"}, func(c *retrieve.Config) {
+			c.PCSTTopK, c.PCSTTopKEdges, c.PCSTEdgeCost, c.PCSTMaxNodes = 4, 20, 0.25, 500
+		}, "--pcst-topk 4 (trained with 15)"},
+		{"a profile counts as explicit", []string{"--pcst-profile", "g-retriever"}, func(c *retrieve.Config) {
+			c.PCSTTopK, c.PCSTTopKEdges, c.PCSTEdgeCost, c.PCSTMaxNodes = 3, 5, 0.5, 500
+		}, "--pcst-topk 3 (trained with 15), --pcst-topk-e 5 (trained with 20), --pcst-cost-e 0.5 (trained with 0.25)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := retrieve.DefaultConfig()
+			cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+			registerRetrievalFlags(cmd, &cfg)
+			var stderr bytes.Buffer
+			cmd.SetErr(&stderr)
+			require.NoError(t, cmd.ParseFlags(tc.args))
+			g := gretrieverFlags{model: dir}
+			require.NoError(t, g.trainedRetrieval(cmd, &cfg))
+			want := retrieve.DefaultConfig()
+			if slices.Contains(tc.args, "--pcst-profile") {
+				want.PCSTTopK, want.PCSTTopKEdges, want.PCSTEdgeCost = 3, 5, 0.5
+			}
+			tc.want(&want)
+			assert.Equal(t, want, cfg)
+			if tc.warn == "" {
+				assert.Empty(t, stderr.String())
+			} else {
+				assert.Contains(t, stderr.String(), tc.warn)
+			}
+		})
+	}
 }

@@ -77,6 +77,11 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 				return usageError{fmt.Errorf("query: --answer needs an LLM (GRAPHLOOM_LLM_BASE_URL, GRAPHLOOM_LLM_MODEL)")}
 			}
 			cfg.RecognitionMemory = !noRecognition
+			if gen {
+				if err := gf.trainedRetrieval(cmd, &cfg); err != nil {
+					return err
+				}
+			}
 			s, err := retrieve.Open(ix, api, cfg, chat)
 			if err != nil {
 				return err
