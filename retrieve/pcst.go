@@ -109,11 +109,14 @@ func (s *Searcher) factAdjacency() [][]int32 {
 // the edge cost is then min(costE, max edge prize × 0.995).
 func PCSTPrizes(nodeSim, edgeSim []float64, topk, topkE int, costE float64) (nodePrize, edgePrize []float64, cost float64) {
 	nodePrize = make([]float64, len(nodeSim))
-	topk = min(topk, len(nodeSim)) // retrieval.py: topk = min(topk, graph.num_nodes)
+	topk = max(0, min(topk, len(nodeSim))) // retrieval.py: topk = min(topk, graph.num_nodes); none when ≤ 0
 	for i, nb := range kernels.TopK(toF32(nil, nodeSim), topk) {
 		nodePrize[nb.Index] = float64(topk - i)
 	}
 	edgePrize = make([]float64, len(edgeSim))
+	if topkE <= 0 {
+		return nodePrize, edgePrize, costE // retrieval.py lowers cost_e only inside its `if topk_e > 0`
+	}
 	const c = 0.01
 	uniq := slices.Clone(edgeSim)
 	slices.Sort(uniq)

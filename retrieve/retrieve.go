@@ -102,7 +102,10 @@ type Config struct {
 	// A deviation of the pcst retriever: an edge's similarity is its whole fact's
 	// ("subject predicate object"), fused with BM25 under lexical scoring, where
 	// G-Retriever compares the question with the relation text alone (which the
-	// gretriever retriever does).
+	// gretriever retriever does). For both, a node's similarity is the entity
+	// score the other retrievers use: the cosine of unit vectors under dense scoring,
+	// fused with BM25 over entity names under lexical scoring (the built-in embedder's
+	// default), where G-Retriever takes the cosine alone.
 	PCSTTopK, PCSTTopKEdges int
 	PCSTEdgeCost            float64
 	// PCSTSeeds, PCSTHops and PCSTMaxNodes bound the subgraph PCST runs on: the

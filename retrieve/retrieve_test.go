@@ -405,6 +405,14 @@ func TestPCSTPrizesAsGRetriever(t *testing.T) {
 	nodes, edges, _ = PCSTPrizes([]float64{0.3, 0.2}, []float64{0.7, 0.4, 0.4}, 5, 5, 0.5)
 	assert.Equal(t, []float64{2, 1}, nodes)
 	assert.InDeltaSlice(t, []float64{2, 0.5, 0.5}, edges, 1e-12)
+	// topk_e ≤ 0 (and topk ≤ 0): no prizes, and cost_e as given (retrieval.py lowers it
+	// only when edges get prizes).
+	for _, k := range []int{0, -2} {
+		nodes, edges, cost = PCSTPrizes([]float64{0.3, 0.2}, []float64{0.7, 0.4}, k, k, 0.5)
+		assert.Equal(t, []float64{0, 0}, nodes)
+		assert.Equal(t, []float64{0, 0}, edges)
+		assert.Equal(t, 0.5, cost)
+	}
 }
 
 func TestPCSTRetrieverReturnsATree(t *testing.T) {

@@ -115,7 +115,11 @@ type Config struct {
 	// after every batch (no gradient accumulation) and GradSteps (2) paces the
 	// learning rate: it is set after batches s of an epoch with (s+1) % GradSteps == 0,
 	// from the fractional epoch epoch + s/len(loader), and held in between (the first
-	// batch runs at the initial lr).
+	// batch runs at the initial lr). Two deviations: an epoch's last, partial batch is
+	// trained on (train.py's loader drops it, drop_last=True; small training sets
+	// would otherwise lose up to BatchSize−1 questions an epoch), and the validation
+	// loss is the mean over every answer token of the held-out questions, in batches
+	// of 16, where train.py averages its batches' means (batches of BatchSize).
 	LearningRate    float64 `json:"lr"`
 	MinLearningRate float64 `json:"min_lr"`
 	WeightDecay     float64 `json:"weight_decay"`

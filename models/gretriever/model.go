@@ -237,6 +237,8 @@ func (m *Model) LoadInto(path string) (map[string]string, error) {
 		{"prompt format", cfg.PromptFormat, m.cfg.PromptFormat}, {"chat turn", cfg.ChatTurn, m.cfg.ChatTurn},
 		{"subgraph text form", cfg.TextForm, m.cfg.TextForm}, {"question format", cfg.Question, m.cfg.Question},
 		{"batch size", fmt.Sprint(cfg.BatchSize), fmt.Sprint(m.cfg.BatchSize)},
+		{"subgraph text tokens (--max-text-tokens)", fmt.Sprint(cfg.MaxTextTokens), fmt.Sprint(m.cfg.MaxTextTokens)},
+		{"answer tokens (--max-new-tokens)", fmt.Sprint(cfg.MaxNewTokens), fmt.Sprint(m.cfg.MaxNewTokens)},
 	} {
 		if d.was != d.now {
 			return nil, fmt.Errorf("gretriever: %s was trained with %s %q; this run has %q", path, d.name, d.was, d.now)
