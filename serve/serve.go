@@ -90,6 +90,16 @@ type loaded struct {
 	ix       *graphio.Index
 	searcher *retrieve.Searcher
 	at       time.Time
+
+	statsOnce sync.Once
+	st        graphio.Stats // computed on the first /v1/stats of this index
+}
+
+// stats returns the index's statistics, computed once per loaded index: they walk
+// every record, which polling /v1/stats would otherwise repeat.
+func (l *loaded) stats() graphio.Stats {
+	l.statsOnce.Do(func() { l.st = graphio.ComputeStats(l.ix, 10) })
+	return l.st
 }
 
 // Server is the HTTP API. Create it with New; it is an http.Handler.
@@ -256,6 +266,16 @@ func CheckListen(addr string, token, insecure bool) error {
 // Reload reads the index again and swaps it in atomically: requests in flight finish
 // on the index they started with. On error the served index is unchanged.
 func (s *Server) Reload() (*graphio.Index, error) {
+	l, err := s.reloaded()
+	if err != nil {
+		return nil, err
+	}
+	return l.ix, nil
+}
+
+// reloaded is Reload returning what it published (a later reload may replace it
+// before the caller reads s.cur).
+func (s *Server) reloaded() (*loaded, error) {
 	s.reload.Lock()
 	defer s.reload.Unlock()
 	ix, err := s.load()
@@ -267,8 +287,9 @@ func (s *Server) Reload() (*graphio.Index, error) {
 		return nil, fmt.Errorf("serve: %s: %w", s.name, err)
 	}
 	s.warm(sr)
-	s.cur.Store(&loaded{ix: ix, searcher: sr, at: time.Now()})
-	return ix, nil
+	l := &loaded{ix: ix, searcher: sr, at: time.Now()}
+	s.cur.Store(l)
+	return l, nil
 }
 
 // warm builds the lazy structures of bm25 and the default retriever before the index
@@ -332,7 +353,7 @@ func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
 		graphio.Stats
 		Calibration *calibrationInfo `json:"calibration,omitempty"`
-	}{Stats: graphio.ComputeStats(cur.ix, 10)}
+	}{Stats: cur.stats()}
 	if cal := cur.searcher.Calibration(); cal != nil {
 		stale := cal.Warning(func(gen string) string { return kg.StaleWarning(cur.ix, gen, "the stored calibration") })
 		info := &calibrationInfo{Uses: map[string]string{}, Generation: cal.Generation, Stale: stale}
@@ -356,12 +377,12 @@ func (s *Server) reloadHandler(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "reload takes no body (or an empty JSON object)")
 		return
 	}
-	ix, err := s.Reload()
+	l, err := s.reloaded()
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"loaded": s.cur.Load().at.UTC().Format(time.RFC3339Nano), "chunks": len(ix.Chunks), "runs": len(ix.Runs)})
+	writeJSON(w, http.StatusOK, map[string]any{"loaded": l.at.UTC().Format(time.RFC3339Nano), "chunks": len(l.ix.Chunks), "runs": len(l.ix.Runs)})
 }
 
 // QueryRequest is the body of /v1/query. TopK means what the CLI's --top-k means:
