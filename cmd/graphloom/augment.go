@@ -99,6 +99,20 @@ much the scorer and its selection move with the seed.`,
 			if rollback != "" && plan {
 				return usageError{fmt.Errorf("augment: --rollback writes the index; --plan writes no index: give one")}
 			}
+			if rollback != "" {
+				// A rollback only removes a run: settings of a new run would be ignored.
+				var given []string
+				for _, name := range []string{"allow-partial", "budget", "calibrate", "completer", "ensemble", "epochs", "gold-facts", "max-jaccard",
+					"min-test-entities", "no-checkpoint", "node-features", "planted", "root-centred", "root-fraction", "roots", "seed",
+					"selector", "split-seed", "threshold"} {
+					if cmd.Flags().Changed(name) {
+						given = append(given, "--"+name)
+					}
+				}
+				if len(given) > 0 {
+					return usageError{fmt.Errorf("augment: --rollback removes a run and takes no settings of a new one: drop %s", strings.Join(given, ", "))}
+				}
+			}
 			if err := guardOutput(cmd, outSpec{name: "--out", path: out, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
 				inSpec{"--index", path}, inSpec{"--gold-facts", gold}, inSpec{"the scorer checkpoint", path + ".scorer"}); err != nil {
 				return err

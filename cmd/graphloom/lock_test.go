@@ -124,6 +124,10 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	assert.Equal(t, 2, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "--plan writes no index")
 
+	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope", "--selector", "random", "--budget", "5")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "--rollback removes a run and takes no settings of a new one: drop --budget, --selector")
+
 	r = run(t, nil, "augment", "--index", idx, "--rollback", "aug-nope")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "it has no runs")
