@@ -143,7 +143,7 @@ EOF
 	# nvidia/ is one level higher): name the nvidia wheel that holds nvvm/libdevice.
 	local cudadir
 	cudadir="$(IFS=:; for l in $libs; do for d in "$(dirname "$(dirname "$l")")"/*/; do
-		[[ -d "$d/nvvm/libdevice" ]] && { echo "${d%/}"; exit 0; }; done; done)"
+		if [[ -d "$d/nvvm/libdevice" ]]; then echo "${d%/}"; exit 0; fi; done; done; true)"
 	if [[ -n "$cudadir" && "${XLA_FLAGS:-}" != *--xla_gpu_cuda_data_dir* ]]; then
 		export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_cuda_data_dir=$cudadir"
 	fi

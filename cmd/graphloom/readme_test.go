@@ -28,7 +28,7 @@ func readmeTour(t *testing.T) string {
 // TestReadmeTourRuns runs the README's tour with bash, line by line as written, in a
 // fresh directory holding the examples. bin/graphloom is this test binary acting as the
 // command. The one change: augment trains its scorer for 2 epochs (the wrapper appends
-// --epochs 2) to keep the test short; everything else — files, flags, run ids — is as a
+// --epochs 2, but to a rollback, which trains nothing) to keep the test short; everything else — files, flags, run ids — is as a
 // user would type it.
 func TestReadmeTourRuns(t *testing.T) {
 	tour := readmeTour(t)
@@ -41,7 +41,7 @@ func TestReadmeTourRuns(t *testing.T) {
 	require.NoError(t, os.Symlink(examples, filepath.Join(dir, "examples")))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
 	wrapper := `#!/bin/sh
-if [ "$1" = augment ]; then set -- "$@" --epochs 2; fi
+case "$1 $*" in augment*--rollback*) ;; augment*) set -- "$@" --epochs 2 ;; esac
 GRAPHLOOM_TEST_CLI=1 exec ` + exe + ` "$@"
 `
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin", "graphloom"), []byte(wrapper), 0o755))
