@@ -104,6 +104,13 @@ func (c *Chunker) Split(title, text string) []Piece {
 		for next-1 > start && units[end]-units[next-1] <= c.cfg.OverlapTokens {
 			next--
 		}
+		// The next chunk must reach past this one's end: after a long unit (a table, a
+		// cut run-on sentence) the overlap would leave no room for it, and the chunk
+		// would hold nothing but overlap. Units are at most a chunk long, so next = end
+		// always fits.
+		for next < end && units[end+1]-units[next] > c.cfg.ChunkTokens {
+			next++
+		}
 		start = next
 	}
 }

@@ -246,6 +246,36 @@ func TestSplitOverlongSentence(t *testing.T) {
 	assert.Equal(t, text, joined.String(), "an over-long sentence is cut without overlap or loss")
 }
 
+// TestChunksAdvance: after short sentences, a sentence nearly a chunk long leaves
+// the overlap no room; each chunk must still end past the previous one (chunks made of
+// nothing but the previous chunk's tail were produced, one per short sentence).
+func TestChunksAdvance(t *testing.T) {
+	tok, err := NewTokenizer("cl100k_base")
+	require.NoError(t, err)
+	ch, err := NewChunker(Config{ChunkTokens: 40, OverlapTokens: 12, Encoding: "cl100k_base"}, tok)
+	require.NoError(t, err)
+	var b strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&b, "Item %d holds. ", i)
+	}
+	b.WriteString("Then a very long sentence follows with " + strings.Repeat("many words ", 15) + "until it ends. ")
+	b.WriteString("A last short one.")
+	text := b.String()
+	pieces := ch.Split("Doc", text)
+	require.Greater(t, len(pieces), 1)
+	prevStart, prevEnd := -1, 0
+	for i, p := range pieces {
+		at := strings.Index(text[prevStart+1:], p.Text)
+		require.GreaterOrEqual(t, at, 0, "chunk %d is a piece of the text", i)
+		start := prevStart + 1 + at
+		end := start + len(p.Text)
+		assert.Greater(t, end, prevEnd, "chunk %d (%q) reaches past chunk %d", i, p.Text, i-1)
+		assert.LessOrEqual(t, p.Tokens, 40)
+		prevStart, prevEnd = start, end
+	}
+	assert.Equal(t, len(text), prevEnd, "the last chunk ends the text")
+}
+
 func TestBuildMergesDuplicatesAndIsStable(t *testing.T) {
 	dir := t.TempDir()
 	p := write(t, dir, "c.json", fmt.Sprintf(`[{"title":"A","text":"Alpha."},{"title":"A","text":"Alpha."},{"title":"L","text":%q}]`, longText(400)))
