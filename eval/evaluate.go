@@ -349,11 +349,14 @@ func (s *Summary) MsPerQuery() float64 {
 
 // QAScores are SQuAD scores averaged over the answered open examples.
 type QAScores struct {
-	N         int     `json:"n"`
-	EM        float64 `json:"em"`
-	F1        float64 `json:"f1"`
-	Precision float64 `json:"precision"`
-	Recall    float64 `json:"recall"`
+	// N counts the questions scored, Unanswered those among them whose reader
+	// request got no answer (scored as an empty answer: wrong).
+	N          int     `json:"n"`
+	Unanswered int     `json:"unanswered,omitempty"`
+	EM         float64 `json:"em"`
+	F1         float64 `json:"f1"`
+	Precision  float64 `json:"precision"`
+	Recall     float64 `json:"recall"`
 }
 
 // JudgeStats average the judge's scores over the answers it scored.
@@ -424,11 +427,18 @@ func score(ctx context.Context, ds *Dataset, lines []*retrieve.RunLine, m *Match
 				}
 			}
 		}
-		if l.Answer != nil {
+		// A question whose reader request got no answer (kept with --allow-partial)
+		// counts as answered wrongly, not as absent: otherwise the figures of two
+		// retrievers would stand on different questions.
+		ans, lost := l.Answer, l.Answer == nil && l.AnswerError != ""
+		if lost {
+			ans = new(string)
+		}
+		if ans != nil {
 			switch ex.Kind {
 			case KindOpen:
 				if len(ex.Answers) > 0 {
-					sc := ScoreAnswer(*l.Answer, ex.Answers)
+					sc := ScoreAnswer(*ans, ex.Answers)
 					if len(l.Answers) > 0 {
 						sc = ScoreListed(l.Answers, ex.Answers)
 					}
@@ -438,15 +448,17 @@ func score(ctx context.Context, ds *Dataset, lines []*retrieve.RunLine, m *Match
 					qa.F1 += sc.F1
 					qa.Precision += sc.Precision
 					qa.Recall += sc.Recall
-					if cfg.Judge {
+					if lost {
+						qa.Unanswered++
+					} else if cfg.Judge {
 						toJudge = append(toJudge, [2]int{len(s.Examples), i})
 					}
 				}
 			case KindYesNo:
-				er.Predicted, _ = ParseYesNo(*l.Answer)
+				er.Predicted, _ = ParseYesNo(*ans)
 				yesGold, yesPred = append(yesGold, ex.Label), append(yesPred, er.Predicted)
 			case KindChoice:
-				er.Predicted, _ = ParseChoice(*l.Answer, ex.Options)
+				er.Predicted, _ = ParseChoice(*ans, ex.Options)
 				chGold, chPred = append(chGold, ex.Label), append(chPred, er.Predicted)
 			}
 		}

@@ -176,6 +176,34 @@ func TestEvaluateEndToEnd(t *testing.T) {
 	assert.Regexp(t, `hyperppr\s+skipped\s+skipped`, lines[6])
 }
 
+// TestEvaluateCountsLostAnswers: a question whose reader request got no answer is
+// scored as answered wrongly (its EM and F1 are 0 over all three questions), not
+// left out of the average, and is not sent to the judge.
+func TestEvaluateCountsLostAnswers(t *testing.T) {
+	ix, src, ds := tinySource(t)
+	srv := llmtest.NewServer(t)
+	reader := llmtest.SystemContains("Wikipedia-style passages")
+	judge := llmtest.SystemContains("impartial evaluator")
+	srv.On(llmtest.All(reader, llmtest.UserContains("Where was Tomas Brell born?"))).Reply("Thought: the passage says so.\nAnswer: Aldwick")
+	srv.On(llmtest.All(reader, llmtest.UserContains("Lamplighters' Guild?"))).Reply("Thought: alias.\nAnswer: The Grey Widow")
+	srv.On(llmtest.All(reader, llmtest.UserContains("Tallow Point Lighthouse?"))).Fault(llmtest.Status(400))
+	srv.On(judge).Reply(`{"correctness": 10, "completeness": 10}`)
+
+	cfg := DefaultConfig()
+	cfg.Retrievers, cfg.Answer, cfg.Judge = []string{"oracle"}, true, true
+	rep, err := Evaluate(context.Background(), ix, src, newClient(t, srv), ds, cfg, nil)
+	require.NoError(t, err)
+	o := summary(t, rep, "oracle")
+	require.NotNil(t, o.QA)
+	assert.Equal(t, 3, o.QA.N)
+	assert.Equal(t, 1, o.QA.Unanswered)
+	assert.InDelta(t, 2.0/3, o.QA.EM, 1e-12)
+	require.NotNil(t, o.Judge)
+	assert.Equal(t, 2, o.Judge.Judged, "the lost answer is not judged")
+	lost, _ := rep.LostCalls()
+	assert.Equal(t, 1, lost)
+}
+
 func TestEvaluateAnswersAndJudge(t *testing.T) {
 	ix, src, ds := tinySource(t)
 	srv := llmtest.NewServer(t)

@@ -171,7 +171,7 @@ func (r *Report) addNotes() {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d reader replies were cut at the token limit before their answer (scored as empty answers): raise the server's max tokens", s.Retriever, cut))
 		}
 		if s.AnswerFailures > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d reader requests failed (those questions are unanswered)", s.Retriever, s.AnswerFailures))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d reader requests failed (those questions are scored as answered wrongly)", s.Retriever, s.AnswerFailures))
 		}
 		if s.Missing > 0 || s.Unmatched > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d examples have no run line, %d run lines match no example", s.Retriever, s.Missing, s.Unmatched))

@@ -226,7 +226,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 	f.IntVar(&cfg.TopK, "top-k", cfg.TopK, "passages given to the reader, and the k of the answer-in-passages column")
 	f.IntSliceVar(&cfg.Ks, "ks", cfg.Ks, "Recall@k cut-offs")
 	f.StringVar(&out, "out", "", "directory for report.md, report.json and the charts")
-	f.BoolVar(&allowPartial, "allow-partial", false, "report even if some reader or judge requests got no answer (those questions count as unanswered; their errors are in report.json)")
+	f.BoolVar(&allowPartial, "allow-partial", false, "report even if some reader or judge requests got no answer (a lost reader answer scores as wrong, a lost judgement is left out of the judge's averages; their errors are in report.json)")
 	f.StringVar(&runPath, "run", "", "score this run file (JSONL of 'graphloom query --out') instead of retrieving")
 	f.BoolVar(&cfg.Answer, "answer", false, "answer with the LLM from the top-k passages and score EM/F1 (or accuracy)")
 	f.BoolVar(&cfg.Judge, "judge", false, "have the LLM judge score answers' correctness and completeness (0-10)")
