@@ -2,6 +2,7 @@ package augment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,7 +57,8 @@ func (c *LLMCompleter) Name() string { return "llm:" + c.C.Config().Model }
 func Requests(ix *graphio.Index, sel []Selected, cfg Config, hyper bool) []llm.ChatRequest {
 	reqs := make([]llm.ChatRequest, len(sel))
 	for i := range sel {
-		reqs[i] = llm.ChatRequest{Messages: messages(ix, &sel[i], cfg, hyper), MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "augment"}
+		reqs[i] = llm.ChatRequest{Messages: messages(ix, &sel[i], cfg, hyper), MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "augment",
+			Usable: usableCompletion}
 	}
 	return reqs
 }
@@ -92,6 +94,14 @@ func (c *LLMCompleter) Complete(ctx context.Context, ix *graphio.Index, sel []Se
 		return nil, fmt.Errorf("augment: %w", err)
 	}
 	return out, nil
+}
+
+// usableCompletion refuses an answer parseCompletion cannot read (llm.ChatRequest.Usable).
+func usableCompletion(resp llm.ChatResponse) error {
+	if c := parseCompletion(resp); c.Kind == llm.KindUnparseable {
+		return errors.New(c.Failed)
+	}
+	return nil
 }
 
 // parseCompletion reads a completion answer tolerantly (code fences, <think> blocks,

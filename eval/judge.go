@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -91,6 +92,12 @@ func (j *Judge) Score(ctx context.Context, question string, reference []string, 
 	resp, err := j.chat.Chat(ctx, llm.ChatRequest{
 		Messages: j.Prompt(question, reference, answer), Temperature: llm.Temp(0),
 		MaxTokens: j.MaxTokens, JSONMode: true, Stage: "judge",
+		Usable: func(r llm.ChatResponse) error {
+			if !ParseJudgement(r.Content).Parsed {
+				return errors.New("eval: judge reply without both scores")
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return JudgeScore{}, fmt.Errorf("eval: judge: %w", err)

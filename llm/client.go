@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,11 @@ type ChatRequest struct {
 	// Stage labels the request in Usage ("extract", "summarize", …); default "chat".
 	// It does not change the answer and is not part of the cache key.
 	Stage string
+	// Usable, when set, reports an answer the caller cannot use (one that does not
+	// parse). With Config.ReaskUnparseable, a cached answer it refuses is asked again
+	// past the cache, once per request and client (ChatJSON sets it). Not part of the
+	// cache key.
+	Usable func(ChatResponse) error
 }
 
 // Temp returns a pointer to t, for ChatRequest.Temperature.
@@ -85,6 +91,8 @@ type ChatResponse struct {
 	// Cached is true when the answer cost no HTTP call: it came from the cache, or
 	// from an identical request in flight at the same time.
 	Cached bool
+
+	fromDisk bool // read from the on-disk cache (not just shared in flight)
 }
 
 // Option configures what Config cannot hold: collaborators rather than settings.
@@ -291,6 +299,13 @@ func (c *Client) Close() {
 // ErrNotConfigured.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
 	resp, err := c.chatOnce(ctx, req)
+	if err == nil && resp.fromDisk && req.Usable != nil && c.cfg.ReaskUnparseable && c.cache != nil && req.Usable(resp) != nil {
+		if again, ok, aerr := c.reask(ctx, req); aerr != nil {
+			return again, aerr
+		} else if ok {
+			resp = again
+		}
+	}
 	if err == nil && resp.FinishReason == FinishLength {
 		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Cut++ })
 	}
@@ -353,6 +368,35 @@ func (c *Client) reask(ctx context.Context, req ChatRequest) (ChatResponse, bool
 	if err != nil {
 		return ChatResponse{}, false, err
 	}
+	// Identical requests asking at once (ChatAll's duplicates, shared in flight) wait
+	// for one answer.
+	rkey := "reask\x00" + key
+	f, leader := c.join(rkey)
+	if !leader {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return ChatResponse{}, false, fmt.Errorf("llm: chat: %w", ctx.Err())
+		}
+		if f.err != nil {
+			return ChatResponse{}, false, nil // the cached answer stands
+		}
+		return f.resp, true, nil
+	}
+	resp, ok, err := c.reaskLead(ctx, stage, key, k)
+	landErr := err
+	if !ok && err == nil {
+		landErr = errNotReasked
+	}
+	c.land(rkey, f, resp, landErr)
+	return resp, ok, err
+}
+
+// errNotReasked tells requests waiting on a re-ask that none was made.
+var errNotReasked = errors.New("llm: not asked again")
+
+// reaskLead asks k again past the cache, at most once per client (see reask).
+func (c *Client) reaskLead(ctx context.Context, stage, key string, k chatKey) (ChatResponse, bool, error) {
 	c.mu.Lock()
 	if c.reasked == nil {
 		c.reasked = map[string]bool{}
@@ -361,16 +405,35 @@ func (c *Client) reask(ctx context.Context, req ChatRequest) (ChatResponse, bool
 	c.reasked[key] = true
 	c.mu.Unlock()
 	if done {
+		// Asked again already (by this request or one like it): what the cache holds
+		// now is that answer.
+		if e, st := c.cache.get(key, kindChat); st == cacheHit {
+			return cachedResponse(e), true, nil
+		}
 		return ChatResponse{}, false, nil
 	}
 	c.usage.add(stage, func(u *Counters) { u.Reasked++ })
 	resp, err := c.sendChat(ctx, stage, k)
 	if err != nil {
-		c.usage.add(stage, func(u *Counters) { u.Errors++ })
-		return resp, false, err
+		c.mu.Lock()
+		delete(c.reasked, key) // not asked after all: a retry of the request may ask
+		c.mu.Unlock()
+		return resp, false, err // do counted the failure
 	}
 	c.putChat(stage, key, k, resp)
 	return resp, true, nil
+}
+
+// cachedResponse is the answer a cache entry holds.
+func cachedResponse(e cacheEntry) ChatResponse {
+	return ChatResponse{
+		Content:          e.Chat.Content,
+		PromptTokens:     e.Chat.PromptTokens,
+		CompletionTokens: e.Chat.CompletionTokens,
+		FinishReason:     e.Chat.FinishReason,
+		Cached:           true,
+		fromDisk:         true,
+	}
 }
 
 // join registers a request for key; the first caller leads, later ones wait for it.
@@ -398,13 +461,7 @@ func (c *Client) chatThroughCache(ctx context.Context, stage, key string, k chat
 	switch st {
 	case cacheHit:
 		c.usage.add(stage, func(u *Counters) { u.CacheHits++ })
-		return ChatResponse{
-			Content:          e.Chat.Content,
-			PromptTokens:     e.Chat.PromptTokens,
-			CompletionTokens: e.Chat.CompletionTokens,
-			FinishReason:     e.Chat.FinishReason,
-			Cached:           true,
-		}, nil
+		return cachedResponse(e), nil
 	case cacheCorrupt:
 		c.usage.add(stage, func(u *Counters) { u.CacheCorrupt++ })
 	}
@@ -559,16 +616,14 @@ func serverErrorMessage(raw []byte) string {
 // With Config.ReaskUnparseable, a cached answer that holds no usable JSON is asked
 // again past the cache (once per request and client) and replaced by the new answer.
 func (c *Client) ChatJSON(ctx context.Context, req ChatRequest, v any) (ChatResponse, error) {
+	if t := reflect.TypeOf(v); req.Usable == nil && t != nil && t.Kind() == reflect.Pointer {
+		req.Usable = func(r ChatResponse) error { // into a fresh value: v gets only the answer used
+			return ParseAnswer(r, reflect.New(reflect.TypeOf(v).Elem()).Interface())
+		}
+	}
 	resp, err := c.Chat(ctx, req)
 	if err != nil {
 		return resp, err
-	}
-	if err := ParseAnswer(resp, v); err != nil && resp.Cached && c.cfg.ReaskUnparseable && c.cache != nil {
-		if again, ok, aerr := c.reask(ctx, req); aerr != nil {
-			return again, aerr
-		} else if ok {
-			resp = again
-		}
 	}
 	if err := ParseAnswer(resp, v); err != nil {
 		c.usage.add(cmp.Or(req.Stage, kindChat), func(u *Counters) { u.Unparseable++ })

@@ -938,4 +938,24 @@ func TestReaskUnparseable(t *testing.T) {
 	require.NoError(t, err, "the readable answer replaced the cached one")
 	assert.Equal(t, []string{"Ada"}, got)
 	assert.Equal(t, 6, srv.Count())
+
+	// Through Chat with Usable, as callers parsing their own answers (ChatAll) do: an
+	// answer fresh from the server is never asked again, one read from the cache is.
+	srv.On(llmtest.UserContains("own parse")).Reply("not json").Times(1)
+	srv.On(llmtest.UserContains("own parse")).Reply(`{"ok": true}`)
+	req := ChatRequest{Messages: []Message{User("own parse")}, Usable: func(r ChatResponse) error {
+		var v map[string]any
+		return ParseAnswer(r, &v)
+	}}
+	resp, err := reask().Chat(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "not json", resp.Content, "a fresh answer is what was asked")
+	assert.Equal(t, 7, srv.Count())
+	var contents []string
+	require.NoError(t, reask().ChatAll(ctx, []ChatRequest{req, req}, func(_ int, r ChatResponse, err error) {
+		require.NoError(t, err)
+		contents = append(contents, r.Content)
+	}))
+	assert.Equal(t, []string{`{"ok": true}`, `{"ok": true}`}, contents)
+	assert.Equal(t, 8, srv.Count(), "asked again once for both")
 }

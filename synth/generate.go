@@ -247,6 +247,29 @@ func mention(ix *graphio.Index, e int32) string {
 // Name implements Generator.
 func (Template) Name() string { return "template" }
 
+// parsePair reads a generated question and answer.
+func parsePair(resp llm.ChatResponse) Pair {
+	var v struct {
+		Question string `json:"question"`
+		Answer   any    `json:"answer"`
+	}
+	if resp.FinishReason == llm.FinishLength { // one flat record: a cut one may be short anywhere
+		return Pair{Rejected: RejectCut}
+	}
+	if llm.ParseJSON(resp.Content, &v) != nil {
+		return Pair{Rejected: RejectUnparseable}
+	}
+	return Pair{Question: v.Question, Answer: scalar(v.Answer)}
+}
+
+// usablePair refuses an answer parsePair cannot read (llm.ChatRequest.Usable).
+func usablePair(resp llm.ChatResponse) error {
+	if p := parsePair(resp); p.Rejected != "" {
+		return fmt.Errorf("synth: %s answer", p.Rejected)
+	}
+	return nil
+}
+
 // Generate implements Generator.
 func (Template) Generate(_ context.Context, ix *graphio.Index, cands []Candidate, _ Config, progress func(done, total int)) ([]Pair, error) {
 	out := make([]Pair, len(cands))
@@ -325,7 +348,8 @@ func Requests(ix *graphio.Index, cands []Candidate, cfg Config) []llm.ChatReques
 			sys = promptHyper
 			user = fmt.Sprintf("Target entity: %s\nPassages:\n%s", ix.Entities[c.Answer].Name, VerbalizeHyperedges(ix, c.Hyperedges))
 		}
-		reqs[i] = llm.ChatRequest{Messages: []llm.Message{llm.System(sys), llm.User(user)}, MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "synth"}
+		reqs[i] = llm.ChatRequest{Messages: []llm.Message{llm.System(sys), llm.User(user)}, MaxTokens: cfg.MaxTokens, JSONMode: true, Stage: "synth",
+			Usable: usablePair}
 	}
 	return reqs
 }
@@ -343,19 +367,7 @@ func (g *LLMGenerator) Generate(ctx context.Context, ix *graphio.Index, cands []
 			out[i] = Pair{Rejected: RejectFailed, Failure: err.Error(), Kind: llm.Classify(err)}
 			return
 		}
-		var v struct {
-			Question string `json:"question"`
-			Answer   any    `json:"answer"`
-		}
-		if resp.FinishReason == llm.FinishLength { // one flat record: a cut one may be short anywhere
-			out[i].Rejected = RejectCut
-			return
-		}
-		if llm.ParseJSON(resp.Content, &v) != nil {
-			out[i].Rejected = RejectUnparseable
-			return
-		}
-		out[i] = Pair{Question: v.Question, Answer: scalar(v.Answer)}
+		out[i] = parsePair(resp)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("synth: %w", err)
