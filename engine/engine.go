@@ -30,7 +30,7 @@ const (
 // names one.
 const DefaultBackend = "go"
 
-// GoDefaultOptions are the go backend's options when "go" is given without any.
+// GoDefaultOptions are added to the go backend's options unless they set parallelism.
 //
 // Unlimited worker parallelism lets independent ops of a step run concurrently, which
 // matters because the backend's element-wise ops are single-threaded (≈1.4× faster

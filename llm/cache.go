@@ -53,7 +53,7 @@ func (c *diskCache) path(key string) string {
 // answered (kind, model), never the API key or the prompt.
 type cacheEntry struct {
 	Version   int           `json:"v"`
-	Kind      string        `json:"kind"` // "chat" or "embed"
+	Kind      string        `json:"kind"` // "chat", "embed" or "embedspaces"
 	Key       string        `json:"key"`
 	Model     string        `json:"model"`
 	Created   time.Time     `json:"created"`

@@ -682,11 +682,12 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		vec       []float32
 	}
 	base := canonicalBaseURL(c.cfg.embedBaseURL())
+	space := c.currentSpace() // once: a probe meanwhile does not split the call's keys
 	var items []*item
 	byKey := make(map[string]*item, len(texts))
 	dups := 0
 	for i, t := range texts {
-		key, err := c.embedKey(base, t)
+		key, err := c.embedKey(base, space, t)
 		if err != nil {
 			return nil, err
 		}

@@ -57,12 +57,13 @@ func (c *Client) EmbedProbe(ctx context.Context, text string, same func(old, now
 		return nil, false, err
 	}
 	var spaces []cachedSpace
+	recorded := false
 	if e, st := c.cache.get(recKey, kindEmbedSpaces); st == cacheHit {
-		spaces = e.Spaces
+		spaces, recorded = e.Spaces, true
 	} else if old, ok := c.cachedLegacyVector(base, text); ok {
 		// A cache written before spaces were recorded: its probe answer tells which
 		// model its vectors came from.
-		spaces = []cachedSpace{{ID: "", Text: text, Probe: encodeVector(old), Dim: len(old)}}
+		spaces = []cachedSpace{{ID: "", Text: text, Probe: encodeVector(old), Dim: len(old), Seen: time.Now().UTC()}}
 	}
 	id, found := "", false
 	for _, s := range spaces {
@@ -81,6 +82,10 @@ func (c *Client) EmbedProbe(ctx context.Context, text string, same func(old, now
 			id = hex.EncodeToString(sum[:8])
 		}
 		spaces = append(spaces, cachedSpace{ID: id, Text: text, Probe: encodeVector(vec), Dim: len(vec), Seen: time.Now().UTC()})
+	}
+	// Recorded once: later probes compare with the first answer of each model, not
+	// with the last one (which a chain of small changes could walk away from).
+	if !found || !recorded {
 		if err := c.cache.put(cacheEntry{Kind: kindEmbedSpaces, Key: recKey, Model: c.cfg.EmbedModel, Spaces: spaces}); err != nil {
 			c.cacheWriteFailed(kindEmbed, err)
 		}
@@ -89,7 +94,7 @@ func (c *Client) EmbedProbe(ctx context.Context, text string, same func(old, now
 	c.embedSpace = id
 	c.mu.Unlock()
 	// The probe's own answer serves an Embed of the same text.
-	key, err := c.embedKey(base, text)
+	key, err := c.embedKey(base, id, text)
 	if err == nil {
 		if err := c.cache.put(cacheEntry{Kind: kindEmbed, Key: key, Model: c.cfg.EmbedModel, Embedding: encodeVector(vec), Dim: len(vec)}); err != nil {
 			c.cacheWriteFailed(kindEmbed, err)
@@ -98,12 +103,16 @@ func (c *Client) EmbedProbe(ctx context.Context, text string, same func(old, now
 	return vec, changed, nil
 }
 
-// embedKey is the cache key of text's embedding under the client's current model space.
-func (c *Client) embedKey(base, text string) (string, error) {
-	c.mu.Lock()
-	space := c.embedSpace
-	c.mu.Unlock()
+// embedKey is the cache key of text's embedding in a model's key space.
+func (c *Client) embedKey(base, space, text string) (string, error) {
 	return hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Space: space, Input: text})
+}
+
+// currentSpace is the embedding cache's key space (EmbedProbe).
+func (c *Client) currentSpace() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.embedSpace
 }
 
 // cachedLegacyVector reads text's embedding from the keys written before model spaces

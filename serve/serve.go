@@ -133,6 +133,9 @@ func New(name string, load Loader, api embed.Embedder, cfg Config) (*Server, err
 	if cfg.MaxPassages <= 0 {
 		cfg.MaxPassages = d.MaxPassages
 	}
+	if cfg.TopK > cfg.MaxPassages {
+		return nil, fmt.Errorf("serve: the default top-k %d exceeds the most passages a batch may return (%d): every batch leaving top_k out would be refused", cfg.TopK, cfg.MaxPassages)
+	}
 	if cfg.TopK > cfg.MaxTopK {
 		return nil, fmt.Errorf("serve: the default top-k %d exceeds the most a request may ask for (%d): every request leaving top_k out would be refused", cfg.TopK, cfg.MaxTopK)
 	}

@@ -104,7 +104,7 @@ much the scorer and its selection move with the seed.`,
 				var given []string
 				for _, name := range []string{"allow-partial", "budget", "calibrate", "completer", "ensemble", "epochs", "gold-facts", "max-jaccard",
 					"min-test-entities", "no-checkpoint", "node-features", "planted", "root-centred", "root-fraction", "roots", "seed",
-					"selector", "split-seed", "threshold"} {
+					"selector", "split-seed", "test-seed", "threshold"} {
 					if cmd.Flags().Changed(name) {
 						given = append(given, "--"+name)
 					}

@@ -161,9 +161,13 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 					return runSweep(cmd, ix, api, ds, &rcfg, cfg, sweeps, out, asJSON)
 				}
 				if withGR {
+					before := pcstSettings(rcfg)
 					if err := gf.trainedRetrieval(cmd, &rcfg); err != nil {
 						finish()
 						return err
+					}
+					if slices.Contains(cfg.Retrievers, "pcst") && pcstSettings(rcfg) != before {
+						cmd.PrintErrf("note: the pcst retriever runs with the G-Retriever model's PCST settings too (%s)\n", pcstSettings(rcfg))
 					}
 				}
 				s, err := retrieve.Open(ix, api, rcfg, chat)

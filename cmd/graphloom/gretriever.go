@@ -424,6 +424,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			}
 			var opts gretriever.TrainOptions
 			var oldLog []byte
+			lmHash, _ := lmConfigHash(lmDir) // "" when unreadable: not recorded, not compared
 			last := filepath.Join(out, grLast)
 			if _, err := os.Stat(last); err == nil && !resume && !force {
 				return usageError{fmt.Errorf("%s holds a training run (%s): continue it with --resume, or start over with --force (which replaces it)", out, grLast)}
@@ -454,6 +455,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				}{
 					{"index", "--index", indexPath, true}, {"train", "--" + spec.dataFlag, trainPath, true},
 					{"examples", "training questions", strconv.Itoa(len(trainSet)), false}, {kg.GenerationMeta, "an index of generation", kg.Generation(ix), false},
+					{pcstMeta, "PCST settings", pcstSettings(rcfg), false}, {lmConfigMeta, "an LM whose config.json hashes to", lmHash, false},
 				} {
 					was, ok := meta[c.key]
 					if !ok || was == c.now || c.file && samePath(was, c.now) {
@@ -467,8 +469,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			}
 			meta := map[string]string{"index": absPath(indexPath), "lm": absPath(lmDir), "train": absPath(trainPath), "examples": strconv.Itoa(len(trainSet)),
 				kg.GenerationMeta: kg.Generation(ix), pcstMeta: pcstSettings(rcfg)}
-			if h, err := lmConfigHash(lmDir); err == nil {
-				meta[lmConfigMeta] = h
+			if lmHash != "" {
+				meta[lmConfigMeta] = lmHash
 			}
 			// The log so far is written with every checkpoint, so that a killed run's
 			// log reaches the step its resume starts from.

@@ -95,6 +95,9 @@ func TestTrainGRetriever(t *testing.T) {
 	assert.NotEqual(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, `was trained with subgraph text tokens (--max-text-tokens) "48"; this run has "40"`)
 	assert.Equal(t, string(step2), readFile(t, filepath.Join(out, grState)), "nothing was written")
+	r = run(t, nil, append(append([]string{}, base...), "--epochs", "2", "--resume", "--pcst-topk", "4")...)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "was trained with PCST settings topk=3,")
 
 	// A run that has taken all its steps resumes only with more epochs.
 	r = run(t, nil, append(append([]string{}, base...), "--epochs", "1", "--resume")...)

@@ -186,8 +186,8 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 				return err
 			}
 			if o.kind == outDir {
-				if err := writeExportMarker(dst, to, args[0]); err != nil {
-					return err
+				if err := writeExportMarker(dst, to, args[0]); err != nil { // the export itself is written
+					cmd.PrintErrf("warning: %v: exporting into %s again will need --force\n", err, dst)
 				}
 			}
 			if asJSON {

@@ -65,7 +65,7 @@ CORS headers only for --cors origins.`,
 			}
 			// Signals are caught before the index loads: a SIGHUP sent during a slow
 			// start (a script right after augment) would otherwise end the process.
-			sigs := make(chan os.Signal, 1)
+			sigs := make(chan os.Signal, 4) // a SIGHUP and a SIGINT during a slow load both kept
 			signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 			defer signal.Stop(sigs)
 			api, err := lf.apiEmbedder(cmd.Context())
