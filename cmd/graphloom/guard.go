@@ -46,11 +46,11 @@ type outSpec struct {
 	// files, for an outDir, names the files the command may write in it: an input
 	// that is one of them would be replaced.
 	files []string
-	// marker, for an outDir, names the file the command leaves in each directory it
-	// fills: an existing directory that holds files but not the marker is another
-	// tool's (LightRAG's working directory, a GraphRAG output) and is written into
-	// only with --force.
-	marker string
+	// ours, for an outDir, says whether an existing directory that holds files is
+	// the command's own, untouched since it wrote it (nil), or not (why): another
+	// tool's (LightRAG's working directory, a GraphRAG output) is written into only
+	// with --force. nil ours: any directory is.
+	ours func(dir string) error
 }
 
 // inSpec is one input of a command: how the command line names it, and its path.
@@ -110,19 +110,19 @@ func guardOutput(cmd *cobra.Command, o outSpec, ins ...inSpec) error {
 		if !st.IsDir() {
 			return refuse("%s %s exists and is not a directory (this command writes a directory of files there)", o.name, o.path)
 		}
-		if o.marker == "" || o.force {
-			break
-		}
-		if _, err := os.Stat(filepath.Join(o.path, o.marker)); err == nil {
+		if o.ours == nil || o.force {
 			break
 		}
 		entries, err := os.ReadDir(o.path)
 		if err != nil {
 			return refuse("%s %s: %v", o.name, o.path, err)
 		}
-		if len(entries) > 0 {
-			return refuse("%s %s already holds files (%s, …) that graphloom did not write: this command would replace those of the same names; choose a new directory, or pass --force to write into it",
-				o.name, o.path, entries[0].Name())
+		if len(entries) == 0 {
+			break
+		}
+		if err := o.ours(o.path); err != nil {
+			return refuse("%s %s %v: this command would replace files of the same names; choose a new directory, or pass --force to write into it",
+				o.name, o.path, err)
 		}
 	case st.IsDir():
 		return refuse("%s %s is an existing directory: give the path of the %s to write", o.name, o.path, o.what)

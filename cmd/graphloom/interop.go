@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -151,9 +153,9 @@ GraphML for Gephi, NetworkX and Neo4j APOC (DST is a file). Records imported fro
 written back unchanged; facts an augmentation run added carry their provenance (cited chunk ids, run
 id, "augmented") in the format's own fields. What the format cannot hold is counted in the report.
 
-A directory DST must be new, empty, or one export wrote before (it leaves ` + exportMarker + `
-there): another tool's directory, such as the LightRAG working directory an index was imported
-from, is written into only with --force.
+A directory DST must be new, empty, or one export wrote that no other tool has changed since (it
+leaves ` + exportMarker + ` there, listing its files): another tool's directory, such as the
+LightRAG working directory an index was imported from, is written into only with --force.
 
 Formats: ` + formatNames(exportFormats()) + `.`,
 		Example: `  graphloom export --to graphml harbour.gl harbour.graphml
@@ -167,7 +169,7 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 				return err
 			}
 			dst := args[1]
-			o := outSpec{name: "DST", path: dst, kind: outDir, what: "directory", force: force, marker: exportMarker}
+			o := outSpec{name: "DST", path: dst, kind: outDir, what: "directory", force: force, ours: exportedUntouched}
 			if to == "graphml" {
 				if st, err := os.Stat(dst); err == nil && st.IsDir() {
 					dst = filepath.Join(dst, strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))+".graphml")
@@ -203,19 +205,88 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 	return cmd
 }
 
-// exportMarker is the file export leaves in a directory it wrote, so that exporting
-// there again replaces its own files without --force, and another tool's are not.
+// exportMarker is the file export leaves in a directory it wrote: the files it wrote
+// there, with their sizes and modification times, so that exporting there again
+// replaces them without --force while nothing else has written there since.
 const exportMarker = ".graphloom-export.json"
 
-// writeExportMarker records in dir which export wrote it.
+// exportRecord is the content of exportMarker.
+type exportRecord struct {
+	WrittenBy string                `json:"written_by"`
+	Format    string                `json:"format"`
+	Index     string                `json:"index"`
+	Time      string                `json:"time"`
+	Files     map[string]exportFile `json:"files"` // by slash-separated path under the directory
+}
+
+type exportFile struct {
+	Size    int64 `json:"size"`
+	ModTime int64 `json:"mtime_ns"`
+}
+
+// dirFiles lists the regular files under dir (the marker left out) by slash path.
+func dirFiles(dir string) (map[string]exportFile, error) {
+	files := map[string]exportFile{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if rel == exportMarker {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)] = exportFile{Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+		return nil
+	})
+	return files, err
+}
+
+// exportedUntouched reports (nil) that dir is a directory export wrote and nothing
+// has changed or added a file there since; otherwise what is not.
+func exportedUntouched(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, exportMarker))
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("holds files graphloom did not write")
+	}
+	var rec exportRecord
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil || rec.Files == nil {
+		return fmt.Errorf("has an unreadable %s (%v)", exportMarker, err)
+	}
+	now, err := dirFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		if was, ok := rec.Files[name]; !ok {
+			return fmt.Errorf("holds %s, which graphloom's export did not write there", name)
+		} else if was != now[name] {
+			return fmt.Errorf("holds %s, changed since graphloom exported there (another tool wrote it)", name)
+		}
+	}
+	return nil
+}
+
+// writeExportMarker records in dir which export wrote it, and its files.
 func writeExportMarker(dir, format, index string) error {
 	if abs, err := filepath.Abs(index); err == nil {
 		index = abs
 	}
-	data, err := json.MarshalIndent(map[string]string{
-		"written_by": "graphloom export", "format": format, "index": index,
-		"time": time.Now().UTC().Format(time.RFC3339),
-	}, "", "  ")
+	files, err := dirFiles(dir)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(exportRecord{WrittenBy: "graphloom export", Format: format, Index: index,
+		Time: time.Now().UTC().Format(time.RFC3339), Files: files}, "", "  ")
 	if err != nil {
 		return err
 	}

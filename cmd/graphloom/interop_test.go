@@ -163,10 +163,27 @@ func TestExportDirGuard(t *testing.T) {
 
 	r = run(t, nil, "export", "--to", "lightrag", idx, src)
 	assert.Equal(t, 2, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "that graphloom did not write")
+	assert.Contains(t, r.stderr, "holds files graphloom did not write")
 	assert.Equal(t, original, readFile(t, graphFile), "the LightRAG store is untouched")
 	_, err := os.Stat(filepath.Join(src, exportMarker))
 	assert.True(t, os.IsNotExist(err))
+
+	// Another tool working in an exported directory makes it its own: a changed or an
+	// added file is not replaced without --force.
+	out := filepath.Join(dir, "out-lightrag")
+	kv := filepath.Join(out, "kv_store_text_chunks.json")
+	before := readFile(t, kv)
+	require.NoError(t, os.WriteFile(kv, []byte(before+" "), 0o644))
+	r = run(t, nil, "export", "--to", "lightrag", idx, out)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "holds kv_store_text_chunks.json, changed since graphloom exported there")
+	require.NoError(t, os.WriteFile(kv, []byte(before), 0o644))
+	r = run(t, nil, "export", "--to", "lightrag", "--force", idx, out)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(out, "lightrag_notes.json"), []byte("{}"), 0o644))
+	r = run(t, nil, "export", "--to", "lightrag", idx, out)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "holds lightrag_notes.json, which graphloom's export did not write there")
 
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o755))
