@@ -17,26 +17,26 @@ func FuzzLLMAnswers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, answer, text string) {
 		var na nerAnswer
-		if llm.ParseJSON(answer, &na) == nil {
-			for _, s := range stringsOf(na.NamedEntities) {
+		if llm.ParseJSON(answer, &na) == nil && na.NamedEntities != nil {
+			for _, s := range stringsOf(*na.NamedEntities) {
 				if s == "" {
 					t.Fatal("empty entity kept")
 				}
 			}
 		}
 		var ta tripleAnswer
-		if llm.ParseJSON(answer, &ta) == nil {
-			for _, tr := range ValidTriples(ta.Triples) {
+		if llm.ParseJSON(answer, &ta) == nil && ta.Triples != nil {
+			for _, tr := range ValidTriples(*ta.Triples) {
 				if tr.Subject == "" || tr.Predicate == "" || tr.Object == "" {
 					t.Fatalf("invalid triple kept: %+v", tr)
 				}
 			}
 		}
 		var ha hyperAnswer
-		if llm.ParseJSON(answer, &ha) == nil {
+		if llm.ParseJSON(answer, &ha) == nil && ha.Hyperedges != nil {
 			hs, dropped := validHyperedges(text, ha)
-			if len(hs)+dropped != len(ha.Hyperedges) {
-				t.Fatalf("%d kept + %d dropped ≠ %d", len(hs), dropped, len(ha.Hyperedges))
+			if len(hs)+dropped != len(*ha.Hyperedges) {
+				t.Fatalf("%d kept + %d dropped ≠ %d", len(hs), dropped, len(*ha.Hyperedges))
 			}
 			for _, h := range hs {
 				if h.Score < 0 || h.Score > 10 || len(h.Entities) == 0 {

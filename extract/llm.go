@@ -2,7 +2,9 @@ package extract
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/graphloom/graphloom/graphio"
@@ -51,10 +53,13 @@ func (x *LLM) Name() string {
 }
 
 func passage(c Chunk) string {
-	if c.Title == "" {
+	// The document's title, not the chunk's "[chunk k]" suffix: the one-shot example
+	// teaches that the title line names the first entity.
+	title := strings.TrimSpace(chunkSuffix.ReplaceAllString(c.Title, ""))
+	if title == "" {
 		return c.Text
 	}
-	return c.Title + "\n" + c.Text
+	return title + "\n" + c.Text
 }
 
 func (x *LLM) request(stage, system, exIn, exOut, user string) llm.ChatRequest {
@@ -62,29 +67,54 @@ func (x *LLM) request(stage, system, exIn, exOut, user string) llm.ChatRequest {
 		Stage:     stage,
 		JSONMode:  true,
 		MaxTokens: x.cfg.MaxTokens,
+		Usable:    usableWith(answerKeys[stage]),
 		Messages: []llm.Message{
 			llm.System(system), llm.User(exIn), llm.Assistant(exOut), llm.User(user),
 		},
 	}
 }
 
+// The answers' shapes. Their lists are pointers so that an answer without the key
+// (another key, a bare list) is told from an empty list: it is refused, not read as
+// "nothing found".
 type nerAnswer struct {
-	NamedEntities []any `json:"named_entities"`
+	NamedEntities *[]any `json:"named_entities"`
 }
 
 type tripleAnswer struct {
-	Triples [][]any `json:"triples"`
+	Triples *[][]any `json:"triples"`
 }
 
+// hyperAnswer reads EXT++ answers leniently: an entity as an object with a name or
+// as a bare string, a score as a number or a numeric string.
 type hyperAnswer struct {
-	Hyperedges []struct {
+	Hyperedges *[]struct {
 		Text     string `json:"text"`
-		Entities []struct {
-			Name string `json:"name"`
-			Type string `json:"type"`
-		} `json:"entities"`
-		Score float64 `json:"score"`
+		Entities []any  `json:"entities"`
+		Score    any    `json:"score"`
 	} `json:"hyperedges"`
+}
+
+// answerKeys are the keys each stage's answer must hold.
+var answerKeys = map[string]string{"ner": "named_entities", "triples": "triples", "hyperedges": "hyperedges"}
+
+// errNoKey is an answer that holds JSON but not the key the prompt asks for.
+func errNoKey(key string) error {
+	return &llm.ParseError{Err: fmt.Errorf("%w: the answer has no %q", llm.ErrNoJSON, key)}
+}
+
+// usableWith refuses an answer without key (llm.ChatRequest.Usable).
+func usableWith(key string) func(llm.ChatResponse) error {
+	return func(r llm.ChatResponse) error {
+		var m map[string]json.RawMessage
+		if err := llm.ParseAnswer(r, &m); err != nil {
+			return err
+		}
+		if _, ok := m[key]; !ok {
+			return errNoKey(key)
+		}
+		return nil
+	}
 }
 
 // Extract implements Extractor. The calls of all chunks go out concurrently, bounded
@@ -137,6 +167,9 @@ func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 		go func() {
 			var ha hyperAnswer
 			_, err := x.c.ChatJSON(ctx, x.request("hyperedges", hyperSystem, hyperExampleInput, hyperExampleOutput, "Passage:\n"+p), &ha)
+			if err == nil && ha.Hyperedges == nil {
+				err = errNoKey("hyperedges")
+			}
 			if err == nil {
 				var dropped int
 				res.Hyperedges, dropped = validHyperedges(c.Text, ha)
@@ -148,14 +181,21 @@ func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 		hyperDone <- nil
 	}
 	var na nerAnswer
-	if _, err := x.c.ChatJSON(ctx, x.request("ner", nerSystem, nerExampleInput, nerExampleOutput, "Paragraph:\n"+p), &na); err != nil {
+	_, err := x.c.ChatJSON(ctx, x.request("ner", nerSystem, nerExampleInput, nerExampleOutput, "Paragraph:\n"+p), &na)
+	if err == nil && na.NamedEntities == nil {
+		err = errNoKey("named_entities")
+	}
+	if err != nil {
 		<-hyperDone
 		return fail("ner", err)
 	}
-	names := stringsOf(na.NamedEntities)
+	names := stringsOf(*na.NamedEntities)
 	nerJSON := `{"named_entities": ` + jsonList(names) + `}`
 	var ta tripleAnswer
-	_, err := x.c.ChatJSON(ctx, x.request("triples", tripleSystem, tripleExampleInput, tripleExampleOutput, "Paragraph:\n"+p+"\n\n"+nerJSON), &ta)
+	_, err = x.c.ChatJSON(ctx, x.request("triples", tripleSystem, tripleExampleInput, tripleExampleOutput, "Paragraph:\n"+p+"\n\n"+nerJSON), &ta)
+	if err == nil && ta.Triples == nil {
+		err = errNoKey("triples")
+	}
 	if herr := <-hyperDone; herr != nil {
 		return fail("hyperedges", herr)
 	}
@@ -165,8 +205,8 @@ func (x *LLM) chunk(ctx context.Context, c Chunk) Result {
 	for _, n := range names {
 		res.Entities = append(res.Entities, Entity{Text: n})
 	}
-	res.Triples = ValidTriples(ta.Triples)
-	res.Dropped += len(ta.Triples) - len(res.Triples)
+	res.Triples = ValidTriples(*ta.Triples)
+	res.Dropped += len(*ta.Triples) - len(res.Triples)
 	return res
 }
 
@@ -213,7 +253,7 @@ func stringsOf(xs []any) []string {
 		case string:
 			s = strings.TrimSpace(v)
 		case float64:
-			s = strings.TrimSpace(fmt.Sprint(v))
+			s = strconv.FormatFloat(v, 'f', -1, 64) // 1300000, not 1.3e+06
 		}
 		if s != "" {
 			out = append(out, s)
@@ -242,7 +282,10 @@ func validHyperedges(text string, ha hyperAnswer) ([]Hyperedge, int) {
 	body := norm(text)
 	var out []Hyperedge
 	dropped := 0
-	for _, h := range ha.Hyperedges {
+	if ha.Hyperedges == nil {
+		return nil, 0
+	}
+	for _, h := range *ha.Hyperedges {
 		seg := norm(h.Text)
 		if seg == "" || !strings.Contains(body, seg) {
 			dropped++
@@ -250,7 +293,14 @@ func validHyperedges(text string, ha hyperAnswer) ([]Hyperedge, int) {
 		}
 		var names []string
 		for _, e := range h.Entities {
-			if n := strings.TrimSpace(e.Name); graphio.NormalizeName(n) != "" {
+			var n string
+			switch v := e.(type) {
+			case string:
+				n = v
+			case map[string]any:
+				n, _ = v["name"].(string)
+			}
+			if n = strings.TrimSpace(n); graphio.NormalizeName(n) != "" {
 				names = append(names, n)
 			}
 		}
@@ -258,7 +308,14 @@ func validHyperedges(text string, ha hyperAnswer) ([]Hyperedge, int) {
 			dropped++
 			continue
 		}
-		out = append(out, Hyperedge{Text: seg, Entities: names, Score: float32(min(10, max(0, h.Score)))})
+		var score float64
+		switch v := h.Score.(type) {
+		case float64:
+			score = v
+		case string:
+			score, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		out = append(out, Hyperedge{Text: seg, Entities: names, Score: float32(min(10, max(0, score)))})
 	}
 	return out, dropped
 }

@@ -78,3 +78,64 @@ func TestUnanswered(t *testing.T) {
 		assert.Equal(t, c.want, unanswered(c.err), c.name)
 	}
 }
+
+// scriptedChatter answers each stage with its scripted content, parsed as the client
+// parses, and records the user messages it was sent.
+type scriptedChatter struct {
+	mu      sync.Mutex
+	answers map[string]string
+	asked   []string
+}
+
+func (c *scriptedChatter) ChatJSON(_ context.Context, req llm.ChatRequest, v any) (llm.ChatResponse, error) {
+	c.mu.Lock()
+	c.asked = append(c.asked, req.Messages[len(req.Messages)-1].Content)
+	c.mu.Unlock()
+	resp := llm.ChatResponse{Content: c.answers[req.Stage]}
+	return resp, llm.ParseAnswer(resp, v)
+}
+
+func (c *scriptedChatter) Config() llm.Config { return llm.Config{} }
+
+// TestLLMAnswerShapes: hyperedge answers with string scores and bare entity names
+// are read; numbers keep their digits; an answer without the key the prompt asks for
+// fails the chunk, naming the key; the prompt carries the document's title, not the
+// chunk's "[chunk k]" suffix.
+func TestLLMAnswerShapes(t *testing.T) {
+	chunk := Chunk{ID: "c1", Title: "Prague [chunk 2]", Text: "Prague had 1300000 people. Ilse Moravec was born in Brno in 1931."}
+	cfg := DefaultLLMConfig()
+	cfg.Hyperedges = true
+	c := &scriptedChatter{answers: map[string]string{
+		"ner":        `{"named_entities": ["Prague", "Ilse Moravec", "Brno"]}`,
+		"triples":    `{"triples": [["Prague", "population", 1300000], ["Ilse Moravec", "born in", "Brno"]]}`,
+		"hyperedges": `{"hyperedges": [{"text": "Ilse Moravec was born in Brno in 1931.", "entities": ["Ilse Moravec", {"name": "Brno"}], "score": "8"}]}`,
+	}}
+	out, err := NewLLM(c, cfg).Extract(context.Background(), []Chunk{chunk}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	r := out[0]
+	require.Empty(t, r.Failed)
+	assert.Contains(t, r.Triples, Triple{Subject: "Prague", Predicate: "population", Object: "1300000"})
+	require.Len(t, r.Hyperedges, 1)
+	assert.Equal(t, []string{"Ilse Moravec", "Brno"}, r.Hyperedges[0].Entities)
+	assert.InDelta(t, 8, r.Hyperedges[0].Score, 1e-6)
+	for _, m := range c.asked {
+		assert.Contains(t, m, "Prague\nPrague had")
+		assert.NotContains(t, m, "[chunk")
+	}
+
+	for stage, key := range answerKeys {
+		t.Run("no "+key, func(t *testing.T) {
+			bad := &scriptedChatter{answers: map[string]string{}}
+			for s, a := range c.answers {
+				bad.answers[s] = a
+			}
+			bad.answers[stage] = `{"entities": []}`
+			out, err := NewLLM(bad, cfg).Extract(context.Background(), []Chunk{chunk}, nil)
+			require.NoError(t, err)
+			assert.Contains(t, out[0].Failed, stage+": ")
+			assert.Contains(t, out[0].Failed, `the answer has no "`+key+`"`)
+			assert.False(t, out[0].Unanswered, "an answer that could not be used, not a missing one")
+		})
+	}
+}
