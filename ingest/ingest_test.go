@@ -301,3 +301,24 @@ func TestBuildMergesDuplicatesAndIsStable(t *testing.T) {
 		assert.Equal(t, ix.Chunks[i].ID, ix2.Chunks[i].ID)
 	}
 }
+
+// TestFolderListsUnreadDocuments: a folder corpus reads .txt and .md files; a .jsonl
+// or .pdf beside them is listed as skipped (strict mode refuses), an image is not.
+func TestFolderListsUnreadDocuments(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.md", "Mara Vell founded Quillhaven.")
+	write(t, dir, "data.jsonl", `{"title": "B", "text": "Harl Dunmere built the mill."}`)
+	write(t, dir, "paper.pdf", "%PDF-1.4")
+	write(t, dir, "map.png", "\x89PNG")
+	ps, skipped, err := Load(dir, false)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	var sources []string
+	for _, s := range skipped {
+		sources = append(sources, filepath.Base(s.Source))
+		assert.Contains(t, s.Reason, "file in a corpus folder is not read")
+	}
+	assert.ElementsMatch(t, []string{"data.jsonl", "paper.pdf"}, sources)
+	_, _, err = Load(dir, true)
+	assert.Error(t, err, "strict mode refuses a corpus with unread documents")
+}

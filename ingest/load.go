@@ -127,6 +127,11 @@ func (l *loader) addKeyed(key, source, title, text string) {
 
 var textExts = map[string]bool{".txt": true, ".md": true, ".markdown": true}
 
+// documentExts are files that hold documents a folder corpus does not read: listed
+// as skipped (an error under --strict), where images or code are left out silently.
+var documentExts = map[string]bool{".json": true, ".jsonl": true, ".csv": true, ".tsv": true, ".pdf": true, ".html": true,
+	".htm": true, ".rst": true, ".docx": true, ".doc": true, ".odt": true, ".rtf": true, ".xml": true, ".epub": true, ".tex": true}
+
 // dir reads every text file below root. A root that is a symbolic link is followed;
 // links inside it to files are read, links to directories are skipped and listed (a
 // link may loop back up the tree), as are broken links.
@@ -160,8 +165,13 @@ func (l *loader) dir(root string) error {
 			}
 			return nil
 		}
-		if !d.IsDir() && textExts[strings.ToLower(filepath.Ext(p))] {
+		ext := strings.ToLower(filepath.Ext(p))
+		switch {
+		case d.IsDir():
+		case textExts[ext]:
 			files, keys = append(files, shown), append(keys, filepath.ToSlash(rel))
+		case documentExts[ext]:
+			l.skip(shown, "a "+ext+" file in a corpus folder is not read (a folder's files are read as plain text: .txt, .md; pass a .json or .jsonl corpus as --corpus itself)")
 		}
 		return nil
 	})
