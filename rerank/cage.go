@@ -234,6 +234,9 @@ func (r *Reranker) ShareCache(c *GraphCache) { r.graphs = c }
 // Config returns the configuration.
 func (r *Reranker) Config() Config { return r.cfg }
 
+// Encoder returns the reranker's passage encoder.
+func (r *Reranker) Encoder() *Encoder { return r.enc }
+
 // Graph returns the (memoised) passage graph of text.
 func (r *Reranker) Graph(text string) (*PassageGraph, error) { return r.graphs.Graph(text) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -342,7 +343,7 @@ func Requests(ix *graphio.Index, cands []Candidate, cfg Config) []llm.ChatReques
 		user := fmt.Sprintf("Path (%d facts, in order):\n%s", len(c.Facts), Verbalize(ix, c.Facts))
 		switch c.Type {
 		case TypeSum:
-			sys = promptSum
+			sys = sumPrompt(len(c.Facts))
 			user = fmt.Sprintf("Target node: %s\nIncoming facts:\n%s", ix.Entities[c.Answer].Name, Verbalize(ix, c.Facts))
 		case TypeHyper:
 			sys = promptHyper
@@ -399,6 +400,24 @@ const promptHop = `You write one question-answer pair for training a graph retri
 You are given a path of facts from a knowledge graph, one per line as "subject [relation] object", in order: the object of each fact is the subject of the next.
 Write a natural question that can only be answered by following every fact of the path: it names the first entity and describes the relations, but never names any later entity. The answer is the last entity of the path, written exactly as in the facts.
 Return JSON only: {"question": "...", "answer": "..."}`
+
+// sumPrompt is promptSum for n incoming facts (--neighbours; calibration's smaller
+// shapes ask about two): the prompt says how many it gives.
+func sumPrompt(n int) string {
+	if n == 3 {
+		return promptSum
+	}
+	words := map[int]string{1: "one", 2: "two", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+	w, ok := words[n]
+	if !ok {
+		w = strconv.Itoa(n)
+	}
+	all := "all " + w
+	if n == 2 {
+		all = "both"
+	}
+	return strings.Replace(strings.Replace(promptSum, "and three facts", "and "+w+" facts", 1), "needs all three facts", "needs "+all+" facts", 1)
+}
 
 const promptSum = `You write one question-answer pair for training a graph retriever.
 You are given a target node of a knowledge graph and three facts that point to it, one per line as "subject [relation] target".

@@ -392,3 +392,15 @@ func TestMention(t *testing.T) {
 		}
 	}
 }
+
+// TestSumPromptCount: the sum prompt says how many incoming facts it gives.
+func TestSumPromptCount(t *testing.T) {
+	assert.Equal(t, promptSum, sumPrompt(3))
+	for n, want := range map[int][]string{2: {"and two facts", "needs both facts"}, 4: {"and four facts", "needs all four facts"}, 12: {"and 12 facts", "needs all 12 facts"}} {
+		p := sumPrompt(n)
+		for _, w := range want {
+			assert.Contains(t, p, w, n)
+		}
+		assert.NotContains(t, p, "three", n)
+	}
+}

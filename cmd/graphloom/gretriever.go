@@ -320,7 +320,7 @@ fifth synthetic question is the validation slice that stops training early (or -
 same frozen LM without the graph token through '--no-graph-token'.`,
 		example: `  graphloom synth --index harbour.gl --out qa.jsonl
   graphloom train selfgraphrag --index harbour.gl --synth qa.jsonl --lm ~/models/Llama-2-7b-chat-hf --out graphlm/
-  graphloom eval --index harbour.gl --dataset qa.jsonl --retrievers gretriever --model graphlm/ --lm LM_DIR --out report/`,
+  graphloom eval --index harbour.gl --dataset examples/harbour/questions.json --retrievers bm25,gretriever --model graphlm/ --lm LM_DIR --out report/`,
 		dataFlag: "synth", dataHelp: "synthetic QA written by 'graphloom synth' (JSONL; any format 'graphloom eval' reads)",
 		textForm: gretriever.TextVerbal,
 	})

@@ -31,6 +31,7 @@ type cageFlags struct {
 	pool        string           // eval: "" (retrievers over the index) or "question"
 	distractors int              // eval --pool question: added distractor passages per question
 	stderr      func() io.Writer // where a stale encoder is reported: the command's stderr
+	changed     func(flag string) bool
 }
 
 func (c *cageFlags) active() bool { return c.mode != "" && c.mode != "none" }
@@ -39,12 +40,13 @@ func (c *cageFlags) active() bool { return c.mode != "" && c.mode != "none" }
 func (c *cageFlags) register(cmd *cobra.Command, withEval bool) {
 	c.cfg = rerank.DefaultConfig()
 	c.stderr = cmd.ErrOrStderr
+	c.changed = cmd.Flags().Changed
 	f := cmd.Flags()
 	f.StringVar(&c.mode, "rerank", "", `rerank the retriever's candidates: "cage" (coherence-aware graph encoding) or "dense" (query–passage cosine only, the vanilla-RAG baseline)`)
 	f.IntVar(&c.candidates, "candidates", 20, "candidates the retriever passes to --rerank")
 	f.StringVar(&c.model, "cage-model", "", "CAGE encoder checkpoint (default INDEX.cage, written by 'graphloom train cage'; an untrained encoder when absent)")
 	f.Float64Var(&c.cfg.Alpha, "cage-alpha", c.cfg.Alpha, "CAGE: weight α of query relevance against coherence (1 = no coherence)")
-	f.Float64Var(&c.cfg.Encoder.Beta, "cage-beta", c.cfg.Encoder.Beta, "CAGE: scale β ≥ 1 of min-out-degree anchor nodes and their edges (1 = no reweighting)")
+	f.Float64Var(&c.cfg.Encoder.Beta, "cage-beta", c.cfg.Encoder.Beta, "CAGE: scale β ≥ 1 of min-out-degree anchor nodes and their edges (1 = no reweighting); default: the trained encoder's")
 	f.StringVar(&c.cfg.Aggregation, "cage-aggregation", c.cfg.Aggregation, `CAGE: coherence aggregation over the other candidates, "mean" or "relevance" (weighted by their query relevance)`)
 	limitFlag(cmd, "candidates", atLeast1(1e4))
 	limitFlag(cmd, "cage-alpha", unit)
@@ -103,9 +105,10 @@ func cageModelPath(indexPath string, gcn bool) string {
 }
 
 // reranker builds a CAGE reranker with cfg: from the checkpoint beside the index when
-// there is one (β, α and the aggregation come from cfg), else freshly initialised. The
-// note says which.
-func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, ix *graphio.Index, cfg rerank.Config) (*rerank.Reranker, string, error) {
+// there is one (α and the aggregation come from cfg, β from the checkpoint unless
+// betaGiven: the encoder's features were trained with it), else freshly initialised.
+// The note says which.
+func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, ix *graphio.Index, cfg rerank.Config, betaGiven bool) (*rerank.Reranker, string, error) {
 	path, ok := c.modelPath(indexPath, cfg.Encoder.SingleRelation)
 	if !ok {
 		if c.model != "" && !cfg.Encoder.SingleRelation {
@@ -114,7 +117,13 @@ func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, ix *graphio.I
 		r, err := rerank.NewUntrained(eng, cfg)
 		return r, fmt.Sprintf("untrained encoder (no %s; run 'graphloom train cage --index %s')", path, indexPath), err
 	}
-	enc, err := rerank.LoadEncoder(eng, path, func(e *rerank.EncoderConfig) { e.Beta, e.MaxNodes = cfg.Encoder.Beta, cfg.Encoder.MaxNodes })
+	betaGiven = betaGiven || c.changed != nil && c.changed("cage-beta")
+	enc, err := rerank.LoadEncoder(eng, path, func(e *rerank.EncoderConfig) {
+		if betaGiven {
+			e.Beta = cfg.Encoder.Beta
+		}
+		e.MaxNodes = cfg.Encoder.MaxNodes
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -137,7 +146,7 @@ func (c *cageFlags) wrap(eng *engine.Engine, indexPath string, ix *graphio.Index
 	w := &rerank.Retriever{First: r, Embedder: emb, Candidates: c.candidates}
 	note := ""
 	if c.mode == "cage" {
-		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg); err != nil {
+		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg, false); err != nil {
 			return nil, "", err
 		}
 	}
@@ -146,9 +155,10 @@ func (c *cageFlags) wrap(eng *engine.Engine, indexPath string, ix *graphio.Index
 
 // cageVariant is a named reranker setting of an evaluation.
 type cageVariant struct {
-	name  string
-	dense bool
-	cfg   *rerank.Config // nil with dense false: first-stage order
+	name      string
+	dense     bool
+	cfg       *rerank.Config // nil with dense false: first-stage order
+	betaGiven bool           // cfg's β replaces the trained encoder's (the β = 1 ablation)
 }
 
 // cageVariants lists the evaluation rows: none, dense, cage, the sweep grid over
@@ -203,7 +213,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 		beta1.Encoder.Beta = 1
 		alpha1.Alpha = 1
 		vs = append(vs, cageVariant{name: "cage: GCN (one relation)", cfg: &gcn},
-			cageVariant{name: "cage: beta=1", cfg: &beta1}, cageVariant{name: "cage: alpha=1", cfg: &alpha1})
+			cageVariant{name: "cage: beta=1", cfg: &beta1, betaGiven: true}, cageVariant{name: "cage: alpha=1", cfg: &alpha1})
 	}
 	return vs, nil
 }
@@ -235,7 +245,7 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 		if v.cfg == nil {
 			return nil, nil
 		}
-		r, note, err := cf.reranker(eng, indexPath, ix, *v.cfg)
+		r, note, err := cf.reranker(eng, indexPath, ix, *v.cfg, v.betaGiven)
 		if err != nil {
 			return nil, err
 		}

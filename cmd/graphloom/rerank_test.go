@@ -7,8 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/graphio"
+	"github.com/graphloom/graphloom/rerank"
 )
 
 func TestRerankCage(t *testing.T) {
@@ -73,4 +78,37 @@ func TestRerankCage(t *testing.T) {
 		return "missing"
 	}
 	assert.Equal(t, rowOf("dense"), rowOf("cage alpha=1"))
+}
+
+// TestCageBetaFromCheckpoint: a trained encoder keeps the β its features were trained
+// with unless --cage-beta (or the β = 1 ablation) gives one.
+func TestCageBetaFromCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	eng, err := engine.New(engine.Config{})
+	require.NoError(t, err)
+	defer eng.Close()
+	cfg := rerank.DefaultConfig()
+	cfg.Encoder.Beta = 3
+	enc, err := rerank.NewEncoder(eng, cfg.Encoder)
+	require.NoError(t, err)
+	require.NoError(t, enc.Save(idx+".cage", nil))
+	ix := &graphio.Index{}
+	for _, tc := range []struct {
+		args      []string
+		betaGiven bool
+		want      float64
+	}{
+		{nil, false, 3},
+		{[]string{"--cage-beta", "1.5"}, false, 1.5},
+		{nil, true, 2}, // a variant's own β (the flags' default here)
+	} {
+		cmd := &cobra.Command{Use: "x"}
+		var c cageFlags
+		c.register(cmd, false)
+		require.NoError(t, cmd.ParseFlags(tc.args))
+		r, _, err := c.reranker(eng, idx, ix, c.cfg, tc.betaGiven)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, r.Encoder().Config().Beta, "%v given=%v", tc.args, tc.betaGiven)
+	}
 }
