@@ -62,22 +62,36 @@ type AnswerScores struct {
 }
 
 // ExactMatch is 1 if the normalised prediction equals a normalised gold answer, else 0.
+//
+// A gold answer that normalises to nothing (an article: MoreHopQA has the answer "a")
+// is compared lower-cased instead, so that an empty or "The" answer does not match it.
 func ExactMatch(pred string, golds []string) float64 {
-	p := NormalizeAnswer(pred)
 	for _, g := range golds {
-		if NormalizeAnswer(g) == p {
+		p, gn := scoringForms(pred, g)
+		if gn == p {
 			return 1
 		}
 	}
 	return 0
 }
 
+// scoringForms returns pred and gold as they are compared: normalised, or both
+// lower-cased with whitespace collapsed when gold normalises to nothing.
+func scoringForms(pred, gold string) (string, string) {
+	g := NormalizeAnswer(gold)
+	if g != "" {
+		return NormalizeAnswer(pred), g
+	}
+	lower := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+	return lower(pred), lower(gold)
+}
+
 // TokenScores returns SQuAD's token precision, recall and F1 of pred against one gold
 // answer, over normalised whitespace tokens with multiplicity. No common token (which
 // includes an empty prediction or gold) scores 0, as in HippoRAG's QAF1Score.
 func TokenScores(pred, gold string) (precision, recall, f1 float64) {
-	pt := strings.Fields(NormalizeAnswer(pred))
-	gt := strings.Fields(NormalizeAnswer(gold))
+	p, g := scoringForms(pred, gold)
+	pt, gt := strings.Fields(p), strings.Fields(g)
 	counts := map[string]int{}
 	for _, t := range gt {
 		counts[t]++

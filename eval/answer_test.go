@@ -50,6 +50,10 @@ func TestExactMatchAndF1(t *testing.T) {
 		{"no common token", "Aldwick", []string{"Port Keswyn"}, 0, 0, 0, 0},
 		{"empty prediction", "", []string{"Aldwick"}, 0, 0, 0, 0},
 		{"no gold", "Aldwick", nil, 0, 0, 0, 0},
+		// A gold answer that normalises to nothing (MoreHopQA's "a") is compared lower-cased.
+		{"article gold, empty answer", "", []string{"a"}, 0, 0, 0, 0},
+		{"article gold, another article", "The", []string{"a"}, 0, 0, 0, 0},
+		{"article gold, matched", "A", []string{"a"}, 1, 1, 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ScoreAnswer(tc.pred, tc.golds)

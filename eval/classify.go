@@ -18,10 +18,12 @@ func ParseYesNo(answer string) (label string, ok bool) {
 }
 
 var (
-	// "Answer: B", "the answer is (B)", "option B", "choice: b".
-	choiceCue = regexp.MustCompile(`\b(?i:answer|option|choice)\b(?:\s+(?i:is))?\s*[:\-]?\s*\(?([A-J])\b\)?`)
-	// An answer that starts with the letter: "B", "B.", "(B)", "B) …", "B: …".
-	choiceLead = regexp.MustCompile(`^\(?([A-Ja-j])(?:[).:]|\s|$)`)
+	// "Answer: B", "the answer is (B)", "option B", "choice: b": a capital letter, or a
+	// lower-case one closed by ")", ".", ":" or the end ("the answer is a town" is not A).
+	choiceCue = regexp.MustCompile(`\b((?i:answer|option|choice))\b(?:\s+(?i:is))?\s*[:\-]?\s*\(?(?:([A-J])\b|([a-j])(?:[).:]|\s*$))`)
+	// An answer that starts with the letter: "B", "B.", "(B)", "B) …", "B: …" (not
+	// "A town called …", "I think …").
+	choiceLead = regexp.MustCompile(`^\(?([A-Ja-j])(?:[).:]|$)`)
 )
 
 // ParseChoice reads the chosen option letter from an answer to a question with the
@@ -37,17 +39,22 @@ func ParseChoice(answer string, options []string) (letter string, ok bool) {
 		return "", false
 	}
 	a := strings.TrimSpace(answer)
-	if m := choiceCue.FindAllStringSubmatch(a, -1); m != nil {
-		if l, ok := valid(m[len(m)-1][1]); ok {
+	if ms := choiceCue.FindAllStringSubmatch(a, -1); ms != nil {
+		// The first "answer …" cue ("The answer is C, not option A."), else the last cue.
+		pick := ms[len(ms)-1]
+		for _, m := range ms {
+			if strings.EqualFold(m[1], "answer") {
+				pick = m
+				break
+			}
+		}
+		if l, ok := valid(pick[2] + pick[3]); ok {
 			return l, true
 		}
 	}
 	if m := choiceLead.FindStringSubmatch(a); m != nil {
-		// A leading lower-case "a" is the article, not option A, unless it stands alone.
-		if m[1] != "a" || len(strings.Fields(a)) == 1 {
-			if l, ok := valid(m[1]); ok {
-				return l, true
-			}
+		if l, ok := valid(m[1]); ok {
+			return l, true
 		}
 	}
 	na := " " + NormalizeAnswer(a) + " "

@@ -43,7 +43,12 @@ func TestParseChoice(t *testing.T) {
 		{"Aldwick or Fennmouth", "", false},    // two options named
 		{"E", "", false},                       // out of range
 		{"I do not know", "", false},
-		{"Answer: port keswyn", "B", true}, // no letter cue; option text
+		{"Answer: port keswyn", "B", true},               // no letter cue; option text
+		{"A town called Fennmouth", "C", true},           // capital "A" as the article
+		{"The answer is C, not option A.", "C", true},    // the answer cue, not the last cue
+		{"choice: b", "B", true},                         // a lower-case letter closed by the end
+		{"Answer: b) Port Keswyn", "B", true},            // … or by ")"
+		{"The answer is a town on the coast", "", false}, // "a" the article, no option named
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, ok := ParseChoice(tc.in, opts)

@@ -101,7 +101,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				}
 				cfg.Retrievers = append(cfg.Retrievers, r)
 			}
-			if cfg.Judge && !cfg.Answer && runPath == "" {
+			if cfg.Judge && !cfg.Answer && runPath == "" && !slices.Contains(cfg.Retrievers, gretrieve.Name) {
 				return usageError{fmt.Errorf("eval: --judge scores answers: add --answer (or score a --run file that has answers)")}
 			}
 			ds, err := eval.ReadDataset(dataset)
