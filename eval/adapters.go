@@ -537,7 +537,12 @@ func parseYesNo(r record, ex *Example) error {
 	}
 	ex.Spans = appendUnique(nil, sections...)
 	if len(ex.Spans) > 0 {
-		ex.Context = []Passage{{Text: strings.Join(ex.Spans, " "), Supporting: true}}
+		abstract := strings.Join(ex.Spans, " ")
+		ex.Context = []Passage{{Text: abstract, Supporting: true}}
+		// The gold is the abstract as one passage, not its sections as spans: short
+		// sections ("Observational study.", "None.") recur in other abstracts, which
+		// then counted as finding part of this one.
+		ex.Gold = []GoldPassage{{Text: abstract}}
 	}
 	return nil
 }

@@ -110,14 +110,15 @@ func TestAdapters(t *testing.T) {
 			data: `{"21645374": {"QUESTION": "Do mitochondria play a role?", "CONTEXTS": ["Background.", "Results."],
 				"LABELS": ["BACKGROUND", "RESULTS"], "final_decision": "Yes", "LONG_ANSWER": "They do."}}`,
 			want: Example{ID: "21645374", Question: "Do mitochondria play a role?", Answers: []string{"yes"}, Label: "yes",
-				Spans: []string{"Background.", "Results."}, Kind: KindYesNo},
+				Spans: []string{"Background.", "Results."}, Gold: []GoldPassage{{Text: "Background. Results."}}, Kind: KindYesNo},
 		},
 		{
 			name:   "PubMedQA, Hugging Face layout",
 			format: FormatYesNo,
 			data: `[{"pubid": 42, "question": "Is it safe?", "context": {"contexts": ["A.", "B."], "labels": ["X", "Y"]},
 				"long_answer": "Probably.", "final_decision": "maybe"}]`,
-			want: Example{ID: "42", Question: "Is it safe?", Answers: []string{"maybe"}, Label: "maybe", Spans: []string{"A.", "B."}, Kind: KindYesNo},
+			want: Example{ID: "42", Question: "Is it safe?", Answers: []string{"maybe"}, Label: "maybe", Spans: []string{"A.", "B."},
+				Gold: []GoldPassage{{Text: "A. B."}}, Kind: KindYesNo},
 		},
 		{
 			name:   "yes/no by label",

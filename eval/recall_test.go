@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/retrieve"
@@ -134,4 +135,31 @@ func TestMatcherSpans(t *testing.T) {
 
 	h = (&Matcher{}).Match(ranking[2:], ex)
 	assert.Equal(t, []int{0, 0}, h.Ranks)
+}
+
+// TestPubMedQAGoldIsTheAbstract: a PubMedQA question's gold is its own abstract; an
+// abstract that shares a short section with it ("None.") is not part of it.
+func TestPubMedQAGoldIsTheAbstract(t *testing.T) {
+	ds, err := ParseDataset([]byte(`{
+ "1": {"QUESTION": "Does it help?", "CONTEXTS": ["Trauma patients were studied.", "None."], "final_decision": "yes"},
+ "2": {"QUESTION": "Does it hurt?", "CONTEXTS": ["Children were followed for a year.", "None."], "final_decision": "no"}}`), "pqa.json")
+	require.NoError(t, err)
+	require.Len(t, ds.Examples, 2)
+	corpus := ds.Corpus()
+	require.Len(t, corpus, 2)
+	var chunks []graphio.Chunk
+	for _, p := range corpus {
+		chunks = append(chunks, graphio.Chunk{Title: p.Title, Text: p.Text})
+	}
+	m := NewMatcher(chunks)
+	var ex *Example
+	for i := range ds.Examples {
+		if ds.Examples[i].ID == "1" {
+			ex = &ds.Examples[i]
+		}
+	}
+	other := retrieve.Passage{Text: "Children were followed for a year. None."}
+	own := retrieve.Passage{Text: "Trauma patients were studied. None."}
+	assert.Zero(t, m.Match([]retrieve.Passage{other}, ex).RecallAt(1), "another abstract sharing a section")
+	assert.InDelta(t, 1, m.Match([]retrieve.Passage{other, own}, ex).RecallAt(2), 1e-12)
 }
