@@ -700,8 +700,15 @@ func (s storedSection) inflate(zr *zstd.Decoder) inflatedSection {
 	case codecZstd:
 		// rawLen is bounded by checkCodec; the decoder stops past it (cap limit), so a
 		// crafted section cannot inflate beyond what its header declares.
+		// The buffer starts at a size typical sections fit (the header is not trusted
+		// for a large allocation up front); a more compressible one is decoded again
+		// into its declared size.
 		var err error
-		out, err = zr.DecodeAll(s.stored, make([]byte, 0, s.rawLen))
+		first := min(s.rawLen, 64*s.storedLen+1<<20)
+		out, err = zr.DecodeAll(s.stored, make([]byte, 0, first))
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) && first < s.rawLen {
+			out, err = zr.DecodeAll(s.stored, make([]byte, 0, s.rawLen))
+		}
 		if err != nil {
 			return inflatedSection{err: fmt.Errorf("%w: section %q: zstd: %v", ErrCorrupt, s.name, err)}
 		}
