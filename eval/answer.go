@@ -21,6 +21,18 @@ func NormalizeAnswer(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// normalizeKeepArticles is NormalizeAnswer without removing articles: the form a gold
+// answer that is an article ("a") is compared in.
+func normalizeKeepArticles(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 128 && strings.ContainsRune(asciiPunct, r) {
+			return -1
+		}
+		return r
+	}, strings.ToLower(s))
+	return strings.Join(strings.Fields(s), " ")
+}
+
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 // isWordRune is Python's Unicode \w: str.isalnum() (letters and numbers) or underscore.
@@ -67,7 +79,7 @@ type AnswerScores struct {
 // is compared lower-cased instead, so that an empty or "The" answer does not match it.
 func ExactMatch(pred string, golds []string) float64 {
 	for _, g := range golds {
-		p, gn := scoringForms(pred, g)
+		p, gn, _ := scoringForms(pred, g)
 		if gn == p {
 			return 1
 		}
@@ -76,21 +88,25 @@ func ExactMatch(pred string, golds []string) float64 {
 }
 
 // scoringForms returns pred and gold as they are compared: normalised, or both
-// lower-cased with whitespace collapsed when gold normalises to nothing.
-func scoringForms(pred, gold string) (string, string) {
-	g := NormalizeAnswer(gold)
-	if g != "" {
-		return NormalizeAnswer(pred), g
+// normalised but for the articles when gold normalises to nothing (articleGold).
+func scoringForms(pred, gold string) (p, g string, articleGold bool) {
+	if g = NormalizeAnswer(gold); g != "" {
+		return NormalizeAnswer(pred), g, false
 	}
-	lower := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
-	return lower(pred), lower(gold)
+	return normalizeKeepArticles(pred), normalizeKeepArticles(gold), true
 }
 
 // TokenScores returns SQuAD's token precision, recall and F1 of pred against one gold
 // answer, over normalised whitespace tokens with multiplicity. No common token (which
 // includes an empty prediction or gold) scores 0, as in HippoRAG's QAF1Score.
 func TokenScores(pred, gold string) (precision, recall, f1 float64) {
-	p, g := scoringForms(pred, gold)
+	p, g, articleGold := scoringForms(pred, gold)
+	if articleGold { // no tokens to share: the answer is the article or it is not
+		if p == g && g != "" {
+			return 1, 1, 1
+		}
+		return 0, 0, 0
+	}
 	pt, gt := strings.Fields(p), strings.Fields(g)
 	counts := map[string]int{}
 	for _, t := range gt {

@@ -54,6 +54,8 @@ func TestExactMatchAndF1(t *testing.T) {
 		{"article gold, empty answer", "", []string{"a"}, 0, 0, 0, 0},
 		{"article gold, another article", "The", []string{"a"}, 0, 0, 0, 0},
 		{"article gold, matched", "A", []string{"a"}, 1, 1, 1, 1},
+		{"article gold, with punctuation", "a.", []string{"a"}, 1, 1, 1, 1},
+		{"article gold, in a phrase", "a town", []string{"a"}, 0, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ScoreAnswer(tc.pred, tc.golds)

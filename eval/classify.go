@@ -21,9 +21,10 @@ var (
 	// "Answer: B", "the answer is (B)", "option B", "choice: b": a capital letter, or a
 	// lower-case one closed by ")", ".", ":" or the end ("the answer is a town" is not A).
 	choiceCue = regexp.MustCompile(`\b((?i:answer|option|choice))\b(?:\s+(?i:is))?\s*[:\-]?\s*\(?(?:([A-J])\b|([a-j])(?:[).:]|\s*$))`)
-	// An answer that starts with the letter: "B", "B.", "(B)", "B) …", "B: …" (not
-	// "A town called …", "I think …").
-	choiceLead = regexp.MustCompile(`^\(?([A-Ja-j])(?:[).:]|$)`)
+	// An answer that starts with the letter: "B", "B.", "(B)", "B) …", "B: …", "B, …",
+	// "B - …", or a capital other than A or I before a space ("B because …"): not
+	// "A town called …" or "I think …".
+	choiceLead = regexp.MustCompile(`^\(?(?:([A-Ja-j])(?:[).:,]|\s+[-–—:]|$)|([B-HJ])\s)`)
 )
 
 // ParseChoice reads the chosen option letter from an answer to a question with the
@@ -40,12 +41,12 @@ func ParseChoice(answer string, options []string) (letter string, ok bool) {
 	}
 	a := strings.TrimSpace(answer)
 	if ms := choiceCue.FindAllStringSubmatch(a, -1); ms != nil {
-		// The first "answer …" cue ("The answer is C, not option A."), else the last cue.
+		// The last "answer …" cue ("The answer is C, not option A."; "the answer is not
+		// A; the answer is C"), else the last cue.
 		pick := ms[len(ms)-1]
 		for _, m := range ms {
 			if strings.EqualFold(m[1], "answer") {
 				pick = m
-				break
 			}
 		}
 		if l, ok := valid(pick[2] + pick[3]); ok {
@@ -53,7 +54,7 @@ func ParseChoice(answer string, options []string) (letter string, ok bool) {
 		}
 	}
 	if m := choiceLead.FindStringSubmatch(a); m != nil {
-		if l, ok := valid(m[1]); ok {
+		if l, ok := valid(m[1] + m[2]); ok {
 			return l, true
 		}
 	}

@@ -49,6 +49,10 @@ func TestParseChoice(t *testing.T) {
 		{"choice: b", "B", true},                         // a lower-case letter closed by the end
 		{"Answer: b) Port Keswyn", "B", true},            // … or by ")"
 		{"The answer is a town on the coast", "", false}, // "a" the article, no option named
+		{"B because the passage says so", "B", true},
+		{"C - Fennmouth", "C", true},
+		{"D, as the text says", "D", true},
+		{"The answer is not A; the answer is C", "C", true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, ok := ParseChoice(tc.in, opts)

@@ -172,7 +172,9 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 	var h Hits
 	if len(ex.Gold) > 0 {
 		for _, g := range ex.Gold {
-			it := goldItem{title: g.Title, text: collapse(g.Text), raw: g, allowTitle: !m.InCorpus(g)}
+			// Matched by title only when it has one: an untitled gold passage (PubMedQA's
+			// abstract) would otherwise match every untitled passage.
+			it := goldItem{title: g.Title, text: collapse(g.Text), raw: g, allowTitle: g.Title != "" && !m.InCorpus(g)}
 			if it.allowTitle {
 				h.TitleOnly++
 			}

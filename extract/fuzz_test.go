@@ -12,7 +12,8 @@ import (
 func FuzzLLMAnswers(f *testing.F) {
 	for _, s := range []string{nerExampleOutput, tripleExampleOutput, hyperExampleOutput,
 		`{"triples": [["a", "b"], ["a", "b", "c", "d"], [1, 2, 3], ["", "x", "y"]]}`,
-		`{"hyperedges": [{"text": "zz", "entities": [{"name": ""}], "score": 1e309}]}`} {
+		`{"hyperedges": [{"text": "zz", "entities": [{"name": ""}], "score": 1e309}]}`,
+		`{"hyperedges": [{"text": "Ilse Moravec", "entities": ["Ilse Moravec"], "score": "NaN"}]}`} {
 		f.Add(s, "Ilse Moravec (born 1931 in Brno) was a Czech glass engraver.")
 	}
 	f.Fuzz(func(t *testing.T, answer, text string) {
@@ -39,7 +40,7 @@ func FuzzLLMAnswers(f *testing.F) {
 				t.Fatalf("%d kept + %d dropped ≠ %d", len(hs), dropped, len(*ha.Hyperedges))
 			}
 			for _, h := range hs {
-				if h.Score < 0 || h.Score > 10 || len(h.Entities) == 0 {
+				if !(h.Score >= 0 && h.Score <= 10) || len(h.Entities) == 0 { // NaN fails too
 					t.Fatalf("invalid hyperedge kept: %+v", h)
 				}
 			}

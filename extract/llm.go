@@ -2,8 +2,8 @@ package extract
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -67,7 +67,7 @@ func (x *LLM) request(stage, system, exIn, exOut, user string) llm.ChatRequest {
 		Stage:     stage,
 		JSONMode:  true,
 		MaxTokens: x.cfg.MaxTokens,
-		Usable:    usableWith(answerKeys[stage]),
+		Usable:    usable(stage),
 		Messages: []llm.Message{
 			llm.System(system), llm.User(exIn), llm.Assistant(exOut), llm.User(user),
 		},
@@ -103,17 +103,27 @@ func errNoKey(key string) error {
 	return &llm.ParseError{Err: fmt.Errorf("%w: the answer has no %q", llm.ErrNoJSON, key)}
 }
 
-// usableWith refuses an answer without key (llm.ChatRequest.Usable).
-func usableWith(key string) func(llm.ChatResponse) error {
+// usable refuses an answer of stage that does not decode into the stage's answer
+// type or lacks its key (llm.ChatRequest.Usable), as chunk reads it.
+func usable(stage string) func(llm.ChatResponse) error {
 	return func(r llm.ChatResponse) error {
-		var m map[string]json.RawMessage
-		if err := llm.ParseAnswer(r, &m); err != nil {
-			return err
+		var missing bool
+		var err error
+		switch stage {
+		case "ner":
+			var a nerAnswer
+			err, missing = llm.ParseAnswer(r, &a), a.NamedEntities == nil
+		case "triples":
+			var a tripleAnswer
+			err, missing = llm.ParseAnswer(r, &a), a.Triples == nil
+		case "hyperedges":
+			var a hyperAnswer
+			err, missing = llm.ParseAnswer(r, &a), a.Hyperedges == nil
 		}
-		if _, ok := m[key]; !ok {
-			return errNoKey(key)
+		if err == nil && missing {
+			err = errNoKey(answerKeys[stage])
 		}
-		return nil
+		return err
 	}
 }
 
@@ -314,6 +324,9 @@ func validHyperedges(text string, ha hyperAnswer) ([]Hyperedge, int) {
 			score = v
 		case string:
 			score, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+		if math.IsNaN(score) || math.IsInf(score, 0) {
+			score = 0
 		}
 		out = append(out, Hyperedge{Text: seg, Entities: names, Score: float32(min(10, max(0, score)))})
 	}

@@ -139,3 +139,25 @@ func TestLLMAnswerShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestUsableAnswers: the check that decides whether a cached answer is asked again
+// (--llm-reask-unparseable) reads an answer as chunk does: the stage's key in any
+// case, holding a list.
+func TestUsableAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		stage, answer string
+		ok            bool
+	}{
+		{"triples", `{"triples": [["a", "b", "c"]]}`, true},
+		{"triples", `{"Triples": [["a", "b", "c"]]}`, true},
+		{"triples", `{"triples": "none"}`, false},
+		{"triples", `{"relations": []}`, false},
+		{"ner", `{"named_entities": ["Prague"]}`, true},
+		{"ner", `{"named_entities": "Prague, Brno"}`, false},
+		{"hyperedges", `{"hyperedges": [{"text": "x", "entities": ["y"], "score": "7"}]}`, true},
+		{"hyperedges", `not json`, false},
+	} {
+		err := usable(tc.stage)(llm.ChatResponse{Content: tc.answer})
+		assert.Equal(t, tc.ok, err == nil, "%s %s: %v", tc.stage, tc.answer, err)
+	}
+}

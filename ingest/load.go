@@ -127,6 +127,11 @@ func (l *loader) addKeyed(key, source, title, text string) {
 
 var textExts = map[string]bool{".txt": true, ".md": true, ".markdown": true}
 
+// unreadDocument is why a document file in a corpus folder is skipped.
+func unreadDocument(ext string) string {
+	return "a " + ext + " file in a corpus folder is not read (a folder's files are read as plain text: .txt, .md; pass a .json or .jsonl corpus as --corpus itself)"
+}
+
 // documentExts are files that hold documents a folder corpus does not read: listed
 // as skipped (an error under --strict), where images or code are left out silently.
 var documentExts = map[string]bool{".json": true, ".jsonl": true, ".csv": true, ".tsv": true, ".pdf": true, ".html": true,
@@ -162,6 +167,8 @@ func (l *loader) dir(root string) error {
 				l.skip(shown, "symbolic link to a directory: not followed (it may loop); pass that directory as its own corpus or copy its files in")
 			case textExts[strings.ToLower(filepath.Ext(p))]:
 				files, keys = append(files, shown), append(keys, filepath.ToSlash(rel))
+			case documentExts[strings.ToLower(filepath.Ext(p))]:
+				l.skip(shown, unreadDocument(strings.ToLower(filepath.Ext(p))))
 			}
 			return nil
 		}
@@ -171,7 +178,7 @@ func (l *loader) dir(root string) error {
 		case textExts[ext]:
 			files, keys = append(files, shown), append(keys, filepath.ToSlash(rel))
 		case documentExts[ext]:
-			l.skip(shown, "a "+ext+" file in a corpus folder is not read (a folder's files are read as plain text: .txt, .md; pass a .json or .jsonl corpus as --corpus itself)")
+			l.skip(shown, unreadDocument(ext))
 		}
 		return nil
 	})

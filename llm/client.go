@@ -372,16 +372,20 @@ func (c *Client) reask(ctx context.Context, req ChatRequest) (ChatResponse, bool
 	// for one answer.
 	rkey := "reask\x00" + key
 	f, leader := c.join(rkey)
-	if !leader {
+	for !leader {
 		select {
 		case <-f.done:
 		case <-ctx.Done():
 			return ChatResponse{}, false, fmt.Errorf("llm: chat: %w", ctx.Err())
 		}
-		if f.err != nil {
+		switch {
+		case f.err == nil:
+			return f.resp, true, nil
+		case errors.Is(f.err, errNotReasked):
 			return ChatResponse{}, false, nil // the cached answer stands
 		}
-		return f.resp, true, nil
+		// The re-ask we waited for failed (its own deadline, a 5xx): ask ourselves.
+		f, leader = c.join(rkey)
 	}
 	resp, ok, err := c.reaskLead(ctx, stage, key, k)
 	landErr := err

@@ -57,9 +57,9 @@ type Config struct {
 	// CacheDir is the directory of the on-disk response cache; empty disables it.
 	// Answers are stored as they arrive, so a killed run loses nothing it was told.
 	CacheDir string
-	// ReaskUnparseable makes ChatJSON ask the server again, once per request and
-	// client, when a cached answer holds no usable JSON, and cache the new answer in
-	// its place. Off by default: a cached answer is what the request gets, so a
+	// ReaskUnparseable makes Chat ask the server again, once per request and client,
+	// when a cached answer fails the request's Usable check (ChatJSON's: no usable
+	// JSON), and cache the new answer in its place. Off by default: a cached answer is what the request gets, so a
 	// rerun pays for nothing twice (at temperature 0 a model often repeats itself).
 	ReaskUnparseable bool
 	// Temperature is the sampling temperature of requests that do not set their

@@ -413,10 +413,10 @@ func runSweep(cmd *cobra.Command, ix *graphio.Index, api embed.Embedder, ds *eva
 }
 
 // checkLostCalls refuses a report some of whose reader or judge requests got no
-// answer (it would score those questions as unanswered), unless allowPartial.
+// answer (it would score those answers as wrong and leave those judgements out), unless allowPartial.
 func checkLostCalls(rep *eval.Report, allowPartial bool) error {
 	if lost, first := rep.LostCalls(); lost > 0 && !allowPartial {
-		return fmt.Errorf("eval: %d reader or judge requests got no answer (first: %s); the report would score those questions as unanswered, so nothing was written: rerun (answered calls are cached), or pass --allow-partial", lost, first)
+		return fmt.Errorf("eval: %d reader or judge requests got no answer (first: %s); the report would score those answers as wrong and leave those judgements out, so nothing was written: rerun (answered calls are cached), or pass --allow-partial", lost, first)
 	}
 	return nil
 }

@@ -458,7 +458,7 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 					{pcstMeta, "PCST settings", pcstSettings(rcfg), false}, {lmConfigMeta, "an LM whose config.json hashes to", lmHash, false},
 				} {
 					was, ok := meta[c.key]
-					if !ok || was == c.now || c.file && samePath(was, c.now) {
+					if !ok || was == c.now || c.file && samePath(was, c.now) || c.now == "" {
 						continue
 					}
 					return usageError{fmt.Errorf("--resume: %s was trained with %s %s, this run has %s: resume with the same data, or start over with --force", last, c.flag, was, c.now)}

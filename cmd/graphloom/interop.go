@@ -183,12 +183,19 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 			if err != nil {
 				return err
 			}
+			if o.kind == outDir {
+				if st, err := os.Stat(dst); err == nil && st.IsDir() { // a new directory is made by the exporter
+					if err := writeExportMarker(dst, to, args[0], true); err != nil {
+						return err
+					}
+				}
+			}
 			rep, err := exportFormats()[to](ix, dst)
 			if err != nil {
 				return err
 			}
 			if o.kind == outDir {
-				if err := writeExportMarker(dst, to, args[0]); err != nil { // the export itself is written
+				if err := writeExportMarker(dst, to, args[0], false); err != nil { // the export itself is written
 					cmd.PrintErrf("warning: %v: exporting into %s again will need --force\n", err, dst)
 				}
 			}
@@ -217,6 +224,9 @@ type exportRecord struct {
 	Index     string                `json:"index"`
 	Time      string                `json:"time"`
 	Files     map[string]exportFile `json:"files"` // by slash-separated path under the directory
+	// InProgress marks an export under way: one killed before it finished left
+	// files the list does not describe, its own.
+	InProgress bool `json:"in_progress,omitempty"`
 }
 
 type exportFile struct {
@@ -226,6 +236,9 @@ type exportFile struct {
 
 // dirFiles lists the regular files under dir (the marker left out) by slash path.
 func dirFiles(dir string) (map[string]exportFile, error) {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // WalkDir does not enter a root that is a link
+	}
 	files := map[string]exportFile{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -259,8 +272,11 @@ func exportedUntouched(dir string) error {
 	if err == nil {
 		err = json.Unmarshal(data, &rec)
 	}
-	if err != nil || rec.Files == nil {
+	if err != nil {
 		return fmt.Errorf("has an unreadable %s (%v)", exportMarker, err)
+	}
+	if rec.Files == nil || rec.InProgress {
+		return nil // an older marker, which lists no files, or an export of ours cut short
 	}
 	now, err := dirFiles(dir)
 	if err != nil {
@@ -276,8 +292,9 @@ func exportedUntouched(dir string) error {
 	return nil
 }
 
-// writeExportMarker records in dir which export wrote it, and its files.
-func writeExportMarker(dir, format, index string) error {
+// writeExportMarker records in dir which export wrote it, and its files; inProgress
+// marks one about to write (so that a killed one is recognised as ours).
+func writeExportMarker(dir, format, index string, inProgress bool) error {
 	if abs, err := filepath.Abs(index); err == nil {
 		index = abs
 	}
@@ -286,7 +303,7 @@ func writeExportMarker(dir, format, index string) error {
 		return err
 	}
 	data, err := json.MarshalIndent(exportRecord{WrittenBy: "graphloom export", Format: format, Index: index,
-		Time: time.Now().UTC().Format(time.RFC3339), Files: files}, "", "  ")
+		Time: time.Now().UTC().Format(time.RFC3339), Files: files, InProgress: inProgress}, "", "  ")
 	if err != nil {
 		return err
 	}

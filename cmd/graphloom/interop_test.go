@@ -185,6 +185,22 @@ func TestExportDirGuard(t *testing.T) {
 	assert.Equal(t, 2, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "holds lightrag_notes.json, which graphloom's export did not write there")
 
+	// Through a symbolic link to the directory, the same.
+	link := filepath.Join(dir, "out-link")
+	require.NoError(t, os.Symlink(out, link))
+	r = run(t, nil, "export", "--to", "lightrag", idx, link)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "holds lightrag_notes.json")
+
+	// A marker of the first format (no file list) or of an export cut short is ours.
+	require.NoError(t, os.Remove(filepath.Join(out, "lightrag_notes.json")))
+	for _, marker := range []string{`{"written_by": "graphloom export", "format": "lightrag"}`,
+		`{"written_by": "graphloom export", "format": "lightrag", "files": {}, "in_progress": true}`} {
+		require.NoError(t, os.WriteFile(filepath.Join(out, exportMarker), []byte(marker), 0o644))
+		r = run(t, nil, "export", "--to", "lightrag", idx, out)
+		require.Equal(t, 0, r.code, "%s: %s", marker, r.stderr)
+	}
+
 	empty := filepath.Join(dir, "empty")
 	require.NoError(t, os.Mkdir(empty, 0o755))
 	r = run(t, nil, "export", "--to", "lightrag", idx, empty)

@@ -57,7 +57,7 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.cache, "llm-cache", env.CacheDir, "response cache directory; 'off' disables it ($GRAPHLOOM_LLM_CACHE)")
 	fl.IntVar(&f.concurrency, "llm-concurrency", llm.DefaultConcurrency, "most LLM requests in flight")
 	fl.DurationVar(&f.timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM request")
-	fl.BoolVar(&f.reask, "llm-reask-unparseable", false, "ask again, once, the requests whose cached answer holds no usable JSON (by default a rerun reads the cached answer and pays for nothing)")
+	fl.BoolVar(&f.reask, "llm-reask-unparseable", false, "ask again, once, the requests whose cached answer could not be read (extraction, completion, synthetic QA, judge; by default a rerun reads the cached answer and pays for nothing)")
 	fl.BoolVar(&f.failFast, "llm-fail-fast", true, fmt.Sprintf("give up on a server whose first %d attempts all fail; false keeps retrying (a server still loading its model)", llm.DefaultFailFast))
 	fl.StringVar(&f.pooling, "pooling", "", "local embedding model: pooling when the folder has no 1_Pooling/config.json (cls, mean, max, mean-sqrt-len, weighted-mean, last-token; several joined by +)")
 	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (the folder's Normalize module; a plain folder is normalised), true or false")

@@ -117,7 +117,6 @@ func (c *cageFlags) reranker(eng *engine.Engine, indexPath string, ix *graphio.I
 		r, err := rerank.NewUntrained(eng, cfg)
 		return r, fmt.Sprintf("untrained encoder (no %s; run 'graphloom train cage --index %s')", path, indexPath), err
 	}
-	betaGiven = betaGiven || c.changed != nil && c.changed("cage-beta")
 	enc, err := rerank.LoadEncoder(eng, path, func(e *rerank.EncoderConfig) {
 		if betaGiven {
 			e.Beta = cfg.Encoder.Beta
@@ -146,7 +145,7 @@ func (c *cageFlags) wrap(eng *engine.Engine, indexPath string, ix *graphio.Index
 	w := &rerank.Retriever{First: r, Embedder: emb, Candidates: c.candidates}
 	note := ""
 	if c.mode == "cage" {
-		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg, false); err != nil {
+		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg, c.changed != nil && c.changed("cage-beta")); err != nil {
 			return nil, "", err
 		}
 	}
@@ -165,9 +164,11 @@ type cageVariant struct {
 // cage-* flags, and with ablate the three ablations (GCN, β = 1, α = 1).
 func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate bool) ([]cageVariant, error) {
 	base := c.cfg
+	// Whether --cage-beta was given, before a sweep sets the flag.
+	betaGiven := c.changed != nil && c.changed("cage-beta")
 	vs := []cageVariant{{name: "none"}, {name: "dense", dense: true}}
 	if len(sweeps) == 0 {
-		vs = append(vs, cageVariant{name: "cage", cfg: &base})
+		vs = append(vs, cageVariant{name: "cage", cfg: &base, betaGiven: betaGiven})
 	}
 	type axis struct {
 		flag   string
@@ -181,6 +182,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 		}
 		axes = append(axes, axis{name, strings.Split(vals, ",")})
 	}
+	sweepsBeta := slices.ContainsFunc(axes, func(a axis) bool { return a.flag == "cage-beta" })
 	var walk func(i int, name string) error
 	walk = func(i int, name string) error {
 		if i == len(axes) {
@@ -188,7 +190,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
-			vs = append(vs, cageVariant{name: "cage" + name, cfg: &cfg})
+			vs = append(vs, cageVariant{name: "cage" + name, cfg: &cfg, betaGiven: betaGiven || sweepsBeta})
 			return nil
 		}
 		for _, v := range axes[i].values {
@@ -208,12 +210,12 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 		c.cfg = base
 	}
 	if ablate {
-		gcn, beta1, alpha1 := base, base, base
+		gcn, beta1, alpha1 := base, base, base // base: the flags before any sweep
 		gcn.Encoder.SingleRelation = true
 		beta1.Encoder.Beta = 1
 		alpha1.Alpha = 1
-		vs = append(vs, cageVariant{name: "cage: GCN (one relation)", cfg: &gcn},
-			cageVariant{name: "cage: beta=1", cfg: &beta1, betaGiven: true}, cageVariant{name: "cage: alpha=1", cfg: &alpha1})
+		vs = append(vs, cageVariant{name: "cage: GCN (one relation)", cfg: &gcn, betaGiven: betaGiven},
+			cageVariant{name: "cage: beta=1", cfg: &beta1, betaGiven: true}, cageVariant{name: "cage: alpha=1", cfg: &alpha1, betaGiven: betaGiven})
 	}
 	return vs, nil
 }
