@@ -36,6 +36,10 @@ type cageFlags struct {
 
 func (c *cageFlags) active() bool { return c.mode != "" && c.mode != "none" }
 
+// betaGiven reports whether --cage-beta was given (it then replaces a trained
+// encoder's β).
+func (c *cageFlags) betaGiven() bool { return c.changed != nil && c.changed("cage-beta") }
+
 // register binds the flags; withEval adds the per-question pool options.
 func (c *cageFlags) register(cmd *cobra.Command, withEval bool) {
 	c.cfg = rerank.DefaultConfig()
@@ -145,7 +149,7 @@ func (c *cageFlags) wrap(eng *engine.Engine, indexPath string, ix *graphio.Index
 	w := &rerank.Retriever{First: r, Embedder: emb, Candidates: c.candidates}
 	note := ""
 	if c.mode == "cage" {
-		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg, c.changed != nil && c.changed("cage-beta")); err != nil {
+		if w.Reranker, note, err = c.reranker(eng, indexPath, ix, c.cfg, c.betaGiven()); err != nil {
 			return nil, "", err
 		}
 	}
@@ -165,7 +169,7 @@ type cageVariant struct {
 func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate bool) ([]cageVariant, error) {
 	base := c.cfg
 	// Whether --cage-beta was given, before a sweep sets the flag.
-	betaGiven := c.changed != nil && c.changed("cage-beta")
+	betaGiven := c.betaGiven()
 	vs := []cageVariant{{name: "none"}, {name: "dense", dense: true}}
 	if len(sweeps) == 0 {
 		vs = append(vs, cageVariant{name: "cage", cfg: &base, betaGiven: betaGiven})

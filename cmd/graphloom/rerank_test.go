@@ -107,7 +107,7 @@ func TestCageBetaFromCheckpoint(t *testing.T) {
 		var c cageFlags
 		c.register(cmd, false)
 		require.NoError(t, cmd.ParseFlags(tc.args))
-		r, _, err := c.reranker(eng, idx, ix, c.cfg, tc.betaGiven)
+		r, _, err := c.reranker(eng, idx, ix, c.cfg, tc.betaGiven || c.betaGiven())
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, r.Encoder().Config().Beta, "%v given=%v", tc.args, tc.betaGiven)
 	}
