@@ -181,11 +181,7 @@ func TestEvaluateEndToEnd(t *testing.T) {
 // left out of the average, and is not sent to the judge.
 func TestEvaluateCountsLostAnswers(t *testing.T) {
 	ix, src, ds := tinySource(t)
-	srv := llmtest.NewServer(t)
-	reader := llmtest.SystemContains("Wikipedia-style passages")
-	judge := llmtest.SystemContains("impartial evaluator")
-	srv.On(llmtest.All(reader, llmtest.UserContains("Where was Tomas Brell born?"))).Reply("Thought: the passage says so.\nAnswer: Aldwick")
-	srv.On(llmtest.All(reader, llmtest.UserContains("Lamplighters' Guild?"))).Reply("Thought: alias.\nAnswer: The Grey Widow")
+	srv, reader, judge := scriptedReader(t)
 	srv.On(llmtest.All(reader, llmtest.UserContains("Tallow Point Lighthouse?"))).Fault(llmtest.Status(400))
 	srv.On(judge).Reply(`{"correctness": 10, "completeness": 10}`)
 
@@ -204,13 +200,20 @@ func TestEvaluateCountsLostAnswers(t *testing.T) {
 	assert.Equal(t, 1, lost)
 }
 
-func TestEvaluateAnswersAndJudge(t *testing.T) {
-	ix, src, ds := tinySource(t)
-	srv := llmtest.NewServer(t)
-	reader := llmtest.SystemContains("Wikipedia-style passages")
-	judge := llmtest.SystemContains("impartial evaluator")
+// scriptedReader is a scripted server whose reader answers two of tinySource's
+// questions right; the caller scripts the third and the judge.
+func scriptedReader(t *testing.T) (srv *llmtest.Server, reader, judge llmtest.Matcher) {
+	srv = llmtest.NewServer(t)
+	reader = llmtest.SystemContains("Wikipedia-style passages")
+	judge = llmtest.SystemContains("impartial evaluator")
 	srv.On(llmtest.All(reader, llmtest.UserContains("Where was Tomas Brell born?"))).Reply("Thought: the passage says so.\nAnswer: Aldwick")
 	srv.On(llmtest.All(reader, llmtest.UserContains("Lamplighters' Guild?"))).Reply("Thought: alias.\nAnswer: The Grey Widow")
+	return srv, reader, judge
+}
+
+func TestEvaluateAnswersAndJudge(t *testing.T) {
+	ix, src, ds := tinySource(t)
+	srv, reader, judge := scriptedReader(t)
 	srv.On(llmtest.All(reader, llmtest.UserContains("Tallow Point Lighthouse?"))).Reply("Thought: guess.\nAnswer: Tomas Brell")
 	srv.On(llmtest.All(judge, llmtest.UserContains("---Generated Answer---\nAldwick"))).Reply(`{"correctness": 10, "completeness": 10}`)
 	srv.On(llmtest.All(judge, llmtest.UserContains("---Generated Answer---\nThe Grey Widow"))).Reply(`{"correctness": 9, "completeness": 8}`)
