@@ -140,10 +140,10 @@ section "CAGE reranking"
 {
 	echo "harbour (own pools: 3–6 passages with distractors)"
 	cage harbour examples/harbour/questions.json
-	echo "MoreHopQA-150 (own pools hold only the 2 gold passages; then 8 seeded distractors each)"
-	cage morehopqa "$corpora/morehopqa_150.json"
-	"$bin" eval --quiet --index "$out/morehopqa.glx" --dataset "$corpora/morehopqa_150.json" --rerank cage --pool question \
-		--pool-distractors 8 --ablate --ks 2,5
+	# Its own pools hold only the 2 gold passages, which any ranking orders perfectly
+	# (eval refuses them): 8 seeded distractors are added to each.
+	echo "MoreHopQA-150 (own pools: the 2 gold passages and 8 seeded distractors)"
+	cage morehopqa "$corpora/morehopqa_150.json" --pool-distractors 8
 } | tee "$out/cage.md"
 cat "$out/cage.md" >>"$summary"
 

@@ -266,6 +266,21 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 			return usageError{errors.New("eval: --answer and --judge score retrievers' rankings; drop --pool question to answer from reranked candidates")}
 		}
 		cs := rerank.PoolCandidates(ds, cf.distractors, 1)
+		// A pool of nothing but gold passages ranks perfectly under any reranker
+		// (MoreHopQA's 2 supporting paragraphs, PubMedQA's one abstract): left out.
+		kept := cs[:0]
+		for _, c := range cs {
+			if len(c.Keys) > len(c.Gold) {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			return usageError{fmt.Errorf("eval: every question's pool holds only its gold passages, which any ranking orders perfectly: add others with --pool-distractors N")}
+		}
+		if n := len(cs) - len(kept); n > 0 {
+			cmd.PrintErrf("note: %d of %d questions' pools hold only their gold passages (ranked perfectly by any reranker) and are left out; --pool-distractors adds others\n", n, len(cs))
+		}
+		cs = kept
 		if err := rerank.Embed(cmd.Context(), emb, cs); err != nil {
 			return err
 		}

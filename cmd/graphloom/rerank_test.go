@@ -62,6 +62,19 @@ func TestRerankCage(t *testing.T) {
 	// The GCN ablation has no checkpoint here and says it runs untrained.
 	assert.Contains(t, r.stdout, "untrained encoder (no "+idx+".cage-gcn")
 
+	// Pools of nothing but gold passages rank perfectly: refused, unless distractors
+	// are added.
+	goldOnly := filepath.Join(t.TempDir(), "gold-only.json")
+	require.NoError(t, os.WriteFile(goldOnly, []byte(`[{"id": "g1", "question": "Where was Tomas Brell born?", "answer": "Aldwick",
+ "paragraphs": [{"title": "Tomas Brell", "paragraph_text": "Tomas Brell was born in Aldwick.", "is_supporting": true}]},
+ {"id": "g2", "question": "Who built the lighthouse?", "answer": "Jory Solenne",
+ "paragraphs": [{"title": "Tallow Point", "paragraph_text": "Jory Solenne built the lighthouse.", "is_supporting": true}]}]`), 0o644))
+	r = run(t, nil, "eval", "--index", idx, "--dataset", goldOnly, "--rerank", "dense", "--pool", "question")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "every question's pool holds only its gold passages")
+	r = run(t, nil, "eval", "--index", idx, "--dataset", goldOnly, "--rerank", "dense", "--pool", "question", "--pool-distractors", "1")
+	assert.Equal(t, 0, r.code, r.stderr)
+
 	r = run(t, nil, "eval", "--index", idx, "--dataset", "../../examples/harbour/questions.json", "--rerank", "cage",
 		"--pool", "question", "--sweep", "cage-alpha=0.5,1")
 	require.Equal(t, 0, r.code, r.stderr)
