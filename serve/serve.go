@@ -205,7 +205,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		// No route: the mux would answer 404, 405 (with Allow) or a redirect to the
+		// cleaned path in plain text; the API answers its errors in JSON.
+		s.mux.ServeHTTP(&jsonErrors{ResponseWriter: w, path: r.URL.Path, method: r.Method}, r)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// jsonErrors rewrites the mux's own 404 and 405 answers as the API's JSON errors
+// (other answers, such as a redirect to the cleaned path, pass unchanged).
+type jsonErrors struct {
+	http.ResponseWriter
+	path, method string
+	replaced     bool
+}
+
+func (j *jsonErrors) WriteHeader(status int) {
+	switch status {
+	case http.StatusNotFound:
+		j.replaced = true
+		j.Header().Del("X-Content-Type-Options")
+		fail(j.ResponseWriter, status, "no such endpoint %s (this server answers /healthz, /v1/stats, /v1/query, /v1/query/batch and /v1/reload)", j.path)
+	case http.StatusMethodNotAllowed:
+		j.replaced = true
+		fail(j.ResponseWriter, status, "%s %s: method not allowed (allowed: %s)", j.method, j.path, j.Header().Get("Allow"))
+	default:
+		j.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (j *jsonErrors) Write(b []byte) (int, error) {
+	if j.replaced {
+		return len(b), nil // the mux's plain-text body: the JSON one is written
+	}
+	return j.ResponseWriter.Write(b)
 }
 
 // hostAllowed reports whether a request's Host names this server: an IP literal,

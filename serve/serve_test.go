@@ -139,10 +139,24 @@ func TestBadRequests(t *testing.T) {
 		assert.Equal(t, tc.code, code, tc.body)
 		assert.Contains(t, v["error"], tc.want, tc.body)
 	}
-	resp, err := http.Get(ts.URL + "/v1/query")
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	// The mux's own refusals are JSON errors too.
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/v1/query", http.StatusMethodNotAllowed, "GET /v1/query: method not allowed (allowed: POST"},
+		{"/v1/nope", http.StatusNotFound, "no such endpoint /v1/nope"},
+	} {
+		resp, err := http.Get(ts.URL + tc.path)
+		require.NoError(t, err)
+		var body apiError
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body), tc.path)
+		resp.Body.Close()
+		assert.Equal(t, tc.code, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		assert.Contains(t, body.Error, tc.want)
+	}
 }
 
 // TestDefaultTopKWithinMax: a default top-k above the most a request may ask for
