@@ -958,4 +958,24 @@ func TestReaskUnparseable(t *testing.T) {
 	}))
 	assert.Equal(t, []string{`{"ok": true}`, `{"ok": true}`}, contents)
 	assert.Equal(t, 8, srv.Count(), "asked again once for both")
+
+	// A re-ask that fails fails only its own request: one waiting on it asks itself.
+	srv.On(llmtest.UserContains("fails once")).Reply("not json").Times(1)
+	srv.On(llmtest.UserContains("fails once")).Fault(llmtest.Status(400)).Times(1)
+	srv.On(llmtest.UserContains("fails once")).Reply(`{"ok": true}`)
+	once := req
+	once.Messages = []Message{User("fails once")}
+	_, err = reask().Chat(ctx, once) // fills the cache
+	require.NoError(t, err)
+	var oks, fails int
+	require.NoError(t, reask().ChatAll(ctx, []ChatRequest{once, once}, func(_ int, r ChatResponse, err error) {
+		switch {
+		case err != nil:
+			fails++
+		case r.Content == `{"ok": true}`:
+			oks++
+		}
+	}))
+	assert.Equal(t, 1, fails, "the failed re-ask's request")
+	assert.Equal(t, 1, oks, "the other asked itself")
 }
