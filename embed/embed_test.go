@@ -510,22 +510,22 @@ func TestAPICacheFollowsModel(t *testing.T) {
 				assert.False(t, a.ModelChanged())
 				embedded(a, first, 1)
 			}
-			a := open()
-			assert.False(t, a.ModelChanged(), "the same model")
-			embedded(a, first, 0)
-
-			srv.SetEmbedder(other)
-			a = open()
-			assert.True(t, a.ModelChanged(), "another model under the name")
-			embedded(a, other, 1)
-			a = open()
-			assert.False(t, a.ModelChanged(), "its vectors are cached now")
-			embedded(a, other, 0)
-
-			srv.SetEmbedder(first)
-			a = open()
-			assert.False(t, a.ModelChanged(), "the first model back")
-			embedded(a, first, 0)
+			for _, step := range []struct {
+				model   func(string) []float32 // served under the name
+				changed bool
+				asked   int // embedding requests for the texts
+				why     string
+			}{
+				{first, false, 0, "the same model"},
+				{other, true, 1, "another model under the name"},
+				{other, false, 0, "its vectors are cached now"},
+				{first, false, 0, "the first model back"},
+			} {
+				srv.SetEmbedder(step.model)
+				a := open()
+				assert.Equal(t, step.changed, a.ModelChanged(), step.why)
+				embedded(a, step.model, step.asked)
+			}
 		})
 	}
 }

@@ -532,20 +532,24 @@ func TestPPRGoMLXMatchesCPU(t *testing.T) {
 	csr := pprCSR(t, n, pprRandomEdges(rng, n, 900, 12))
 	resets := [][]float64{pprRandomReset(rng, n, "seeds"), pprRandomReset(rng, n, "last"), pprRandomReset(rng, n, "one")}
 	for _, tc := range []struct {
-		dtype  dtypes.DType
-		method PPRMethod
-		tol    float64
+		dtype     dtypes.DType
+		method    PPRMethod
+		tol       float64
+		cpuMethod PPRMethod // the CPU kernel's method it stops as (its own unless set)
 	}{
-		{dtypes.Float32, PPRChebyshev, 1e-5},
-		{dtypes.Float32, PPRPower, 1e-5},
-		{dtypes.Float64, PPRChebyshev, 1e-9},
+		{dtypes.Float32, PPRChebyshev, 1e-5, PPRChebyshev},
+		{dtypes.Float32, PPRPower, 1e-5, PPRPower},
+		{dtypes.Float64, PPRChebyshev, 1e-9, PPRChebyshev},
+		// The default, SOR (a sweep colour by colour), runs as Chebyshev when batched,
+		// not as the slower power iteration.
+		{dtypes.Float64, PPRSOR, 1e-9, PPRChebyshev},
 	} {
 		t.Run(tc.dtype.String()+"/"+tc.method.String(), func(t *testing.T) {
 			cfg := PPRConfig{Method: tc.method}
 			g, err := NewPPRGoMLX(backend, csr, cfg, tc.dtype)
 			require.NoError(t, err)
 			defer g.Close()
-			want, wantStats, err := PPRBatch(csr, resets, cfg)
+			want, wantStats, err := PPRBatch(csr, resets, PPRConfig{Method: tc.cpuMethod})
 			require.NoError(t, err)
 			xs, st, err := g.SolveBatch(resets)
 			require.NoError(t, err)
@@ -568,25 +572,6 @@ func TestPPRGoMLXMatchesCPU(t *testing.T) {
 			assert.ErrorContains(t, err, "sums to 0")
 		})
 	}
-}
-
-// TestPPRGoMLXDefaultMethod: the default method (SOR, a sweep colour by colour) runs
-// as Chebyshev in the batched kernel, not as the slower power iteration.
-func TestPPRGoMLXDefaultMethod(t *testing.T) {
-	backend, err := compute.NewWithConfig("go")
-	require.NoError(t, err)
-	rng := rand.New(rand.NewPCG(15, 16))
-	const n = 200
-	csr := pprCSR(t, n, pprRandomEdges(rng, n, 600, 10))
-	reset := pprRandomReset(rng, n, "seeds")
-	g, err := NewPPRGoMLX(backend, csr, PPRConfig{}, dtypes.Float64)
-	require.NoError(t, err)
-	defer g.Close()
-	_, st, err := g.Solve(reset)
-	require.NoError(t, err)
-	_, cheb, err := PPRBatch(csr, [][]float64{reset}, PPRConfig{Method: PPRChebyshev})
-	require.NoError(t, err)
-	assert.Equal(t, cheb[0].Iterations, st.Iterations)
 }
 
 func TestPPRSolverConcurrentUse(t *testing.T) {
