@@ -10,27 +10,23 @@ import (
 // words a, an and the by a space, and collapse whitespace. Word boundaries follow
 // Python's Unicode-aware \b, so "the" next to a non-ASCII dash is still an article.
 func NormalizeAnswer(s string) string {
-	s = strings.ToLower(s)
-	s = strings.Map(func(r rune) rune {
-		if r < 128 && strings.ContainsRune(asciiPunct, r) {
-			return -1
-		}
-		return r
-	}, s)
-	s = removeArticles(s)
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(removeArticles(lowerNoPunct(s))), " ")
 }
 
-// normalizeKeepArticles is NormalizeAnswer without removing articles: the form a gold
-// answer that is an article ("a") is compared in.
-func normalizeKeepArticles(s string) string {
-	s = strings.Map(func(r rune) rune {
+// lowerNoPunct lower-cases s and removes ASCII punctuation (SQuAD's first two steps).
+func lowerNoPunct(s string) string {
+	return strings.Map(func(r rune) rune {
 		if r < 128 && strings.ContainsRune(asciiPunct, r) {
 			return -1
 		}
 		return r
 	}, strings.ToLower(s))
-	return strings.Join(strings.Fields(s), " ")
+}
+
+// normalizeKeepArticles is NormalizeAnswer without removing articles: the form a gold
+// answer that is an article ("a") is compared in.
+func normalizeKeepArticles(s string) string {
+	return strings.Join(strings.Fields(lowerNoPunct(s)), " ")
 }
 
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"

@@ -118,7 +118,7 @@ func (c *Client) currentSpace() string {
 // cachedLegacyVector reads text's embedding from the keys written before model spaces
 // were recorded.
 func (c *Client) cachedLegacyVector(base, text string) ([]float32, bool) {
-	key, err := hashKey(embedKey{V: cacheVersion, Kind: kindEmbed, BaseURL: base, Model: c.cfg.EmbedModel, Input: text})
+	key, err := c.embedKey(base, "", text) // the space of keys written before spaces
 	if err != nil {
 		return nil, false
 	}

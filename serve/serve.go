@@ -205,13 +205,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
-		// No route: the mux would answer 404, 405 (with Allow) or a redirect to the
-		// cleaned path in plain text; the API answers its errors in JSON.
-		s.mux.ServeHTTP(&jsonErrors{ResponseWriter: w, path: r.URL.Path, method: r.Method}, r)
-		return
+	// The route is matched once: its handler is called directly (the API's handlers
+	// read no path values).
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		// No route: the mux's handler answers 404, 405 (with Allow) or a redirect to
+		// the cleaned path in plain text; the API answers its errors in JSON.
+		w = &jsonErrors{ResponseWriter: w, path: r.URL.Path, method: r.Method}
 	}
-	s.mux.ServeHTTP(w, r)
+	h.ServeHTTP(w, r)
 }
 
 // jsonErrors rewrites the mux's own 404 and 405 answers as the API's JSON errors
