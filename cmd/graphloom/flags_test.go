@@ -156,6 +156,10 @@ func TestNumericFlagErrors(t *testing.T) {
 		{[]string{"augment", "--index", idx, "--stability", "1,2", "--stability-over", "split-seed", "--split-seed", "3"}, "--split-seed is what --stability sets (--stability-over split-seed)"},
 		{[]string{"augment", "--index", idx, "--stability", "1,2", "--gold-facts", "f.json"}, "--gold-facts does not go with --stability"},
 		{[]string{"augment", "--index", idx, "--stability", "1,1"}, "seed 1 given twice"},
+		{append(base["serve"], "--max-passages", "0"), "--max-passages 0: out of range"},
+		{append(base["serve"], "--top-k", "50", "--max-top-k", "10"), "--top-k 50 exceeds --max-top-k 10"},
+		{append(base["serve"], "--max-passages", "3"), "--top-k 5 exceeds --max-passages 3"},
+		{[]string{"augment", "--index", idx, "--rollback", "aug-x", "--budget", "3"}, "--rollback removes a run and takes no settings of a new one: drop --budget"},
 	} {
 		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
 			r := run(t, nil, tc.args...)

@@ -63,6 +63,12 @@ CORS headers only for --cors origins.`,
 			if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && net.ParseIP(host) == nil {
 				cfg.AllowHosts = append(cfg.AllowHosts, host) // the name it listens under
 			}
+			switch { // flag combinations: usage errors (serve.New checks them too, for library callers)
+			case cfg.TopK > cfg.MaxTopK:
+				return usageError{fmt.Errorf("serve: --top-k %d exceeds --max-top-k %d: every request leaving top_k out would be refused", cfg.TopK, cfg.MaxTopK)}
+			case cfg.TopK > cfg.MaxPassages:
+				return usageError{fmt.Errorf("serve: --top-k %d exceeds --max-passages %d: every batch leaving top_k out would be refused", cfg.TopK, cfg.MaxPassages)}
+			}
 			// Signals are caught before the index loads: a SIGHUP sent during a slow
 			// start (a script right after augment) would otherwise end the process.
 			sigs := make(chan os.Signal, 4) // a SIGHUP and a SIGINT during a slow load both kept
