@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
@@ -23,6 +24,12 @@ import (
 func newAugmentCmd() *cobra.Command {
 	cfg := augment.DefaultConfig()
 	var lf llmFlags
+	// What --rollback takes: where the index is and how to write it; the LLM and
+	// embedder flags (connection, filled once registered) say how to reach models,
+	// not what a run does, and pass (from a shell alias, say). Any other flag is a
+	// setting of a new run, which a rollback would ignore.
+	rollbackFlags := map[string]bool{"index": true, "out": true, "force": true, "json": true, "wait": true, "rollback": true}
+	connection := map[string]bool{}
 	var path, out, completer, selector, rollback, gold string
 	var plan, asJSON, noCheckpoint, wait, allowPartial, force bool
 	var planted int
@@ -102,13 +109,11 @@ much the scorer and its selection move with the seed.`,
 			if rollback != "" {
 				// A rollback only removes a run: settings of a new run would be ignored.
 				var given []string
-				for _, name := range []string{"allow-partial", "budget", "calibrate", "completer", "ensemble", "epochs", "gold-facts", "max-jaccard",
-					"min-test-entities", "no-checkpoint", "node-features", "planted", "root-centred", "root-fraction", "roots", "seed",
-					"selector", "split-seed", "test-seed", "threshold"} {
-					if cmd.Flags().Changed(name) {
-						given = append(given, "--"+name)
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					if !rollbackFlags[f.Name] && !connection[f.Name] && cmd.InheritedFlags().Lookup(f.Name) == nil { // --quiet is the root's
+						given = append(given, "--"+f.Name)
 					}
-				}
+				})
 				if len(given) > 0 {
 					return usageError{fmt.Errorf("augment: --rollback removes a run and takes no settings of a new one: drop %s", strings.Join(given, ", "))}
 				}
@@ -295,8 +300,11 @@ much the scorer and its selection move with the seed.`,
 	f.IntVar(&cfg.Ensemble, "ensemble", cfg.Ensemble, "train this many missingness scorers in lockstep, concurrently (on one split, each with its own seed for training views, weights and dropout, one early stopping on their mean validation ROC-AUC) and select by their mean score")
 	f.BoolVar(&cfg.Calibrate, "calibrate", cfg.Calibrate, "Platt-scale the scorers' logits (one scaling fitted on the members' validation logits, pooled) so that θ applies to a calibrated probability")
 	f.IntVar(&cfg.MinTestEntities, "min-test-entities", cfg.MinTestEntities, "the scorer's test region holds at least this many entities (at most a third of the walk graph)")
+	before := map[string]bool{}
+	f.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
 	lf.register(cmd)
 	lf.registerOpen(cmd)
+	f.VisitAll(func(fl *pflag.Flag) { connection[fl.Name] = !before[fl.Name] })
 	limitChoices(cmd, "node-features", augment.FeaturesAuto, augment.FeaturesEvidence, augment.FeaturesEmbedding, augment.FeaturesBoth)
 	limitFlag(cmd, "budget", flagRange{lo: 0, hi: 1e6, loOpen: true})
 	limitFlag(cmd, "roots", atLeast0(1e7))
