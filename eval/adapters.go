@@ -17,19 +17,33 @@ type record map[string]json.RawMessage
 // get returns the first present, non-null field among names: exact key first, then a
 // case-insensitive match.
 func (r record) get(names ...string) (json.RawMessage, bool) {
+	k, ok := r.key(names...)
+	return r[k], ok
+}
+
+// key is the key of the field get returns.
+func (r record) key(names ...string) (string, bool) {
 	for _, n := range names {
 		if v, ok := r[n]; ok && !isNull(v) {
-			return v, true
+			return n, true
 		}
 	}
 	for _, n := range names {
 		for k, v := range r {
 			if strings.EqualFold(k, n) && !isNull(v) {
-				return v, true
+				return k, true
 			}
 		}
 	}
-	return nil, false
+	return "", false
+}
+
+// name is the key of the field get returns, for messages: the first name when none is present.
+func (r record) name(names ...string) string {
+	if k, ok := r.key(names...); ok {
+		return k
+	}
+	return names[0]
 }
 
 func (r record) has(names ...string) bool { _, ok := r.get(names...); return ok }
@@ -77,27 +91,65 @@ func scalar(v json.RawMessage) (string, bool) {
 }
 
 // strs decodes a scalar, a list of scalars, or a SQuAD-style {"text": [...]} object.
-func strs(v json.RawMessage) []string {
+// Any other value — an object without text, a list holding an object or a list — is
+// an error naming what it holds: its strings would otherwise be lost without a word.
+func strs(v json.RawMessage) ([]string, error) {
 	if s, ok := scalar(v); ok {
-		return []string{s}
+		return []string{s}, nil
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(v, &list) == nil {
 		var out []string
-		for _, x := range list {
-			if s, ok := scalar(x); ok {
-				out = append(out, s)
+		for i, x := range list {
+			if isNull(x) {
+				continue
 			}
+			s, ok := scalar(x)
+			if !ok {
+				return nil, fmt.Errorf("item %d is %s, not a string", i, jsonKind(x))
+			}
+			out = append(out, s)
 		}
-		return out
+		return out, nil
 	}
 	var obj record
 	if json.Unmarshal(v, &obj) == nil {
 		if t, ok := obj.get("text"); ok {
 			return strs(t)
 		}
+		return nil, fmt.Errorf(`an object without "text" (fields: %s)`, obj.keys())
 	}
-	return nil
+	return nil, fmt.Errorf("%s, not a string or a list of strings", jsonKind(v))
+}
+
+// strsField is strs for the field name of r; its error names the field.
+func strsField(r record, names ...string) ([]string, error) {
+	v, ok := r.get(names...)
+	if !ok {
+		return nil, nil
+	}
+	out, err := strs(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.name(names...), err)
+	}
+	return out, nil
+}
+
+// jsonKind names the kind of a JSON value for messages.
+func jsonKind(v json.RawMessage) string {
+	switch firstByte(v) {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // appendUnique appends the non-empty strings of add that out does not hold yet.
@@ -138,16 +190,21 @@ func idOf(r record) string {
 }
 
 // answersOf is HippoRAG's get_gold_answers: answer (string or list; also answers,
-// golden_answers, gold_ans, reference) ∪ answer_aliases.
-func answersOf(r record) []string {
+// golden_answers, gold_ans, reference) ∪ answer_aliases. An answer field it cannot read
+// is an error naming the field.
+func answersOf(r record) ([]string, error) {
 	var out []string
-	if v, ok := r.get("answer", "answers", "golden_answers", "gold_answers", "gold_ans", "reference"); ok {
-		out = appendUnique(out, strs(v)...)
+	for _, names := range [][]string{
+		{"answer", "answers", "golden_answers", "gold_answers", "gold_ans", "reference"},
+		{"answer_aliases", "aliases"},
+	} {
+		got, err := strsField(r, names...)
+		if err != nil {
+			return nil, err
+		}
+		out = appendUnique(out, got...)
 	}
-	if v, ok := r.get("answer_aliases", "aliases"); ok {
-		out = appendUnique(out, strs(v)...)
-	}
-	return out
+	return out, nil
 }
 
 // parseRecord turns one JSON object into an Example, recognising its format.
@@ -182,7 +239,7 @@ func parseRecord(raw json.RawMessage) (Example, error) {
 		err = parseSpans(r, &ex)
 	case r.has("answer", "answers", "gold_ans", "answer_aliases"):
 		ex.Format = FormatLiteraryQA
-		ex.Answers = answersOf(r)
+		ex.Answers, err = answersOf(r)
 	default:
 		return Example{}, fmt.Errorf("%w: question without answers or gold evidence (fields: %s)", errUnknown, r.keys())
 	}
@@ -222,15 +279,24 @@ func dedupeGold(gs []GoldPassage) []GoldPassage {
 // --- HippoRAG, MuSiQue, LiteraryQA -------------------------------------------------
 
 func parseParagraphs(r record, key string, ex *Example) error {
-	ex.Answers = answersOf(r)
+	var err error
+	if ex.Answers, err = answersOf(r); err != nil {
+		return err
+	}
 	var paras []record
 	if err := json.Unmarshal(field(r, key), &paras); err != nil {
 		return fmt.Errorf("%s: want a list of {title, text, is_supporting} objects", key)
 	}
 	ex.Format = FormatHippoRAG
 	musique := false
+	var untitled []string
 	for i, p := range paras {
-		title, _ := scalar(field(p, "title"))
+		var title string
+		if tv, ok := p.get("title"); !ok {
+			untitled = append(untitled, fmt.Sprintf("%s[%d]", key, i))
+		} else if title, ok = scalar(tv); !ok {
+			return fmt.Errorf("%s[%d]: title is %s, not a string", key, i, jsonKind(tv))
+		}
 		tv, ok := p.get("text")
 		if !ok {
 			if tv, ok = p.get("paragraph_text"); ok {
@@ -256,6 +322,9 @@ func parseParagraphs(r record, key string, ex *Example) error {
 		if supporting {
 			ex.Gold = append(ex.Gold, GoldPassage{Title: title, Text: text})
 		}
+	}
+	if len(untitled) > 0 {
+		ex.warnings = append(ex.warnings, fmt.Sprintf("%s: no title; gold passages without one are found by their text alone", strings.Join(untitled, ", ")))
 	}
 	switch {
 	case len(paras) == 0:
@@ -380,7 +449,10 @@ func decompositionTitles(v json.RawMessage, out []string) []string {
 }
 
 func parseHotpot(r record, ex *Example) error {
-	ex.Answers = answersOf(r)
+	var err error
+	if ex.Answers, err = answersOf(r); err != nil {
+		return err
+	}
 	paras, err := sentenceContext(field(r, "context"))
 	if err != nil {
 		return err
@@ -481,7 +553,10 @@ func spansOf(r record) []string {
 
 func parseSpans(r record, ex *Example) error {
 	ex.Format = FormatSpans
-	ex.Answers = answersOf(r)
+	var err error
+	if ex.Answers, err = answersOf(r); err != nil {
+		return err
+	}
 	ex.Spans = spansOf(r)
 	for _, s := range ex.Spans {
 		ex.Context = append(ex.Context, Passage{Text: s, Supporting: true})
@@ -523,17 +598,21 @@ func parseYesNo(r record, ex *Example) error {
 	// PubMedQA: CONTEXTS (original) or context.contexts (Hugging Face) are the
 	// abstract's sections; the abstract is the gold evidence.
 	var sections []string
-	if v, ok := r.get("contexts"); ok {
-		sections = strs(v)
+	var err error
+	if r.has("contexts") {
+		sections, err = strsField(r, "contexts")
 	} else if v, ok := r.get("context"); ok {
-		if firstByte(v) == '{' {
-			var inner record
-			if json.Unmarshal(v, &inner) == nil {
-				sections = strs(field(inner, "contexts"))
+		var inner record
+		if firstByte(v) == '{' && json.Unmarshal(v, &inner) == nil {
+			if sections, err = strsField(inner, "contexts"); err != nil {
+				err = fmt.Errorf("%s.%w", r.name("context"), err)
 			}
 		} else {
-			sections = strs(v)
+			sections, err = strsField(r, "context")
 		}
+	}
+	if err != nil {
+		return err
 	}
 	ex.Spans = appendUnique(nil, sections...)
 	if len(ex.Spans) > 0 {
@@ -681,7 +760,10 @@ func choiceLetter(v json.RawMessage, options []string, oneBased bool) (string, b
 // has none.
 func parseMultiHopRAG(r record, ex *Example) error {
 	ex.Format = FormatMultiHopRAG
-	ex.Answers = answersOf(r)
+	var err error
+	if ex.Answers, err = answersOf(r); err != nil {
+		return err
+	}
 	var ev []record
 	if v := field(r, "evidence_list"); !isNull(v) {
 		if err := json.Unmarshal(v, &ev); err != nil {

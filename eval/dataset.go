@@ -81,6 +81,8 @@ type Example struct {
 	Label  string
 	Format Format
 	Line   int // line of the record in its file
+
+	warnings []string // what was read but looks wrong, for Dataset.Warnings
 }
 
 // HasEvidence reports whether the example has gold passages or spans to score recall on.
@@ -117,6 +119,9 @@ type Dataset struct {
 	Format   Format // the format of most examples
 	Examples []Example
 	Skipped  []Skipped
+	// Warnings are records that were read but hold something that looks wrong (a
+	// paragraph without a title); Reason says what.
+	Warnings []Skipped
 }
 
 // WithEvidence counts the examples that have gold passages or spans.
@@ -193,6 +198,10 @@ func ParseDataset(data []byte, name string) (*Dataset, error) {
 			idLine[ex.ID] = r.line
 		}
 		ex.Line = r.line
+		for _, w := range ex.warnings {
+			ds.Warnings = append(ds.Warnings, Skipped{Line: r.line, Reason: w})
+		}
+		ex.warnings = nil
 		formats[ex.Format]++
 		ds.Examples = append(ds.Examples, ex)
 	}

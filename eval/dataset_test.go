@@ -248,6 +248,40 @@ func TestMalformedRecords(t *testing.T) {
 		_, err := ParseDataset([]byte("{\"id\": \"a\", \"question\": \"Q1?\", \"answer\": \"x\"}\n{\"id\": \"a\", \"question\": \"Q2?\", \"answer\": \"y\"}\n"), "dup.jsonl")
 		assert.ErrorContains(t, err, `dup.jsonl: line 2: id "a" is already the id of line 1`)
 	})
+	t.Run("an answer, title or section it cannot read skips the record, naming the field", func(t *testing.T) {
+		for _, tc := range []struct{ name, record, reason string }{
+			{"answer object without text", `{"question": "Q?", "answer": {"value": "x"}}`, `answer: an object without "text" (fields: [value])`},
+			{"answer list holding an object", `{"question": "Q?", "answers": ["x", {"text": "y"}]}`, "answers: item 1 is an object, not a string"},
+			{"alias list holding a list", `{"question": "Q?", "answer": "x", "answer_aliases": [["y"]]}`, "answer_aliases: item 0 is a list, not a string"},
+			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without "text"`},
+			{"paragraph title object", `{"question": "Q?", "answer": "x", "paragraphs": [{"title": {"en": "T"}, "text": "t"}]}`, "paragraphs[0]: title is an object, not a string"},
+			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, "context.contexts: item 1 is an object, not a string"},
+			{"PubMedQA CONTEXTS number list", `{"QUESTION": "Q?", "final_decision": "no", "CONTEXTS": [["a"]]}`, "CONTEXTS: item 0 is a list, not a string"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ds, err := ParseDataset([]byte("{\"question\": \"ok?\", \"answer\": \"x\"}\n"+tc.record+"\n"), "qs.jsonl")
+				require.NoError(t, err)
+				require.Len(t, ds.Examples, 1)
+				require.Len(t, ds.Skipped, 1)
+				assert.Equal(t, 2, ds.Skipped[0].Line)
+				assert.Contains(t, ds.Skipped[0].Reason, tc.reason)
+			})
+		}
+	})
+	t.Run("null answers and null list items are absent, not errors", func(t *testing.T) {
+		ds := parse(t, `{"question": "Q?", "answer": null, "answers": ["x", null], "answer_aliases": null}`)
+		require.Len(t, ds.Examples, 1)
+		assert.Equal(t, []string{"x"}, ds.Examples[0].Answers)
+	})
+	t.Run("paragraphs without a title are read with a warning naming them", func(t *testing.T) {
+		ds := parse(t, "{\"question\": \"Q1?\", \"answer\": \"x\", \"paragraphs\": [{\"title\": \"T\", \"text\": \"a\"}, {\"text\": \"b\"}, {\"text\": \"c\"}]}\n"+
+			"{\"question\": \"Q2?\", \"answer\": \"y\", \"paragraphs\": [{\"title\": \"U\", \"text\": \"d\"}]}\n")
+		require.Len(t, ds.Examples, 2)
+		require.Len(t, ds.Warnings, 1)
+		assert.Equal(t, 1, ds.Warnings[0].Line)
+		assert.Contains(t, ds.Warnings[0].Reason, "paragraphs[1], paragraphs[2]: no title")
+		assert.Equal(t, GoldPassage{Text: "b"}, ds.Examples[0].Gold[1])
+	})
 	t.Run("a record without an id never takes another's", func(t *testing.T) {
 		// The first record would be q1, which the second names itself.
 		ds := parse(t, "{\"question\": \"Q1?\", \"answer\": \"x\"}\n{\"id\": \"q1\", \"question\": \"Q2?\", \"answer\": \"y\"}\n")

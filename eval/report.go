@@ -35,6 +35,7 @@ type DatasetInfo struct {
 	Kinds        map[Kind]int `json:"kinds"`
 	WithEvidence int          `json:"with_evidence"`
 	Skipped      []Skipped    `json:"skipped,omitempty"`
+	Warnings     []Skipped    `json:"warnings,omitempty"` // records read with a warning
 }
 
 // IndexInfo describes the searched index.
@@ -90,7 +91,7 @@ func newReport(ds *Dataset, ix *graphio.Index, cfg Config) *Report {
 		Created: time.Now().UTC().Format(time.RFC3339),
 		Dataset: DatasetInfo{
 			Path: ds.Path, Format: ds.Format, Examples: len(ds.Examples), Kinds: ds.Kinds(),
-			WithEvidence: ds.WithEvidence(), Skipped: ds.Skipped,
+			WithEvidence: ds.WithEvidence(), Skipped: ds.Skipped, Warnings: ds.Warnings,
 		},
 		Settings: Settings{Ks: cfg.Ks, TopK: cfg.TopK, Depth: cfg.Depth(), Answer: cfg.Answer, Judge: cfg.Judge},
 	}
@@ -135,6 +136,10 @@ func (r *Report) addNotes() {
 	if n := len(r.Dataset.Skipped); n > 0 {
 		s := r.Dataset.Skipped[0]
 		r.Notes = append(r.Notes, fmt.Sprintf("%d dataset records skipped (first: line %d: %s)", n, s.Line, s.Reason))
+	}
+	if n := len(r.Dataset.Warnings); n > 0 {
+		s := r.Dataset.Warnings[0]
+		r.Notes = append(r.Notes, fmt.Sprintf("%d dataset records read with a warning (first: line %d: %s)", n, s.Line, s.Reason))
 	}
 	if r.Dataset.WithEvidence == 0 {
 		r.Notes = append(r.Notes, "the dataset has no gold passages or spans: Recall@k is n/a")

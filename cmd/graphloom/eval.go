@@ -108,7 +108,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 			if err != nil {
 				return err
 			}
-			warnSkipped(cmd, dataset, ds.Skipped)
+			warnDataset(cmd, ds)
 			var ix *graphio.Index
 			if indexPath != "" {
 				if ix, err = graphio.ReadFile(indexPath); err != nil {
@@ -276,13 +276,25 @@ func evalBars(cmd *cobra.Command) (eval.Progress, func()) {
 
 // warnSkipped prints the first skipped records of a file to stderr.
 func warnSkipped(cmd *cobra.Command, path string, skipped []eval.Skipped) {
+	warnRecords(cmd, path, "skipped", skipped)
+}
+
+// warnDataset prints the first skipped records of a question file, and the first
+// records read with a warning, to stderr.
+func warnDataset(cmd *cobra.Command, ds *eval.Dataset) {
+	warnSkipped(cmd, ds.Path, ds.Skipped)
+	warnRecords(cmd, ds.Path, "read with a warning", ds.Warnings)
+}
+
+// warnRecords prints the first ten of a file's records and what happened to them.
+func warnRecords(cmd *cobra.Command, path, what string, recs []eval.Skipped) {
 	const show = 10
-	for i, s := range skipped {
+	for i, s := range recs {
 		if i == show {
-			cmd.PrintErrf("warning: %s: %d more records skipped\n", path, len(skipped)-show)
+			cmd.PrintErrf("warning: %s: %d more records %s\n", path, len(recs)-show, what)
 			break
 		}
-		cmd.PrintErrf("warning: %s:%d: skipped: %s\n", path, s.Line, s.Reason)
+		cmd.PrintErrf("warning: %s:%d: %s: %s\n", path, s.Line, what, s.Reason)
 	}
 }
 

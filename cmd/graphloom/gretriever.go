@@ -596,7 +596,7 @@ func grExamples(cmd *cobra.Command, b *gretrieve.Builder, dataFlag, trainPath, v
 		if err != nil {
 			return nil, err
 		}
-		warnSkipped(cmd, path, ds.Skipped)
+		warnDataset(cmd, ds)
 		progress, finish := bar(cmd, "subgraphs")
 		exs, skipped, err := b.Examples(cmd.Context(), ds, progress)
 		finish()

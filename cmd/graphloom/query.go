@@ -122,6 +122,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 				if err != nil {
 					return err
 				}
+				warnDataset(cmd, ds)
 				wins, err := crossChunkWins(cmd.Context(), r, o, ds, rc.TopK)
 				if err != nil {
 					return err
