@@ -545,3 +545,49 @@ func TestExtractiveLinksNeighbouringPassagesUnlessTitledByAPerson(t *testing.T) 
 		})
 	}
 }
+
+// TestFingerprintFollowsWhatTrainingReads changes, one at a time, each part of the
+// index the walk graph and the node features read: each must change the fingerprint,
+// so that a checkpoint trained before the change is not reused after it. Rebuilding
+// the same index gives the same fingerprint.
+func TestFingerprintFollowsWhatTrainingReads(t *testing.T) {
+	cfg := testOptions(nil).Config
+	built := chainIndex(t)
+	base := fingerprint(built, cfg)
+	require.Equal(t, base, fingerprint(chainIndex(t), cfg), "the same index built twice")
+	stored := encode(t, built)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, ix *graphio.Index)
+	}{
+		{"an entity's type", func(t *testing.T, ix *graphio.Index) { ix.Entities[0].Type = "ORG" }},
+		{"an entity's name", func(t *testing.T, ix *graphio.Index) { ix.Entities[len(ix.Entities)-1].Name += " ii" }},
+		{"a fact's support", func(t *testing.T, ix *graphio.Index) { ix.Facts[0].Weight++ }},
+		{"a synonym's cosine", func(t *testing.T, ix *graphio.Index) {
+			ix.Synonyms = append(ix.Synonyms, graphio.Synonym{A: 0, B: 1, Cosine: 0.9})
+			base2 := fingerprint(ix, cfg)
+			ix.Synonyms[len(ix.Synonyms)-1].Cosine = 0.95
+			require.NotEqual(t, base2, fingerprint(ix, cfg))
+		}},
+		{"a hyperedge's text", func(t *testing.T, ix *graphio.Index) {
+			require.NotEmpty(t, ix.Hyperedges)
+			ix.Hyperedges[0].ID += "x"
+		}},
+		{"a hyperedge's members", func(t *testing.T, ix *graphio.Index) {
+			h := &ix.Hyperedges[0]
+			h.Entities = append(h.Entities[:len(h.Entities):len(h.Entities)], int32(len(ix.Entities)-1))
+		}},
+		{"a mention moved to another chunk", func(t *testing.T, ix *graphio.Index) {
+			require.NotEmpty(t, ix.Mentions)
+			ix.Mentions[0].Chunk = (ix.Mentions[0].Chunk + 1) % int32(len(ix.Chunks))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix, err := graphio.Read(bytes.NewReader(stored))
+			require.NoError(t, err)
+			require.Equal(t, base, fingerprint(ix, cfg), "read back unchanged")
+			tc.change(t, ix)
+			assert.NotEqual(t, base, fingerprint(ix, cfg))
+		})
+	}
+}

@@ -149,16 +149,28 @@ type EvalRow struct {
 
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 
-// fingerprint identifies the training problem: the graph and every setting that
-// changes the trained weights.
+// fingerprint identifies the training problem: every part of the index the walk graph
+// and the node features read — entities' names and types, facts with their support,
+// synonyms with their cosine, hyperedges' texts and members, mentions — and every
+// setting that changes the trained weights. A document edited by index --sync whose
+// facts stay the same still changes its hyperedges or mentions, and so the scorer.
 func fingerprint(ix *graphio.Index, cfg Config) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s|%d|%d|%d\n", ix.Meta.Embedder, len(ix.Entities), len(ix.Facts), len(ix.Synonyms))
+	fmt.Fprintf(h, "%s|%d|%d|%d|%d|%d\n", ix.Meta.Embedder, len(ix.Entities), len(ix.Facts), len(ix.Synonyms), len(ix.Hyperedges), len(ix.Mentions))
+	for _, e := range ix.Entities {
+		fmt.Fprintf(h, "%q %q;", e.Name, e.Type)
+	}
 	for _, f := range ix.Facts {
-		io.WriteString(h, f.ID)
+		fmt.Fprintf(h, "%s %d %d %g;", f.ID, f.Subject, f.Object, f.Weight)
 	}
 	for _, s := range ix.Synonyms {
-		fmt.Fprintf(h, "%d-%d;", s.A, s.B)
+		fmt.Fprintf(h, "%d-%d %g;", s.A, s.B, s.Cosine)
+	}
+	for _, e := range ix.Hyperedges {
+		fmt.Fprintf(h, "%s %v;", e.ID, e.Entities)
+	}
+	for _, m := range ix.Mentions {
+		fmt.Fprintf(h, "%d-%d;", m.Entity, m.Chunk)
 	}
 	t := struct {
 		W, WR     int
