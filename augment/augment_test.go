@@ -322,6 +322,32 @@ func TestValidateCitations(t *testing.T) {
 	assert.Equal(t, []int32{2}, facts[3].chunkIx)
 }
 
+// TestValidateRefusesAHyperedgeTheIndexHolds: a completion that repeats a hyperedge
+// the index holds (with a member the index lacks) is refused, naming why; merging it
+// would have changed no hyperedge and left that member an entity of none.
+func TestValidateRefusesAHyperedgeTheIndexHolds(t *testing.T) {
+	ix := chainIndexTitled(t, "Doc %d, Ember Quay")
+	h := ix.Hyperedges[0]
+	c := h.Chunks[0]
+	var names []string
+	for _, e := range h.Entities {
+		names = append(names, ix.Entities[e].Name)
+	}
+	sel := []Selected{{Root: names[0], Score: 0.9, chunkIx: []int32{c}, Chunks: []string{ix.Chunks[c].ID}}}
+	comps := []Completion{{Hyperedges: []HyperProposal{
+		{Text: " " + h.Text + " ", Entities: append(names, "Ember Quay"), ChunkIDs: []string{ix.Chunks[c].ID}},
+		{Text: h.Text + " Ember Quay saw it.", Entities: append(names, "Ember Quay"), ChunkIDs: []string{ix.Chunks[c].ID}},
+	}}}
+	rej := map[string]int{}
+	var listed []Rejected
+	_, hypers := validate(ix, sel, comps, rej, &listed)
+	assert.Equal(t, map[string]int{RejectHyperInIndex: 1}, rej)
+	require.Len(t, listed, 1)
+	assert.Equal(t, Rejected{Root: names[0], Proposal: 1, Kind: "hyperedge", Text: " " + h.Text + " ", Field: "text", Reason: RejectHyperInIndex}, listed[0])
+	require.Len(t, hypers, 1, "a new text is accepted")
+	assert.Equal(t, h.Text+" Ember Quay saw it.", hypers[0].Text)
+}
+
 func testOptions(c Completer) Options {
 	cfg := DefaultConfig()
 	cfg.Epochs, cfg.EvalEvery, cfg.Budget, cfg.Roots, cfg.Threshold = 5, 5, 3, 20, 0

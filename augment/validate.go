@@ -11,15 +11,16 @@ import (
 
 // Rejection reasons counted in the report.
 const (
-	RejectMalformed   = "malformed"          // not exactly three parts
-	RejectEmptyPart   = "empty_part"         // a part normalises to the empty string
-	RejectSelfLoop    = "subject_is_object"  // subject = object
-	RejectKnown       = "repeats_known"      // among the prompt's known triples
-	RejectInIndex     = "already_in_index"   // the index holds the fact already
-	RejectHallucinate = "invalid_chunk_id"   // cites a chunk id the prompt did not give
-	RejectUncited     = "uncited"            // cites nothing, and the prompt had several chunks
-	RejectHyperText   = "hyperedge_no_text"  // hyperedge without text
-	RejectHyperEnts   = "hyperedge_entities" // hyperedge with fewer than two entities
+	RejectMalformed    = "malformed"          // not exactly three parts
+	RejectEmptyPart    = "empty_part"         // a part normalises to the empty string
+	RejectSelfLoop     = "subject_is_object"  // subject = object
+	RejectKnown        = "repeats_known"      // among the prompt's known triples
+	RejectInIndex      = "already_in_index"   // the index holds the fact already
+	RejectHallucinate  = "invalid_chunk_id"   // cites a chunk id the prompt did not give
+	RejectUncited      = "uncited"            // cites nothing, and the prompt had several chunks
+	RejectHyperText    = "hyperedge_no_text"  // hyperedge without text
+	RejectHyperEnts    = "hyperedge_entities" // hyperedge with fewer than two entities
+	RejectHyperInIndex = "hyperedge_in_index" // the index holds a hyperedge with this text already
 	// Grounding checks, beyond the paper's citation check: a completion must be
 	// supported by the text it cites, not only cite valid ids.
 	RejectPronoun    = "pronoun_endpoint"             // subject or object is a pronoun ("she", "it")
@@ -175,6 +176,10 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 	for _, f := range ix.Facts {
 		inIndex[f.ID] = true
 	}
+	hyperInIndex := make(map[string]bool, len(ix.Hyperedges))
+	for _, h := range ix.Hyperedges {
+		hyperInIndex[h.ID] = true
+	}
 	ground := newGrounder(ix)
 	var facts []Accepted
 	byKey := map[string]int{}
@@ -279,6 +284,11 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 			case len(ents) < 2:
 				refuse(hyper(RejectHyperEnts, "entities", fmt.Sprintf("%d distinct", len(ents))))
 				continue
+			case hyperInIndex[graphio.HyperedgeID(strings.TrimSpace(h.Text))]:
+				// Merging it would change nothing the index holds, but would create
+				// the entities it names that the index lacks, members of no hyperedge.
+				refuse(hyper(RejectHyperInIndex, "text", ""))
+				continue
 			}
 			chunks, why, bad := cite(h.ChunkIDs)
 			field := "chunk_ids"
@@ -294,10 +304,11 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 				refuse(hyper(why, field, bad))
 				continue
 			}
-			if _, dup := hyperKey[h.Text]; dup {
+			text := strings.TrimSpace(h.Text)
+			if _, dup := hyperKey[text]; dup {
 				continue
 			}
-			hyperKey[h.Text] = len(hypers)
+			hyperKey[text] = len(hypers)
 			hypers = append(hypers, AcceptedHyper{Text: strings.TrimSpace(h.Text), Entities: ents, Chunks: chunkIDs(ix, chunks), Score: s.Score, chunkIx: chunks})
 		}
 	}
