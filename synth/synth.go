@@ -1,8 +1,9 @@
 // Package synth generates synthetic question–answer pairs from a knowledge graph:
 // SelfGraphRAG's SynthGen (seed 001). Two kinds of items:
 //
-//   - hop: a path v_a –r1→ v_b –r2→ v_c of PathLength facts (two by default); the
-//     question needs every edge of the path and its answer is the path's last node;
+//   - hop: a path v_a –r1→ v_b –r2→ v_c of PathLength facts (two by default) between
+//     non-adjacent ends; the question needs every edge of the path and its answer is
+//     the path's last node;
 //
 //   - sum: a node v_p with at least SumNeighbours distinct in-neighbours, of whose
 //     incoming facts SumNeighbours are sampled; the question is about v_p and
@@ -129,11 +130,18 @@ func evidence(ix *graphio.Index, c Candidate) string {
 }
 
 // HopPaths enumerates the directed paths of cfg.PathLength facts with distinct nodes
-// (v_a –r1→ v_b –r2→ … → v_z), in index order, and keeps a seeded sample of
-// cfg.MaxHop when there are more. total is the number enumerated.
+// (v_a –r1→ v_b –r2→ … → v_z) whose ends are not adjacent — no fact links v_a and v_z
+// either way, so the question needs the path and not one fact (seed 001: "multi-hop
+// questions that require reasoning across non-adjacent nodes") — in index order, and
+// keeps a seeded sample of cfg.MaxHop when there are more. total is the number
+// enumerated.
 func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	n := max(1, cfg.PathLength)
 	out := outgoing(ix)
+	adjacent := make(map[[2]int32]bool, len(ix.Facts))
+	for _, f := range ix.Facts {
+		adjacent[[2]int32{min(f.Subject, f.Object), max(f.Subject, f.Object)}] = true
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68_6f_70))
 	// Reservoir sampling keeps memory bounded however many paths there are.
 	keep := func(c Candidate) {
@@ -149,8 +157,10 @@ func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	var walk func(path []int32, visited []int32)
 	walk = func(path []int32, visited []int32) {
 		if len(path) == n {
-			end := ix.Facts[path[len(path)-1]].Object
-			keep(Candidate{Type: TypeHop, Facts: slices.Clone(path), Answer: end})
+			start, end := ix.Facts[path[0]].Subject, ix.Facts[path[len(path)-1]].Object
+			if n == 1 || !adjacent[[2]int32{min(start, end), max(start, end)}] {
+				keep(Candidate{Type: TypeHop, Facts: slices.Clone(path), Answer: end})
+			}
 			return
 		}
 		at := ix.Facts[path[len(path)-1]].Object

@@ -60,6 +60,23 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 		assert.Equal(t, int32(1), p.Facts[1])
 		assert.Equal(t, "corvia", ix.Entities[p.Answer].Name)
 	}
+	// A fact linking a path's ends, either way, makes it one hop: the path is not asked.
+	for _, shortcut := range [][2]string{{"zeno", "corvia"}, {"corvia", "xavier"}} {
+		ix := handGraph(t)
+		b := graphio.NewBuilder(ix, "")
+		_, _, err := b.AddFact(shortcut[0], "knows", shortcut[1], 0)
+		require.NoError(t, err)
+		paths, total := HopPaths(ix, DefaultConfig())
+		assert.Equal(t, 4, total, "%s–%s", shortcut[0], shortcut[1])
+		for _, p := range paths {
+			start := ix.Entities[ix.Facts[p.Facts[0]].Subject].Name
+			assert.NotContains(t, shortcut, start, "the path from %s", start)
+		}
+	}
+	cfg.PathLength = 1
+	_, total = HopPaths(ix, cfg)
+	assert.Equal(t, len(ix.Facts), total, "a path of one fact is its own shortcut")
+	cfg.PathLength = 2
 	cfg.MaxHop = 2
 	a, _ := HopPaths(ix, cfg)
 	b, _ := HopPaths(ix, cfg)
