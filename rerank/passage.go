@@ -166,12 +166,12 @@ type graphBuilder struct {
 	g     PassageGraph
 	edges map[Edge]bool
 	// Most recent mentions for pronoun resolution (node index, -1 if none).
-	lastPerson, lastThing, lastPlural, lastNoun int
+	lastPerson, lastProper, lastThing, lastPlural, lastNoun int
 }
 
 func newGraphBuilder() *graphBuilder {
 	return &graphBuilder{index: map[string]int{}, edges: map[Edge]bool{},
-		lastPerson: -1, lastThing: -1, lastPlural: -1, lastNoun: -1}
+		lastPerson: -1, lastProper: -1, lastThing: -1, lastPlural: -1, lastNoun: -1}
 }
 
 func (b *graphBuilder) node(key string, class int32) int {
@@ -239,7 +239,10 @@ func (b *graphBuilder) resolve(word string) int {
 	w := strings.ToLower(word)
 	switch {
 	case malePronouns[w] || femalePronouns[w]:
-		return b.lastPerson
+		if b.lastPerson >= 0 {
+			return b.lastPerson
+		}
+		return b.lastProper
 	case thingPronouns[w]:
 		return b.lastThing
 	case pluralPronouns[w]:
@@ -334,9 +337,10 @@ func (b *graphBuilder) sentence(toks []tok) {
 						mods = append(mods, head)
 					}
 					head = b.node(strings.Join(words, " "), ClassEntity)
-					if toks[j].ner == "PERSON" || b.lastPerson < 0 {
+					if toks[j].ner == "PERSON" {
 						b.lastPerson = head
 					}
+					b.lastProper = head
 					if toks[j].ner != "PERSON" {
 						b.lastThing = head
 					}

@@ -50,6 +50,15 @@ func TestParsePassageGraphs(t *testing.T) {
 			anchors: []string{"port", "john smith", "guild"},
 		},
 		{
+			// prose tags neither name PERSON.
+			name:  "with no person tagged, he resolved to the most recent proper noun",
+			text:  "The pier was built in France. The ship came from Spain. He sold it.",
+			nodes: []string{"pier", "built", "franc", "ship", "came", "spain", "sold"},
+			edges: []string{"built -subj-> pier", "built -prep-> franc", "came -subj-> ship", "came -prep-> spain",
+				"sold -subj-> spain", "sold -obj-> spain"},
+			anchors: []string{"pier", "franc", "ship", "spain"},
+		},
+		{
 			name:  "copula attribute, it resolved to the last thing, adjective modifiers",
 			text:  "Paris is the capital of France. It has many old bridges.",
 			nodes: []string{"pari", "capit", "franc", "has", "mani", "old", "bridg"},
