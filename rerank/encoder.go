@@ -106,9 +106,11 @@ func wordVector(key string, dim int) []float32 {
 
 // Featurize turns a passage graph into a kernels.Graph: node features [word vector ‖
 // class one-hot], forward and inverse typed edges, β on anchors' features and on the
-// weights of edges touching an anchor.
+// weights of edges touching an anchor. A graph past MaxNodes is cut first, and its
+// anchors are the min-out-degree nodes of what is left: of the graph the encoder sees.
 func (c EncoderConfig) Featurize(pg *PassageGraph) *kernels.Graph {
-	n := min(len(pg.Nodes), c.MaxNodes)
+	pg = pg.Truncate(c.MaxNodes)
+	n := len(pg.Nodes)
 	f := c.FeatDim()
 	g := &kernels.Graph{NumNodes: n, NodeType: make([]int32, n), X: make([]float32, n*f)}
 	anchor := make([]bool, len(pg.Nodes))
@@ -127,9 +129,6 @@ func (c EncoderConfig) Featurize(pg *PassageGraph) *kernels.Graph {
 		}
 	}
 	for _, e := range pg.Edges {
-		if int(e.Src) >= n || int(e.Dst) >= n {
-			continue
-		}
 		w := float32(1)
 		if anchor[e.Src] || anchor[e.Dst] {
 			w = float32(c.Beta)

@@ -132,6 +132,28 @@ func TestFeaturizeBetaAndRelations(t *testing.T) {
 	assert.NotEqual(t, wordVector("harbour", 8), wordVector("harbor", 8))
 }
 
+// TestFeaturizeCutsBeforeAnchoring: past MaxNodes the anchors are those of the graph
+// the encoder sees. Whole, the graph below has one anchor, the dropped node d (out-degree
+// 0); cut to a, b and c, the anchor is b (out-degree 0 there; c, its one edge gone
+// with d, is isolated and anchors nothing).
+func TestFeaturizeCutsBeforeAnchoring(t *testing.T) {
+	pg := &PassageGraph{Nodes: []string{"a", "b", "c", "d"}, Class: []int32{ClassVerb, ClassNoun, ClassNoun, ClassNoun},
+		Edges: []Edge{{0, 1, RelSubject}, {1, 3, RelModifier}, {2, 3, RelModifier}}}
+	assert.Equal(t, []int{3}, pg.Anchors())
+	cfg := DefaultEncoderConfig()
+	cfg.Beta, cfg.MaxNodes = 3, 3
+	g := cfg.Featurize(pg)
+	require.NoError(t, g.Validate(cfg.Spec()))
+	require.Equal(t, 3, g.NumNodes)
+	f := cfg.FeatDim()
+	for i, scale := range []float32{1, 3, 1} {
+		assert.InDelta(t, scale, g.X[i*f+cfg.HashDim+int(pg.Class[i])], 1e-6, "node %s", pg.Nodes[i])
+	}
+	assert.Equal(t, []int32{0, 1}, g.Src)
+	assert.Equal(t, []float32{3, 3}, g.EdgeWeight, "a–b touches the anchor b")
+	assert.Len(t, pg.Nodes, 4, "the graph itself is left whole")
+}
+
 // TestEncodeCompilesPerBucket encodes candidate sets of many sizes: the number of
 // compilations is bounded by the buckets, not by the number of distinct sets.
 func TestEncodeCompilesPerBucket(t *testing.T) {

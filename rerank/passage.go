@@ -91,6 +91,21 @@ func (g *PassageGraph) OutDegree() []int {
 	return d
 }
 
+// Truncate returns g cut to its first n nodes (in order of first mention) and the edges
+// between them; g itself when it has no more than n.
+func (g *PassageGraph) Truncate(n int) *PassageGraph {
+	if len(g.Nodes) <= n {
+		return g
+	}
+	out := &PassageGraph{Nodes: g.Nodes[:n:n], Class: g.Class[:n:n]}
+	for _, e := range g.Edges {
+		if int(e.Src) < n && int(e.Dst) < n {
+			out.Edges = append(out.Edges, e)
+		}
+	}
+	return out
+}
+
 // Anchors returns the min-out-degree nodes: among nodes with at least one edge, those
 // whose out-degree equals the smallest out-degree (isolated nodes carry no relational
 // claim and are never anchors).
