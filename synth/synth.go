@@ -44,6 +44,11 @@ type Config struct {
 	// PathLength is the number of facts of a hop path; the paper bounds it at 2
 	// ("a hyperparameter of SynthGen rather than a fixed constraint").
 	PathLength int
+	// AdjacentEnds keeps the hop paths whose ends a fact links, either way: questions a
+	// single fact answers. The paper asks for "multi-hop questions that require
+	// reasoning across non-adjacent nodes", so the default, false, leaves them out.
+	// Calibration keeps them (calibrate.Config.Synth).
+	AdjacentEnds bool
 	// SumNeighbours is the number of distinct in-neighbours sampled for a sum item;
 	// the paper fixes it at 3.
 	SumNeighbours int
@@ -132,9 +137,9 @@ func evidence(ix *graphio.Index, c Candidate) string {
 // HopPaths enumerates the directed paths of cfg.PathLength facts with distinct nodes
 // (v_a –r1→ v_b –r2→ … → v_z) whose ends are not adjacent — no fact links v_a and v_z
 // either way, so the question needs the path and not one fact (seed 001: "multi-hop
-// questions that require reasoning across non-adjacent nodes") — in index order, and
-// keeps a seeded sample of cfg.MaxHop when there are more. total is the number
-// enumerated.
+// questions that require reasoning across non-adjacent nodes"; cfg.AdjacentEnds keeps
+// them too) — in index order, and keeps a seeded sample of cfg.MaxHop when there are
+// more. total is the number enumerated.
 func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	n := max(1, cfg.PathLength)
 	out := outgoing(ix)
@@ -158,7 +163,7 @@ func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	walk = func(path []int32, visited []int32) {
 		if len(path) == n {
 			start, end := ix.Facts[path[0]].Subject, ix.Facts[path[len(path)-1]].Object
-			if n == 1 || !adjacent[[2]int32{min(start, end), max(start, end)}] {
+			if n == 1 || cfg.AdjacentEnds || !adjacent[[2]int32{min(start, end), max(start, end)}] {
 				keep(Candidate{Type: TypeHop, Facts: slices.Clone(path), Answer: end})
 			}
 			return

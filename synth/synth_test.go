@@ -61,6 +61,9 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 		assert.Equal(t, "corvia", ix.Entities[p.Answer].Name)
 	}
 	// A fact linking a path's ends, either way, makes it one hop: the path is not asked.
+	// With AdjacentEnds every path is kept: the five, and with corvia → xavier also
+	// brill → corvia → xavier and corvia → xavier → brill.
+	want := map[string]int{"zeno": 5, "corvia": 7}
 	for _, shortcut := range [][2]string{{"zeno", "corvia"}, {"corvia", "xavier"}} {
 		ix := handGraph(t)
 		b := graphio.NewBuilder(ix, "")
@@ -72,6 +75,10 @@ func TestHopPathsAndNeighbourhoods(t *testing.T) {
 			start := ix.Entities[ix.Facts[p.Facts[0]].Subject].Name
 			assert.NotContains(t, shortcut, start, "the path from %s", start)
 		}
+		keep := DefaultConfig()
+		keep.AdjacentEnds = true
+		_, all := HopPaths(ix, keep)
+		assert.Equal(t, want[shortcut[0]], all, "every path, %s–%s", shortcut[0], shortcut[1])
 	}
 	cfg.PathLength = 1
 	_, total = HopPaths(ix, cfg)

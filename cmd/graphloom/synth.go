@@ -134,6 +134,7 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 	f.BoolVar(&allowPartial, "allow-partial", false, "write the items even if some generation calls got no answer")
 	addForce(cmd, &force)
 	f.IntVar(&cfg.PathLength, "path-length", cfg.PathLength, "facts per hop path (SelfGraphRAG: 2)")
+	f.BoolVar(&cfg.AdjacentEnds, "adjacent-ends", false, "also ask hop paths whose ends a fact links (one fact answers them; SelfGraphRAG leaves them out, calibrate keeps them)")
 	f.IntVar(&cfg.SumNeighbours, "neighbours", cfg.SumNeighbours, "in-neighbours per sum item (SelfGraphRAG: 3)")
 	f.IntVar(&cfg.MaxHop, "max-hop", cfg.MaxHop, "most hop items asked for (0 = all; a seeded sample beyond)")
 	f.IntVar(&cfg.MaxSum, "max-sum", cfg.MaxSum, "most sum items asked for (0 = all; a seeded sample beyond)")
