@@ -152,7 +152,7 @@ func Evaluate(ctx context.Context, ix *graphio.Index, src Retrievers, chat retri
 		s.Retriever, s.Seconds, s.AnswerFailures = name, secs, failures
 		rep.Retrievers = append(rep.Retrievers, s)
 	}
-	rep.addNotes()
+	rep.finish()
 	return rep, nil
 }
 
@@ -306,7 +306,7 @@ func ScoreRun(ctx context.Context, ix *graphio.Index, lines []retrieve.RunLine, 
 		s.Retriever, s.Unmatched = name, unmatched[name]
 		rep.Retrievers = append(rep.Retrievers, s)
 	}
-	rep.addNotes()
+	rep.finish()
 	return rep, nil
 }
 

@@ -24,7 +24,9 @@ type Report struct {
 	Run        string      `json:"run,omitempty"` // the run file scored, if any
 	Settings   Settings    `json:"settings"`
 	Retrievers []Summary   `json:"retrievers"`
-	Notes      []string    `json:"notes,omitempty"`
+	// Paired compares each retriever with bm25 question by question (PairedDiff).
+	Paired []PairedDiff `json:"paired_vs_bm25,omitempty"`
+	Notes  []string     `json:"notes,omitempty"`
 }
 
 // DatasetInfo describes the evaluated dataset.
@@ -125,6 +127,12 @@ func (r *Report) LostCalls() (int, string) {
 		}
 	}
 	return n, first
+}
+
+// finish adds what is computed over every retriever: the paired comparisons and the notes.
+func (r *Report) finish() {
+	r.Paired = r.pairedDiffs()
+	r.addNotes()
 }
 
 func (r *Report) addNotes() {
@@ -414,6 +422,7 @@ func (r *Report) Markdown(charts ...string) string {
 	b.WriteString("\nR@k: HippoRAG's passage recall |top-k ∩ gold| / |gold| (%), averaged over the questions with gold evidence. " +
 		"AnsIn@k: questions with a gold answer inside a top-k passage (%). EM/F1: SQuAD-normalised, max over gold answers (%). " +
 		"Correct/Complete: LLM judge, 0–10. ms/q: retrieval time per question.\n")
+	b.WriteString(r.pairedMarkdown())
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range r.Notes {

@@ -220,7 +220,13 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 			if len(files) > 0 {
 				fmt.Fprintf(w, "wrote %s\n", strings.Join(files, ", "))
 			}
-			return rep.WriteTable(w)
+			if err := rep.WriteTable(w); err != nil {
+				return err
+			}
+			for _, d := range rep.Paired {
+				fmt.Fprintf(w, "  %s\n", d)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
