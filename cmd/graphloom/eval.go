@@ -220,13 +220,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 			if len(files) > 0 {
 				fmt.Fprintf(w, "wrote %s\n", strings.Join(files, ", "))
 			}
-			if err := rep.WriteTable(w); err != nil {
-				return err
-			}
-			for _, d := range rep.Paired {
-				fmt.Fprintf(w, "  %s\n", d)
-			}
-			return nil
+			return writeEvalTable(w, rep)
 		},
 	}
 	f := cmd.Flags()
@@ -278,6 +272,18 @@ func evalBars(cmd *cobra.Command) (eval.Progress, func()) {
 		p, finish = bar(cmd, stage)
 		return p
 	}, done
+}
+
+// writeEvalTable prints a report's table and, under it, each retriever's paired
+// comparison with bm25.
+func writeEvalTable(w io.Writer, rep *eval.Report) error {
+	if err := rep.WriteTable(w); err != nil {
+		return err
+	}
+	for _, d := range rep.Paired {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+	return nil
 }
 
 // warnSkipped prints the first skipped records of a file to stderr.

@@ -362,7 +362,7 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	return rep.WriteTable(w)
+	return writeEvalTable(w, rep)
 }
 
 // rerankedRetrievers serves "R" and "R+variant" names for eval.Evaluate.
