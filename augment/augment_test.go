@@ -343,7 +343,7 @@ func TestValidateRefusesAHyperedgeTheIndexHolds(t *testing.T) {
 	_, hypers := validate(ix, sel, comps, rej, &listed)
 	assert.Equal(t, map[string]int{RejectHyperInIndex: 1}, rej)
 	require.Len(t, listed, 1)
-	assert.Equal(t, Rejected{Root: names[0], Proposal: 1, Kind: "hyperedge", Text: " " + h.Text + " ", Field: "text", Reason: RejectHyperInIndex}, listed[0])
+	assert.Equal(t, Rejected{Root: names[0], Proposal: 1, Kind: "hyperedge", Text: " " + h.Text + " ", Field: "text", Value: h.ID, Reason: RejectHyperInIndex}, listed[0], "names the hyperedge it repeats")
 	require.Len(t, hypers, 1, "a new text is accepted")
 	assert.Equal(t, h.Text+" Ember Quay saw it.", hypers[0].Text)
 }
@@ -597,7 +597,9 @@ func TestFingerprintFollowsWhatTrainingReads(t *testing.T) {
 		}},
 		{"a hyperedge's text", func(t *testing.T, ix *graphio.Index) {
 			require.NotEmpty(t, ix.Hyperedges)
-			ix.Hyperedges[0].ID += "x"
+			h := &ix.Hyperedges[0]
+			h.Text += " Again."
+			h.ID = graphio.HyperedgeID(h.Text)
 		}},
 		{"a hyperedge's members", func(t *testing.T, ix *graphio.Index) {
 			h := &ix.Hyperedges[0]

@@ -287,7 +287,7 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 			case hyperInIndex[graphio.HyperedgeID(strings.TrimSpace(h.Text))]:
 				// Merging it would change nothing the index holds, but would create
 				// the entities it names that the index lacks, members of no hyperedge.
-				refuse(hyper(RejectHyperInIndex, "text", ""))
+				refuse(hyper(RejectHyperInIndex, "text", graphio.HyperedgeID(strings.TrimSpace(h.Text))))
 				continue
 			}
 			chunks, why, bad := cite(h.ChunkIDs)

@@ -57,9 +57,10 @@ type Config struct {
 	// Synth generates the questions: SelfGraphRAG's two-hop paths and in-neighbour
 	// summaries, up to 1,500 of each before the split (seed 1); MaxSum also caps the
 	// hypergraph's summaries (shapes). Unlike the paper's, the paths include those
-	// whose ends a fact links (AdjacentEnds): left out, the rankers chosen on the
-	// held-out synthetic questions lost 1.6 to 5 points of R@5 on the real questions
-	// of four development sets (docs/calibration.md, "Paths a single fact answers").
+	// whose ends a fact links (AdjacentEnds): left out, the variants chosen on the
+	// held-out synthetic questions lost 0.4 to 5 points on the real questions of four
+	// development sets (R@5; AnsIn@5 on LiteraryQA; docs/calibration.md, "Paths a
+	// single fact answers").
 	Synth synth.Config
 	// Folds is the number of cross-validation folds; default 3. Chunks are dealt to
 	// folds at random (seeded); fold k's validation questions are those whose evidence

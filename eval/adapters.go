@@ -114,10 +114,18 @@ func strs(v json.RawMessage) ([]string, error) {
 	}
 	var obj record
 	if json.Unmarshal(v, &obj) == nil {
-		if t, ok := obj.get("text"); ok {
-			return strs(t)
+		k, ok := obj.key("text")
+		switch {
+		case !ok && obj["text"] != nil:
+			return nil, fmt.Errorf(`an object whose "text" is null`)
+		case !ok:
+			return nil, fmt.Errorf(`an object without "text" (fields: %s)`, obj.keys())
 		}
-		return nil, fmt.Errorf(`an object without "text" (fields: %s)`, obj.keys())
+		out, err := strs(obj[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("%s, not a string or a list of strings", jsonKind(v))
 }
@@ -292,10 +300,13 @@ func parseParagraphs(r record, key string, ex *Example) error {
 	var untitled []string
 	for i, p := range paras {
 		var title string
-		if tv, ok := p.get("title"); !ok {
+		if tv, ok := p.get("title"); ok {
+			if title, ok = scalar(tv); !ok {
+				return fmt.Errorf("%s[%d]: title is %s, not a string", key, i, jsonKind(tv))
+			}
+		}
+		if title == "" {
 			untitled = append(untitled, fmt.Sprintf("%s[%d]", key, i))
-		} else if title, ok = scalar(tv); !ok {
-			return fmt.Errorf("%s[%d]: title is %s, not a string", key, i, jsonKind(tv))
 		}
 		tv, ok := p.get("text")
 		if !ok {
@@ -324,7 +335,7 @@ func parseParagraphs(r record, key string, ex *Example) error {
 		}
 	}
 	if len(untitled) > 0 {
-		ex.warnings = append(ex.warnings, fmt.Sprintf("%s: no title; gold passages without one are found by their text alone", strings.Join(untitled, ", ")))
+		ex.warnings = append(ex.warnings, fmt.Sprintf("%s: no title; a gold passage without one is found by its text alone", strings.Join(untitled, ", ")))
 	}
 	switch {
 	case len(paras) == 0:
@@ -607,8 +618,10 @@ func parseYesNo(r record, ex *Example) error {
 			if sections, err = strsField(inner, "contexts"); err != nil {
 				err = fmt.Errorf("%s.%w", r.name("context"), err)
 			}
-		} else {
-			sections, err = strsField(r, "context")
+		} else if got, e := strs(v); e == nil {
+			// A plain context that is not strings (a yes/no record of another
+			// dataset with HotpotQA-style or paragraph context) holds no sections.
+			sections = got
 		}
 	}
 	if err != nil {

@@ -10,17 +10,18 @@ import (
 
 // CorpusFromDataset reads the question file at path and returns the passages its
 // examples ship with (see Dataset.Corpus), for indexing a dataset that has no separate
-// corpus file, such as MoreHopQA.
-func CorpusFromDataset(path string) ([]ingest.Passage, error) {
+// corpus file, such as MoreHopQA, and the dataset read: its Skipped records' passages
+// are not in the corpus, which the caller should say.
+func CorpusFromDataset(path string) ([]ingest.Passage, *Dataset, error) {
 	ds, err := ReadDataset(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ps := ds.Corpus()
 	if len(ps) == 0 {
-		return nil, fmt.Errorf("eval: %s: the examples ship no passages to build a corpus from (format %s)", path, ds.Format)
+		return nil, nil, fmt.Errorf("eval: %s: the examples ship no passages to build a corpus from (format %s)", path, ds.Format)
 	}
-	return ps, nil
+	return ps, ds, nil
 }
 
 // Corpus returns every passage of every example — supporting or not: HippoRAG and

@@ -256,7 +256,9 @@ func TestMalformedRecords(t *testing.T) {
 			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without "text"`},
 			{"paragraph title object", `{"question": "Q?", "answer": "x", "paragraphs": [{"title": {"en": "T"}, "text": "t"}]}`, "paragraphs[0]: title is an object, not a string"},
 			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, "context.contexts: item 1 is an object, not a string"},
-			{"PubMedQA CONTEXTS number list", `{"QUESTION": "Q?", "final_decision": "no", "CONTEXTS": [["a"]]}`, "CONTEXTS: item 0 is a list, not a string"},
+			{"PubMedQA CONTEXTS list of lists", `{"QUESTION": "Q?", "final_decision": "no", "CONTEXTS": [["a"]]}`, "CONTEXTS: item 0 is a list, not a string"},
+			{"SQuAD answers with a text list holding an object", `{"question": "Q?", "answers": {"text": ["x", {}]}}`, "answers: text: item 1 is an object, not a string"},
+			{"SQuAD answers with a null text", `{"question": "Q?", "answers": {"text": null}}`, `answers: an object whose "text" is null`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ds, err := ParseDataset([]byte("{\"question\": \"ok?\", \"answer\": \"x\"}\n"+tc.record+"\n"), "qs.jsonl")
@@ -268,13 +270,19 @@ func TestMalformedRecords(t *testing.T) {
 			})
 		}
 	})
-	t.Run("null answers and null list items are absent, not errors", func(t *testing.T) {
-		ds := parse(t, `{"question": "Q?", "answer": null, "answers": ["x", null], "answer_aliases": null}`)
+	t.Run("null answers and null list items are absent, not errors; numbers are read", func(t *testing.T) {
+		ds := parse(t, `{"question": "Q?", "answer": null, "answers": ["x", null, 1990], "answer_aliases": null}`)
 		require.Len(t, ds.Examples, 1)
-		assert.Equal(t, []string{"x"}, ds.Examples[0].Answers)
+		assert.Equal(t, []string{"x", "1990"}, ds.Examples[0].Answers)
+	})
+	t.Run("a yes/no record whose plain context is not strings is read, without sections", func(t *testing.T) {
+		ds := parse(t, `{"question": "Q?", "label": "yes", "context": [["T", ["s."]]]}`)
+		require.Len(t, ds.Examples, 1)
+		assert.Equal(t, "yes", ds.Examples[0].Label)
+		assert.Empty(t, ds.Examples[0].Spans)
 	})
 	t.Run("paragraphs without a title are read with a warning naming them", func(t *testing.T) {
-		ds := parse(t, "{\"question\": \"Q1?\", \"answer\": \"x\", \"paragraphs\": [{\"title\": \"T\", \"text\": \"a\"}, {\"text\": \"b\"}, {\"text\": \"c\"}]}\n"+
+		ds := parse(t, "{\"question\": \"Q1?\", \"answer\": \"x\", \"paragraphs\": [{\"title\": \"T\", \"text\": \"a\"}, {\"text\": \"b\"}, {\"title\": \" \", \"text\": \"c\"}]}\n"+
 			"{\"question\": \"Q2?\", \"answer\": \"y\", \"paragraphs\": [{\"title\": \"U\", \"text\": \"d\"}]}\n")
 		require.Len(t, ds.Examples, 2)
 		require.Len(t, ds.Warnings, 1)
@@ -299,7 +307,7 @@ func TestCorpusFromDataset(t *testing.T) {
 ]`
 	path := filepath.Join(t.TempDir(), "hotpot.json")
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
-	ps, err := CorpusFromDataset(path)
+	ps, _, err := CorpusFromDataset(path)
 	require.NoError(t, err)
 	type tt struct{ Title, Text, Source string }
 	var got []tt
@@ -321,7 +329,7 @@ func TestCorpusFromDataset(t *testing.T) {
 
 	lit := filepath.Join(t.TempDir(), "lit.json")
 	require.NoError(t, os.WriteFile(lit, []byte(`[{"question": "Q?", "answer": "a", "paragraphs": []}]`), 0o644))
-	_, err = CorpusFromDataset(lit)
+	_, _, err = CorpusFromDataset(lit)
 	assert.ErrorContains(t, err, "ship no passages")
 }
 

@@ -35,7 +35,7 @@ func TestOfflineGraphBeatsBM25(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(corpora, tc.dataset)
-			ps, err := CorpusFromDataset(path)
+			ps, _, err := CorpusFromDataset(path)
 			require.NoError(t, err)
 			ix := &graphio.Index{}
 			require.NoError(t, ingest.AddPassages(ctx, ix, ps, ingest.DefaultConfig(), nil, &ingest.Report{}))

@@ -75,7 +75,7 @@ func TestSharedCorpora(t *testing.T) {
 			}
 			assert.Len(t, ex.Answers, 1)
 		}
-		ps, err := CorpusFromDataset(path)
+		ps, _, err := CorpusFromDataset(path)
 		require.NoError(t, err)
 		assert.Len(t, ps, 235, "distinct (title, text) contexts")
 	})

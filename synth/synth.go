@@ -2,8 +2,8 @@
 // SelfGraphRAG's SynthGen (seed 001). Two kinds of items:
 //
 //   - hop: a path v_a –r1→ v_b –r2→ v_c of PathLength facts (two by default) between
-//     non-adjacent ends; the question needs every edge of the path and its answer is
-//     the path's last node;
+//     ends no fact links (unless Config.AdjacentEnds); the question needs every edge
+//     of the path and its answer is the path's last node;
 //
 //   - sum: a node v_p with at least SumNeighbours distinct in-neighbours, of whose
 //     incoming facts SumNeighbours are sampled; the question is about v_p and
@@ -139,13 +139,16 @@ func evidence(ix *graphio.Index, c Candidate) string {
 // either way, so the question needs the path and not one fact (seed 001: "multi-hop
 // questions that require reasoning across non-adjacent nodes"; cfg.AdjacentEnds keeps
 // them too) — in index order, and keeps a seeded sample of cfg.MaxHop when there are
-// more. total is the number enumerated.
+// more. total is the number of such paths, before the sample.
 func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	n := max(1, cfg.PathLength)
 	out := outgoing(ix)
-	adjacent := make(map[[2]int32]bool, len(ix.Facts))
-	for _, f := range ix.Facts {
-		adjacent[[2]int32{min(f.Subject, f.Object), max(f.Subject, f.Object)}] = true
+	var adjacent map[[2]int32]bool // the pairs a fact links, either way
+	if n > 1 && !cfg.AdjacentEnds {
+		adjacent = make(map[[2]int32]bool, len(ix.Facts))
+		for _, f := range ix.Facts {
+			adjacent[[2]int32{min(f.Subject, f.Object), max(f.Subject, f.Object)}] = true
+		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x68_6f_70))
 	// Reservoir sampling keeps memory bounded however many paths there are.
@@ -163,7 +166,7 @@ func HopPaths(ix *graphio.Index, cfg Config) (paths []Candidate, total int) {
 	walk = func(path []int32, visited []int32) {
 		if len(path) == n {
 			start, end := ix.Facts[path[0]].Subject, ix.Facts[path[len(path)-1]].Object
-			if n == 1 || cfg.AdjacentEnds || !adjacent[[2]int32{min(start, end), max(start, end)}] {
+			if !adjacent[[2]int32{min(start, end), max(start, end)}] {
 				keep(Candidate{Type: TypeHop, Facts: slices.Clone(path), Answer: end})
 			}
 			return

@@ -70,10 +70,11 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				if err := requireFlags(cmd, "dataset"); err != nil {
 					return err
 				}
-				ps, err := eval.CorpusFromDataset(dataset)
+				ps, ds, err := eval.CorpusFromDataset(dataset)
 				if err != nil {
 					return err
 				}
+				warnDataset(cmd, ds)
 				if err := graphio.AtomicWrite(corpusOut, func(w io.Writer) error { return eval.WriteCorpus(w, ps) }); err != nil {
 					return err
 				}
@@ -288,25 +289,26 @@ func writeEvalTable(w io.Writer, rep *eval.Report) error {
 
 // warnSkipped prints the first skipped records of a file to stderr.
 func warnSkipped(cmd *cobra.Command, path string, skipped []eval.Skipped) {
-	warnRecords(cmd, path, "skipped", skipped)
+	warnRecords(cmd, path, "skipped: ", "records skipped", skipped)
 }
 
 // warnDataset prints the first skipped records of a question file, and the first
 // records read with a warning, to stderr.
 func warnDataset(cmd *cobra.Command, ds *eval.Dataset) {
 	warnSkipped(cmd, ds.Path, ds.Skipped)
-	warnRecords(cmd, ds.Path, "read with a warning", ds.Warnings)
+	warnRecords(cmd, ds.Path, "", "records with a warning", ds.Warnings)
 }
 
-// warnRecords prints the first ten of a file's records and what happened to them.
-func warnRecords(cmd *cobra.Command, path, what string, recs []eval.Skipped) {
+// warnRecords prints the first ten of a file's records, each as "warning:
+// path:line: " + prefix + its reason, and how many more there are.
+func warnRecords(cmd *cobra.Command, path, prefix, more string, recs []eval.Skipped) {
 	const show = 10
 	for i, s := range recs {
 		if i == show {
-			cmd.PrintErrf("warning: %s: %d more records %s\n", path, len(recs)-show, what)
+			cmd.PrintErrf("warning: %s: %d more %s\n", path, len(recs)-show, more)
 			break
 		}
-		cmd.PrintErrf("warning: %s:%d: %s: %s\n", path, s.Line, what, s.Reason)
+		cmd.PrintErrf("warning: %s:%d: %s%s\n", path, s.Line, prefix, s.Reason)
 	}
 }
 

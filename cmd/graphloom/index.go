@@ -316,12 +316,15 @@ func fmtSeconds(v any) string {
 
 // indexFromDataset ingests the passages of a QA dataset's contexts.
 func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progress ingest.Progress) (*graphio.Index, *ingest.Report, error) {
-	ps, err := eval.CorpusFromDataset(path)
+	ps, ds, err := eval.CorpusFromDataset(path)
 	if err != nil {
 		return nil, &ingest.Report{}, err
 	}
 	ix := &graphio.Index{Meta: graphio.Meta{Created: time.Now().UTC().Format(time.RFC3339), Corpus: path, Tokenizer: cfg.Encoding, Chunking: cfg.Describe()}}
 	rep := &ingest.Report{Records: len(ps)}
+	for _, s := range ds.Skipped { // their passages are not indexed
+		rep.Skipped = append(rep.Skipped, ingest.Skipped{Source: fmt.Sprintf("%s:%d", path, s.Line), Reason: "record not read, its passages not indexed: " + s.Reason})
+	}
 	if err := ingest.AddPassages(ctx, ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err
 	}

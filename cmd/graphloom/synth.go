@@ -23,7 +23,7 @@ func newSynthCmd() *cobra.Command {
 		Short: "Generate synthetic QA from the graph (SelfGraphRAG's SynthGen)",
 		Long: `Generate question–answer pairs from the knowledge graph, as SelfGraphRAG's SynthGen
 does: "hop" questions over two-fact paths v_a –r1→ v_b –r2→ v_c whose answer needs both
-facts, and "sum" questions about a node from three incoming facts of distinct
+facts (a path whose ends one fact links is left out, unless --adjacent-ends), and "sum" questions about a node from three incoming facts of distinct
 in-neighbours. Each item keeps its type, nodes, facts (hyper items: hyperedge ids),
 chunk ids and its verbalised evidence ("v_i [r] v_j" lines, or the hyperedges' texts). Pairs whose answer is not in the evidence, whose
 question states the answer, or that repeat a question are rejected and counted.
@@ -134,7 +134,7 @@ texts. graphloom's extension, not in SelfGraphRAG.`,
 	f.BoolVar(&allowPartial, "allow-partial", false, "write the items even if some generation calls got no answer")
 	addForce(cmd, &force)
 	f.IntVar(&cfg.PathLength, "path-length", cfg.PathLength, "facts per hop path (SelfGraphRAG: 2)")
-	f.BoolVar(&cfg.AdjacentEnds, "adjacent-ends", false, "also ask hop paths whose ends a fact links (one fact answers them; SelfGraphRAG leaves them out, calibrate keeps them)")
+	f.BoolVar(&cfg.AdjacentEnds, "adjacent-ends", cfg.AdjacentEnds, "also ask hop paths whose ends a fact links (one fact answers them; SelfGraphRAG leaves them out, calibrate keeps them)")
 	f.IntVar(&cfg.SumNeighbours, "neighbours", cfg.SumNeighbours, "in-neighbours per sum item (SelfGraphRAG: 3)")
 	f.IntVar(&cfg.MaxHop, "max-hop", cfg.MaxHop, "most hop items asked for (0 = all; a seeded sample beyond)")
 	f.IntVar(&cfg.MaxSum, "max-sum", cfg.MaxSum, "most sum items asked for (0 = all; a seeded sample beyond)")
