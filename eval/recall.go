@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -77,7 +79,12 @@ func BaseTitle(title string) string {
 	return title
 }
 
-func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
+// collapse is s in Unicode NFC with its whitespace runs made one space: a dataset and
+// a corpus written by different tools (one in NFD, "Cafe\u0301") still match.
+func collapse(s string) string { return strings.Join(strings.Fields(norm.NFC.String(s)), " ") }
+
+// nfcTitle is a title as titles are compared: in NFC.
+func nfcTitle(t string) string { return norm.NFC.String(t) }
 
 func lowerCollapse(s string) string { return collapse(strings.ToLower(s)) }
 
@@ -99,9 +106,9 @@ func NewMatcher(chunks []graphio.Chunk) *Matcher {
 	m.corpus = map[string][]string{}
 	for i := range chunks {
 		c := &chunks[i]
-		t := collapse(c.Text)
-		m.corpus[c.Title] = append(m.corpus[c.Title], t)
-		if b := BaseTitle(c.Title); b != c.Title {
+		t, title := collapse(c.Text), nfcTitle(c.Title)
+		m.corpus[title] = append(m.corpus[title], t)
+		if b := BaseTitle(title); b != title {
 			m.corpus[b] = append(m.corpus[b], t)
 		}
 	}
@@ -118,7 +125,7 @@ func (m *Matcher) InCorpus(g GoldPassage) bool {
 		return true
 	}
 	gt := collapse(g.Text)
-	for _, t := range m.corpus[g.Title] {
+	for _, t := range m.corpus[nfcTitle(g.Title)] {
 		if containsEither(t, gt) {
 			return true
 		}
@@ -174,7 +181,7 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 		for _, g := range ex.Gold {
 			// Matched by title only when it has one: an untitled gold passage (PubMedQA's
 			// abstract) would otherwise match every untitled passage.
-			it := goldItem{title: g.Title, text: collapse(g.Text), raw: g, allowTitle: g.Title != "" && !m.InCorpus(g)}
+			it := goldItem{title: nfcTitle(g.Title), text: collapse(g.Text), raw: g, allowTitle: g.Title != "" && !m.InCorpus(g)}
 			if it.allowTitle {
 				h.TitleOnly++
 			}
@@ -195,6 +202,7 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 		}
 		seen[key] = true
 		var text, lower string
+		title := nfcTitle(p.Title)
 		best, bestLevel := -1, MatchNone
 		for i := range items {
 			if h.Ranks[i] != 0 {
@@ -213,7 +221,7 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 				}
 				continue
 			} else {
-				sameTitle := p.Title == it.title || BaseTitle(p.Title) == it.title
+				sameTitle := title == it.title || BaseTitle(title) == it.title
 				switch {
 				case p.Title == it.raw.Title && p.Text == it.raw.Text:
 					lvl = MatchExact

@@ -100,6 +100,14 @@ func TestMatcher(t *testing.T) {
 			ranks:   []int{0}, levels: []MatchLevel{MatchNone}, r1: 0, r2: 0,
 		},
 		{
+			// The index was built from a corpus in NFD ("Su\u0308dhof"), the dataset is in
+			// NFC: the text is found, and the indexed text known, so no title fallback.
+			name: "NFC and NFD spellings match", m: NewMatcher([]graphio.Chunk{chunk("Thomas C. Su\u0308dhof", "Su\u0308dhof studies synapses.")}),
+			gold:    []GoldPassage{{"Thomas C. Südhof", "Südhof studies synapses."}},
+			ranking: []retrieve.Passage{psg("Thomas C. Su\u0308dhof [chunk 1]", "Su\u0308dhof studies  synapses.")},
+			ranks:   []int{1}, levels: []MatchLevel{MatchChunk}, r1: 1, r2: 1,
+		},
+		{
 			name: "exact beats title for the same passage", m: &Matcher{},
 			gold:    []GoldPassage{{Title: "Port Keswyn"}, keswyn},
 			ranking: []retrieve.Passage{psg(keswyn.Title, keswyn.Text), psg("Port Keswyn", "Another passage.")},
