@@ -17,6 +17,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -27,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -440,16 +442,27 @@ type BatchRequest struct {
 	TopK      *int                `json:"top_k,omitempty"`
 }
 
-// decode reads a JSON body strictly; it answers the error itself and reports false.
+// decode reads a JSON body strictly — no unknown field, no key in another case or
+// given twice (exactKeys), nothing after the value; it answers the error itself and
+// reports false.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
+	data, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		fail(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", tooBig.Limit)
+		return false
+	case err != nil:
+		fail(w, http.StatusBadRequest, "reading the request body: %v", err)
+		return false
+	}
+	if err := exactKeys(data, reflect.TypeOf(v)); err != nil {
+		fail(w, http.StatusBadRequest, "request body: %v", err)
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			fail(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", tooBig.Limit)
-			return false
-		}
 		fail(w, http.StatusBadRequest, "malformed JSON body: %s", jsonmsg.Describe(err))
 		return false
 	}

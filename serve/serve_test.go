@@ -134,6 +134,13 @@ func TestBadRequests(t *testing.T) {
 		{"/v1/query", `{"question": "x"} {"question": "y"}`, 400, "trailing data"},
 		{"/v1/query/batch", `{"questions": [{"question": "a"}, {"question": "b"}], "top_k": 7}`, 400, "2 questions × top_k 7 ask for 14 passages, at most 12"},
 		{"/v1/query/batch", `{"questions": [{"question": "a", "reader": "  "}]}`, 400, "questions[0].reader: the question is empty"},
+		// encoding/json would read these, matching keys in any case and keeping the
+		// last of two: what a proxy checked may not be what is searched.
+		{"/v1/query", `{"Question": "x"}`, 400, `request body: field "Question": keys are case-sensitive, want "question"`},
+		{"/v1/query", `{"question": "x", "TOP_K": 3}`, 400, `field "TOP_K": keys are case-sensitive, want "top_k"`},
+		{"/v1/query", `{"question": "x", "question": "y"}`, 400, `field "question" given twice`},
+		{"/v1/query/batch", `{"questions": [{"question": "a"}, {"id": "b", "Id": "c", "question": "b"}]}`, 400, `field "questions[1].Id": keys are case-sensitive, want "id"`},
+		{"/v1/query/batch", `{"questions": [{"question": "a", "question": "b"}]}`, 400, `field "questions[0].question" given twice`},
 	} {
 		code, v := post(t, ts.URL+tc.path, tc.body)
 		assert.Equal(t, tc.code, code, tc.body)
