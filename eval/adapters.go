@@ -90,9 +90,10 @@ func scalar(v json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// strs decodes a scalar, a list of scalars, or a SQuAD-style {"text": [...]} object.
-// Any other value — an object without text, a list holding an object or a list — is
-// an error naming what it holds: its strings would otherwise be lost without a word.
+// strs decodes a scalar, a SQuAD-style {"text": ...} or TriviaQA-style {"value": ...,
+// "aliases": [...]} object, or a list of these. Any other value — an object with
+// neither, a list holding a list — is an error naming what it holds: its strings would
+// otherwise be lost without a word.
 func strs(v json.RawMessage) ([]string, error) {
 	if s, ok := scalar(v); ok {
 		return []string{s}, nil
@@ -104,26 +105,37 @@ func strs(v json.RawMessage) ([]string, error) {
 			if isNull(x) {
 				continue
 			}
-			s, ok := scalar(x)
-			if !ok {
-				return nil, fmt.Errorf("item %d is %s, not a string", i, jsonKind(x))
+			if firstByte(x) == '[' {
+				return nil, fmt.Errorf("item %d is a list, not a string", i)
 			}
-			out = append(out, s)
+			got, err := strs(x)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			out = append(out, got...)
 		}
 		return out, nil
 	}
 	var obj record
 	if json.Unmarshal(v, &obj) == nil {
-		k, ok := obj.key("text")
-		switch {
-		case !ok && obj["text"] != nil:
-			return nil, fmt.Errorf(`an object whose "text" is null`)
-		case !ok:
-			return nil, fmt.Errorf(`an object without "text" (fields: %s)`, obj.keys())
+		var out []string
+		found := false
+		for _, name := range []string{"text", "value", "aliases"} {
+			k, ok := obj.key(name)
+			if !ok {
+				continue
+			}
+			got, err := strs(obj[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out, found = append(out, got...), true
+			if name == "text" {
+				break // SQuAD: the answer texts (none for an unanswerable question)
+			}
 		}
-		out, err := strs(obj[k])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
+		if !found {
+			return nil, fmt.Errorf(`an object without a "text" or "value" string (fields: %s)`, obj.keys())
 		}
 		return out, nil
 	}

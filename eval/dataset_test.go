@@ -250,15 +250,15 @@ func TestMalformedRecords(t *testing.T) {
 	})
 	t.Run("an answer, title or section it cannot read skips the record, naming the field", func(t *testing.T) {
 		for _, tc := range []struct{ name, record, reason string }{
-			{"answer object without text", `{"question": "Q?", "answer": {"value": "x"}}`, `answer: an object without "text" (fields: [value])`},
-			{"answer list holding an object", `{"question": "Q?", "answers": ["x", {"text": "y"}]}`, "answers: item 1 is an object, not a string"},
+			{"answer object without text", `{"question": "Q?", "answer": {"id": "x"}}`, `answer: an object without a "text" or "value" string (fields: [id])`},
+			{"answer list holding an object", `{"question": "Q?", "answers": ["x", {"span": "y"}]}`, `answers: item 1: an object without a "text" or "value" string`},
 			{"alias list holding a list", `{"question": "Q?", "answer": "x", "answer_aliases": [["y"]]}`, "answer_aliases: item 0 is a list, not a string"},
-			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without "text"`},
+			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without a "text" or "value" string`},
 			{"paragraph title object", `{"question": "Q?", "answer": "x", "paragraphs": [{"title": {"en": "T"}, "text": "t"}]}`, "paragraphs[0]: title is an object, not a string"},
-			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, "context.contexts: item 1 is an object, not a string"},
+			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, `context.contexts: item 1: an object without a "text" or "value" string`},
 			{"PubMedQA CONTEXTS list of lists", `{"QUESTION": "Q?", "final_decision": "no", "CONTEXTS": [["a"]]}`, "CONTEXTS: item 0 is a list, not a string"},
-			{"SQuAD answers with a text list holding an object", `{"question": "Q?", "answers": {"text": ["x", {}]}}`, "answers: text: item 1 is an object, not a string"},
-			{"SQuAD answers with a null text", `{"question": "Q?", "answers": {"text": null}}`, `answers: an object whose "text" is null`},
+			{"SQuAD answers with a text list holding an object", `{"question": "Q?", "answers": {"text": ["x", {}]}}`, `answers: text: item 1: an object without a "text" or "value" string`},
+			{"SQuAD answers with a null text", `{"question": "Q?", "answers": {"text": null}}`, `answers: an object without a "text" or "value" string (fields: [text])`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ds, err := ParseDataset([]byte("{\"question\": \"ok?\", \"answer\": \"x\"}\n"+tc.record+"\n"), "qs.jsonl")
@@ -274,6 +274,17 @@ func TestMalformedRecords(t *testing.T) {
 		ds := parse(t, `{"question": "Q?", "answer": null, "answers": ["x", null, 1990], "answer_aliases": null}`)
 		require.Len(t, ds.Examples, 1)
 		assert.Equal(t, []string{"x", "1990"}, ds.Examples[0].Answers)
+	})
+	t.Run("SQuAD answer objects and TriviaQA value and aliases are read", func(t *testing.T) {
+		ds := parse(t, `{"question": "Q1?", "answers": [{"text": "x", "answer_start": 3}, {"text": "y"}]}`+"\n"+
+			`{"question": "Q2?", "answer": {"value": "Paris", "aliases": ["Paree", "City of Light"], "normalized_value": "paris"}}`)
+		require.Len(t, ds.Examples, 2)
+		assert.Equal(t, []string{"x", "y"}, ds.Examples[0].Answers)
+		assert.Equal(t, []string{"Paris", "Paree", "City of Light"}, ds.Examples[1].Answers)
+		// SQuAD 2.0's unanswerable question: no answers, read (its gold passage scores recall).
+		ds = parse(t, `{"question": "Q3?", "answers": {"text": [], "answer_start": []}, "paragraphs": [{"title": "T", "text": "t"}]}`)
+		require.Len(t, ds.Examples, 1)
+		assert.Empty(t, ds.Examples[0].Answers)
 	})
 	t.Run("a yes/no record whose plain context is not strings is read, without sections", func(t *testing.T) {
 		ds := parse(t, `{"question": "Q?", "label": "yes", "context": [["T", ["s."]]]}`)
