@@ -135,7 +135,7 @@ func strs(v json.RawMessage) ([]string, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf(`an object without a "text" or "value" string (fields: %s)`, obj.keys())
+			return nil, fmt.Errorf(`an object without "text", "value" or "aliases" (fields: %s)`, obj.keys())
 		}
 		return out, nil
 	}

@@ -250,15 +250,15 @@ func TestMalformedRecords(t *testing.T) {
 	})
 	t.Run("an answer, title or section it cannot read skips the record, naming the field", func(t *testing.T) {
 		for _, tc := range []struct{ name, record, reason string }{
-			{"answer object without text", `{"question": "Q?", "answer": {"id": "x"}}`, `answer: an object without a "text" or "value" string (fields: [id])`},
-			{"answer list holding an object", `{"question": "Q?", "answers": ["x", {"span": "y"}]}`, `answers: item 1: an object without a "text" or "value" string`},
+			{"answer object without text", `{"question": "Q?", "answer": {"id": "x"}}`, `answer: an object without "text", "value" or "aliases" (fields: [id])`},
+			{"answer list holding an object", `{"question": "Q?", "answers": ["x", {"span": "y"}]}`, `answers: item 1: an object without "text", "value" or "aliases"`},
 			{"alias list holding a list", `{"question": "Q?", "answer": "x", "answer_aliases": [["y"]]}`, "answer_aliases: item 0 is a list, not a string"},
-			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without a "text" or "value" string`},
+			{"hotpot answer object", `{"question": "Q?", "answer": {}, "context": [["T", ["s."]]], "supporting_facts": [["T", 0]]}`, `answer: an object without "text", "value" or "aliases"`},
 			{"paragraph title object", `{"question": "Q?", "answer": "x", "paragraphs": [{"title": {"en": "T"}, "text": "t"}]}`, "paragraphs[0]: title is an object, not a string"},
-			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, `context.contexts: item 1: an object without a "text" or "value" string`},
+			{"PubMedQA section object", `{"question": "Q?", "final_decision": "yes", "context": {"contexts": ["a", {"b": 1}]}}`, `context.contexts: item 1: an object without "text", "value" or "aliases"`},
 			{"PubMedQA CONTEXTS list of lists", `{"QUESTION": "Q?", "final_decision": "no", "CONTEXTS": [["a"]]}`, "CONTEXTS: item 0 is a list, not a string"},
-			{"SQuAD answers with a text list holding an object", `{"question": "Q?", "answers": {"text": ["x", {}]}}`, `answers: text: item 1: an object without a "text" or "value" string`},
-			{"SQuAD answers with a null text", `{"question": "Q?", "answers": {"text": null}}`, `answers: an object without a "text" or "value" string (fields: [text])`},
+			{"SQuAD answers with a text list holding an object", `{"question": "Q?", "answers": {"text": ["x", {}]}}`, `answers: text: item 1: an object without "text", "value" or "aliases"`},
+			{"SQuAD answers with a null text", `{"question": "Q?", "answers": {"text": null}}`, `answers: an object without "text", "value" or "aliases" (fields: [text])`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				ds, err := ParseDataset([]byte("{\"question\": \"ok?\", \"answer\": \"x\"}\n"+tc.record+"\n"), "qs.jsonl")

@@ -123,8 +123,9 @@ func bootstrapMean(xs []float64, resamples int, seed uint64) (mean, low, high fl
 		means[b] = sum / float64(n)
 	}
 	slices.Sort(means)
-	at := func(q float64) float64 { return means[min(resamples-1, int(q*float64(resamples)))] }
-	return mean, at(0.025), at(0.975)
+	// As many resampled means below low as above high: with 2,000, 50 on each side.
+	tail := int(0.025 * float64(resamples))
+	return mean, means[tail], means[resamples-1-tail]
 }
 
 // pairedMarkdown renders the comparisons as a list under the table.

@@ -118,14 +118,15 @@ func NewMatcher(chunks []graphio.Chunk) *Matcher {
 // InCorpus reports whether the index holds g's text, whole or as chunks under its
 // title. With no corpus known it reports whether g has a text at all.
 func (m *Matcher) InCorpus(g GoldPassage) bool {
-	if g.Text == "" {
-		return false
-	}
+	return m.holds(nfcTitle(g.Title), collapse(g.Text))
+}
+
+// holds is InCorpus for a gold passage's title and text as Match compares them.
+func (m *Matcher) holds(title, gt string) bool {
 	if m == nil || m.corpus == nil {
-		return true
+		return gt != ""
 	}
-	gt := collapse(g.Text)
-	for _, t := range m.corpus[nfcTitle(g.Title)] {
+	for _, t := range m.corpus[title] {
 		if containsEither(t, gt) {
 			return true
 		}
@@ -181,7 +182,8 @@ func (m *Matcher) Match(ranking []retrieve.Passage, ex *Example) Hits {
 		for _, g := range ex.Gold {
 			// Matched by title only when it has one: an untitled gold passage (PubMedQA's
 			// abstract) would otherwise match every untitled passage.
-			it := goldItem{title: nfcTitle(g.Title), text: collapse(g.Text), raw: g, allowTitle: g.Title != "" && !m.InCorpus(g)}
+			it := goldItem{title: nfcTitle(g.Title), text: collapse(g.Text), raw: g}
+			it.allowTitle = g.Title != "" && !m.holds(it.title, it.text)
 			if it.allowTitle {
 				h.TitleOnly++
 			}

@@ -3,10 +3,14 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 )
+
+// errMalformed stops the walk at malformed JSON, which the decoder then reports.
+var errMalformed = errors.New("malformed JSON")
 
 // exactKeys checks that every object key in data names a field of t (a struct, or a
 // pointer, slice or array of one) exactly as its JSON tag spells it, and that no object
@@ -17,7 +21,10 @@ import (
 func exactKeys(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walkKeys(dec, t, "")
+	if err := walkKeys(dec, t, ""); err != nil && !errors.Is(err, errMalformed) {
+		return err
+	}
+	return nil
 }
 
 // walkKeys reads one value from dec, checking the keys of its objects against t; at
@@ -28,7 +35,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type, at string) error {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil // malformed: the decoder says so
+		return errMalformed // a Token error repeats: stop here, the decoder says what
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -40,7 +47,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type, at string) error {
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
-				return nil
+				return errMalformed
 			}
 			key, _ := kt.(string)
 			where := key
@@ -63,7 +70,9 @@ func walkKeys(dec *json.Decoder, t reflect.Type, at string) error {
 				return err
 			}
 		}
-		_, _ = dec.Token() // '}'
+		if _, err := dec.Token(); err != nil { // '}'
+			return errMalformed
+		}
 	case json.Delim('['):
 		var et reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
@@ -74,7 +83,9 @@ func walkKeys(dec *json.Decoder, t reflect.Type, at string) error {
 				return err
 			}
 		}
-		_, _ = dec.Token() // ']'
+		if _, err := dec.Token(); err != nil { // ']'
+			return errMalformed
+		}
 	}
 	return nil
 }
@@ -84,10 +95,18 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for k, v := range jsonFields(f.Type) { // promoted, as encoding/json reads them
+				if _, ok := out[k]; !ok {
+					out[k] = v
+				}
+			}
+			continue
+		}
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch name {
 		case "-":
 			continue
