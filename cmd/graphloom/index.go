@@ -325,6 +325,10 @@ func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progr
 	for _, s := range ds.Skipped { // their passages are not indexed
 		rep.Skipped = append(rep.Skipped, ingest.Skipped{Source: fmt.Sprintf("%s:%d", path, s.Line), Reason: "record not read, its passages not indexed: " + s.Reason})
 	}
+	if cfg.Strict && len(ds.Skipped) > 0 {
+		s := ds.Skipped[0]
+		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s", path, s.Line, s.Reason)
+	}
 	if err := ingest.AddPassages(ctx, ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err
 	}

@@ -140,6 +140,33 @@ func TestCorpusInputs(t *testing.T) {
 	assert.Contains(t, r.stderr, "a .txt/.md file, or a directory of .txt/.md files")
 }
 
+// TestCorpusFromDatasetSaysWhatItLeftOut: a record whose answer cannot be read is not
+// read, so its passages are not indexed: index names its line and why, --strict
+// refuses it, and eval --corpus-out warns the same.
+func TestCorpusFromDatasetSaysWhatItLeftOut(t *testing.T) {
+	base := t.TempDir()
+	ds := filepath.Join(base, "qs.jsonl")
+	require.NoError(t, os.WriteFile(ds, []byte(`{"question": "Who founded Quillhaven?", "answer": "Mara Vell", "paragraphs": [{"title": "Quillhaven", "text": "Mara Vell founded Quillhaven in 1801."}]}
+{"question": "Where was Tomas Brell born?", "answer": {"span": "Aldwick"}, "paragraphs": [{"title": "Tomas Brell", "text": "Tomas Brell was born in Aldwick."}]}
+{"question": "What is Ostrid?", "answer": "a ford", "paragraphs": [{"text": "Ostrid is a ford on the Orlen."}]}
+`), 0o644))
+	r := run(t, nil, "index", "--corpus-from-dataset", ds, "--out", filepath.Join(base, "x.gl"), "--quiet")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "2 documents")
+	assert.Contains(t, r.stderr, "warning: skipped "+ds+`:2: record not read, its passages not indexed: answer: an object without "text", "value" or "aliases"`)
+
+	r = run(t, nil, "index", "--corpus-from-dataset", ds, "--out", filepath.Join(base, "y.gl"), "--quiet", "--strict")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, ds+":2: record not read (--strict): answer:")
+	assert.NoFileExists(t, filepath.Join(base, "y.gl"))
+
+	r = run(t, nil, "eval", "--dataset", ds, "--corpus-out", filepath.Join(base, "c.jsonl"))
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: "+ds+`:2: skipped: answer: an object without "text"`)
+	assert.Contains(t, r.stderr, "warning: "+ds+":3: paragraphs[0]: no title")
+	assert.Contains(t, r.stdout, "2 passages")
+}
+
 // TestFailedFirstWriteLeavesNothing: a failed write where no index existed leaves no
 // lock and no temporary file (issue 49 row 15).
 func TestFailedFirstWriteLeavesNothing(t *testing.T) {
