@@ -178,7 +178,7 @@ func ExtractionScore(ix *graphio.Index, gold []GoldTriples) ExtractionReport {
 	rep := ExtractionReport{Extractor: ix.Meta.Extractor, Passages: len(gold)}
 	chunksOf := map[string][]int32{}
 	for i := range ix.Chunks {
-		t := ix.Chunks[i].Title
+		t := nfcTitle(ix.Chunks[i].Title)
 		chunksOf[t] = append(chunksOf[t], int32(i))
 		if b := BaseTitle(t); b != t {
 			chunksOf[b] = append(chunksOf[b], int32(i))
@@ -199,7 +199,7 @@ func ExtractionScore(ix *graphio.Index, gold []GoldTriples) ExtractionReport {
 		for _, t := range g.Triples {
 			gk = append(gk, keyed(t[0], t[1], t[2]))
 		}
-		chunks := chunksOf[g.Title]
+		chunks := chunksOf[nfcTitle(g.Title)]
 		if len(chunks) == 0 {
 			rep.Missing = append(rep.Missing, g.Title)
 		}
