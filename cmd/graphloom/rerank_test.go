@@ -125,3 +125,37 @@ func TestCageBetaFromCheckpoint(t *testing.T) {
 		assert.Equal(t, tc.want, r.Encoder().Config().Beta, "%v given=%v", tc.args, tc.betaGiven)
 	}
 }
+
+// TestCageSweepKeepsOutOfTheAblation: a β sweep sets --cage-beta for its own rows
+// only. The ablation rows start from the flags as given (β not given: the trained
+// encoder's, betaGiven false), apart from the β = 1 row, and the flags are restored.
+func TestCageSweepKeepsOutOfTheAblation(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	var c cageFlags
+	c.register(cmd, false)
+	require.NoError(t, cmd.ParseFlags([]string{"--cage-alpha", "0.7"}))
+	base := c.cfg
+	vs, err := c.cageVariants(cmd, []string{"cage-beta=1.5,4"}, true)
+	require.NoError(t, err)
+	type row struct {
+		name        string
+		beta, alpha float64
+		given       bool
+	}
+	var got []row
+	for _, v := range vs {
+		if v.cfg == nil {
+			got = append(got, row{name: v.name})
+			continue
+		}
+		got = append(got, row{v.name, v.cfg.Encoder.Beta, v.cfg.Alpha, v.betaGiven})
+	}
+	assert.Equal(t, []row{
+		{name: "none"}, {name: "dense"},
+		{"cage beta=1.5", 1.5, 0.7, true}, {"cage beta=4", 4, 0.7, true},
+		{"cage: GCN (one relation)", base.Encoder.Beta, 0.7, false},
+		{"cage: beta=1", 1, 0.7, true},
+		{"cage: alpha=1", base.Encoder.Beta, 1, false},
+	}, got)
+	assert.Equal(t, base, c.cfg, "the flags as given, after the sweep")
+}
