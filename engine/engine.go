@@ -127,6 +127,10 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{backend: backend, config: config, execs: make(map[cacheKey]*Executable)}, nil
 }
 
+// stdoutSwap serialises newBackend's swaps of os.Stdout, which is the process's: two
+// engines made at once would otherwise leave it pointing at a closed /dev/null.
+var stdoutSwap sync.Mutex
+
 // newBackend calls compute.NewWithConfig, turning its panics into errors. The go
 // backend announces a parallelism option on stdout; that line is discarded so that
 // commands printing JSON keep a clean stdout (stdout is redirected only during the
@@ -138,6 +142,8 @@ func newBackend(config string) (b compute.Backend, err error) {
 		}
 	}()
 	if strings.HasPrefix(config, "go:") && strings.Contains(config, "parallelism=") {
+		stdoutSwap.Lock()
+		defer stdoutSwap.Unlock()
 		if devnull, derr := os.OpenFile(os.DevNull, os.O_WRONLY, 0); derr == nil {
 			stdout := os.Stdout
 			os.Stdout = devnull

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -220,4 +221,29 @@ func TestFinalize(t *testing.T) {
 	Finalize(nil)
 	Finalize(outs[1:]...)
 	assert.False(t, outs[1].Ok())
+}
+
+// TestEnginesMadeAtOnceRestoreStdout: engines made concurrently each swap os.Stdout
+// for the backend's announcement; afterwards it is the process's stdout again, not a
+// closed /dev/null another call swapped in.
+func TestEnginesMadeAtOnceRestoreStdout(t *testing.T) {
+	stdout := os.Stdout
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := New(Config{Backend: "go"})
+			if err == nil {
+				e.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Same(t, stdout, os.Stdout)
 }
