@@ -1,15 +1,15 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
 
-// FuzzExactKeys: the key check ends on every input, malformed or not, and refuses
-// nothing the decoder (keys matched exactly, each once) would read.
+// FuzzExactKeys: the key check ends on every input, malformed or not (it once spun on
+// malformed JSON inside a list), and refuses only a key in another case or a key given
+// twice — malformed JSON it leaves to the decoder.
 func FuzzExactKeys(f *testing.F) {
 	for _, s := range []string{
 		`{"questions": [{"question": "a"}, {"id": "b", "question": "b"}], "top_k": 3}`,
@@ -25,28 +25,11 @@ func FuzzExactKeys(f *testing.F) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("exactKeys(%q) did not end", data)
 		}
-		if err == nil {
-			return
-		}
-		// A refused body holds a key in another case or a key twice: re-encoding
-		// what the strict decoder reads must differ from the body's own keys.
-		var req BatchRequest
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if dec.Decode(&req) != nil {
-			return // the decoder refuses it too
-		}
-		var generic any
-		if json.Unmarshal(data, &generic) != nil {
-			return
-		}
-		a, _ := json.Marshal(generic)
-		b, _ := json.Marshal(req)
-		if bytes.Equal(a, b) {
-			t.Fatalf("exactKeys refused %q (%v), which reads the same either way", data, err)
+		if err != nil && !strings.Contains(err.Error(), "keys are case-sensitive") && !strings.Contains(err.Error(), "given twice") {
+			t.Fatalf("exactKeys(%q): %v", data, err)
 		}
 	})
 }
