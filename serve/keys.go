@@ -96,8 +96,12 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range jsonFields(f.Type) { // promoted, as encoding/json reads them
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			for k, v := range jsonFields(ft) { // promoted, as encoding/json reads them
 				if _, ok := out[k]; !ok {
 					out[k] = v
 				}

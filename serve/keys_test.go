@@ -8,8 +8,8 @@ import (
 )
 
 // FuzzExactKeys: the key check ends on every input, malformed or not (it once spun on
-// malformed JSON inside a list), and refuses only a key in another case or a key given
-// twice — malformed JSON it leaves to the decoder.
+// malformed JSON inside a list), and never answers malformed JSON itself, which it
+// leaves to the decoder: its only refusals are a key in another case or given twice.
 func FuzzExactKeys(f *testing.F) {
 	for _, s := range []string{
 		`{"questions": [{"question": "a"}, {"id": "b", "question": "b"}], "top_k": 3}`,

@@ -128,7 +128,8 @@ func TestCageBetaFromCheckpoint(t *testing.T) {
 
 // TestCageSweepKeepsOutOfTheAblation: a β sweep sets --cage-beta for its own rows
 // only. The ablation rows start from the flags as given (β not given: the trained
-// encoder's, betaGiven false), apart from the β = 1 row, and the flags are restored.
+// encoder's, betaGiven false), apart from the β = 1 row, and the configuration the
+// flags filled is restored (the flag itself stays marked as set).
 func TestCageSweepKeepsOutOfTheAblation(t *testing.T) {
 	cmd := &cobra.Command{Use: "x"}
 	var c cageFlags
