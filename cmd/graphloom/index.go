@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -120,7 +119,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 			var ix *graphio.Index
 			var rep *ingest.Report
 			if fromDataset != "" {
-				ix, rep, err = indexFromDataset(cmd.Context(), fromDataset, cfg, progress)
+				ix, rep, err = indexFromDataset(cmd, fromDataset, cfg, progress)
 				corpus = fromDataset
 			} else {
 				ix, rep, err = ingest.Build(cmd.Context(), corpus, cfg, progress)
@@ -314,12 +313,15 @@ func fmtSeconds(v any) string {
 	}
 }
 
-// indexFromDataset ingests the passages of a QA dataset's contexts.
-func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progress ingest.Progress) (*graphio.Index, *ingest.Report, error) {
+// indexFromDataset ingests the passages of a QA dataset's contexts. The records read
+// with a warning (an untitled paragraph) are printed here; the skipped ones go into
+// the report's Skipped.
+func indexFromDataset(cmd *cobra.Command, path string, cfg ingest.Config, progress ingest.Progress) (*graphio.Index, *ingest.Report, error) {
 	ps, ds, err := eval.CorpusFromDataset(path)
 	if err != nil {
 		return nil, &ingest.Report{}, err
 	}
+	warnRecords(cmd, path, "", "records with a warning", ds.Warnings)
 	ix := &graphio.Index{Meta: graphio.Meta{Created: time.Now().UTC().Format(time.RFC3339), Corpus: path, Tokenizer: cfg.Encoding, Chunking: cfg.Describe()}}
 	rep := &ingest.Report{Records: len(ps)}
 	for _, s := range ds.Skipped { // their passages are not indexed
@@ -329,7 +331,7 @@ func indexFromDataset(ctx context.Context, path string, cfg ingest.Config, progr
 		s := ds.Skipped[0]
 		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s", path, s.Line, s.Reason)
 	}
-	if err := ingest.AddPassages(ctx, ix, ps, cfg, progress, rep); err != nil {
+	if err := ingest.AddPassages(cmd.Context(), ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err
 	}
 	return ix, rep, nil

@@ -154,6 +154,7 @@ func TestCorpusFromDatasetSaysWhatItLeftOut(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "2 documents")
 	assert.Contains(t, r.stderr, "warning: skipped "+ds+`:2: record not read, its passages not indexed: answer: an object without "text", "value" or "aliases"`)
+	assert.Contains(t, r.stderr, "warning: "+ds+":3: paragraphs[0]: no title")
 
 	r = run(t, nil, "index", "--corpus-from-dataset", ds, "--out", filepath.Join(base, "y.gl"), "--quiet", "--strict")
 	assert.Equal(t, 1, r.code, r.stderr)
