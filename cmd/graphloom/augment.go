@@ -14,7 +14,6 @@ import (
 
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
-	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/kg"
@@ -209,11 +208,10 @@ much the scorer and its selection move with the seed.`,
 					return err
 				}
 			}
-			eng, err := engine.New(engine.Config{})
+			eng, err := lf.engine()
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
 			opts.NewScorer = func(dim int, c augment.Config) (augment.Scorer, error) { return augment.NewRGCNScorer(eng, dim, c) }
 			opts.LoadScorer = func(p string) (augment.Scorer, error) { return augment.LoadRGCNScorer(eng, p, cfg) }
 			if !noCheckpoint {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/calibrate"
-	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
@@ -100,11 +99,10 @@ shape, and --plan prints the calls and prompt tokens and sends nothing.`,
 				return err
 			}
 			defer lf.report(cmd.ErrOrStderr())
-			eng, err := engine.New(engine.Config{})
+			eng, err := lf.engine()
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
 			logf := func(string) {}
 			if !asJSON {
 				logf = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "calibrate:", s) }

@@ -151,7 +151,11 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				}
 				if cf.active() || cf.pool != "" {
 					finish()
-					return runRerankEval(cmd, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON, allowPartial)
+					eng, err := lf.engine()
+					if err != nil {
+						return err
+					}
+					return runRerankEval(cmd, eng, indexPath, ix, api, chat, ds, rcfg, cfg, &cf, sweeps, ablate, out, asJSON, allowPartial)
 				}
 				if ablate {
 					finish()
@@ -178,12 +182,16 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				warnSearcher(cmd, s)
 				var src eval.Retrievers = s
 				if withGR {
-					gr, eng, err := gf.open(s, ix, cmd.ErrOrStderr())
+					eng, err := lf.engine()
 					if err != nil {
 						finish()
 						return err
 					}
-					defer eng.Close()
+					gr, err := gf.open(s, ix, cmd.ErrOrStderr(), eng)
+					if err != nil {
+						finish()
+						return err
+					}
 					gr.Answer = true
 					src = withGRetriever{Searcher: s, gr: gr}
 				}

@@ -210,24 +210,23 @@ func (g *gretrieverFlags) trainedRetrieval(cmd *cobra.Command, cfg *retrieve.Con
 	return nil
 }
 
-// open returns the gretriever retriever over s, the searcher of ix; the caller closes
-// the engine. A model trained on another generation of ix is reported to stderr as
-// stale.
-func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr io.Writer) (*gretrieve.Retriever, *engine.Engine, error) {
+// open returns the gretriever retriever over s, the searcher of ix, running on eng. A
+// model trained on another generation of ix is reported to stderr as stale.
+func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr io.Writer, eng *engine.Engine) (*gretrieve.Retriever, error) {
 	if g.model == "" {
-		return nil, nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
+		return nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
 	}
 	l, err := loadLM(g.lm, g.lmDType)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	path := filepath.Join(g.model, grBest)
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, fmt.Errorf("--model %s: %w: want a directory written by 'graphloom train gretriever'", g.model, err)
+		return nil, fmt.Errorf("--model %s: %w: want a directory written by 'graphloom train gretriever'", g.model, err)
 	}
 	m, meta, err := gretriever.Load(path, l)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if w := kg.StaleWarning(ix, meta[kg.GenerationMeta], "the G-Retriever model "+path); w != "" {
 		fmt.Fprintln(stderr, w)
@@ -240,19 +239,14 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr i
 	}
 	b, err := gretrieve.NewBuilder(s, m.Config().TextForm) // the form it was trained on
 	if err != nil {
-		return nil, nil, err
-	}
-	eng, err := engine.New(engine.Config{})
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	r, err := gretrieve.NewRetriever(b, m, eng)
 	if err != nil {
-		eng.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	r.NoGraphToken = g.noGraphToken
-	return r, eng, nil
+	return r, nil
 }
 
 // withGRetriever adds the gretriever retriever to a searcher's.
@@ -490,11 +484,10 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 				return writeLog()
 			}
 			opts.State, opts.Log = filepath.Join(out, grState), &logBuf
-			eng, err := engine.New(engine.Config{})
+			eng, err := lf.engine()
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
 			progress, finish := bar(cmd, "training")
 			opts.Progress = progress
 			res, err := m.Train(cmd.Context(), eng, trainSet, val, opts)

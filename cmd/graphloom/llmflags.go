@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/retrieve"
@@ -41,6 +42,24 @@ type llmFlags struct {
 	embedDType                                     string
 	open                                           string
 	local                                          map[string]*embed.Local
+
+	// eng is the command's one tensor engine (engine), made on first use.
+	eng *engine.Engine
+}
+
+// engine returns the command's tensor engine, made on first use and shared by all
+// that need one — a local embedding model, CrossAug's scorer, CAGE, G-Retriever,
+// calibration: on a GPU each engine is a PJRT client, and each client claims most of
+// the GPU's memory for itself.
+func (f *llmFlags) engine() (*engine.Engine, error) {
+	if f.eng == nil {
+		eng, err := engine.New(engine.Config{})
+		if err != nil {
+			return nil, err
+		}
+		f.eng = eng
+	}
+	return f.eng, nil
 }
 
 func (f *llmFlags) register(cmd *cobra.Command) {
@@ -211,7 +230,11 @@ func (f *llmFlags) localEmbedder(dir string) (embed.Embedder, error) {
 	if f.cmd != nil && f.cmd.Flags().Changed("passage-prompt") {
 		cfg.PassagePrompt = &f.passagePrompt
 	}
-	l, err := embed.NewLocal(cfg, nil)
+	eng, err := f.engine()
+	if err != nil {
+		return nil, err
+	}
+	l, err := embed.NewLocal(cfg, eng)
 	if err != nil {
 		return nil, err
 	}

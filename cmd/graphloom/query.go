@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/eval"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/gretrieve"
@@ -89,11 +88,14 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			warnSearcher(cmd, s)
 			var r retrieve.Retriever
 			if gen {
-				gr, eng, err := gf.open(s, ix, cmd.ErrOrStderr())
+				eng, err := lf.engine()
 				if err != nil {
 					return err
 				}
-				defer eng.Close()
+				gr, err := gf.open(s, ix, cmd.ErrOrStderr(), eng)
+				if err != nil {
+					return err
+				}
 				gr.Answer, rc.Answer = rc.Answer, false
 				r = gr
 			} else if r, err = s.Retriever(retriever); err != nil {
@@ -103,11 +105,10 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 				return err
 			}
 			if cf.active() {
-				eng, err := engine.New(engine.Config{})
+				eng, err := lf.engine()
 				if err != nil {
 					return err
 				}
-				defer eng.Close()
 				if r, _, err = cf.wrap(eng, path, ix, api, r); err != nil {
 					return err
 				}

@@ -226,7 +226,7 @@ func (c *cageFlags) cageVariants(cmd *cobra.Command, sweeps []string, ablate boo
 
 // runRerankEval is eval with --rerank: per-question pools (--pool question) or the
 // configured retrievers' top --candidates, reranked by every variant.
-func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api embed.Embedder, chat retrieve.Chatter, ds *eval.Dataset,
+func runRerankEval(cmd *cobra.Command, eng *engine.Engine, indexPath string, ix *graphio.Index, api embed.Embedder, chat retrieve.Chatter, ds *eval.Dataset,
 	rcfg retrieve.Config, cfg eval.Config, cf *cageFlags, sweeps []string, ablate bool, out string, asJSON, allowPartial bool) error {
 	if err := cf.validate(); err != nil {
 		return err
@@ -236,11 +236,6 @@ func runRerankEval(cmd *cobra.Command, indexPath string, ix *graphio.Index, api 
 	if err != nil {
 		return err
 	}
-	eng, err := engine.New(engine.Config{})
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
 	emb, err := embed.ForIndex(ix, api)
 	if err != nil {
 		return err
