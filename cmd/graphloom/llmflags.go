@@ -49,8 +49,8 @@ type llmFlags struct {
 
 // engine returns the command's tensor engine, made on first use and shared by all
 // that need one — a local embedding model, CrossAug's scorer, CAGE, G-Retriever,
-// calibration: on a GPU each engine is a PJRT client, and each client claims most of
-// the GPU's memory for itself.
+// calibration: on a GPU each engine is a PJRT client, and XLA's GPU client by default
+// preallocates most of the GPU's memory for itself.
 func (f *llmFlags) engine() (*engine.Engine, error) {
 	if f.eng == nil {
 		eng, err := engine.New(engine.Config{})
