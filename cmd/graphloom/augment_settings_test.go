@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,19 +29,9 @@ func TestAugmentFollowsTheIndexGraphSettings(t *testing.T) {
 	require.NoError(t, os.WriteFile(corpus, []byte(b.String()), 0o644))
 	srv := llmtest.NewServer(t)
 	srv.SetDefault(func(r llmtest.Request) llmtest.Reply {
-		u := r.LastUser()
-		_, after, ok := strings.Cut(u, "Subgraph root entity:\n")
-		_, ev, ok2 := strings.Cut(u, "Evidence passages:\n")
-		if !ok || !ok2 || !strings.Contains(ev, "\n\n") {
+		root, passages, ok := crossAugPrompt(r.LastUser())
+		if !ok {
 			return llmtest.Reply{Content: "{}"} // not a CrossAug prompt: the test then finds no entity added
-		}
-		root := strings.TrimSpace(strings.Split(after, "\n")[0])
-		var passages []struct {
-			ChunkID string `json:"chunk_id"`
-			Passage string `json:"passage"`
-		}
-		if err := json.Unmarshal([]byte(ev[:strings.Index(ev, "\n\n")]), &passages); err != nil {
-			return llmtest.Reply{Content: "{}"}
 		}
 		for _, p := range passages {
 			if strings.Contains(strings.ToLower(p.Passage), strings.ToLower(root)) {

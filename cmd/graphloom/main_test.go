@@ -220,6 +220,24 @@ func TestIndexKilledAndRerunDoesNotResend(t *testing.T) {
 	assert.Len(t, ix.Facts, 40)
 }
 
+// promptPassage is an evidence passage of a CrossAug completion prompt.
+type promptPassage struct {
+	ChunkID string `json:"chunk_id"`
+	Passage string `json:"passage"`
+}
+
+// crossAugPrompt reads a CrossAug completion prompt's root entity and evidence
+// passages; ok is false for any other prompt.
+func crossAugPrompt(u string) (root string, passages []promptPassage, ok bool) {
+	_, after, ok1 := strings.Cut(u, "Subgraph root entity:\n")
+	_, ev, ok2 := strings.Cut(u, "Evidence passages:\n")
+	end := strings.Index(ev, "\n\n")
+	if !ok1 || !ok2 || end < 0 || json.Unmarshal([]byte(ev[:end]), &passages) != nil {
+		return "", nil, false
+	}
+	return strings.TrimSpace(strings.Split(after, "\n")[0]), passages, true
+}
+
 // completionServer answers every CrossAug completion with one grounded triple: the
 // root "admired" another name of an evidence chunk that names the root, citing it.
 func completionServer(t *testing.T, delay time.Duration) *llmtest.Server {
@@ -229,14 +247,8 @@ func completionServer(t *testing.T, delay time.Duration) *llmtest.Server {
 		if delay > 0 {
 			time.Sleep(delay)
 		}
-		u := r.LastUser()
-		root := strings.TrimSpace(strings.Split(strings.Split(u, "Subgraph root entity:\n")[1], "\n")[0])
-		ev := u[strings.Index(u, "Evidence passages:\n")+len("Evidence passages:\n"):]
-		var passages []struct {
-			ChunkID string `json:"chunk_id"`
-			Passage string `json:"passage"`
-		}
-		if err := json.Unmarshal([]byte(ev[:strings.Index(ev, "\n\n")]), &passages); err != nil {
+		root, passages, ok := crossAugPrompt(r.LastUser())
+		if !ok {
 			return llmtest.Reply{Content: "{}"}
 		}
 		for _, p := range passages {
