@@ -3,7 +3,10 @@ package engine
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -246,4 +249,25 @@ func TestEnginesMadeAtOnceRestoreStdout(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Same(t, stdout, os.Stdout)
+}
+
+// TestCPUSIMDFollowsGODEBUG: GODEBUG=cpu.avx512f=off turns AVX-512 off for the Go
+// runtime's SIMD code, and `env` says so (avx2 or less), as the kernels then run; the
+// test binary is run again as a child with that setting.
+func TestCPUSIMDFollowsGODEBUG(t *testing.T) {
+	if os.Getenv("GRAPHLOOM_TEST_SIMD_CHILD") == "1" {
+		os.Stdout.WriteString("cpu_simd=" + cpuSIMD() + "\n")
+		return
+	}
+	if !simdBuild || runtime.GOARCH != "amd64" {
+		t.Skip("reads the runtime's CPU features only in a GOEXPERIMENT=simd amd64 build")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCPUSIMDFollowsGODEBUG$")
+	cmd.Env = append(os.Environ(), "GRAPHLOOM_TEST_SIMD_CHILD=1", "GODEBUG=cpu.avx512f=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	_, got, ok := strings.Cut(string(out), "cpu_simd=")
+	require.True(t, ok, string(out))
+	got, _, _ = strings.Cut(got, "\n")
+	assert.Contains(t, []string{"avx2", "none"}, got)
 }

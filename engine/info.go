@@ -17,7 +17,7 @@ type Info struct {
 	Description    string `json:"description"`     // backend's own description
 	Device         string `json:"device"`          // description of device 0
 	NumDevices     int    `json:"num_devices"`     // devices the backend sees
-	CPUSIMD        string `json:"cpu_simd"`        // widest vector ISA the CPU has: "avx512", "avx2", "neon", "none"
+	CPUSIMD        string `json:"cpu_simd"`        // widest vector ISA the CPU offers: "avx512", "avx2", "neon", "none" (cpuSIMD)
 	SIMDBuild      bool   `json:"simd_build"`      // built with GOEXPERIMENT=simd (needed for the go backend's SIMD matmul)
 	GoExperiment   string `json:"goexperiment"`    // GOEXPERIMENT recorded in the build info, if any
 	XLALinked      bool   `json:"xla_linked"`      // built with -tags xla
@@ -106,10 +106,20 @@ func describe(backend compute.Backend, config string) Info {
 }
 
 // cpuSIMD names the widest vector instruction set the CPU supports that GoMLX's SIMD
-// kernels can use.
+// kernels can use: in a GOEXPERIMENT=simd build as the Go runtime reads it (so
+// GODEBUG=cpu.avx512f=off reports avx2, as the kernels then run), else by x/sys/cpu.
 func cpuSIMD() string {
 	switch runtime.GOARCH {
 	case "amd64":
+		if avx512, avx2, ok := x86SIMD(); ok {
+			switch {
+			case avx512:
+				return "avx512"
+			case avx2:
+				return "avx2"
+			}
+			return "none"
+		}
 		switch {
 		case cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL:
 			return "avx512"
