@@ -259,9 +259,11 @@ func parseRecord(raw json.RawMessage) (Example, error) {
 		err = parseSpans(r, &ex)
 	case r.has("answer", "answers", "gold_ans", "answer_aliases"):
 		ex.Format = FormatLiteraryQA
-		ex.Answers, err = answersOf(r)
 	default:
 		return Example{}, fmt.Errorf("%w: question without answers or gold evidence (fields: %s)", errUnknown, r.keys())
+	}
+	if err == nil && ex.Kind == KindOpen { // choice and yes/no examples read their own
+		ex.Answers, err = answersOf(r)
 	}
 	if err != nil {
 		return Example{}, err
@@ -299,10 +301,6 @@ func dedupeGold(gs []GoldPassage) []GoldPassage {
 // --- HippoRAG, MuSiQue, LiteraryQA -------------------------------------------------
 
 func parseParagraphs(r record, key string, ex *Example) error {
-	var err error
-	if ex.Answers, err = answersOf(r); err != nil {
-		return err
-	}
 	var paras []record
 	if err := json.Unmarshal(field(r, key), &paras); err != nil {
 		return fmt.Errorf("%s: want a list of {title, text, is_supporting} objects", key)
@@ -472,10 +470,6 @@ func decompositionTitles(v json.RawMessage, out []string) []string {
 }
 
 func parseHotpot(r record, ex *Example) error {
-	var err error
-	if ex.Answers, err = answersOf(r); err != nil {
-		return err
-	}
 	paras, err := sentenceContext(field(r, "context"))
 	if err != nil {
 		return err
@@ -576,10 +570,6 @@ func spansOf(r record) []string {
 
 func parseSpans(r record, ex *Example) error {
 	ex.Format = FormatSpans
-	var err error
-	if ex.Answers, err = answersOf(r); err != nil {
-		return err
-	}
 	ex.Spans = spansOf(r)
 	for _, s := range ex.Spans {
 		ex.Context = append(ex.Context, Passage{Text: s, Supporting: true})
@@ -785,10 +775,6 @@ func choiceLetter(v json.RawMessage, options []string, oneBased bool) (string, b
 // has none.
 func parseMultiHopRAG(r record, ex *Example) error {
 	ex.Format = FormatMultiHopRAG
-	var err error
-	if ex.Answers, err = answersOf(r); err != nil {
-		return err
-	}
 	var ev []record
 	if v := field(r, "evidence_list"); !isNull(v) {
 		if err := json.Unmarshal(v, &ev); err != nil {
