@@ -182,12 +182,7 @@ Recall@k charts (recall.png, recall.svg) are written there. The table is printed
 				warnSearcher(cmd, s)
 				var src eval.Retrievers = s
 				if withGR {
-					eng, err := lf.engine()
-					if err != nil {
-						finish()
-						return err
-					}
-					gr, err := gf.open(s, ix, cmd.ErrOrStderr(), eng)
+					gr, err := gf.open(s, ix, cmd.ErrOrStderr(), &lf)
 					if err != nil {
 						finish()
 						return err

@@ -210,9 +210,10 @@ func (g *gretrieverFlags) trainedRetrieval(cmd *cobra.Command, cfg *retrieve.Con
 	return nil
 }
 
-// open returns the gretriever retriever over s, the searcher of ix, running on eng. A
-// model trained on another generation of ix is reported to stderr as stale.
-func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr io.Writer, eng *engine.Engine) (*gretrieve.Retriever, error) {
+// open returns the gretriever retriever over s, the searcher of ix, running on the
+// command's engine (lf.engine). A model trained on another generation of ix is
+// reported to stderr as stale.
+func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr io.Writer, lf *llmFlags) (*gretrieve.Retriever, error) {
 	if g.model == "" {
 		return nil, usageError{errors.New("the gretriever retriever needs --model DIR (from 'graphloom train gretriever') and --lm DIR")}
 	}
@@ -238,6 +239,10 @@ func (g *gretrieverFlags) open(s *retrieve.Searcher, ix *graphio.Index, stderr i
 		}
 	}
 	b, err := gretrieve.NewBuilder(s, m.Config().TextForm) // the form it was trained on
+	if err != nil {
+		return nil, err
+	}
+	eng, err := lf.engine()
 	if err != nil {
 		return nil, err
 	}

@@ -88,11 +88,7 @@ its answer with the G-Retriever model of --model over the frozen LM of --lm).`,
 			warnSearcher(cmd, s)
 			var r retrieve.Retriever
 			if gen {
-				eng, err := lf.engine()
-				if err != nil {
-					return err
-				}
-				gr, err := gf.open(s, ix, cmd.ErrOrStderr(), eng)
+				gr, err := gf.open(s, ix, cmd.ErrOrStderr(), &lf)
 				if err != nil {
 					return err
 				}
