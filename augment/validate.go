@@ -277,17 +277,18 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 					ents = append(ents, e)
 				}
 			}
+			text := strings.TrimSpace(h.Text)
 			switch {
-			case strings.TrimSpace(h.Text) == "":
+			case text == "":
 				refuse(hyper(RejectHyperText, "text", ""))
 				continue
 			case len(ents) < 2:
 				refuse(hyper(RejectHyperEnts, "entities", fmt.Sprintf("%d distinct", len(ents))))
 				continue
-			case hyperInIndex[graphio.HyperedgeID(strings.TrimSpace(h.Text))]:
+			case hyperInIndex[graphio.HyperedgeID(text)]:
 				// Merging it would change nothing the index holds, but would create
 				// the entities it names that the index lacks, members of no hyperedge.
-				refuse(hyper(RejectHyperInIndex, "text", graphio.HyperedgeID(strings.TrimSpace(h.Text))))
+				refuse(hyper(RejectHyperInIndex, "text", graphio.HyperedgeID(text)))
 				continue
 			}
 			chunks, why, bad := cite(h.ChunkIDs)
@@ -304,12 +305,11 @@ func validate(ix *graphio.Index, sel []Selected, comps []Completion, rej map[str
 				refuse(hyper(why, field, bad))
 				continue
 			}
-			text := strings.TrimSpace(h.Text)
 			if _, dup := hyperKey[text]; dup {
 				continue
 			}
 			hyperKey[text] = len(hypers)
-			hypers = append(hypers, AcceptedHyper{Text: strings.TrimSpace(h.Text), Entities: ents, Chunks: chunkIDs(ix, chunks), Score: s.Score, chunkIx: chunks})
+			hypers = append(hypers, AcceptedHyper{Text: text, Entities: ents, Chunks: chunkIDs(ix, chunks), Score: s.Score, chunkIx: chunks})
 		}
 	}
 	return facts, hypers
