@@ -14,20 +14,26 @@
 // or one of Config.CORSOrigins; 403), the bearer token (Config.Token: required for
 // every request when set, and for /v1/reload always; 401), and for a POST with a body,
 // Content-Type application/json (415). CORS headers are sent only to CORSOrigins.
+// An internal error is answered 500 with only an id; its detail goes to
+// Config.ErrorLog under that id.
 package serve
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -76,6 +82,11 @@ type Config struct {
 	// CORSOrigins are the browser origins ("https://app.example") answered with CORS
 	// headers; requests from any other cross origin are refused. None by default.
 	CORSOrigins []string
+	// ErrorLog receives the detail of every internal error (500). The client is told
+	// only the error's id, which the log line carries: a retrieval error can hold the
+	// embedding API's own message (a key's first characters, an upstream address) or
+	// a file path. nil writes to standard error.
+	ErrorLog *log.Logger
 }
 
 // DefaultConfig returns the defaults.
@@ -152,6 +163,9 @@ func New(name string, load Loader, api embed.Embedder, cfg Config) (*Server, err
 	}
 	if !slices.Contains(retrieve.Names, cfg.Retriever) {
 		return nil, fmt.Errorf("serve: unknown default retriever %q", cfg.Retriever)
+	}
+	if cfg.ErrorLog == nil {
+		cfg.ErrorLog = log.New(os.Stderr, "", log.LstdFlags)
 	}
 	s := &Server{cfg: cfg, name: name, load: load, api: api, slots: make(chan struct{}, cfg.MaxInFlight), mux: http.NewServeMux()}
 	if _, err := s.Reload(); err != nil {
@@ -421,7 +435,7 @@ func (s *Server) reloadHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := s.reloaded()
 	if err != nil {
-		fail(w, http.StatusInternalServerError, "%v", err)
+		s.internalError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"loaded": l.at.UTC().Format(time.RFC3339Nano), "chunks": len(l.ix.Chunks), "runs": len(l.ix.Runs)})
@@ -579,5 +593,15 @@ func (s *Server) retrievalFailed(w http.ResponseWriter, r *http.Request, err err
 		fail(w, http.StatusGatewayTimeout, "deadline of %s exceeded", s.cfg.Timeout)
 		return
 	}
-	fail(w, http.StatusInternalServerError, "%v", err)
+	s.internalError(w, r, err)
+}
+
+// internalError answers 500 with a fresh error id and writes the error itself, under
+// that id, to Config.ErrorLog only.
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail (Go 1.24)
+	id := hex.EncodeToString(b[:])
+	s.cfg.ErrorLog.Printf("serve: error %s on %s %s: %v", id, r.Method, r.URL.Path, err)
+	fail(w, http.StatusInternalServerError, "internal error %s: the server's log has its detail", id)
 }

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +21,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graphloom/graphloom/embed"
 	"github.com/graphloom/graphloom/extract"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/ingest"
 	"github.com/graphloom/graphloom/kg"
+	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/llm/llmtest"
 	"github.com/graphloom/graphloom/retrieve"
 )
 
@@ -532,4 +538,64 @@ func TestStalledBodyFreesItsSlot(t *testing.T) {
 		code, _ := post(t, ts.URL+"/v1/query", `{"question": "Mara Vell0"}`)
 		return code == http.StatusOK
 	}, 5*time.Second, 100*time.Millisecond, "the stalled request gives its slot back at the timeout")
+}
+
+// TestInternalErrorsOnlyLogTheirDetail: a failing embedding API (its message holding
+// a key's first characters) and a failing reload (a path) are answered 500 with an
+// error id alone; the detail is in the error log under that id.
+func TestInternalErrorsOnlyLogTheirDetail(t *testing.T) {
+	ctx := context.Background()
+	srv := llmtest.NewServer(t)
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), EmbedModel: "bge-m3"})
+	require.NoError(t, err)
+	api, err := embed.NewAPI(ctx, c)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "x.gl")
+	ix := &graphio.Index{}
+	require.NoError(t, ingest.AddPassages(ctx, ix, []ingest.Passage{{Title: "P", Text: "Mara Vell founded Quillhaven in 1801."}}, ingest.DefaultConfig(), nil, &ingest.Report{}))
+	_, err = kg.Build(ctx, ix, extract.NewRule(extract.DefaultRuleConfig()), api, kg.DefaultConfig(), nil)
+	require.NoError(t, err)
+	require.NoError(t, graphio.WriteFile(path, ix))
+
+	var logged bytes.Buffer
+	cfg := DefaultConfig()
+	cfg.Token = "s3cret"
+	cfg.ErrorLog = log.New(&logged, "", 0)
+	broken := false
+	s, err := New(path, func() (*graphio.Index, error) {
+		if broken {
+			return nil, fmt.Errorf("read /srv/private/x.gl: truncated")
+		}
+		return graphio.ReadFile(path)
+	}, api, cfg)
+	require.NoError(t, err)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	auth := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer s3cret"}
+
+	code, v := postWith(t, ts.URL+"/v1/query", `{"question": "Who founded Quillhaven?", "retriever": "dense"}`, auth)
+	require.Equal(t, http.StatusOK, code, v)
+	srv.FailNext(1000, llmtest.Fault{Status: http.StatusUnauthorized, Message: "Incorrect API key provided: sk-live-4f9a****"})
+	broken = true
+	idRe := regexp.MustCompile(`^internal error ([0-9a-f]{12}): the server's log has its detail$`)
+	var ids []string
+	for _, tc := range []struct{ path, body, detail string }{
+		{"/v1/query", `{"question": "Who founded Quillhaven?", "retriever": "dense"}`, "sk-live-4f9a"},
+		{"/v1/query/batch", `{"questions": [{"question": "Who founded Quillhaven?"}], "retriever": "dense"}`, "sk-live-4f9a"},
+		{"/v1/reload", `{}`, "/srv/private/x.gl"},
+	} {
+		code, v := postWith(t, ts.URL+tc.path, tc.body, auth)
+		require.Equal(t, http.StatusInternalServerError, code, tc.path)
+		m := idRe.FindStringSubmatch(v["error"].(string))
+		require.NotNil(t, m, "%s answered %q", tc.path, v["error"])
+		ids = append(ids, m[1])
+		line := ""
+		for _, l := range strings.Split(logged.String(), "\n") {
+			if strings.Contains(l, "error "+m[1]+" on POST "+tc.path+": ") {
+				line = l
+			}
+		}
+		assert.Contains(t, line, tc.detail, "the log line of %s", m[1])
+	}
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(ids))), 3, "every error gets its own id")
 }

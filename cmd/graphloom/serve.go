@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -57,6 +58,7 @@ CORS headers only for --cors origins.`,
 				return err
 			}
 			cfg.Token = os.Getenv(serveTokenEnv)
+			cfg.ErrorLog = log.New(cmd.ErrOrStderr(), "", log.LstdFlags) // what a 500 answer's id refers to
 			if err := serve.CheckListen(addr, cfg.Token != "", insecure); err != nil {
 				return usageError{err}
 			}
