@@ -125,7 +125,11 @@ nothing; --out writes the result there and leaves --index as it was.`,
 				ix, rep, err = ingest.Build(cmd.Context(), corpus, cfg, progress)
 			}
 			finish()
-			for _, s := range rep.Skipped {
+			skipped := rep.Skipped
+			if err != nil && cfg.Strict && len(skipped) > 0 {
+				skipped = skipped[1:] // the error names the first
+			}
+			for _, s := range skipped {
 				cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
 			}
 			if err != nil {
@@ -329,7 +333,7 @@ func indexFromDataset(cmd *cobra.Command, path string, cfg ingest.Config, progre
 	}
 	if cfg.Strict && len(ds.Skipped) > 0 {
 		s := ds.Skipped[0]
-		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s", path, s.Line, s.Reason)
+		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s (and %d more records skipped)", path, s.Line, s.Reason, len(ds.Skipped)-1)
 	}
 	if err := ingest.AddPassages(cmd.Context(), ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err

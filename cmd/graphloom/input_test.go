@@ -149,6 +149,7 @@ func TestCorpusFromDatasetSaysWhatItLeftOut(t *testing.T) {
 	require.NoError(t, os.WriteFile(ds, []byte(`{"question": "Who founded Quillhaven?", "answer": "Mara Vell", "paragraphs": [{"title": "Quillhaven", "text": "Mara Vell founded Quillhaven in 1801."}]}
 {"question": "Where was Tomas Brell born?", "answer": {"span": "Aldwick"}, "paragraphs": [{"title": "Tomas Brell", "text": "Tomas Brell was born in Aldwick."}]}
 {"question": "What is Ostrid?", "answer": "a ford", "paragraphs": [{"text": "Ostrid is a ford on the Orlen."}]}
+{"question": "What is the Orlen?", "answer": [["a river"]], "paragraphs": [{"title": "Orlen", "text": "The Orlen is a river."}]}
 `), 0o644))
 	r := run(t, nil, "index", "--corpus-from-dataset", ds, "--out", filepath.Join(base, "x.gl"), "--quiet")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -159,6 +160,9 @@ func TestCorpusFromDatasetSaysWhatItLeftOut(t *testing.T) {
 	r = run(t, nil, "index", "--corpus-from-dataset", ds, "--out", filepath.Join(base, "y.gl"), "--quiet", "--strict")
 	assert.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stderr, ds+":2: record not read (--strict): answer:")
+	assert.Equal(t, 1, strings.Count(r.stderr, ds+":2:"), "the first skipped record is named once, by the error: %s", r.stderr)
+	assert.Contains(t, r.stderr, "(and 1 more records skipped)")
+	assert.Contains(t, r.stderr, "warning: skipped "+ds+":4: record not read", "the others are still listed")
 	assert.NoFileExists(t, filepath.Join(base, "y.gl"))
 
 	r = run(t, nil, "eval", "--dataset", ds, "--corpus-out", filepath.Join(base, "c.jsonl"))
