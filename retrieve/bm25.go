@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
+	"golang.org/x/text/unicode/norm"
 )
 
 // stopwords are dropped from queries and documents.
@@ -23,8 +24,9 @@ func init() {
 	}
 }
 
-// Analyzer turns text into index terms: lower-cased letter/digit runs without
-// stopwords, Snowball (Porter2) English stems when Stem is set.
+// Analyzer turns text into index terms: its words (lower case, NFC, combining marks
+// kept in their words) without stopwords, Snowball (Porter2) English stems when Stem
+// is set.
 type Analyzer struct {
 	Stem bool
 }
@@ -40,10 +42,16 @@ func (a Analyzer) Terms(text string) []string {
 	return ws
 }
 
-// words returns the lower-cased letter/digit runs of text that are not stopwords.
+// words returns the words of text that are not stopwords: in Unicode NFC, lower
+// case, runs of letters, digits and combining marks. A mark continues its word, as in
+// Unicode's word boundaries (UAX #29): splitting there cut Devanagari and Thai words
+// at every vowel sign, Arabic at every haraka, and a decomposed "u" + U+0308 out of
+// "Südhof". NFC makes the decomposed and the precomposed "ü" one term.
 func words(text string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(norm.NFC.String(text)), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r)
+	}) {
 		if !stopwords[w] {
 			out = append(out, w)
 		}

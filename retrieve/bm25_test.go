@@ -179,3 +179,36 @@ func TestStoredBM25Postings(t *testing.T) {
 		sameLex(t, rebuilt, idx, tc.name)
 	}
 }
+
+// TestTermsKeepCombiningMarks: a combining mark continues its word, and a decomposed
+// letter reads as its precomposed form, so a question typed one way finds a passage
+// written the other.
+func TestTermsKeepCombiningMarks(t *testing.T) {
+	an := Analyzer{}
+	for _, tc := range []struct{ name, text string }{
+		{"a decomposed ü (NFD)", "Thomas Su\u0308dhof"},
+		{"a precomposed ü (NFC)", "Thomas S\u00fcdhof"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, []string{"thomas", "s\u00fcdhof"}, an.Terms(tc.text))
+		})
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"Devanagari vowel signs and virama", "हिन्दी भाषा", []string{"हिन्दी", "भाषा"}},
+		{"Thai vowels above and below", "ภาษาไทย สวัสดี", []string{"ภาษาไทย", "สวัสดี"}},
+		{"Arabic harakat", "كَتَبَ الوَلَدُ", []string{"كَتَبَ", "الوَلَدُ"}},
+		{"a mark after a space starts no word of its own", "a \u0301b", []string{"\u0301b"}},
+		{"Latin text as before", "The Meridian's master, in 1801.", []string{"meridian", "s", "master", "1801"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, an.Terms(tc.text)) })
+	}
+	idx := newLexIndex([]string{"Thomas Su\u0308dhof won the prize.", "Mara Vell founded Quillhaven."}, an, 1.2, 0.75)
+	both, first := idx.scores("Who is Thomas S\u00fcdhof?"), idx.scores("Thomas")
+	require.Len(t, both, 2)
+	assert.Zero(t, both[1])
+	assert.Greater(t, first[0], 0.0)
+	assert.InDelta(t, 2*first[0], both[0], 1e-9, "the surname matches as well as the first name (both occur once, in one of the two passages)")
+}

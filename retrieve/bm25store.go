@@ -18,9 +18,11 @@ const BM25Blob = "bm25.chunks"
 
 // bm25BlobMagic starts a blob; the digest that follows ties it to the analyzer and
 // the texts it was computed from. Version 2 added the term table that lets a query
-// read the postings of its own terms only; a version-1 blob is ignored (its postings
-// are rebuilt, with the same result).
-const bm25BlobMagic = "GLBM25\x02"
+// read the postings of its own terms only; version 3 the analyzer that keeps
+// combining marks in their words and reads text in NFC. A blob of an earlier version
+// is ignored (its postings are rebuilt; version 1's with the same result, version 2's
+// differ only in texts holding combining marks).
+const bm25BlobMagic = "GLBM25\x03"
 
 // lexCorpus is a list of texts that a retriever searches with BM25, and the blob its
 // postings are stored in.
