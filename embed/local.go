@@ -157,6 +157,19 @@ func openLocal(id string, blob []byte) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embed: reopening the index's embedder %s from %s: %w", id, cfg.Dir, err)
 	}
+	if l.Identity() != id && cfg.Normalize == nil && l.m.Pipeline().SentenceTransformers && l.m.Pipeline().Normalize && !l.m.Pipeline().NormalizeModule {
+		// Embedded before a folder compared by cosine without a Normalize module had
+		// its vectors normalised: the index's passages are as pooled, so its queries
+		// stay so too (rebuild the index to rank by cosine).
+		off := false
+		cfg.Normalize = &off
+		if old, err := NewLocal(cfg, nil); err == nil && old.Identity() == id {
+			l.Close()
+			return old, nil
+		} else if err == nil {
+			old.Close()
+		}
+	}
 	if l.Identity() != id {
 		l.Close()
 		return nil, fmt.Errorf("embed: %w: the index was embedded with %s, but the folder %s now gives %s (its files changed)", ErrMismatch, id, cfg.Dir, l.Identity())

@@ -2,6 +2,8 @@ package embed_test
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -65,4 +67,49 @@ func TestLocalForIndex(t *testing.T) {
 	require.NoError(t, embed.Store(hashed, h))
 	_, err = embed.ForIndex(hashed, la)
 	assert.ErrorIs(t, err, embed.ErrMismatch, "a local embedder asked for on a hashed index")
+}
+
+// TestLocalCosineFolderWithoutNormalize: a sentence-transformers folder compared by
+// cosine without a Normalize module gives unit vectors (graphloom ranks by dot
+// product); an index embedded with it before, its vectors as pooled, reopens with
+// the vectors it was built with.
+func TestLocalCosineFolderWithoutNormalize(t *testing.T) {
+	d := filepath.Join(t.TempDir(), "m")
+	_, err := encodertest.Write(d, encodertest.Spec{SentenceTransformers: true, Similarity: "-", Seed: 3})
+	require.NoError(t, err)
+	norm := func(v []float32) float64 {
+		var ss float64
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		return math.Sqrt(ss)
+	}
+	ctx := context.Background()
+	text := []string{"Mara Vell founded Quillhaven in 1801."}
+	now, err := embed.NewLocal(embed.LocalConfig{Dir: d}, nil)
+	require.NoError(t, err)
+	defer now.Close()
+	v, err := now.Embed(ctx, text)
+	require.NoError(t, err)
+	assert.InDelta(t, 1, norm(v[0]), 1e-5)
+
+	off := false
+	before, err := embed.NewLocal(embed.LocalConfig{Dir: d, Normalize: &off}, nil)
+	require.NoError(t, err)
+	defer before.Close()
+	pooled, err := before.Embed(ctx, text)
+	require.NoError(t, err)
+	require.Greater(t, math.Abs(norm(pooled[0])-1), 0.01, "the pooled vector is not unit length")
+	require.NotEqual(t, now.Identity(), before.Identity())
+
+	blob, err := json.Marshal(embed.LocalConfig{Dir: d}) // what such an index recorded: no normalize setting
+	require.NoError(t, err)
+	ix := &graphio.Index{Meta: graphio.Meta{Embedder: before.Identity()}, Blobs: map[string][]byte{"embedder": blob}}
+	e, err := embed.ForIndex(ix, nil)
+	require.NoError(t, err)
+	defer e.(*embed.Local).Close()
+	assert.Equal(t, before.Identity(), e.Identity())
+	got, err := e.Embed(ctx, text)
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, pooled[0], got[0], 1e-6)
 }

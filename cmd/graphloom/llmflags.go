@@ -79,7 +79,7 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.reask, "llm-reask-unparseable", false, "ask again, once, the requests whose cached answer could not be read (extraction, completion, synthetic QA, judge; by default a rerun reads the cached answer and pays for nothing)")
 	fl.BoolVar(&f.failFast, "llm-fail-fast", true, fmt.Sprintf("give up on a server whose first %d attempts all fail; false keeps retrying (a server still loading its model)", llm.DefaultFailFast))
 	fl.StringVar(&f.pooling, "pooling", "", "local embedding model: pooling when the folder has no 1_Pooling/config.json (cls, mean, max, mean-sqrt-len, weighted-mean, last-token; several joined by +)")
-	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (the folder's Normalize module; a plain folder is normalised), true or false")
+	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (unit length unless the folder compares by dot product without a Normalize module), true or false")
 	fl.StringVar(&f.queryPrompt, "query-prompt", "", "local embedding model: prompt prefixed to questions (default: config_sentence_transformers.json's \"query\" prompt)")
 	fl.StringVar(&f.passagePrompt, "passage-prompt", "", "local embedding model: prompt prefixed to passages (default: config_sentence_transformers.json's \"document\" prompt)")
 	fl.StringVar(&f.embedDType, "embed-dtype", "float32", "local embedding model: dtype its weights and layers run in: float32, or bfloat16 (half the memory; on the pure-Go CPU backend much slower)")

@@ -215,3 +215,32 @@ func TestDecoderEmbedderRefusesRemoteCode(t *testing.T) {
 	_, err = encoder.Load(dir, encoder.Options{Pooling: "last-token"})
 	assert.ErrorContains(t, err, "auto_map present")
 }
+
+// TestTokenizeStripsAsSentenceTransformers: a text is embedded from its prompt and
+// text joined and stripped of surrounding white space, as sentence-transformers
+// tokenizes it; with a byte-level BPE tokenizer the white space would be tokens.
+func TestTokenizeStripsAsSentenceTransformers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "qwen3-embedding-tiny")
+	_, err := lmtest.Write(dir, lmtest.Spec{ModelType: "qwen3", Seed: 9})
+	require.NoError(t, err)
+	tok, err := lm.LoadTokenizer(dir)
+	require.NoError(t, err)
+	prompt := "  Query: "
+	enc, err := encoder.Load(dir, encoder.Options{Pooling: "last-token", QueryPrompt: &prompt})
+	require.NoError(t, err)
+	for _, tc := range []struct{ text, stripped string }{
+		{"Where was Tomas Brell born?\n", "Query: Where was Tomas Brell born?"},
+		{"\tWhere was Tomas Brell born?  ", "Query: \tWhere was Tomas Brell born?"}, // the prompt and text joined, then stripped
+		{"Where was Tomas Brell born?\x1f", "Query: Where was Tomas Brell born?"},
+	} {
+		text := tc.text
+		got, _, _, err := enc.Tokenize(text, true)
+		require.NoError(t, err)
+		want, err := tok.Encode(tc.stripped, true)
+		require.NoError(t, err)
+		unstripped, err := tok.Encode(prompt+text, true)
+		require.NoError(t, err)
+		require.NotEqual(t, want, unstripped, "the tokenizer reads the white space of %q", text)
+		assert.Equal(t, want, got, "%q", text)
+	}
+}

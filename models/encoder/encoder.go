@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -145,12 +146,16 @@ func (m *Model) Prompt(query bool) string {
 	return m.pipe.PassagePrompt
 }
 
-// Tokenize returns the ids a text is embedded from (prompt prefixed, lowercased when
-// the folder says so, special tokens added, truncated to the maximum length), and
-// how many leading tokens pooling skips (the prompt's, when include_prompt is false).
+// Tokenize returns the ids a text is embedded from (prompt prefixed, stripped of
+// surrounding whitespace, lowercased when the folder says so, special tokens added,
+// truncated to the maximum length), and how many leading tokens pooling skips (the
+// prompt's, when include_prompt is false). sentence-transformers strips every text it
+// tokenizes (the prompt and text joined, and the prompt alone when its tokens are
+// counted): a byte-level BPE or Unigram tokenizer reads a trailing newline or space
+// as tokens of its own, which moved Qwen3-Embedding's last token.
 func (m *Model) Tokenize(text string, query bool) (ids []int32, skip int, truncated bool, err error) {
 	prompt := m.Prompt(query)
-	s := prompt + text
+	s := pyStrip(prompt + text)
 	if m.pipe.Lowercase {
 		s = strings.ToLower(s)
 	}
@@ -161,7 +166,7 @@ func (m *Model) Tokenize(text string, query bool) (ids []int32, skip int, trunca
 	if !m.pipe.IncludePrompt && prompt != "" {
 		// sentence-transformers: the prompt's length with special tokens, less one
 		// (the closing [SEP] / </s>).
-		p := prompt
+		p := pyStrip(prompt)
 		if m.pipe.Lowercase {
 			p = strings.ToLower(p)
 		}
@@ -172,6 +177,12 @@ func (m *Model) Tokenize(text string, query bool) (ids []int32, skip int, trunca
 		skip = min(max(len(pids)-1, 0), len(ids))
 	}
 	return ids, skip, truncated, nil
+}
+
+// pyStrip is Python's str.strip(): Unicode white space and the separators
+// U+001C to U+001F, which Python counts as white space and Go does not.
+func pyStrip(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) })
 }
 
 // Embed returns one vector per text, in order: queries (query true) get the query

@@ -220,12 +220,21 @@ func TestEncoderMatchesReference(t *testing.T) {
 		{name: "bert plain mean-sqrt-len", opts: encoder.Options{Pooling: "mean-sqrt-len", Normalize: &f}, modes: []string{"mean-sqrt-len"}},
 		{name: "bert plain weighted-mean", opts: encoder.Options{Pooling: "weighted-mean", Normalize: &f}, modes: []string{"weighted-mean"}},
 		{name: "bert plain last-token normalised by default", opts: encoder.Options{Pooling: "last-token"}, modes: []string{"last-token"}, norm: true},
-		{name: "bert sentence-transformers cls+max+mean concatenated",
-			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean", "cls", "max"}},
+		{name: "bert sentence-transformers cls+max+mean concatenated, compared by dot product",
+			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean", "cls", "max"}, Similarity: "dot"},
 			modes: []string{"cls", "max", "mean"}},
+		{name: "bert sentence-transformers without a Normalize module, compared by cosine: normalised",
+			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}},
+			modes: []string{"mean"}, norm: true},
+		{name: "bert sentence-transformers without a Normalize module or a similarity (before sentence-transformers 3): cosine, normalised",
+			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"cls"}, Similarity: "-"},
+			modes: []string{"cls"}, norm: true},
+		{name: "bert sentence-transformers with a Normalize module, compared by dot product",
+			spec:  encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}, Normalize: true, Similarity: "dot"},
+			modes: []string{"mean"}, norm: true},
 		{name: "bert include_prompt false",
 			spec: encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}, IncludePrompt: &f,
-				Prompts: map[string]string{"query": "where query: "}},
+				Prompts: map[string]string{"query": "where query: "}, Similarity: "dot"},
 			modes: []string{"mean"}, query: "where query: ", noPool: true},
 		{name: "bert options prompts override the folder",
 			spec: encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean"}, IncludePrompt: &tr,
@@ -376,6 +385,9 @@ func TestLoadErrors(t *testing.T) {
 			return write(t, encodertest.Spec{}, func(dir string) { require.NoError(t, os.Remove(filepath.Join(dir, "model.safetensors"))) })
 		}, encoder.Options{Pooling: "mean"}, "has neither model.safetensors"},
 		{"no config", func(t *testing.T) string { return t.TempDir() }, encoder.Options{Pooling: "mean"}, "config.json not found"},
+		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
+		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

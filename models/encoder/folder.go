@@ -31,13 +31,17 @@ var poolOrder = []string{PoolCLS, PoolMax, PoolMean, PoolMeanSqrtLen, PoolWeight
 type Pipeline struct {
 	Pooling       []string // modes, in poolOrder, concatenated when several
 	IncludePrompt bool     // pool the prompt's tokens too (sentence-transformers' default)
-	Normalize     bool     // unit-length vectors (a Normalize module)
-	QueryPrompt   string   // prefixed to queries
-	PassagePrompt string   // prefixed to passages
-	MaxLength     int      // tokens per text, special tokens included; longer texts are truncated
-	Lowercase     bool     // sentence_bert_config.json do_lower_case: lowercase texts first
-	// SentenceTransformers reports whether the folder has modules.json.
-	SentenceTransformers bool
+	// Normalize makes vectors unit length: a Normalize module, or a model compared by
+	// cosine (config_sentence_transformers.json's similarity_fn_name, cosine when
+	// absent, as in sentence-transformers), since graphloom ranks by dot product.
+	Normalize     bool
+	QueryPrompt   string // prefixed to queries
+	PassagePrompt string // prefixed to passages
+	MaxLength     int    // tokens per text, special tokens included; longer texts are truncated
+	Lowercase     bool   // sentence_bert_config.json do_lower_case: lowercase texts first
+	// SentenceTransformers reports whether the folder has modules.json;
+	// NormalizeModule whether it has a Normalize module.
+	SentenceTransformers, NormalizeModule bool
 }
 
 // Options override or complete what a folder says. Zero values defer to the folder.
@@ -46,9 +50,11 @@ type Options struct {
 	// weighted-mean, last-token). Default: the folder's 1_Pooling/config.json; a
 	// plain Hugging Face folder needs it (Load's error says so).
 	Pooling string
-	// Normalize: default the folder's Normalize module; a plain folder is normalised
-	// (deviation from sentence-transformers, which leaves vectors as pooled: graphloom
-	// scores passages by cosine).
+	// Normalize: default true unless the folder's model is compared by dot product
+	// (similarity_fn_name "dot" without a Normalize module). graphloom ranks passages
+	// by dot product, so a model compared by cosine — sentence-transformers' default,
+	// and what a plain folder is taken to be — has its vectors normalised; a deviation
+	// from sentence-transformers' encode(), which leaves them as pooled.
 	Normalize *bool
 	// QueryPrompt / PassagePrompt: default config_sentence_transformers.json's
 	// prompts "query" and "document" (or "passage", "corpus"); else none.
@@ -157,7 +163,7 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 					p.IncludePrompt = *pc.IncludePrompt
 				}
 			case "Normalize":
-				p.Normalize = true
+				p.Normalize, p.NormalizeModule = true, true
 			default:
 				return Pipeline{}, "", fmt.Errorf("encoder: %s: module %q of type %s is not supported (want Transformer, Pooling, Normalize)",
 					filepath.Join(dir, "modules.json"), m.Name, m.Type)
@@ -172,10 +178,22 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 		}
 		p.MaxLength, p.Lowercase = sb.MaxSeqLength, sb.DoLowerCase
 		var st struct {
-			Prompts map[string]string `json:"prompts"`
+			Prompts    map[string]string `json:"prompts"`
+			Similarity string            `json:"similarity_fn_name"`
 		}
 		if _, err := readJSON(dir, "config_sentence_transformers.json", &st); err != nil {
 			return Pipeline{}, "", err
+		}
+		switch st.Similarity {
+		case "", "cosine":
+			p.Normalize = true // cosine is the dot product of unit vectors
+		case "dot":
+			// as pooled, or unit length when the folder has a Normalize module
+		default:
+			if !p.Normalize && opts.Normalize == nil {
+				return Pipeline{}, "", fmt.Errorf("encoder: %s: similarity_fn_name %q: graphloom ranks by dot product; pass --normalize true to rank by cosine instead",
+					filepath.Join(dir, "config_sentence_transformers.json"), st.Similarity)
+			}
 		}
 		p.QueryPrompt = st.Prompts["query"]
 		for _, k := range []string{"document", "passage", "corpus"} {

@@ -34,7 +34,10 @@ type Spec struct {
 	IncludePrompt        *bool             // 1_Pooling include_prompt; nil = not written
 	Prompts              map[string]string // config_sentence_transformers.json prompts
 	MaxSeqLength         int               // sentence_bert_config.json max_seq_length; 0 = not written
-	Seed                 uint64
+	// Similarity is config_sentence_transformers.json's similarity_fn_name; "" =
+	// "cosine", "-" = not written (a folder saved before sentence-transformers 3).
+	Similarity string
+	Seed       uint64
 }
 
 // Model is what Write wrote.
@@ -275,9 +278,16 @@ func writeModules(dir string, s Spec, hidden int) error {
 	if prompts == nil {
 		prompts = map[string]string{}
 	}
-	return writeJSON(filepath.Join(dir, "config_sentence_transformers.json"), map[string]any{
-		"__version__": map[string]string{"sentence_transformers": "3.0.1"}, "prompts": prompts,
-		"default_prompt_name": nil, "similarity_fn_name": "cosine"})
+	st := map[string]any{"__version__": map[string]string{"sentence_transformers": "3.0.1"}, "prompts": prompts,
+		"default_prompt_name": nil, "similarity_fn_name": "cosine"}
+	switch s.Similarity {
+	case "":
+	case "-":
+		delete(st, "similarity_fn_name")
+	default:
+		st["similarity_fn_name"] = s.Similarity
+	}
+	return writeJSON(filepath.Join(dir, "config_sentence_transformers.json"), st)
 }
 
 func writeJSON(path string, v any) error {
