@@ -347,11 +347,34 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// CheckLength reports whether a sequence of n positions fits the model's context:
-// max_position_embeddings bounds it, except under dynamic RoPE, which exists to run
-// past it. A config without max_position_embeddings has no bound.
+// Context returns the most positions a sequence may hold, 0 for no bound (a config
+// without max_position_embeddings, or dynamic RoPE, which exists to run past it).
+// Linear and YaRN scaling stretch the context they were fitted on by their factor:
+// original_max_position_embeddings × factor (max_position_embeddings × factor when
+// the original is not given), never less than max_position_embeddings. Qwen's YaRN
+// recipe keeps max_position_embeddings at 32,768 and sets factor 4 for 131,072.
+// transformers bounds nothing; graphloom refuses what the model was not made for.
+func (c Config) Context() int {
+	if c.MaxPositions <= 0 || c.Rope.Type == "dynamic" {
+		return 0
+	}
+	if (c.Rope.Type == "linear" || c.Rope.Type == "yarn") && c.Rope.Factor > 1 {
+		base := c.MaxPositions
+		if c.Rope.OriginalMax > 0 {
+			base = c.Rope.OriginalMax
+		}
+		return max(c.MaxPositions, int(float64(base)*c.Rope.Factor))
+	}
+	return c.MaxPositions
+}
+
+// CheckLength reports whether a sequence of n positions fits the model's context
+// (Context).
 func (c Config) CheckLength(n int) error {
-	if c.MaxPositions > 0 && n > c.MaxPositions && c.Rope.Type != "dynamic" {
+	if limit := c.Context(); limit > 0 && n > limit {
+		if limit != c.MaxPositions {
+			return fmt.Errorf("lm: %d positions exceed the %d of this %s model (%s RoPE scaling by %g)", n, limit, c.ModelType, c.Rope.Type, c.Rope.Factor)
+		}
 		return fmt.Errorf("lm: %d positions exceed max_position_embeddings %d of this %s model", n, c.MaxPositions, c.ModelType)
 	}
 	return nil

@@ -22,7 +22,7 @@ type Info struct {
 	ComputeDType string         `json:"compute_dtype"`
 	Rope         Rope           `json:"rope"`
 	RopeTheta    float64        `json:"rope_theta"`
-	Context      int            `json:"context"` // max_position_embeddings (0: unbounded)
+	Context      int            `json:"context"` // Config.Context: the most positions (0: unbounded)
 	SlidingWin   int            `json:"sliding_window,omitempty"`
 	Vocab        int            `json:"vocab"`           // config.json's vocab_size
 	TokenizerVoc int            `json:"tokenizer_vocab"` // ids the tokenizer knows
@@ -41,7 +41,7 @@ func Describe(dir string) (Info, error) {
 	}
 	info := Info{Dir: dir, ModelType: cfg.ModelType, Layers: cfg.Layers, Hidden: cfg.Hidden, Heads: cfg.Heads,
 		KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, ComputeDType: "float32", Rope: cfg.Rope, RopeTheta: cfg.RopeTheta,
-		Context: cfg.MaxPositions, SlidingWin: cfg.SlidingWindow, Vocab: cfg.VocabSize, Tied: cfg.TieEmbeddings,
+		Context: cfg.Context(), SlidingWin: cfg.SlidingWindow, Vocab: cfg.VocabSize, Tied: cfg.TieEmbeddings,
 		BOS: cfg.BOS, EOS: cfg.EOS, StoredDTypes: map[string]int{}}
 	ck, err := OpenCheckpoint(dir)
 	if err != nil {

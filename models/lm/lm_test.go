@@ -1,6 +1,7 @@
 package lm_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -700,4 +701,34 @@ func TestBareDecoder(t *testing.T) {
 	assert.ErrorContains(t, err, "no lm_head.weight")
 	_, err = untied.GenerateIDs(eng, ids, lm.GenerateOptions{MaxNewTokens: 2})
 	assert.ErrorContains(t, err, "cannot generate")
+}
+
+// TestContext: linear and YaRN scaling stretch the context they were fitted on by
+// their factor (Qwen's YaRN recipe keeps max_position_embeddings), dynamic RoPE and a
+// config without max_position_embeddings have no bound.
+func TestContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  lm.Config
+		want int
+	}{
+		{"plain", lm.Config{MaxPositions: 40960}, 40960},
+		{"no max_position_embeddings", lm.Config{}, 0},
+		{"dynamic", lm.Config{MaxPositions: 4096, Rope: lm.Rope{Type: "dynamic", Factor: 2}}, 0},
+		{"Qwen's YaRN recipe", lm.Config{MaxPositions: 32768, Rope: lm.Rope{Type: "yarn", Factor: 4, OriginalMax: 32768}}, 131072},
+		{"YaRN whose max_position_embeddings is already the stretched one", lm.Config{MaxPositions: 163840, Rope: lm.Rope{Type: "yarn", Factor: 40, OriginalMax: 4096}}, 163840},
+		{"YaRN without original_max_position_embeddings", lm.Config{MaxPositions: 4096, Rope: lm.Rope{Type: "yarn", Factor: 2}}, 8192},
+		{"linear", lm.Config{MaxPositions: 4096, Rope: lm.Rope{Type: "linear", Factor: 4}}, 16384},
+		{"Llama 3.1 (llama3 scaling; max_position_embeddings is the long context)", lm.Config{MaxPositions: 131072, Rope: lm.Rope{Type: "llama3", Factor: 8, OriginalMax: 8192}}, 131072},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.cfg.Context())
+			if tc.want > 0 {
+				assert.NoError(t, tc.cfg.CheckLength(tc.want))
+				assert.ErrorContains(t, tc.cfg.CheckLength(tc.want+1), fmt.Sprintf("%d positions exceed", tc.want+1))
+			} else {
+				assert.NoError(t, tc.cfg.CheckLength(1<<20))
+			}
+		})
+	}
 }
