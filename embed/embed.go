@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/graphloom/graphloom/graphio"
 )
@@ -189,4 +190,63 @@ func Matrix(ctx context.Context, e Embedder, texts []string, batch int, progress
 		m = &graphio.Embedding{Dim: m.Dim, Data: m.Dense()}
 	}
 	return m, nil
+}
+
+// Deferred stands for the embedder an index records, opened only when a text must be
+// embedded: a change that seldom embeds anything new (a delete, whose rebuilt graph
+// holds new texts only when a filter keeps a name it dropped before) loads no model
+// and calls no API unless it must. Identity and Dim are the index's; Close closes
+// what was opened.
+type Deferred struct {
+	id   string
+	dim  int
+	open func() (Embedder, error)
+
+	once sync.Once
+	e    Embedder
+	err  error
+}
+
+// Defer returns the embedder ix records, to be opened by open on first use; nil for
+// the built-in embedder (restored from the index itself) or an index without
+// embeddings.
+func Defer(ix *graphio.Index, open func() (Embedder, error)) *Deferred {
+	if ix.Meta.Embedder == "" || IsHashed(ix.Meta.Embedder) {
+		return nil
+	}
+	dim := 0
+	for _, m := range ix.Embeddings {
+		if m != nil {
+			dim = m.Dim
+			break
+		}
+	}
+	return &Deferred{id: ix.Meta.Embedder, dim: dim, open: open}
+}
+
+// Identity implements Embedder.
+func (d *Deferred) Identity() string { return d.id }
+
+// Dim implements Embedder.
+func (d *Deferred) Dim() int { return d.dim }
+
+// Embed implements Embedder, opening the embedder on its first call.
+func (d *Deferred) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	d.once.Do(func() {
+		d.e, d.err = d.open()
+		if d.err == nil && d.e.Identity() != d.id {
+			d.err = fmt.Errorf("embed: %w: the index was embedded with %q, the embedder opened is %q", ErrMismatch, d.id, d.e.Identity())
+		}
+	})
+	if d.err != nil {
+		return nil, d.err
+	}
+	return d.e.Embed(ctx, texts)
+}
+
+// Close closes the embedder if one was opened and holds resources (a local model).
+func (d *Deferred) Close() {
+	if c, ok := d.e.(interface{ Close() }); ok {
+		c.Close()
+	}
 }

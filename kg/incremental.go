@@ -420,7 +420,7 @@ func changeIncrementally(ctx context.Context, old, ix *graphio.Index, chunkMap [
 		var add *graphio.Embedding
 		if len(texts[k]) > 0 {
 			if add, err = embed.Matrix(ctx, frozen, texts[k], cfg.EmbedBatch, nil); err != nil {
-				return fmt.Errorf("kg: embed %ss: %w", k, err)
+				return fmt.Errorf("kg: embed the %s texts: %w", k, err)
 			}
 		}
 		old, m := ix.Embeddings[k], maps[k]

@@ -338,7 +338,7 @@ func embedFrom(ctx context.Context, ix *graphio.Index, emb embed.Embedder, batch
 			}
 		})
 		if err != nil {
-			return fmt.Errorf("kg: embed %ss: %w", k, err)
+			return fmt.Errorf("kg: embed the %s texts: %w", k, err)
 		}
 		done += len(texts[k])
 		if old := ix.Embeddings[k]; old != nil {

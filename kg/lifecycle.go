@@ -1053,7 +1053,7 @@ func (r *reusing) Embed(ctx context.Context, texts []string) ([][]float32, error
 		return out, nil
 	}
 	if r.inner == nil {
-		return nil, fmt.Errorf("kg: %d texts are new and the index's embedder %q is not configured", len(miss), r.id)
+		return nil, fmt.Errorf("kg: %d texts are new (the first: %q) and the index's embedder %q is not configured", len(miss), miss[0], r.id)
 	}
 	vs, err := r.inner.Embed(ctx, miss)
 	if err != nil {

@@ -76,7 +76,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 				if err := kgHyperedges(hyper, &kcfg, &xcfg); err != nil { // --hyperedges given here wins over the index's
 					return err
 				}
-				return runIndexMerge(cmd, indexPath, kcfg, wait, asJSON, force)
+				return runIndexMerge(cmd, indexPath, kcfg, &lf, wait, asJSON, force)
 			}
 			if addPath != "" || syncPath != "" || indexPath != "" {
 				switch {

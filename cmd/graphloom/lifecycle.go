@@ -183,7 +183,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 // runIndexMerge merges the index at path in place (kg.Merge): everything derived from
 // its extraction results computed again, so that it equals a fresh build of its
 // corpus, under the writer lock, replaced atomically.
-func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, wait, asJSON, force bool) error {
+func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, lf *llmFlags, wait, asJSON, force bool) error {
 	if err := guardOutput(cmd, outSpec{name: "--index", path: path, kind: outIndex, what: "index file", force: force, inPlace: "--index"},
 		inSpec{"--index", path}); err != nil {
 		return err
@@ -204,7 +204,9 @@ func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, wait, asJSON
 	if ix.Meta.Extractor == "rule" {
 		ex = extract.NewRule(extract.DefaultRuleConfig()) // offline: for the titles a delete deferred
 	}
-	ch, err := kg.Merge(cmd.Context(), ix, ex, nil, kcfg)
+	emb, done := lf.deferredEmbedder(cmd.Context(), ix) // a graph setting changed may keep names never embedded
+	defer done()
+	ch, err := kg.Merge(cmd.Context(), ix, ex, emb, kcfg)
 	if err != nil {
 		return fmt.Errorf("index: merge %s: %w", path, err)
 	}
@@ -295,6 +297,7 @@ func newDeleteCmd() *cobra.Command {
 	var path, out, title, idsFile string
 	var docs []string
 	var plan, wait, asJSON, force bool
+	var lf llmFlags
 	kcfg := kg.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "delete --index INDEX (--doc ID | --title T | --ids FILE) [--plan] [--out NEW]",
@@ -303,7 +306,11 @@ func newDeleteCmd() *cobra.Command {
 mention, synonym edge, embedding and BM25 posting that rested only on them goes; a fact
 also stated elsewhere stays with its remaining citations. Augmented facts (augment runs)
 that cite a deleted chunk are removed, counted per run; a later augment --rollback of
-the run removes exactly what remains of it. Nothing is sent to an LLM. Between merges
+the run removes exactly what remains of it. Nothing is sent to an LLM; a name that a
+filter dropped while the deleted documents were there (a name in more than 5 % of the
+chunks) may return with its facts, and such texts are embedded with the index's own
+embedder: its local model folder, or its API model (GRAPHLOOM_EMBED_*; not with
+--plan, which sends nothing). Between merges
 the deletion is incremental (the deleted chunks' records go, the rest is kept); once
 the chunks changed since the last merge pass --merge-share, or with --merge, the graph
 is rebuilt from the stored extraction results of the remaining chunks and equals a
@@ -357,7 +364,12 @@ fresh build (docs/lifecycle.md).`,
 			if ix.Meta.Extractor == "rule" {
 				ex = extract.NewRule(extract.DefaultRuleConfig()) // offline: for the title gazetteer's changes
 			}
-			ch, err := kg.Delete(cmd.Context(), ix, sel, ex, nil, kcfg)
+			emb, done := lf.deferredEmbedder(cmd.Context(), ix) // names a filter dropped may return
+			defer done()
+			if plan && !embed.IsLocal(ix.Meta.Embedder) {
+				emb = nil // --plan sends nothing
+			}
+			ch, err := kg.Delete(cmd.Context(), ix, sel, ex, emb, kcfg)
 			if err != nil {
 				return fmt.Errorf("delete: %s: %w", path, err)
 			}
@@ -396,6 +408,7 @@ fresh build (docs/lifecycle.md).`,
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	registerMergeFlags(cmd, &kcfg)
 	addForce(cmd, &force)
+	lf.register(cmd) // the embedding API of an index embedded through one
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
+	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/models/lm"
@@ -259,6 +260,27 @@ func (f *llmFlags) apiEmbedder(ctx context.Context) (embed.Embedder, error) {
 		return nil, nil
 	}
 	return f.embedder(ctx, "api")
+}
+
+// deferredEmbedder returns the embedder ix records, opened only when a change must
+// embed a text the index does not hold (embed.Defer): its local model folder, or the
+// API model configured for this command; nil for the built-in embedder. done closes
+// what was opened.
+func (f *llmFlags) deferredEmbedder(ctx context.Context, ix *graphio.Index) (emb embed.Embedder, done func()) {
+	d := embed.Defer(ix, func() (embed.Embedder, error) {
+		var api embed.Embedder
+		if !embed.IsLocal(ix.Meta.Embedder) {
+			var err error
+			if api, err = f.apiEmbedder(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return embed.ForIndex(ix, api)
+	})
+	if d == nil {
+		return nil, func() {}
+	}
+	return d, d.Close
 }
 
 // onRetry prints a line when the client waits to retry, at most one every 2 s (with
