@@ -184,10 +184,8 @@ Formats: ` + formatNames(exportFormats()) + `.`,
 				return err
 			}
 			if o.kind == outDir {
-				if st, err := os.Stat(dst); err == nil && st.IsDir() { // a new directory is made by the exporter
-					if err := writeExportMarker(dst, to, args[0], true); err != nil {
-						return err
-					}
+				if err := startExport(dst, to, args[0]); err != nil {
+					return err
 				}
 			}
 			rep, err := exportFormats()[to](ix, dst)
@@ -290,6 +288,16 @@ func exportedUntouched(dir string) error {
 		}
 	}
 	return nil
+}
+
+// startExport makes dir if need be and marks it as an export of ours in progress
+// before the exporter writes a file, so that an export killed part-way, even into a
+// directory it made, is rerun without --force.
+func startExport(dir, format, index string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return writeExportMarker(dir, format, index, true)
 }
 
 // writeExportMarker records in dir which export wrote it, and its files; inProgress

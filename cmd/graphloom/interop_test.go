@@ -209,4 +209,13 @@ func TestExportDirGuard(t *testing.T) {
 	r = run(t, nil, "export", "--to", "lightrag", "--force", idx, src)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.FileExists(t, filepath.Join(src, exportMarker))
+
+	// An export into a directory it made, killed after writing a file, is rerun
+	// without --force: the directory is marked before the exporter writes.
+	killed := filepath.Join(dir, "new", "killed")
+	require.NoError(t, startExport(killed, "lightrag", idx))
+	require.NoError(t, os.WriteFile(filepath.Join(killed, "kv_store_text_chunks.json"), []byte(`{"chunk-`), 0o644))
+	r = run(t, nil, "export", "--to", "lightrag", idx, killed)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, readFile(t, filepath.Join(killed, exportMarker)), `"in_progress": true`)
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/graphloom/graphloom/augment"
 	"github.com/graphloom/graphloom/embed"
-	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/llm"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/retrieve"
