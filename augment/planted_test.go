@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -269,4 +271,48 @@ func TestScorePlantedCounts(t *testing.T) {
 	assert.Equal(t, 0, cross.Regions)
 	assert.Equal(t, 1, cross.Reachable)
 	assert.Equal(t, 1, cross.Touched)
+}
+
+// signalWriter closes done on the first write holding want.
+type signalWriter struct {
+	want string
+	once sync.Once
+	done chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.done) })
+	}
+	return len(p), nil
+}
+
+// TestCheckpointSavedUnderItsLock: a run saves the scorer checkpoint only while it
+// holds the checkpoint's lock, so that two runs on one index cannot leave a report
+// naming the other's members.
+func TestCheckpointSavedUnderItsLock(t *testing.T) {
+	ix := chainIndex(t)
+	opts := testOptions(nil)
+	opts.Plan = true
+	opts.Checkpoint = filepath.Join(t.TempDir(), "ix.gl.scorer")
+	opts.LoadScorer = func(string) (Scorer, error) { return &fakeScorer{}, nil }
+	trained := &signalWriter{want: "scorer (", done: make(chan struct{})}
+	opts.Log = trained
+	lk, err := graphio.LockWriter(context.Background(), opts.Checkpoint, "the test", false, nil)
+	require.NoError(t, err)
+	ran := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), ix, "plan", opts)
+		ran <- err
+	}()
+	select {
+	case <-trained.done:
+	case err := <-ran:
+		t.Fatalf("the run ended before its scorer was trained: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // time enough to write, were the lock not taken
+	assert.NoFileExists(t, opts.Checkpoint+".json", "nothing is saved while another holds the lock")
+	require.NoError(t, lk.Unlock())
+	require.NoError(t, <-ran)
+	assert.FileExists(t, opts.Checkpoint+".json")
 }

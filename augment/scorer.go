@@ -293,8 +293,15 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 // saveScorer writes the scorer checkpoint at path: the training log (one JSON line
 // per epoch and evaluation) and the loss / ROC-AUC curves beside it, each member's
 // weights, then the training report that names them (written last: a checkpoint
-// without it is not loaded).
+// without it is not loaded). It holds the checkpoint's lock throughout: two runs on
+// one index (a seed sweep writing to several --out) share the checkpoint, and the
+// report must name the members written with it.
 func saveScorer(path string, e *ensemble, tr *TrainReport, log []byte, res *train.Result) error {
+	lk, err := graphio.LockWriter(context.Background(), path, fmt.Sprintf("pid %d: saving the scorer checkpoint", os.Getpid()), true, nil)
+	if err != nil {
+		return err
+	}
+	defer lk.Unlock()
 	if err := graphio.AtomicWrite(path+".log.jsonl", func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
 		return err
 	}
