@@ -428,8 +428,8 @@ func trainGRetrieverCmd(spec trainGRetrieverSpec) *cobra.Command {
 			if _, err := os.Stat(last); err == nil && !resume && !force {
 				return usageError{fmt.Errorf("%s holds a training run (%s): continue it with --resume, or start over with --force (which replaces it)", out, grLast)}
 			}
-			if !resume { // starting over: nothing of an earlier run may be resumed into this one
-				for _, f := range []string{grLast, grState} {
+			if !resume { // starting over: nothing of an earlier run may be resumed into this one, or served as its model if it is killed
+				for _, f := range []string{grBest, grLast, grState} {
 					if err := os.Remove(filepath.Join(out, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 						return err
 					}
