@@ -169,8 +169,24 @@ nothing; --out writes the result there and leaves --index as it was.`,
 			if err := graphio.WriteFile(out, ix); err != nil {
 				return err
 			}
+			type embedStats struct {
+				Identity  string `json:"identity"`
+				Texts     int    `json:"texts"`
+				Truncated int    `json:"truncated"` // cut to MaxLength tokens: their ends are not embedded
+				MaxLength int    `json:"max_length"`
+				Batches   int    `json:"batches"`
+				Shapes    int    `json:"shapes"`
+			}
+			var es *embedStats
+			if local != nil {
+				st, p := local.Model().Stats(), local.Model().Pipeline()
+				es = &embedStats{local.Identity(), st.Texts, st.Truncated, p.MaxLength, st.Batches, st.Shapes}
+				if es.Truncated > 0 {
+					cmd.PrintErrf("warning: %d texts were longer than the model's %d tokens and cut: their ends are not embedded (a smaller --chunk-tokens keeps chunks whole)\n", es.Truncated, es.MaxLength)
+				}
+			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep, "graph": krep, "llm": lf.usage()})
+				return printJSON(cmd.OutOrStdout(), map[string]any{"index": out, "ingest": rep, "graph": krep, "llm": lf.usage(), "local_embedder": es})
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "indexed %s → %s: %d documents (%d duplicates merged, %d skipped), %d chunks, %d tokens\n",
@@ -183,10 +199,9 @@ nothing; --out writes the result there and leaves --index as it was.`,
 				}
 				fmt.Fprintf(w, "time: %s\n", formatStages(krep.StageSeconds, []string{"extract", "merge", "embed", "synonyms"}))
 			}
-			if local != nil {
-				st, p := local.Model().Stats(), local.Model().Pipeline()
+			if es != nil {
 				fmt.Fprintf(w, "embedder %s: %d texts, %d truncated to %d tokens, %d batches in %d padded shapes\n",
-					local.Identity(), st.Texts, st.Truncated, p.MaxLength, st.Batches, st.Shapes)
+					es.Identity, es.Texts, es.Truncated, es.MaxLength, es.Batches, es.Shapes)
 			}
 			return nil
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,21 @@ func TestLocalEmbedderEndToEnd(t *testing.T) {
 	r = run(t, nil, "stats", "--index", idx)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `embedder\s+local:mini-a@[0-9a-f]{16}`, r.stdout)
+
+	// The model reads 128 positions: the example's longer passages are cut, and the
+	// JSON report and a warning say how many.
+	r = run(t, nil, "index", "--corpus", "../../examples/harbour/corpus.json", "--out", filepath.Join(dir, "j.gl"), "--embedder", "local:"+modelA, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Local struct {
+			Texts, Truncated, MaxLength int
+		} `json:"local_embedder"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	assert.Positive(t, rep.Local.Texts)
+	assert.Positive(t, rep.Local.Truncated)
+	assert.Less(t, rep.Local.Truncated, rep.Local.Texts, "entity names are short")
+	assert.Contains(t, r.stderr, fmt.Sprintf("warning: %d texts were longer than the model's", rep.Local.Truncated))
 
 	for _, retriever := range []string{"dense", "ppr"} {
 		r = run(t, nil, "query", "--index", idx, "--retriever", retriever, "--json", "Where was Tomas Brell born?")
