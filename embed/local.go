@@ -157,17 +157,29 @@ func openLocal(id string, blob []byte) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embed: reopening the index's embedder %s from %s: %w", id, cfg.Dir, err)
 	}
-	if l.Identity() != id && cfg.Normalize == nil && l.m.Pipeline().SentenceTransformers && l.m.Pipeline().Normalize && !l.m.Pipeline().NormalizeModule {
-		// Embedded before a folder compared by cosine without a Normalize module had
-		// its vectors normalised: the index's passages are as pooled, so its queries
-		// stay so too (rebuild the index to rank by cosine).
-		off := false
-		cfg.Normalize = &off
-		if old, err := NewLocal(cfg, nil); err == nil && old.Identity() == id {
-			l.Close()
-			return old, nil
-		} else if err == nil {
-			old.Close()
+	if l.Identity() != id {
+		// An index embedded before graphloom read similarity_fn_name and
+		// default_prompt_name: its passages were embedded as pooled (a folder compared
+		// by cosine without a Normalize module) and without the default prompt, so its
+		// queries are too (rebuild the index for the folder's own settings).
+		p, legacy, changed := l.m.Pipeline(), cfg, false
+		off, none := false, ""
+		if cfg.Normalize == nil && p.SentenceTransformers && p.Normalize && !p.NormalizeModule {
+			legacy.Normalize, changed = &off, true
+		}
+		if cfg.QueryPrompt == nil && p.QueryFromDefault {
+			legacy.QueryPrompt, changed = &none, true
+		}
+		if cfg.PassagePrompt == nil && p.PassageFromDefault {
+			legacy.PassagePrompt, changed = &none, true
+		}
+		if changed {
+			if old, err := NewLocal(legacy, nil); err == nil && old.Identity() == id {
+				l.Close()
+				return old, nil
+			} else if err == nil {
+				old.Close()
+			}
 		}
 	}
 	if l.Identity() != id {

@@ -71,11 +71,13 @@ func TestLocalForIndex(t *testing.T) {
 
 // TestLocalCosineFolderWithoutNormalize: a sentence-transformers folder compared by
 // cosine without a Normalize module gives unit vectors (graphloom ranks by dot
-// product); an index embedded with it before, its vectors as pooled, reopens with
-// the vectors it was built with.
+// product), and its default_prompt_name's prompt to queries and passages; an index
+// embedded with it before graphloom read either, its vectors as pooled and without
+// the prompt, reopens with the vectors it was built with.
 func TestLocalCosineFolderWithoutNormalize(t *testing.T) {
 	d := filepath.Join(t.TempDir(), "m")
-	_, err := encodertest.Write(d, encodertest.Spec{SentenceTransformers: true, Similarity: "-", Seed: 3})
+	_, err := encodertest.Write(d, encodertest.Spec{SentenceTransformers: true, Similarity: "-", Seed: 3,
+		DefaultPrompt: "retrieval", Prompts: map[string]string{"retrieval": "passage: "}})
 	require.NoError(t, err)
 	norm := func(v []float32) float64 {
 		var ss float64
@@ -93,8 +95,9 @@ func TestLocalCosineFolderWithoutNormalize(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 1, norm(v[0]), 1e-5)
 
-	off := false
-	before, err := embed.NewLocal(embed.LocalConfig{Dir: d, Normalize: &off}, nil)
+	assert.Equal(t, "passage: ", now.Model().Prompt(true))
+	off, none := false, ""
+	before, err := embed.NewLocal(embed.LocalConfig{Dir: d, Normalize: &off, QueryPrompt: &none, PassagePrompt: &none}, nil)
 	require.NoError(t, err)
 	defer before.Close()
 	pooled, err := before.Embed(ctx, text)

@@ -42,6 +42,9 @@ type Pipeline struct {
 	// SentenceTransformers reports whether the folder has modules.json;
 	// NormalizeModule whether it has a Normalize module.
 	SentenceTransformers, NormalizeModule bool
+	// QueryFromDefault and PassageFromDefault report that the prompt is the one
+	// default_prompt_name names (no "query", or no "document" prompt).
+	QueryFromDefault, PassageFromDefault bool
 }
 
 // Options override or complete what a folder says. Zero values defer to the folder.
@@ -178,8 +181,9 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 		}
 		p.MaxLength, p.Lowercase = sb.MaxSeqLength, sb.DoLowerCase
 		var st struct {
-			Prompts    map[string]string `json:"prompts"`
-			Similarity string            `json:"similarity_fn_name"`
+			Prompts       map[string]string `json:"prompts"`
+			DefaultPrompt string            `json:"default_prompt_name"`
+			Similarity    string            `json:"similarity_fn_name"`
 		}
 		if _, err := readJSON(dir, "config_sentence_transformers.json", &st); err != nil {
 			return Pipeline{}, "", err
@@ -195,10 +199,18 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 					filepath.Join(dir, "config_sentence_transformers.json"), st.Similarity)
 			}
 		}
-		p.QueryPrompt = st.Prompts["query"]
+		// sentence-transformers' encode_query and encode_document: the "query"
+		// prompt, the first of "document", "passage" and "corpus", else the
+		// default_prompt_name's prompt, which encode() applies when none is named.
+		def, hasDef := st.Prompts[st.DefaultPrompt]
+		p.QueryPrompt, p.PassagePrompt = def, def
+		p.QueryFromDefault, p.PassageFromDefault = hasDef, hasDef
+		if s, ok := st.Prompts["query"]; ok {
+			p.QueryPrompt, p.QueryFromDefault = s, false
+		}
 		for _, k := range []string{"document", "passage", "corpus"} {
 			if s, ok := st.Prompts[k]; ok {
-				p.PassagePrompt = s
+				p.PassagePrompt, p.PassageFromDefault = s, false
 				break
 			}
 		}
@@ -228,10 +240,10 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 		p.Normalize = *opts.Normalize
 	}
 	if opts.QueryPrompt != nil {
-		p.QueryPrompt = *opts.QueryPrompt
+		p.QueryPrompt, p.QueryFromDefault = *opts.QueryPrompt, false
 	}
 	if opts.PassagePrompt != nil {
-		p.PassagePrompt = *opts.PassagePrompt
+		p.PassagePrompt, p.PassageFromDefault = *opts.PassagePrompt, false
 	}
 	if opts.MaxLength > 0 {
 		p.MaxLength = opts.MaxLength

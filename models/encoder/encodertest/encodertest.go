@@ -36,8 +36,9 @@ type Spec struct {
 	MaxSeqLength         int               // sentence_bert_config.json max_seq_length; 0 = not written
 	// Similarity is config_sentence_transformers.json's similarity_fn_name; "" =
 	// "cosine", "-" = not written (a folder saved before sentence-transformers 3).
-	Similarity string
-	Seed       uint64
+	Similarity    string
+	DefaultPrompt string // config_sentence_transformers.json default_prompt_name; "" = null
+	Seed          uint64
 }
 
 // Model is what Write wrote.
@@ -280,6 +281,9 @@ func writeModules(dir string, s Spec, hidden int) error {
 	}
 	st := map[string]any{"__version__": map[string]string{"sentence_transformers": "3.0.1"}, "prompts": prompts,
 		"default_prompt_name": nil, "similarity_fn_name": "cosine"}
+	if s.DefaultPrompt != "" {
+		st["default_prompt_name"] = s.DefaultPrompt
+	}
 	switch s.Similarity {
 	case "":
 	case "-":
