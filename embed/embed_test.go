@@ -167,7 +167,7 @@ func referenceVector(h *Hashed, text string) []float64 {
 		return finishHash(f.Sum64())
 	}
 	counts := map[feature]int{}
-	ws := words(text)
+	ws := h.words(text)
 	for _, w := range ws {
 		counts[feature{hash("w\x00" + w), true}]++
 	}
@@ -528,4 +528,33 @@ func TestAPICacheFollowsModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHashedCombiningMarks: the hashed embedder's words keep their combining marks
+// and read text in NFC (identity v5, state HTF2): a decomposed "ü" embeds as the
+// precomposed one, and a Devanagari word is one word. An index embedded before (v4,
+// HTF1) keeps splitting as it did, so its queries meet its passages' features.
+func TestHashedCombiningMarks(t *testing.T) {
+	h, err := NewHashed(HashedConfig{})
+	require.NoError(t, err)
+	h.Fit([]string{"Thomas S\u00fcdhof won the prize.", "राम और रीमा", "Mara Vell founded Quillhaven."})
+	assert.Contains(t, h.Identity(), "hash-tfidf:v5:")
+	assert.Equal(t, []string{"राम", "और", "रीमा"}, h.words("राम और रीमा"))
+	assert.InDeltaSlice(t, h.Vector("Thomas S\u00fcdhof"), h.Vector("Thomas Su\u0308dhof"), 1e-7)
+
+	state, err := h.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, "HTF2", string(state[:4]))
+	back, err := UnmarshalHashed(state)
+	require.NoError(t, err)
+	assert.Equal(t, h.Identity(), back.Identity())
+
+	old := append([]byte("HTF1"), state[4:]...) // the same table, as a v4 index stored it
+	v4, err := UnmarshalHashed(old)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(h.Identity(), ":v5:", ":v4:", 1), v4.Identity())
+	assert.Equal(t, []string{"र", "म", "और", "र", "म"}, v4.words("राम और रीमा"), "as v4 split it: Ram and Reema alike")
+	again, err := v4.MarshalBinary()
+	require.NoError(t, err)
+	assert.Equal(t, old, again, "a v4 embedder stays v4")
 }

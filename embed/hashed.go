@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 const hashedPrefix = "hash-tfidf"
@@ -52,6 +56,10 @@ type Hashed struct {
 	// process never expands the 2^20-bucket table (4 MiB of fresh memory); Fit does.
 	sparse struct{ pos, val []uint32 }
 	id     string
+	// v4 is the format of an index embedded before words kept their combining marks
+	// and were read in NFC (identity v4, state HTF1): its texts are split as they
+	// were, so that its queries meet its passages' features.
+	v4 bool
 }
 
 // NewHashed returns an unfitted embedder (every feature gets the same IDF until Fit).
@@ -146,7 +154,11 @@ func (h *Hashed) updateID() {
 	d.Write(binary.LittleEndian.AppendUint32(nil, h.docs))
 	var sum [sha256.Size]byte
 	d.Sum(sum[:0])
-	h.id = fmt.Sprintf("%s:v4:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
+	version := "v5"
+	if h.v4 {
+		version = "v4"
+	}
+	h.id = fmt.Sprintf("%s:%s:dim=%d:grams=%d-%d:cw=%g:docs=%d:%s", hashedPrefix, version, h.cfg.Dim, h.cfg.MinGram, h.cfg.MaxGram,
 		h.cfg.CharWeight, h.docs, hex.EncodeToString(sum[:6]))
 }
 
@@ -205,9 +217,14 @@ var (
 	gramSeed = fnvString(fnvOffset, "c\x00")
 )
 
-// words splits text into lower-case letter/digit runs.
-func words(text string) []string {
-	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+// words splits text into lower-case words: runs of letters, digits and combining
+// marks in NFC (graphio.IsWordRune), or, for a v4 embedder, of letters and digits
+// as the text is.
+func (h *Hashed) words(text string) []string {
+	if h.v4 {
+		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	}
+	return strings.FieldsFunc(strings.ToLower(norm.NFC.String(text)), func(r rune) bool { return !graphio.IsWordRune(r) })
 }
 
 // featureCount is a feature and how often a text has it.
@@ -237,7 +254,7 @@ type scratch struct {
 // result aliases sc.
 func (h *Hashed) features(text string, sc *scratch) []featureCount {
 	sc.words, sc.grams = sc.words[:0], sc.grams[:0]
-	ws := words(text)
+	ws := h.words(text)
 	for _, w := range ws {
 		sc.words = append(sc.words, finishHash(fnvString(wordSeed, w)))
 	}
@@ -455,7 +472,10 @@ func (h *Hashed) Embed(ctx context.Context, texts []string) ([][]float32, error)
 // MarshalBinary encodes the configuration and the fitted table (sparse: only non-zero
 // buckets), for storage in the index.
 func (h *Hashed) MarshalBinary() ([]byte, error) {
-	b := []byte("HTF1")
+	b := []byte("HTF2")
+	if h.v4 {
+		b = []byte("HTF1")
+	}
 	for _, v := range []uint64{uint64(h.cfg.Dim), uint64(h.cfg.MinGram), uint64(h.cfg.MaxGram),
 		math.Float64bits(h.cfg.CharWeight), uint64(h.cfg.IDFBuckets), uint64(h.docs)} {
 		b = binary.AppendUvarint(b, v)
@@ -471,9 +491,10 @@ func (h *Hashed) MarshalBinary() ([]byte, error) {
 
 // UnmarshalHashed decodes an embedder written by MarshalBinary.
 func UnmarshalHashed(b []byte) (*Hashed, error) {
-	if len(b) < 4 || string(b[:4]) != "HTF1" {
+	if len(b) < 4 || string(b[:4]) != "HTF1" && string(b[:4]) != "HTF2" {
 		return nil, fmt.Errorf("not a hashed embedder state")
 	}
+	v4 := string(b[:4]) == "HTF1"
 	b = b[4:]
 	var vals [6]uint64
 	for i := range vals {
@@ -492,7 +513,7 @@ func UnmarshalHashed(b []byte) (*Hashed, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hashed{cfg: cfg, docs: uint32(vals[5])} // its identity once, after the table is read
+	h := &Hashed{cfg: cfg, docs: uint32(vals[5]), v4: v4} // its identity once, after the table is read
 	// Entries are two uvarints each: count them to allocate the table once.
 	n := 0
 	for _, c := range b {
@@ -551,7 +572,7 @@ func (h *Hashed) WordRows(texts []string) (ptr []int64, idx []int32, val []float
 	for _, t := range texts {
 		clear(tf)
 		order = order[:0]
-		for _, w := range words(t) {
+		for _, w := range h.words(t) {
 			if tf[w]++; tf[w] == 1 {
 				order = append(order, w)
 			}

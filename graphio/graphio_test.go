@@ -48,6 +48,10 @@ func TestNormalizeName(t *testing.T) {
 		{"  New   York City! ", "new york city"},
 		{"O'Brien-Smith", "o brien smith"},
 		{"Zürich", "zürich"},
+		{"Zu\u0308rich", "zürich"}, // decomposed: the same node
+		{"राम", "राम"},             // Ram and Reema: vowel signs stay in the word,
+		{"रीमा", "रीमा"},           // so they are two nodes (cut at the signs, both read "र म")
+		{"ภาษาไทย", "ภาษาไทย"},
 		{"!!!", ""},
 		{"1843", "1843"},
 	} {

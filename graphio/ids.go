@@ -7,20 +7,33 @@ import (
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
+
+	"golang.org/x/text/unicode/norm"
 )
 
+// IsWordRune reports whether r belongs to a word: a letter, a digit or a combining
+// mark. A mark continues its word, as in Unicode's word boundaries (UAX #29):
+// splitting there cuts Devanagari and Thai words at every vowel sign ("राम", Ram, and
+// "रीमा", Reema, both became "र म") and a decomposed "u" + U+0308 out of "Zürich".
+func IsWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r)
+}
+
 // NormalizeName is HippoRAG's node-identity normalisation: lower-case, every
-// character that is not a letter or digit becomes a space, and runs of spaces
-// collapse to one (HippoRAG strips only the ends; collapsing makes "New  York" and
-// "New York" the same node). Unlike HippoRAG's ASCII-only regular expression, letters
-// and digits of any script are kept, so "Zürich" stays "zürich" instead of "z rich";
-// for ASCII text the two agree.
+// character that is not part of a word (IsWordRune) becomes a space, and runs of
+// spaces collapse to one (HippoRAG strips only the ends; collapsing makes "New  York"
+// and "New York" the same node). Unlike HippoRAG's ASCII-only regular expression,
+// letters, digits and combining marks of any script are kept, in Unicode NFC, so
+// "Zürich", precomposed or not, is "zürich" instead of "z rich"; for ASCII text the
+// two agree. (Before combining marks were kept, a name holding one was cut there:
+// `index --merge` normalises an older index's names again.)
 func NormalizeName(s string) string {
+	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
 	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if IsWordRune(r) {
 			if space && b.Len() > 0 {
 				b.WriteByte(' ')
 			}

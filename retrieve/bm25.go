@@ -6,10 +6,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/kljensen/snowball/english"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/graphloom/graphloom/graphio"
 )
 
 // stopwords are dropped from queries and documents.
@@ -49,9 +50,7 @@ func (a Analyzer) Terms(text string) []string {
 // "Südhof". NFC makes the decomposed and the precomposed "ü" one term.
 func words(text string) []string {
 	var out []string
-	for _, w := range strings.FieldsFunc(strings.ToLower(norm.NFC.String(text)), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.M, r)
-	}) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(norm.NFC.String(text)), func(r rune) bool { return !graphio.IsWordRune(r) }) {
 		if !stopwords[w] {
 			out = append(out, w)
 		}

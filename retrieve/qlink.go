@@ -5,6 +5,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/graphloom/graphloom/graphio"
 )
 
@@ -34,7 +36,7 @@ func newNameIndex(ix *graphio.Index) *nameIndex {
 
 // queryWord is a word of the question with what linking needs to know of it.
 type queryWord struct {
-	norm    string // lower-cased letters and digits
+	norm    string // lower-cased letters, digits and combining marks
 	capital bool   // starts with a capital letter or is a number
 	first   bool   // first word of the question or of a sentence in it
 }
@@ -55,8 +57,8 @@ func queryWords(q string) []queryWord {
 			first = true
 		}
 	}
-	for _, r := range q {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+	for _, r := range norm.NFC.String(q) { // as graphio.NormalizeName reads names
+		if graphio.IsWordRune(r) {
 			cur = append(cur, r)
 			continue
 		}

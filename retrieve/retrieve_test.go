@@ -312,7 +312,7 @@ func TestGenericHubDoesNotWinPPR(t *testing.T) {
 func TestQueryEntityLinking(t *testing.T) {
 	ix := &graphio.Index{}
 	b := graphio.NewBuilder(ix, "")
-	for _, n := range []string{"manamagan thevai", "thevai", "director", "p s ramakrishna rao", "the"} {
+	for _, n := range []string{"manamagan thevai", "thevai", "director", "p s ramakrishna rao", "the", "Thomas Su\u0308dhof"} {
 		b.Entity(n, "")
 	}
 	n := newNameIndex(ix)
@@ -326,6 +326,9 @@ func TestQueryEntityLinking(t *testing.T) {
 	assert.Equal(t, []string{"manamagan thevai"}, got("Who is the director of film Manamagan Thevai?"), "longest match; a lower-case common word never links")
 	assert.Equal(t, []string{"p s ramakrishna rao"}, got("Whom did P. S. Ramakrishna Rao marry?"))
 	assert.Empty(t, got("The director of the film?"), "the first word and stop words are not names")
+	for _, q := range []string{"Where did Thomas S\u00fcdhof work?", "Where did Thomas Su\u0308dhof work?"} {
+		assert.Equal(t, []string{"thomas s\u00fcdhof"}, got(q), "a name holding a combining mark, precomposed or not: %q", q)
+	}
 }
 
 func TestFuse(t *testing.T) {
