@@ -44,6 +44,13 @@ func IsHashed(identity string) bool { return strings.HasPrefix(identity, hashedP
 func ForIndex(ix *graphio.Index, api Embedder) (Embedder, error) {
 	id := ix.Meta.Embedder
 	if l, ok := api.(*Local); ok && l.Identity() != id && id != "" {
+		eng := l.eng
+		if l.own {
+			eng = nil // l's own engine goes when its owner closes l
+		}
+		if old := legacyLocal(l.Config(), id, eng); old != nil {
+			return old, nil // the same folder, as it was read when the index was embedded
+		}
 		return nil, fmt.Errorf("embed: %w: the index was embedded with %q, the requested embedder is %q (%s); query with the embedder that built the index, or rebuild it",
 			ErrMismatch, id, l.Identity(), l.Config().Dir)
 	}

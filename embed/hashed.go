@@ -218,13 +218,13 @@ var (
 )
 
 // words splits text into lower-case words: runs of letters, digits and combining
-// marks in NFC (graphio.IsWordRune), or, for a v4 embedder, of letters and digits
+// marks in NFC (graphio.Words), or, for a v4 embedder, of letters and digits
 // as the text is.
 func (h *Hashed) words(text string) []string {
 	if h.v4 {
 		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	}
-	return strings.FieldsFunc(strings.ToLower(norm.NFC.String(text)), func(r rune) bool { return !graphio.IsWordRune(r) })
+	return graphio.Words(strings.ToLower(norm.NFC.String(text)))
 }
 
 // featureCount is a feature and how often a text has it.

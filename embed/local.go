@@ -154,37 +154,58 @@ func openLocal(id string, blob []byte) (*Local, error) {
 		return nil, fmt.Errorf("embed: index embedder state: %w", err)
 	}
 	l, err := NewLocal(cfg, nil)
+	if err == nil && l.Identity() == id {
+		return l, nil
+	}
+	if old := legacyLocal(cfg, id, nil); old != nil {
+		if l != nil {
+			l.Close()
+		}
+		return old, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed: reopening the index's embedder %s from %s: %w", id, cfg.Dir, err)
 	}
-	if l.Identity() != id {
-		// An index embedded before graphloom read similarity_fn_name and
-		// default_prompt_name: its passages were embedded as pooled (a folder compared
-		// by cosine without a Normalize module) and without the default prompt, so its
-		// queries are too (rebuild the index for the folder's own settings).
-		p, legacy, changed := l.m.Pipeline(), cfg, false
-		off, none := false, ""
-		if cfg.Normalize == nil && p.SentenceTransformers && p.Normalize && !p.NormalizeModule {
-			legacy.Normalize, changed = &off, true
-		}
-		if cfg.QueryPrompt == nil && p.QueryFromDefault {
-			legacy.QueryPrompt, changed = &none, true
-		}
-		if cfg.PassagePrompt == nil && p.PassageFromDefault {
-			legacy.PassagePrompt, changed = &none, true
-		}
-		if changed {
-			if old, err := NewLocal(legacy, nil); err == nil && old.Identity() == id {
-				l.Close()
-				return old, nil
-			} else if err == nil {
-				old.Close()
-			}
-		}
+	l.Close()
+	return nil, fmt.Errorf("embed: %w: the index was embedded with %s, but the folder %s now gives %s (its files changed)", ErrMismatch, id, cfg.Dir, l.Identity())
+}
+
+// legacyLocal returns cfg's folder read as graphloom read it before it honoured
+// similarity_fn_name and default_prompt_name, when that is the embedder id names;
+// nil otherwise. An index embedded then holds passages embedded as pooled (a folder
+// compared by cosine, euclidean or manhattan distance without a Normalize module)
+// and without the default prompt, so its queries are too: rebuild the index for the
+// folder's own settings. eng is the engine to run on (nil: its own).
+func legacyLocal(cfg LocalConfig, id string, eng *engine.Engine) *Local {
+	off, none := false, ""
+	c := cfg
+	if c.Normalize == nil {
+		c.Normalize = &off // as pooled; refused now without --normalize for euclidean
+	}
+	l, err := NewLocal(c, eng)
+	if err != nil {
+		return nil
+	}
+	p := l.m.Pipeline()
+	if cfg.Normalize != nil || !p.SentenceTransformers || p.NormalizeModule {
+		c.Normalize = cfg.Normalize // normalised then as now: a plain folder, or a Normalize module
+	}
+	if c.QueryPrompt == nil && p.QueryFromDefault {
+		c.QueryPrompt = &none
+	}
+	if c.PassagePrompt == nil && p.PassageFromDefault {
+		c.PassagePrompt = &none
+	}
+	l.Close()
+	if c == cfg {
+		return nil // read as now
+	}
+	if l, err = NewLocal(c, eng); err != nil {
+		return nil
 	}
 	if l.Identity() != id {
 		l.Close()
-		return nil, fmt.Errorf("embed: %w: the index was embedded with %s, but the folder %s now gives %s (its files changed)", ErrMismatch, id, cfg.Dir, l.Identity())
+		return nil
 	}
-	return l, nil
+	return l
 }

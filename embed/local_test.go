@@ -115,4 +115,28 @@ func TestLocalCosineFolderWithoutNormalize(t *testing.T) {
 	got, err := e.Embed(ctx, text)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, pooled[0], got[0], 1e-6)
+
+	// The folder named explicitly (--embedder local:DIR) is read as the index needs.
+	e, err = embed.ForIndex(ix, now)
+	require.NoError(t, err)
+	defer e.(*embed.Local).Close()
+	assert.Equal(t, before.Identity(), e.Identity())
+
+	// A folder compared by euclidean distance without a Normalize module is refused
+	// now unless normalised; an index embedded with it as pooled still opens.
+	eu := filepath.Join(t.TempDir(), "eu")
+	_, err = encodertest.Write(eu, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean", Seed: 4})
+	require.NoError(t, err)
+	_, err = embed.NewLocal(embed.LocalConfig{Dir: eu}, nil)
+	require.ErrorContains(t, err, `similarity_fn_name "euclidean"`)
+	asPooled, err := embed.NewLocal(embed.LocalConfig{Dir: eu, Normalize: &off}, nil)
+	require.NoError(t, err)
+	defer asPooled.Close()
+	blob, err = json.Marshal(embed.LocalConfig{Dir: eu})
+	require.NoError(t, err)
+	ix = &graphio.Index{Meta: graphio.Meta{Embedder: asPooled.Identity()}, Blobs: map[string][]byte{"embedder": blob}}
+	e, err = embed.ForIndex(ix, nil)
+	require.NoError(t, err)
+	defer e.(*embed.Local).Close()
+	assert.Equal(t, asPooled.Identity(), e.Identity())
 }

@@ -101,6 +101,9 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 	switch {
 	case flags.Changed("embedder"):
 		emb, err = o.lf.embedder(cmd.Context(), o.embedder)
+		if l, ok := emb.(*embed.Local); ok && err == nil && embed.IsLocal(ix.Meta.Embedder) {
+			emb, err = embed.ForIndex(ix, l) // the folder as it was read when the index was embedded
+		}
 	case embed.IsHashed(ix.Meta.Embedder):
 	case embed.IsLocal(ix.Meta.Embedder):
 		emb, err = embed.ForIndex(ix, nil)
@@ -111,9 +114,7 @@ func runIndexAdd(cmd *cobra.Command, o addOptions) error {
 		return err
 	}
 	passages, skipped, err := ingest.Load(o.corpus, o.icfg.Strict)
-	for _, s := range skipped {
-		cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
-	}
+	warnSkippedInputs(cmd, skipped, err)
 	if err != nil {
 		return err
 	}
@@ -232,9 +233,7 @@ func runIndexMerge(cmd *cobra.Command, path string, kcfg kg.Config, lf *llmFlags
 // extractor.
 func runSyncPlan(cmd *cobra.Command, ix *graphio.Index, o addOptions) error {
 	passages, skipped, err := ingest.Load(o.corpus, o.icfg.Strict)
-	for _, s := range skipped {
-		cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
-	}
+	warnSkippedInputs(cmd, skipped, err)
 	if err != nil {
 		return err
 	}
@@ -409,6 +408,9 @@ fresh build (docs/lifecycle.md).`,
 	registerMergeFlags(cmd, &kcfg)
 	addForce(cmd, &force)
 	lf.register(cmd) // the embedding API of an index embedded through one
+	for _, name := range []string{"pooling", "normalize", "query-prompt", "passage-prompt", "embed-dtype"} {
+		_ = cmd.Flags().MarkHidden(name) // a local model is reopened with the settings the index records
+	}
 	return cmd
 }
 
