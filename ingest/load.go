@@ -40,6 +40,10 @@ type Skipped struct {
 // ErrNoPassages is returned when an input holds nothing usable.
 var ErrNoPassages = errors.New("no usable passages")
 
+// ErrStrict is wrapped by the error of a strict load that skipped inputs; the error
+// names the first of them.
+var ErrStrict = errors.New("strict mode")
+
 // Load reads the passages of a corpus at path: a directory (every .txt, .md and
 // .markdown file below it, hidden ones excepted; see loader.dir for links), a single
 // such file (one document), a .jsonl/.ndjson file, or a .json file
@@ -63,7 +67,7 @@ func Load(path string, strict bool) ([]Passage, []Skipped, error) {
 	}
 	if strict && len(l.skipped) > 0 {
 		s := l.skipped[0]
-		return nil, l.skipped, fmt.Errorf("ingest: %s: %s (and %d more skipped inputs; strict mode)", s.Source, s.Reason, len(l.skipped)-1)
+		return nil, l.skipped, fmt.Errorf("ingest: %s: %s (and %d more skipped inputs; %w)", s.Source, s.Reason, len(l.skipped)-1, ErrStrict)
 	}
 	if len(l.passages) == 0 {
 		return nil, l.skipped, fmt.Errorf("ingest: %s: %w (%d inputs skipped)", path, ErrNoPassages, len(l.skipped))

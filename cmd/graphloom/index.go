@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -125,13 +126,7 @@ nothing; --out writes the result there and leaves --index as it was.`,
 				ix, rep, err = ingest.Build(cmd.Context(), corpus, cfg, progress)
 			}
 			finish()
-			skipped := rep.Skipped
-			if err != nil && cfg.Strict && len(skipped) > 0 {
-				skipped = skipped[1:] // the error names the first
-			}
-			for _, s := range skipped {
-				cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
-			}
+			warnSkippedInputs(cmd, rep.Skipped, err)
 			if err != nil {
 				return err
 			}
@@ -332,6 +327,17 @@ func fmtSeconds(v any) string {
 	}
 }
 
+// warnSkippedInputs prints the inputs a load skipped, but for the first when err is
+// the strict load's refusal, which names it.
+func warnSkippedInputs(cmd *cobra.Command, skipped []ingest.Skipped, err error) {
+	if errors.Is(err, ingest.ErrStrict) && len(skipped) > 0 {
+		skipped = skipped[1:]
+	}
+	for _, s := range skipped {
+		cmd.PrintErrf("warning: skipped %s: %s\n", s.Source, s.Reason)
+	}
+}
+
 // indexFromDataset ingests the passages of a QA dataset's contexts. The records read
 // with a warning (an untitled paragraph) are printed here; the skipped ones go into
 // the report's Skipped.
@@ -348,7 +354,7 @@ func indexFromDataset(cmd *cobra.Command, path string, cfg ingest.Config, progre
 	}
 	if cfg.Strict && len(ds.Skipped) > 0 {
 		s := ds.Skipped[0]
-		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s (and %d more records skipped)", path, s.Line, s.Reason, len(ds.Skipped)-1)
+		return nil, rep, fmt.Errorf("%s:%d: record not read (--strict): %s (and %d more records skipped; %w)", path, s.Line, s.Reason, len(ds.Skipped)-1, ingest.ErrStrict)
 	}
 	if err := ingest.AddPassages(cmd.Context(), ix, ps, cfg, progress, rep); err != nil {
 		return nil, rep, err

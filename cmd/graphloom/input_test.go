@@ -274,3 +274,19 @@ func TestLLMTimeoutSetsTheDeadline(t *testing.T) {
 		assert.Equal(t, tc.deadline, c.Config().RequestDeadline, "--llm-timeout %s", tc.timeout)
 	}
 }
+
+// TestAddStrictNamesTheFirstSkipOnce: index --add --strict refuses a corpus with an
+// unusable record, naming it once (by the error), and lists the others.
+func TestAddStrictNamesTheFirstSkipOnce(t *testing.T) {
+	dir := t.TempDir()
+	idx := filepath.Join(dir, "x.gl")
+	r := run(t, nil, "index", "--quiet", "--corpus", "../../examples/harbour/corpus.json", "--out", idx)
+	require.Equal(t, 0, r.code, r.stderr)
+	bad := filepath.Join(dir, "more.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[{"title": "Orlen", "text": "The Orlen is a river."}, 42, {"title": 7}]`), 0o644))
+	r = run(t, nil, "index", "--add", bad, "--index", idx, "--strict", "--quiet")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "strict mode")
+	assert.Equal(t, 1, strings.Count(r.stderr, bad+"#1"), "the first skipped record is named once: %s", r.stderr)
+	assert.Contains(t, r.stderr, "warning: skipped "+bad+"#2", "the others are listed")
+}
