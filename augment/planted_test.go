@@ -273,18 +273,29 @@ func TestScorePlantedCounts(t *testing.T) {
 	assert.Equal(t, 1, cross.Touched)
 }
 
-// signalWriter closes done on the first write holding want.
+// signalWriter keeps what is written and closes done on the first write holding want.
 type signalWriter struct {
 	want string
 	once sync.Once
 	done chan struct{}
+	mu   sync.Mutex
+	all  strings.Builder
 }
 
 func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.all.Write(p)
+	w.mu.Unlock()
 	if strings.Contains(string(p), w.want) {
 		w.once.Do(func() { close(w.done) })
 	}
 	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.all.String()
 }
 
 // TestCheckpointSavedUnderItsLock: a run saves the scorer checkpoint only while it
@@ -312,6 +323,7 @@ func TestCheckpointSavedUnderItsLock(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // time enough to write, were the lock not taken
 	assert.NoFileExists(t, opts.Checkpoint+".json", "nothing is saved while another holds the lock")
+	assert.Contains(t, trained.String(), "waiting for the scorer checkpoint "+opts.Checkpoint+", which another run is saving (held by the test)")
 	require.NoError(t, lk.Unlock())
 	require.NoError(t, <-ran)
 	assert.FileExists(t, opts.Checkpoint+".json")

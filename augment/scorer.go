@@ -280,7 +280,7 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 	}
 	// The checkpoint only saves the next run the training: one that cannot be written
 	// (a read-only index directory) costs that, not this run's work.
-	if err := saveScorer(opts.Checkpoint, e, &tr, jsonl.Bytes(), reports[0].result); err != nil {
+	if err := saveScorer(ctx, opts.Checkpoint, e, &tr, jsonl.Bytes(), reports[0].result, opts.Log); err != nil {
 		tr.CheckpointError = err.Error()
 		tr.MemberDigests = nil
 		if opts.Log != nil {
@@ -293,11 +293,16 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 // saveScorer writes the scorer checkpoint at path: the training log (one JSON line
 // per epoch and evaluation) and the loss / ROC-AUC curves beside it, each member's
 // weights, then the training report that names them (written last: a checkpoint
-// without it is not loaded). It holds the checkpoint's lock throughout: two runs on
-// one index (a seed sweep writing to several --out) share the checkpoint, and the
-// report must name the members written with it.
-func saveScorer(path string, e *ensemble, tr *TrainReport, log []byte, res *train.Result) error {
-	lk, err := graphio.LockWriter(context.Background(), path, fmt.Sprintf("pid %d: saving the scorer checkpoint", os.Getpid()), true, nil)
+// without it is not loaded). It holds the checkpoint's lock throughout, waiting for
+// it (until ctx ends) while another run saves: two runs on one index (a seed sweep
+// writing to several --out) share the checkpoint, and the report must name the
+// members written with it. out, when not nil, is told of the wait.
+func saveScorer(ctx context.Context, path string, e *ensemble, tr *TrainReport, log []byte, res *train.Result, out io.Writer) error {
+	lk, err := graphio.LockWriter(ctx, path, fmt.Sprintf("pid %d: saving the scorer checkpoint", os.Getpid()), true, func(holder string) {
+		if out != nil {
+			fmt.Fprintf(out, "waiting for the scorer checkpoint %s, which another run is saving (%s)\n", path, holder)
+		}
+	})
 	if err != nil {
 		return err
 	}
