@@ -59,6 +59,23 @@ func TestNormalizeName(t *testing.T) {
 	}
 }
 
+func TestWords(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"New York, 1843!", []string{"New", "York", "1843"}},
+		{"Zu\u0308rich und Su\u0308dhof", []string{"Zu\u0308rich", "und", "Su\u0308dhof"}},
+		{"राम और रीमा", []string{"राम", "और", "रीमा"}},
+		{"می\u200cخواهم", []string{"می\u200cخواهم"}},
+		{"\u0301a \u0301 b\u0301", []string{"a", "b\u0301"}},
+		{"", nil},
+	} {
+		assert.Equal(t, tc.want, Words(tc.in), "%q", tc.in)
+	}
+	assert.Equal(t, "a b\u0301", NormalizeName("\u0301A \u0301 B\u0301"), "NormalizeName drops the same marks")
+}
+
 // sampleIndex builds a small index with every record kind.
 func sampleIndex(t testing.TB) *Index {
 	ix := &Index{Meta: Meta{Created: "2026-01-01T00:00:00Z", Corpus: "x.json", Tokenizer: "cl100k_base", Embedder: "test"}}

@@ -11,12 +11,41 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// IsWordRune reports whether r belongs to a word: a letter, a digit or a combining
-// mark. A mark continues its word, as in Unicode's word boundaries (UAX #29):
-// splitting there cuts Devanagari and Thai words at every vowel sign ("राम", Ram, and
-// "रीमा", Reema, both became "र म") and a decomposed "u" + U+0308 out of "Zürich".
+// IsWordRune reports whether r belongs to a word: a letter, a digit, a combining
+// mark, or a zero-width non-joiner or joiner. A mark continues its word, as in
+// Unicode's word boundaries (UAX #29, which also keeps ZWNJ and ZWJ inside a word, as
+// Persian writes it): splitting there cuts Devanagari and Thai words at every vowel
+// sign ("राम", Ram, and "रीमा", Reema, both became "र म") and a decomposed "u" +
+// U+0308 out of "Zürich". A mark that follows no word character belongs to no word
+// (UAX #29 attaches it to what precedes it): see Words.
 func IsWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r)
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) || r == '\u200c' || r == '\u200d'
+}
+
+// ContinuesWord reports whether r only continues a word (a mark, ZWNJ or ZWJ): it
+// starts none.
+func ContinuesWord(r rune) bool { return unicode.Is(unicode.M, r) || r == '\u200c' || r == '\u200d' }
+
+// Words returns the words of s as IsWordRune delimits them, case and form kept; a
+// mark, ZWNJ or ZWJ after a non-word character is dropped.
+func Words(s string) []string {
+	var out []string
+	start := -1
+	for i, r := range s {
+		switch {
+		case !IsWordRune(r):
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+		case start < 0 && !ContinuesWord(r): // a word starts
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
 }
 
 // NormalizeName is HippoRAG's node-identity normalisation: lower-case, every
@@ -32,8 +61,13 @@ func NormalizeName(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
+	word := false // inside a word
 	for _, r := range s {
 		if IsWordRune(r) {
+			if !word && ContinuesWord(r) {
+				continue // a mark after no word character belongs to no word
+			}
+			word = true
 			if space && b.Len() > 0 {
 				b.WriteByte(' ')
 			}
@@ -41,17 +75,18 @@ func NormalizeName(s string) string {
 			b.WriteRune(unicode.ToLower(r))
 			continue
 		}
-		space = true
+		space, word = true, false
 	}
 	return b.String()
 }
 
-// AlnumLen counts the letters and digits of s (HippoRAG skips synonym edges for
-// names with two or fewer).
+// AlnumLen counts the letters, digits and combining marks of s (HippoRAG skips
+// synonym edges for names with two or fewer letters and digits; a vowel sign, as in
+// "राम", counts as the vowel it writes).
 func AlnumLen(s string) int {
 	n := 0
 	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) {
 			n++
 		}
 	}

@@ -200,7 +200,8 @@ func TestTermsKeepCombiningMarks(t *testing.T) {
 		{"Devanagari vowel signs and virama", "हिन्दी भाषा", []string{"हिन्दी", "भाषा"}},
 		{"Thai vowels above and below", "ภาษาไทย สวัสดี", []string{"ภาษาไทย", "สวัสดี"}},
 		{"Arabic harakat", "كَتَبَ الوَلَدُ", []string{"كَتَبَ", "الوَلَدُ"}},
-		{"a mark after a space starts no word of its own", "a \u0301b", []string{"\u0301b"}},
+		{"a mark after a space belongs to no word", "a \u0301b", []string{"b"}},
+		{"Persian's zero-width non-joiner stays inside its word", "می\u200cخواهم", []string{"می\u200cخواهم"}},
 		{"Latin text as before", "The Meridian's master, in 1801.", []string{"meridian", "s", "master", "1801"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, an.Terms(tc.text)) })

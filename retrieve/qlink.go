@@ -59,7 +59,9 @@ func queryWords(q string) []queryWord {
 	}
 	for _, r := range norm.NFC.String(q) { // as graphio.NormalizeName reads names
 		if graphio.IsWordRune(r) {
-			cur = append(cur, r)
+			if len(cur) > 0 || !graphio.ContinuesWord(r) { // a mark after no word character belongs to none
+				cur = append(cur, r)
+			}
 			continue
 		}
 		flush(r)

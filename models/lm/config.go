@@ -353,7 +353,11 @@ func (c Config) Validate() error {
 // original_max_position_embeddings × factor (max_position_embeddings × factor when
 // the original is not given), never less than max_position_embeddings. Qwen's YaRN
 // recipe keeps max_position_embeddings at 32,768 and sets factor 4 for 131,072.
-// transformers bounds nothing; graphloom refuses what the model was not made for.
+// transformers bounds nothing. A linear-scaled config that already stores the
+// stretched length in max_position_embeddings (some do) is allowed factor times more
+// than it was made for: without original_max_position_embeddings the two
+// conventions cannot be told apart, and refusing a length transformers runs would be
+// the worse error.
 func (c Config) Context() int {
 	if c.MaxPositions <= 0 || c.Rope.Type == "dynamic" {
 		return 0
