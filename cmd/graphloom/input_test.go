@@ -161,7 +161,7 @@ func TestCorpusFromDatasetSaysWhatItLeftOut(t *testing.T) {
 	assert.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stderr, ds+":2: record not read (--strict): answer:")
 	assert.Equal(t, 1, strings.Count(r.stderr, ds+":2:"), "the first skipped record is named once, by the error: %s", r.stderr)
-	assert.Contains(t, r.stderr, "(and 1 more records skipped)")
+	assert.Contains(t, r.stderr, "(and 1 more records skipped; strict mode)")
 	assert.Contains(t, r.stderr, "warning: skipped "+ds+":4: record not read", "the others are still listed")
 	assert.NoFileExists(t, filepath.Join(base, "y.gl"))
 
