@@ -15,9 +15,9 @@ const GenerationMeta = "index_generation"
 // Generation fingerprints the state of ix a model trained on it saw: when it was
 // built, its record counts (documents, chunks, entities, mentions, facts, hyperedges,
 // synonym edges), its augmentation runs and its history of add, delete and sync
-// operations. Any of those operations, an augmentation or its rollback gives another
-// generation; reading and writing the file does not. The form is "g<operations>-<12
-// hex digits>".
+// operations (with the documents each touched, since Change.DocsDigest was kept).
+// Any of those operations or an augmentation gives another generation; reading and
+// writing the file does not. The form is "g<operations>-<12 hex digits>".
 func Generation(ix *graphio.Index) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%d %d %d %d %d %d %d\n", ix.Meta.Created, len(ix.Documents), len(ix.Chunks), len(ix.Entities),
@@ -30,6 +30,9 @@ func Generation(ix *graphio.Index) string {
 		ops = len(hist)
 		for _, c := range hist {
 			fmt.Fprintf(h, "%s %s %d %d %d %d\n", c.Op, c.Created, len(c.Documents), len(c.Changed), len(c.Deleted), c.Chunks)
+			if c.DocsDigest != "" { // which documents (history recorded before it was kept: as it was)
+				fmt.Fprintf(h, "docs %s\n", c.DocsDigest)
+			}
 		}
 	} else {
 		h.Write(ix.Blobs[historyBlob])
@@ -49,4 +52,17 @@ func StaleWarning(ix *graphio.Index, seen, what string) string {
 		return fmt.Sprintf("warning: %s is stale: it was trained on index generation %s and the index is now %s (documents added, deleted or synced, an augmentation run, or another index); train it again", what, seen, now)
 	}
 	return ""
+}
+
+// docsDigest returns the hex SHA-256 (12 digits) of the ids of c's documents added,
+// changed and deleted, in order.
+func docsDigest(c Change) string {
+	h := sha256.New()
+	for i, refs := range [][]DocRef{c.Documents, c.Changed, c.Deleted} {
+		fmt.Fprintf(h, "%d:", i)
+		for _, d := range refs {
+			fmt.Fprintf(h, "%s,", d.ID)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
 }

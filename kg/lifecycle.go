@@ -305,6 +305,10 @@ type Change struct {
 	Incremental bool    `json:"incremental"`
 	IDFDrift    float64 `json:"idf_drift,omitempty"`
 	Graph       *Report `json:"graph,omitempty"`
+	// DocsDigest hashes the ids of Documents, Changed and Deleted, for Generation: two
+	// changes made in the same second with the same counts differ by their documents.
+	// Empty in history recorded before it was kept (those generations stay as they were).
+	DocsDigest string `json:"docs_digest,omitempty"`
 	// Remap, after an incremental change, says where the old records went, for
 	// retrieve.UpdateBM25 (nil after a merge: the postings are computed again).
 	Remap *graphio.Remap `json:"-"`
@@ -342,6 +346,7 @@ func appendHistory(ix *graphio.Index, c Change) error {
 		return err
 	}
 	c.Graph = nil
+	c.DocsDigest = docsDigest(c)
 	h = append(h, c)
 	b, err := json.Marshal(h)
 	if err != nil {
