@@ -546,3 +546,48 @@ func TestLongBlobName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []byte("v"), got.Blobs[strings.Repeat("k", 250)])
 }
+
+// TestRemoveRunKeepsALaterRunsMention: a later run's fact about an entity of the
+// index, citing a chunk where an earlier run recorded the entity's mention, keeps
+// that mention when the earlier run is rolled back (as the later run's), and loses it
+// with the later run.
+func TestRemoveRunKeepsALaterRunsMention(t *testing.T) {
+	ix := sampleIndex(t)
+	ix.Runs = append(ix.Runs, Run{ID: "aug-1", Kind: "augment"}, Run{ID: "aug-2", Kind: "augment"})
+	carol, _ := NewBuilder(ix, "").EntityIndex("carol")
+	b1 := NewBuilder(ix, "aug-1")
+	erin := b1.Entity("Erin", "")
+	chunk := int32(0) // "Alice met Bob in Paris.": no mention of Carol
+	has := func(e, c int32) string {
+		for _, m := range ix.Mentions {
+			if m.Entity == e && m.Chunk == c {
+				return "run " + m.Run
+			}
+		}
+		return "none"
+	}
+	require.Equal(t, "none", has(carol, chunk), "the sample index has no such mention")
+	b1.AddMention(carol, chunk)
+	_, _, err := b1.AddFactIDs(carol, "met", erin, []int32{chunk})
+	require.NoError(t, err)
+	b2 := NewBuilder(ix, "aug-2")
+	dave := b2.Entity("Dave", "")
+	b2.AddMention(carol, chunk) // recorded already, by aug-1: not again
+	b2.AddMention(dave, chunk)
+	_, _, err = b2.AddFactIDs(carol, "friend of", dave, []int32{chunk})
+	require.NoError(t, err)
+	for _, k := range []NodeKind{KindEntity, KindFact} {
+		for range 2 {
+			ix.Embeddings[k].Append(&Embedding{Dim: 3, Data: []float32{1, 0, 0}})
+		}
+	}
+	require.NoError(t, ix.Validate())
+	require.Equal(t, "run aug-1", has(carol, chunk))
+
+	require.NoError(t, ix.RemoveRun("aug-1"))
+	carol, _ = NewBuilder(ix, "").EntityIndex("carol")
+	assert.Equal(t, "run aug-2", has(carol, chunk), "aug-2's fact still states it")
+	require.NoError(t, ix.Validate())
+	require.NoError(t, ix.RemoveRun("aug-2"))
+	assert.Equal(t, "none", has(carol, chunk))
+}

@@ -320,8 +320,10 @@ func (ix *Index) Validate() error {
 
 // RemoveRun deletes every record that run added and the run itself, renumbering the
 // remaining records. Because runs only append, removing the newest run restores the
-// index as it was before that run, byte for byte once written. It returns an error if
-// the run is unknown, or if a record that survives refers to one the run added.
+// index as it was before that run, byte for byte once written. A mention the run added
+// that a later run's fact or hyperedge also states is kept, as the later run's. It
+// returns an error if the run is unknown, or if a record that survives refers to one
+// the run added.
 func (ix *Index) RemoveRun(run string) error {
 	if run == "" {
 		return fmt.Errorf("graphio: remove run: empty run id")
@@ -364,11 +366,43 @@ func (ix *Index) RemoveRun(run string) error {
 		}
 		return remap[e], nil
 	}
+	// A later run does not record a mention an earlier one added (the builder keeps
+	// one per entity and chunk): a mention of this run that a later run's fact or
+	// hyperedge states passes to that run instead of going.
+	after := map[string]bool{}
+	for _, r := range ix.Runs[ri+1:] {
+		after[r.ID] = true
+	}
+	later := map[[2]int32]string{}
+	state := func(e, c int32, by string) {
+		if after[by] {
+			if _, ok := later[[2]int32{e, c}]; !ok {
+				later[[2]int32{e, c}] = by
+			}
+		}
+	}
+	for _, f := range ix.Facts {
+		for _, c := range f.Chunks {
+			state(f.Subject, c, f.Run)
+			state(f.Object, c, f.Run)
+		}
+	}
+	for _, h := range ix.Hyperedges {
+		for _, c := range h.Chunks {
+			for _, e := range h.Entities {
+				state(e, c, h.Run)
+			}
+		}
+	}
 	var err error
 	var mentions []Mention
 	for i, m := range ix.Mentions {
 		if m.Run == run {
-			continue
+			by, ok := later[[2]int32{m.Entity, m.Chunk}]
+			if !ok || remap[m.Entity] < 0 {
+				continue
+			}
+			m.Run = by
 		}
 		if m.Entity, err = mapEnt("mention", i, m.Entity, m.Run); err != nil {
 			return err
