@@ -591,3 +591,37 @@ func TestRemoveRunKeepsALaterRunsMention(t *testing.T) {
 	require.NoError(t, ix.RemoveRun("aug-2"))
 	assert.Equal(t, "none", has(carol, chunk))
 }
+
+// TestRemoveRunHandsAMentionToTheEarliestLaterRun: of two later runs stating a mention
+// (the first by a hyperedge, the second by a fact), the earlier keeps it, so that
+// rolling back the last one leaves it.
+func TestRemoveRunHandsAMentionToTheEarliestLaterRun(t *testing.T) {
+	ix := sampleIndex(t)
+	ix.Runs = append(ix.Runs, Run{ID: "aug-1", Kind: "augment"}, Run{ID: "aug-2", Kind: "augment"}, Run{ID: "aug-3", Kind: "augment"})
+	carol, _ := NewBuilder(ix, "").EntityIndex("carol")
+	alice, _ := NewBuilder(ix, "").EntityIndex("alice")
+	const chunk = 0 // "Alice met Bob in Paris.": no mention of Carol
+	NewBuilder(ix, "aug-1").AddMention(carol, chunk)
+	_, isNew := NewBuilder(ix, "aug-2").AddHyperedge("Carol and Alice sailed together.", []int32{carol, alice}, chunk, 1)
+	require.True(t, isNew)
+	_, _, err := NewBuilder(ix, "aug-3").AddFactIDs(carol, "sailed with", alice, []int32{chunk})
+	require.NoError(t, err)
+	ix.Embeddings[KindHyperedge].Append(&Embedding{Dim: 3, Data: []float32{1, 0, 0}})
+	ix.Embeddings[KindFact].Append(&Embedding{Dim: 3, Data: []float32{1, 0, 0}})
+	require.NoError(t, ix.Validate())
+	owner := func() string {
+		c, _ := NewBuilder(ix, "").EntityIndex("carol")
+		for _, m := range ix.Mentions {
+			if m.Entity == c && m.Chunk == chunk {
+				return m.Run
+			}
+		}
+		return "none"
+	}
+	require.Equal(t, "aug-1", owner())
+	require.NoError(t, ix.RemoveRun("aug-1"))
+	assert.Equal(t, "aug-2", owner())
+	require.NoError(t, ix.RemoveRun("aug-3"))
+	assert.Equal(t, "aug-2", owner(), "aug-2's hyperedge still states it")
+	require.NoError(t, ix.Validate())
+}

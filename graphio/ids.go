@@ -80,9 +80,10 @@ func NormalizeName(s string) string {
 	return b.String()
 }
 
-// AlnumLen counts the letters, digits and combining marks of s (HippoRAG skips
-// synonym edges for names with two or fewer letters and digits; a vowel sign, as in
-// "राम", counts as the vowel it writes).
+// AlnumLen counts the letters, digits and combining marks of s: HippoRAG skips
+// synonym edges for names with two or fewer letters and digits, and the entity rules
+// drop names of one (kg). A vowel sign, as in "राम", counts as the vowel it writes, so
+// a consonant and its vowel ("का") count as "ka" does.
 func AlnumLen(s string) int {
 	n := 0
 	for _, r := range s {

@@ -321,7 +321,8 @@ func (ix *Index) Validate() error {
 // RemoveRun deletes every record that run added and the run itself, renumbering the
 // remaining records. Because runs only append, removing the newest run restores the
 // index as it was before that run, byte for byte once written. A mention the run added
-// that a later run's fact or hyperedge also states is kept, as the later run's. It
+// that a later run's fact or hyperedge also states is kept, as the earliest such run's
+// (the one that would have recorded it, had this run not been). It
 // returns an error if the run is unknown, or if a record that survives refers to one
 // the run added.
 func (ix *Index) RemoveRun(run string) error {
@@ -369,15 +370,16 @@ func (ix *Index) RemoveRun(run string) error {
 	// A later run does not record a mention an earlier one added (the builder keeps
 	// one per entity and chunk): a mention of this run that a later run's fact or
 	// hyperedge states passes to that run instead of going.
-	after := map[string]bool{}
-	for _, r := range ix.Runs[ri+1:] {
-		after[r.ID] = true
+	after := map[string]int{} // a later run's position
+	for i, r := range ix.Runs[ri+1:] {
+		after[r.ID] = i + 1
 	}
-	later := map[[2]int32]string{}
+	later := map[[2]int32]string{} // the earliest later run that states the mention
 	state := func(e, c int32, by string) {
-		if after[by] {
-			if _, ok := later[[2]int32{e, c}]; !ok {
-				later[[2]int32{e, c}] = by
+		if pos := after[by]; pos > 0 {
+			k := [2]int32{e, c}
+			if cur, ok := later[k]; !ok || pos < after[cur] {
+				later[k] = by
 			}
 		}
 	}

@@ -17,7 +17,8 @@ func TestGenerationNamesTheDocuments(t *testing.T) {
 	gen := func(doc string, digest bool) string {
 		ix := &graphio.Index{Meta: graphio.Meta{Created: "2026-12-01T00:00:00Z"}, Blobs: map[string][]byte{}}
 		c := Change{Op: "delete", Created: "2026-12-07T10:00:00Z", Documents: []DocRef{{ID: doc}}, Chunks: 1}
-		require.NoError(t, appendHistory(ix, c))
+		require.NoError(t, appendHistory(ix, &c))
+		require.NotEmpty(t, c.DocsDigest, "the caller's change has it too")
 		if !digest { // as written before: no digest
 			h, err := History(ix)
 			require.NoError(t, err)

@@ -340,13 +340,14 @@ func History(ix *graphio.Index) ([]Change, error) {
 	return h, nil
 }
 
-func appendHistory(ix *graphio.Index, c Change) error {
+func appendHistory(ix *graphio.Index, ch *Change) error {
 	h, err := History(ix)
 	if err != nil {
 		return err
 	}
+	ch.DocsDigest = docsDigest(*ch) // in the caller's report too
+	c := *ch
 	c.Graph = nil
-	c.DocsDigest = docsDigest(c)
 	h = append(h, c)
 	b, err := json.Marshal(h)
 	if err != nil {
@@ -468,7 +469,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 		if err := changeIncrementally(ctx, &old, ix, identity, redoAt, append(again, fresult...), nil, st, cfg, ch); err != nil {
 			return nil, err
 		}
-		return ch, appendHistory(ix, *ch)
+		return ch, appendHistory(ix, ch)
 	}
 	for j, i := range againAt {
 		results[i] = again[j]
@@ -482,7 +483,7 @@ func Add(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, icfg
 	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, progress, ch); err != nil {
 		return nil, err
 	}
-	return ch, appendHistory(ix, *ch)
+	return ch, appendHistory(ix, ch)
 }
 
 // Delete removes documents (by position in ix.Documents) and their chunks from ix and
@@ -581,7 +582,7 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 		if err := changeIncrementally(ctx, &old, ix, chunkMap, nil, nil, removed, st, cfg, ch); err != nil {
 			return nil, err
 		}
-		return ch, appendHistory(ix, *ch)
+		return ch, appendHistory(ix, ch)
 	}
 	var againAt []int
 	var again []extract.Result
@@ -602,7 +603,7 @@ func Delete(ctx context.Context, ix *graphio.Index, docs []int32, ex extract.Ext
 	if err := rebuildAndReplay(ctx, &old, ix, keptResults, chunkMap, oldEmb, cfg, nil, ch); err != nil {
 		return nil, err
 	}
-	return ch, appendHistory(ix, *ch)
+	return ch, appendHistory(ix, ch)
 }
 
 // Merge makes ix equal a fresh build of its corpus after incremental changes (see
@@ -637,7 +638,7 @@ func Merge(ctx context.Context, ix *graphio.Index, ex extract.Extractor, emb emb
 	if err := rebuildAndReplay(ctx, &old, ix, results, identity, oldEmb, cfg, nil, ch); err != nil {
 		return nil, err
 	}
-	return ch, appendHistory(ix, *ch)
+	return ch, appendHistory(ix, ch)
 }
 
 // reextract extracts again, with the corpus titles corpus, the chunks whose rule

@@ -97,7 +97,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 				ix.Documents[i].Key, ix.Documents[i].Source = d.Key, d.Source
 			}
 		}
-		return ch, appendHistory(ix, *ch)
+		return ch, appendHistory(ix, ch)
 	}
 	results, oldEmb, err := rebuildInputs(ix, emb, stored)
 	if err != nil {
@@ -176,7 +176,7 @@ func Sync(ctx context.Context, ix *graphio.Index, passages []ingest.Passage, roo
 	if err := rebuildAndReplay(ctx, &old, ix, newResults, chunkMap, oldEmb, cfg, progress, ch); err != nil {
 		return nil, err
 	}
-	return ch, appendHistory(ix, *ch)
+	return ch, appendHistory(ix, ch)
 }
 
 // planSync chunks passages into a new document and chunk list as a fresh build would
