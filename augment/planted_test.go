@@ -150,15 +150,21 @@ func TestPlanted(t *testing.T) {
 	}
 }
 
-// TestTrainingLogBesideCheckpoint: a trained scorer leaves its JSONL training log (one
-// line per epoch and per validation) and its loss / ROC-AUC curves beside the
-// checkpoint, and a second run reuses the checkpoint.
-func TestTrainingLogBesideCheckpoint(t *testing.T) {
-	ix := chainIndex(t)
+// checkpointOptions are testOptions planning a run that keeps its scorer checkpoint
+// in a temporary directory.
+func checkpointOptions(t *testing.T) Options {
 	opts := testOptions(nil)
 	opts.Plan = true
 	opts.Checkpoint = filepath.Join(t.TempDir(), "ix.gl.scorer")
 	opts.LoadScorer = func(string) (Scorer, error) { return &fakeScorer{}, nil }
+	return opts
+}
+
+// TestTrainingLogBesideCheckpoint: a trained scorer leaves its JSONL training log (one
+// line per epoch and per validation) and its loss / ROC-AUC curves beside the
+// checkpoint, and a second run reuses the checkpoint.
+func TestTrainingLogBesideCheckpoint(t *testing.T) {
+	ix, opts := chainIndex(t), checkpointOptions(t)
 	rep, err := Run(context.Background(), ix, "plan", opts)
 	require.NoError(t, err)
 	require.False(t, rep.Training.Reused)
@@ -302,11 +308,7 @@ func (w *signalWriter) String() string {
 // holds the checkpoint's lock, so that two runs on one index cannot leave a report
 // naming the other's members.
 func TestCheckpointSavedUnderItsLock(t *testing.T) {
-	ix := chainIndex(t)
-	opts := testOptions(nil)
-	opts.Plan = true
-	opts.Checkpoint = filepath.Join(t.TempDir(), "ix.gl.scorer")
-	opts.LoadScorer = func(string) (Scorer, error) { return &fakeScorer{}, nil }
+	ix, opts := chainIndex(t), checkpointOptions(t)
 	trained := &signalWriter{want: "scorer (", done: make(chan struct{})}
 	opts.Log = trained
 	lk, err := graphio.LockWriter(context.Background(), opts.Checkpoint, "the test", false, nil)

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"unicode"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/graphloom/graphloom/graphio"
 )
 
@@ -218,13 +216,13 @@ var (
 )
 
 // words splits text into lower-case words: runs of letters, digits and combining
-// marks in NFC (graphio.Words), or, for a v4 embedder, of letters and digits
+// marks in NFC (graphio.TextWords), or, for a v4 embedder, of letters and digits
 // as the text is.
 func (h *Hashed) words(text string) []string {
 	if h.v4 {
 		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	}
-	return graphio.Words(strings.ToLower(norm.NFC.String(text)))
+	return graphio.TextWords(text)
 }
 
 // featureCount is a feature and how often a text has it.

@@ -19,12 +19,16 @@ import (
 // U+0308 out of "Zürich". A mark that follows no word character belongs to no word
 // (UAX #29 attaches it to what precedes it): see Words.
 func IsWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) || r == '\u200c' || r == '\u200d'
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || ContinuesWord(r)
 }
 
 // ContinuesWord reports whether r only continues a word (a mark, ZWNJ or ZWJ): it
 // starts none.
 func ContinuesWord(r rune) bool { return unicode.Is(unicode.M, r) || r == '\u200c' || r == '\u200d' }
+
+// TextWords returns the words of text as the retrievers index them: Words of its
+// lower case in Unicode NFC.
+func TextWords(text string) []string { return Words(strings.ToLower(norm.NFC.String(text))) }
 
 // Words returns the words of s as IsWordRune delimits them, case and form kept; a
 // mark, ZWNJ or ZWJ after a non-word character is dropped.

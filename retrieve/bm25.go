@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/kljensen/snowball/english"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/graphloom/graphloom/graphio"
 )
@@ -44,13 +43,13 @@ func (a Analyzer) Terms(text string) []string {
 }
 
 // words returns the words of text that are not stopwords: in Unicode NFC, lower
-// case, runs of letters, digits and combining marks (graphio.Words). A mark continues
+// case, runs of letters, digits and combining marks (graphio.TextWords). A mark continues
 // its word, as in Unicode's word boundaries (UAX #29): splitting there cut Devanagari
 // and Thai words at every vowel sign, Arabic at every haraka, and a decomposed "u" +
 // U+0308 out of "Südhof". NFC makes the decomposed and the precomposed "ü" one term.
 func words(text string) []string {
 	var out []string
-	for _, w := range graphio.Words(strings.ToLower(norm.NFC.String(text))) {
+	for _, w := range graphio.TextWords(text) {
 		if !stopwords[w] {
 			out = append(out, w)
 		}
