@@ -11,9 +11,9 @@ import (
 )
 
 // Config is the architecture read from a Hugging Face config.json of a BertModel,
-// RobertaModel or XLMRobertaModel.
+// RobertaModel, XLMRobertaModel or MPNetModel.
 type Config struct {
-	ModelType     string   `json:"model_type"` // "bert", "roberta" or "xlm-roberta"
+	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta" or "mpnet"
 	Architectures []string `json:"architectures,omitempty"`
 	VocabSize     int      `json:"vocab_size"`
 	Hidden        int      `json:"hidden_size"`
@@ -27,9 +27,23 @@ type Config struct {
 	// PositionOffset is added to the position of each token: 0 for BERT,
 	// pad_token_id + 1 for RoBERTa and XLM-R.
 	PositionOffset int `json:"position_offset"`
+	// RelativeBuckets is the number of rows of MPNet's relative attention bias table
+	// (relative_attention_num_buckets, default 32), shared by every layer; 0 for the
+	// other architectures. transformers buckets relative positions into 32 buckets
+	// whatever the field says (MPNetEncoder.compute_position_bias's default), so a
+	// table of fewer rows is refused and rows past 32 are never read.
+	RelativeBuckets int `json:"relative_buckets,omitempty"`
 }
 
-var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta"}
+// mpnetBuckets is the number of relative position buckets MPNet's attention bias
+// uses (transformers' MPNetEncoder), and mpnetPadding its embeddings' padding index,
+// fixed at 1 whatever config.json's pad_token_id.
+const (
+	mpnetBuckets = 32
+	mpnetPadding = 1
+)
+
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet"}
 
 // rawConfig is config.json as transformers writes it.
 type rawConfig struct {
@@ -50,6 +64,7 @@ type rawConfig struct {
 	AddCrossAttn  bool     `json:"add_cross_attention"`
 	AutoMap       any      `json:"auto_map"`
 	RopeTheta     *float64 `json:"rope_theta"`
+	RelBuckets    *int     `json:"relative_attention_num_buckets"`
 }
 
 // ReadConfig reads dir/config.json.
@@ -86,6 +101,15 @@ func ParseConfig(data []byte) (Config, error) {
 	case "bert":
 	case "roberta", "xlm-roberta":
 		c.PadTokenID = 1 // transformers' RobertaConfig default
+	case "mpnet":
+		// MPNetEmbeddings has no token type table and pads positions with index 1.
+		c.PadTokenID, c.TypeVocabSize, c.RelativeBuckets = mpnetPadding, 0, mpnetBuckets
+		if r.RelBuckets != nil {
+			c.RelativeBuckets = *r.RelBuckets
+		}
+		if c.RelativeBuckets < mpnetBuckets {
+			return Config{}, fmt.Errorf("config: relative_attention_num_buckets %d: MPNet's attention reads %d buckets of relative position (transformers' MPNetEncoder), so the table needs at least as many rows", c.RelativeBuckets, mpnetBuckets)
+		}
 	case "":
 		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
 	default:
@@ -96,6 +120,9 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)
 	}
 	if r.PadTokenID != nil {
+		if r.ModelType == "mpnet" && *r.PadTokenID != mpnetPadding {
+			return Config{}, fmt.Errorf("config: pad_token_id %d: MPNet's embeddings number positions from padding index %d whatever the config says (transformers' MPNetEmbeddings), so a model padded with another id is not run", *r.PadTokenID, mpnetPadding)
+		}
 		c.PadTokenID = *r.PadTokenID
 	}
 	if r.ModelType != "bert" {

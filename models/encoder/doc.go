@@ -5,15 +5,20 @@
 // (WordPiece, byte-level BPE or Unigram, lm.Tokenizer). Weights are never downloaded.
 //
 // Architectures (config.json model_type): "bert" (bge-*-en-v1.5, e5-*-v2,
-// all-MiniLM-L6/L12-v2, gte-base/large), "roberta" (all-roberta-large-v1) and
-// "xlm-roberta" (bge-m3's dense part, multilingual-e5). The forward pass is Hugging
-// Face's BertModel / RobertaModel: word + absolute position + token type embeddings →
-// LayerNorm → N × post-LN layers (self-attention over the unpadded tokens → dense →
-// residual → LayerNorm → dense → GELU (exact, erf) → dense → residual → LayerNorm).
-// RoBERTa and XLM-R number positions from padding_idx + 1 (padding_idx =
-// pad_token_id), as transformers' create_position_ids_from_input_ids does. Anything
-// else (other model types, relative or rotary positions, other activations) is a load
-// error naming architectures / model_type / the field.
+// all-MiniLM-L6/L12-v2, gte-base/large), "roberta" (all-roberta-large-v1),
+// "xlm-roberta" (bge-m3's dense part, multilingual-e5) and "mpnet" (all-mpnet-base-v2,
+// multi-qa-mpnet-base-dot-v1). The forward pass is Hugging Face's BertModel /
+// RobertaModel: word + absolute position + token type embeddings → LayerNorm → N ×
+// post-LN layers (self-attention over the unpadded tokens → dense → residual →
+// LayerNorm → dense → GELU (exact, erf) → dense → residual → LayerNorm). RoBERTa and
+// XLM-R number positions from padding_idx + 1 (padding_idx = pad_token_id), as
+// transformers' create_position_ids_from_input_ids does. MPNetModel is the same
+// layer with its own tensor names, no token type embeddings, positions from padding
+// index 1 + 1, and one table of relative attention biases shared by every layer and
+// added to each head's scores: T5's bidirectional buckets of key − query position (32
+// buckets, distances to 128; see relativeBucket). Anything else (other model types,
+// BERT's relative_key positions, rotary positions, other activations) is a load error
+// naming architectures / model_type / the field.
 //
 // Decoder embedders (Qwen3-Embedding; config.json model_type llama, mistral, qwen2 or
 // qwen3) run through package lm: the decoder's final-normalised hidden states are

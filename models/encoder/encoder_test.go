@@ -34,9 +34,28 @@ func newEngine(t *testing.T) *engine.Engine {
 	return eng
 }
 
-// reference is the float64 forward pass of Hugging Face's BertModel / RobertaModel on
-// one unpadded sequence, followed by sentence-transformers' pooling over the tokens
-// from skip on and its Normalize module.
+// refBucket is transformers' MPNetEncoder.relative_position_bucket as written there
+// (num_buckets 32, max_distance 128), in float64, for a key at rel = key − query.
+func refBucket(rel int) int {
+	numBuckets, maxDistance := 32, 128
+	ret := 0
+	n := -rel
+	numBuckets /= 2
+	if n < 0 {
+		ret += numBuckets
+	}
+	n = max(n, -n)
+	maxExact := numBuckets / 2
+	if n < maxExact {
+		return ret + n
+	}
+	large := maxExact + int(math.Log(float64(n)/float64(maxExact))/math.Log(float64(maxDistance)/float64(maxExact))*float64(numBuckets-maxExact))
+	return ret + min(large, numBuckets-1)
+}
+
+// reference is the float64 forward pass of Hugging Face's BertModel / RobertaModel /
+// MPNetModel on one unpadded sequence, followed by sentence-transformers' pooling over
+// the tokens from skip on and its Normalize module.
 func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool) []float64 {
 	s := m.Spec
 	H, nh := s.Hidden, s.Heads
@@ -77,10 +96,20 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 		return y
 	}
 	n := len(ids)
-	word, pos, typ := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight"), w("embeddings.token_type_embeddings.weight")
+	mpnet := s.ModelType == "mpnet"
+	word, pos := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight")
+	typ := make([]float64, H) // MPNet has no token type embeddings
+	if !mpnet {
+		typ = w("embeddings.token_type_embeddings.weight")
+	}
+	var rel []float64 // MPNet: [32, heads]
+	if mpnet {
+		rel = w("encoder.relative_attention_bias.weight")
+	}
+	names := encodertest.LayerNames(s.ModelType)
 	x := make([][]float64, n)
 	for i, id := range ids {
-		p := i + m.Offset() // RoBERTa: padding_idx + 1 + i
+		p := i + m.Offset() // RoBERTa, MPNet: padding_idx + 1 + i
 		v := make([]float64, H)
 		for j := range H {
 			v[j] = word[int(id)*H+j] + pos[p*H+j] + typ[j]
@@ -91,9 +120,9 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 		p := "encoder.layer." + string(rune('0'+l)) + "."
 		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 		for i := range n {
-			q[i] = dense(x[i], w(p+"attention.self.query.weight"), w(p+"attention.self.query.bias"), H)
-			k[i] = dense(x[i], w(p+"attention.self.key.weight"), w(p+"attention.self.key.bias"), H)
-			v[i] = dense(x[i], w(p+"attention.self.value.weight"), w(p+"attention.self.value.bias"), H)
+			q[i] = dense(x[i], w(p+names.Q+".weight"), w(p+names.Q+".bias"), H)
+			k[i] = dense(x[i], w(p+names.K+".weight"), w(p+names.K+".bias"), H)
+			v[i] = dense(x[i], w(p+names.V+".weight"), w(p+names.V+".bias"), H)
 		}
 		next := make([][]float64, n)
 		for i := range n {
@@ -107,6 +136,9 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 						d += q[i][h*hd+e] * k[j][h*hd+e]
 					}
 					scores[j] = d / math.Sqrt(float64(hd))
+					if mpnet {
+						scores[j] += rel[refBucket(j-i)*nh+h]
+					}
 					mx = math.Max(mx, scores[j])
 				}
 				var z float64
@@ -120,11 +152,11 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 					}
 				}
 			}
-			a := dense(ctx, w(p+"attention.output.dense.weight"), w(p+"attention.output.dense.bias"), H)
+			a := dense(ctx, w(p+names.O+".weight"), w(p+names.O+".bias"), H)
 			for e := range H {
 				a[e] += x[i][e]
 			}
-			a = ln(a, w(p+"attention.output.LayerNorm.weight"), w(p+"attention.output.LayerNorm.bias"))
+			a = ln(a, w(p+names.AttnLN+".weight"), w(p+names.AttnLN+".bias"))
 			inter := dense(a, w(p+"intermediate.dense.weight"), w(p+"intermediate.dense.bias"), s.Intermediate)
 			for e, u := range inter {
 				inter[e] = u / 2 * (1 + math.Erf(u/math.Sqrt2))
@@ -256,6 +288,11 @@ func TestEncoderMatchesReference(t *testing.T) {
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "roberta plain weighted-mean", spec: encodertest.Spec{ModelType: "roberta", Layers: 3, Hidden: 48, Heads: 6},
 			opts: encoder.Options{Pooling: "weighted-mean", Normalize: &f}, modes: []string{"weighted-mean"}},
+		{name: "mpnet sentence-transformers mean+normalize (all-mpnet-base-v2's layout)",
+			spec:  encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
+			modes: []string{"mean"}, norm: true},
+		{name: "mpnet plain cls, mpnet. prefix", spec: encodertest.Spec{ModelType: "mpnet", Prefix: "mpnet.", Layers: 3},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -393,6 +430,12 @@ func TestLoadErrors(t *testing.T) {
 			return write(t, encodertest.Spec{}, func(dir string) { require.NoError(t, os.Remove(filepath.Join(dir, "model.safetensors"))) })
 		}, encoder.Options{Pooling: "mean"}, "has neither model.safetensors"},
 		{"no config", func(t *testing.T) string { return t.TempDir() }, encoder.Options{Pooling: "mean"}, "config.json not found"},
+		{"mpnet with fewer relative buckets than its attention reads", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "mpnet"}, setConfig("relative_attention_num_buckets", 16))
+		}, encoder.Options{Pooling: "mean"}, "relative_attention_num_buckets 16: MPNet's attention reads 32 buckets"},
+		{"mpnet padded with another id", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "mpnet"}, setConfig("pad_token_id", 0))
+		}, encoder.Options{Pooling: "mean"}, "pad_token_id 0: MPNet's embeddings number positions from padding index 1"},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -448,6 +491,8 @@ func TestEncoderBFloat16(t *testing.T) {
 			modes: []string{"mean"}, norm: true},
 		{name: "xlm-roberta plain cls", spec: encodertest.Spec{ModelType: "xlm-roberta"},
 			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+		{name: "mpnet sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
+			modes: []string{"mean"}, norm: true},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -489,5 +534,23 @@ func TestEncoderBFloat16(t *testing.T) {
 			assert.Less(t, maxErr/scale, 0.05, "largest component error relative to the largest component")
 			assert.Greater(t, maxF32/scale, 1e-4, "bf16 differs from float32 beyond float32 rounding")
 		})
+	}
+}
+
+// TestRelativeBucket checks MPNet's relative position buckets: against values worked
+// out by hand from transformers' formula, and against that formula as written there
+// (refBucket, in float64) over every relative position a 1,024-token sequence has.
+func TestRelativeBucket(t *testing.T) {
+	for _, c := range []struct{ rel, want int }{
+		{0, 0}, {-1, 1}, {-7, 7}, {1, 17}, {7, 23}, // below 8: one bucket each
+		{-8, 8}, {-11, 8}, {-12, 9}, {-15, 9}, {-16, 10}, // 8 + ⌊2·log₂(d/8)⌋
+		{-22, 10}, {-23, 11}, {-32, 12}, {-45, 12}, {-46, 13}, {-64, 14}, {-90, 14},
+		{-91, 15}, {-128, 15}, {-1000, 15}, // capped at 15
+		{16, 26}, {91, 31}, {1000, 31},
+	} {
+		assert.Equal(t, c.want, encoder.RelativeBucket(c.rel), "relative position %d", c.rel)
+	}
+	for rel := -1023; rel <= 1023; rel++ {
+		require.Equal(t, refBucket(rel), encoder.RelativeBucket(rel), "relative position %d", rel)
 	}
 }

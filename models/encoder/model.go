@@ -34,6 +34,7 @@ type Network struct {
 	typ    *model.Variable // [T, H]; nil without a token type table
 	embLNw *model.Variable
 	embLNb *model.Variable
+	rel    *model.Variable // [RelativeBuckets, Heads]: MPNet's relative attention bias; nil otherwise
 	layers []encLayer
 	dtype  dtypes.DType // layer computation (Options.ComputeDType, else DType)
 	wdtype dtypes.DType // weights as held (Options.DType)
@@ -47,11 +48,20 @@ type encLayer struct {
 	outLNw, outLNb             *model.Variable
 }
 
-// weightPrefixes are the prefixes a BertModel / RobertaModel's tensors may carry in a
-// checkpoint: none (BertModel, XLMRobertaModel saved by sentence-transformers), or
-// that of a task model's backbone (BertForMaskedLM's "bert.", RobertaForMaskedLM's
-// "roberta.").
-var weightPrefixes = []string{"", "bert.", "roberta.", "model."}
+// weightPrefixes are the prefixes a BertModel / RobertaModel / MPNetModel's tensors
+// may carry in a checkpoint: none (BertModel, XLMRobertaModel saved by
+// sentence-transformers), or that of a task model's backbone (BertForMaskedLM's
+// "bert.", RobertaForMaskedLM's "roberta.", MPNetForMaskedLM's "mpnet.").
+var weightPrefixes = []string{"", "bert.", "roberta.", "mpnet.", "model."}
+
+// layerNames are the Hugging Face names, below "encoder.layer.N.", of a layer's
+// attention tensors: BERT's (and RoBERTa's) or MPNet's.
+type layerNames struct{ q, k, v, o, attnLN string }
+
+var (
+	bertLayerNames  = layerNames{"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm"}
+	mpnetLayerNames = layerNames{"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"}
+)
 
 // NewNetwork creates the encoder's variables in store under scope (DefaultScope when
 // empty) from Hugging Face-named weights, one tensor at a time, held in weights' dtype
@@ -90,14 +100,19 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	}
 	n.embLNw = b.take("embeddings.LayerNorm.weight", H)
 	n.embLNb = b.take("embeddings.LayerNorm.bias", H)
+	names := bertLayerNames
+	if cfg.RelativeBuckets > 0 {
+		names = mpnetLayerNames
+		n.rel = b.take("encoder.relative_attention_bias.weight", cfg.RelativeBuckets, cfg.Heads)
+	}
 	for i := range cfg.Layers {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
 		n.layers = append(n.layers, encLayer{
-			q: b.take(p+"attention.self.query.weight", H, H), qb: b.take(p+"attention.self.query.bias", H),
-			k: b.take(p+"attention.self.key.weight", H, H), kb: b.take(p+"attention.self.key.bias", H),
-			v: b.take(p+"attention.self.value.weight", H, H), vb: b.take(p+"attention.self.value.bias", H),
-			o: b.take(p+"attention.output.dense.weight", H, H), ob: b.take(p+"attention.output.dense.bias", H),
-			attnLNw: b.take(p+"attention.output.LayerNorm.weight", H), attnLNb: b.take(p+"attention.output.LayerNorm.bias", H),
+			q: b.take(p+names.q+".weight", H, H), qb: b.take(p+names.q+".bias", H),
+			k: b.take(p+names.k+".weight", H, H), kb: b.take(p+names.k+".bias", H),
+			v: b.take(p+names.v+".weight", H, H), vb: b.take(p+names.v+".bias", H),
+			o: b.take(p+names.o+".weight", H, H), ob: b.take(p+names.o+".bias", H),
+			attnLNw: b.take(p+names.attnLN+".weight", H), attnLNb: b.take(p+names.attnLN+".bias", H),
 			in: b.take(p+"intermediate.dense.weight", I, H), inB: b.take(p+"intermediate.dense.bias", I),
 			out: b.take(p+"output.dense.weight", H, I), outB: b.take(p+"output.dense.bias", H),
 			outLNw: b.take(p+"output.LayerNorm.weight", H), outLNb: b.take(p+"output.LayerNorm.bias", H),
@@ -163,8 +178,9 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
 	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())) // [B, T]
 	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, n.cfg.Heads, t, t)
+	bias := n.positionBias(g, t)
 	for i := range n.layers {
-		x = n.layer(&n.layers[i], x, allowed)
+		x = n.layer(&n.layers[i], x, allowed, bias)
 	}
 	return toDType(x, dtypes.Float32)
 }
@@ -177,8 +193,53 @@ func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
 	return graph.ConvertDType(x, dt)
 }
 
-// layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)).
-func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
+// positionBias is MPNet's relative attention bias [1, Heads, t, t] for sequences of
+// t tokens: the bias table's row for the bucket of each key's position relative to
+// the query's (relativeBucket), the same for every layer and sequence; nil for the
+// architectures without one. Positions are those of the padded sequence, 0 … t−1, as
+// transformers' MPNetEncoder.compute_position_bias takes them; padding comes last, so
+// the real tokens' relative positions are their own.
+func (n *Network) positionBias(g *graph.Graph, t int) *graph.Node {
+	if n.rel == nil {
+		return nil
+	}
+	idx := make([]int32, t*t)
+	for q := range t {
+		for k := range t {
+			idx[q*t+k] = int32(relativeBucket(k - q))
+		}
+	}
+	rows := graph.Gather(n.weight(g, n.rel), graph.Reshape(graph.Const(g, idx), t, t, 1)) // [t, t, Heads]
+	return graph.InsertAxes(graph.TransposeAllAxes(rows, 2, 0, 1), 0)
+}
+
+// relativeBucket is the bucket of a key at position rel = key − query relative to its
+// query in MPNet's attention bias: transformers' MPNetEncoder.relative_position_bucket
+// (T5's bidirectional buckets) with 32 buckets and maximum distance 128. Keys before
+// the query (or at it) take buckets 0–15, keys after it 16–31; a distance d below 8 is
+// its own bucket, a larger one 8 + ⌊log(d/8) / log(128/8) · 8⌋, at most 15. That
+// logarithm is ⌊2·log₂(d/8)⌋, the largest j with 64·2ʲ ≤ d², computed here in
+// integers: transformers computes it in float32, where it is exact at the powers of two
+// (d = 16, 32, 64) and d² is at least 1 from any 64·2ʲ elsewhere, so both agree.
+func relativeBucket(rel int) int {
+	const half, exact = mpnetBuckets / 2, mpnetBuckets / 4
+	bucket, d := 0, -rel
+	if d < 0 {
+		bucket, d = half, -d
+	}
+	if d < exact {
+		return bucket + d
+	}
+	j := 0
+	for exact*exact<<(j+1) <= d*d && exact+j < half-1 {
+		j++
+	}
+	return bucket + exact + j
+}
+
+// layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)). bias,
+// when not nil, is added to every sequence's attention scores (MPNet).
+func (n *Network) layer(l *encLayer, x, allowed, bias *graph.Node) *graph.Node {
 	g := x.Graph()
 	c := n.cfg
 	dims := x.Shape().Dimensions
@@ -196,11 +257,11 @@ func (n *Network) layer(l *encLayer, x, allowed *graph.Node) *graph.Node {
 		parts := make([]*graph.Node, bsz)
 		for b := range parts {
 			at := func(y *graph.Node) *graph.Node { return graph.Slice(y, graph.AxisElem(b)) }
-			parts[b] = attention(at(q), at(k), at(v), at(allowed), hd)
+			parts[b] = attention(at(q), at(k), at(v), at(allowed), bias, hd)
 		}
 		ctx = graph.Concatenate(parts, 0)
 	} else {
-		ctx = attention(q, k, v, allowed, hd)
+		ctx = attention(q, k, v, allowed, bias, hd)
 	}
 	ctx = graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, c.Hidden)
 	x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.weight(g, l.ob))), l.attnLNw, l.attnLNb)
@@ -226,12 +287,15 @@ func isGoBackend(b compute.Backend) bool {
 	return name == "go" || name == "go backend"
 }
 
-// attention is softmax(q·kᵀ/√hd, masked) · v for q, k, v [B, H, T, hd] and the
-// allowed (query, key) pairs [B, H, T, T]; the softmax is computed in float32 (as
-// torch on bf16) and the result is in q's dtype.
-func attention(q, k, v, allowed *graph.Node, hd int) *graph.Node {
+// attention is softmax(q·kᵀ/√hd + bias, masked) · v for q, k, v [B, H, T, hd], the
+// allowed (query, key) pairs [B, H, T, T] and a bias [1, H, T, T] or nil; the softmax
+// is computed in float32 (as torch on bf16) and the result is in q's dtype.
+func attention(q, k, v, allowed, bias *graph.Node, hd int) *graph.Node {
 	q = graph.MulScalar(q, 1/math.Sqrt(float64(hd)))                            // scaled before the product: T·hd products instead of T·S
 	scores := lm.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B, H, T, S]
+	if bias != nil {
+		scores = graph.Add(scores, graph.BroadcastToDims(bias, scores.Shape().Dimensions...))
+	}
 	scores = graph.Where(allowed, scores, graph.Scalar(q.Graph(), scores.DType(), maskValue))
 	probs := toDType(graph.Softmax(toDType(scores, dtypes.Float32), -1), scores.DType())
 	return lm.DotGeneral(probs, []int{3}, []int{0, 1}, v, []int{2}, []int{0, 1})

@@ -1,4 +1,4 @@
-// Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa folders in the
+// Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -18,14 +18,14 @@ import (
 
 // Spec describes a tiny encoder folder.
 type Spec struct {
-	ModelType    string // "bert" (default), "roberta" or "xlm-roberta"
+	ModelType    string // "bert" (default), "roberta", "xlm-roberta" or "mpnet"
 	Layers       int    // default 2
 	Hidden       int    // default 32
 	Heads        int    // default 4
 	Intermediate int    // default 64
 	MaxPositions int    // max_position_embeddings; default 128 (+ pad_token_id + 1 for RoBERTa / XLM-R)
-	TypeVocab    int    // type_vocab_size; default 2 (1 for RoBERTa / XLM-R, as their files say)
-	Prefix       string // tensor-name prefix ("bert.", "roberta."); default none
+	TypeVocab    int    // type_vocab_size; default 2 (1 for RoBERTa / XLM-R, as their files say; MPNet has none)
+	Prefix       string // tensor-name prefix ("bert.", "roberta.", "mpnet."); default none
 	// SentenceTransformers writes modules.json and the module folders; otherwise the
 	// folder is a plain Hugging Face one.
 	SentenceTransformers bool
@@ -112,7 +112,7 @@ func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
 func Write(dir string, spec Spec) (*Model, error) {
 	s := spec.withDefaults()
 	switch s.ModelType {
-	case "bert", "roberta", "xlm-roberta":
+	case "bert", "roberta", "xlm-roberta", "mpnet":
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -133,20 +133,27 @@ func Write(dir string, spec Spec) (*Model, error) {
 	}
 	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
 	rnd("embeddings.position_embeddings.weight", 0.5, 0, s.MaxPositions, H)
-	rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	mpnet := s.ModelType == "mpnet"
+	if !mpnet {
+		rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	} else {
+		// Large enough that the bias moves the attention: a wrong bucket shows.
+		rnd("encoder.relative_attention_bias.weight", 1, 0, MPNetBuckets, s.Heads)
+	}
 	rnd("embeddings.LayerNorm.weight", 0.1, 1, H)
 	rnd("embeddings.LayerNorm.bias", 0.1, 0, H)
+	names := LayerNames(s.ModelType)
 	for i := range s.Layers {
 		p := fmt.Sprintf("encoder.layer.%d.", i)
 		for _, lin := range []struct {
 			name    string
 			out, in int
-		}{{"attention.self.query", H, H}, {"attention.self.key", H, H}, {"attention.self.value", H, H},
-			{"attention.output.dense", H, H}, {"intermediate.dense", I, H}, {"output.dense", H, I}} {
+		}{{names.Q, H, H}, {names.K, H, H}, {names.V, H, H},
+			{names.O, H, H}, {"intermediate.dense", I, H}, {"output.dense", H, I}} {
 			rnd(p+lin.name+".weight", 0.3, 0, lin.out, lin.in)
 			rnd(p+lin.name+".bias", 0.1, 0, lin.out)
 		}
-		for _, ln := range []string{"attention.output.LayerNorm", "output.LayerNorm"} {
+		for _, ln := range []string{names.AttnLN, "output.LayerNorm"} {
 			rnd(p+ln+".weight", 0.1, 1, H)
 			rnd(p+ln+".bias", 0.1, 0, H)
 		}
@@ -163,7 +170,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 	if err := lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), named); err != nil {
 		return nil, err
 	}
-	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel"}[s.ModelType]
+	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel", "mpnet": "MPNetForMaskedLM"}[s.ModelType]
 	cfg := map[string]any{
 		"architectures": []string{arch}, "model_type": s.ModelType, "vocab_size": V, "hidden_size": H,
 		"num_hidden_layers": s.Layers, "num_attention_heads": s.Heads, "intermediate_size": I,
@@ -174,6 +181,11 @@ func Write(dir string, spec Spec) (*Model, error) {
 	}
 	if s.ModelType != "bert" {
 		cfg["layer_norm_eps"], cfg["bos_token_id"], cfg["eos_token_id"] = 1e-5, cls, sep
+	}
+	if mpnet { // as all-mpnet-base-v2's config.json: no token types, relative buckets
+		delete(cfg, "type_vocab_size")
+		delete(cfg, "position_embedding_type")
+		cfg["relative_attention_num_buckets"] = MPNetBuckets
 	}
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
 		return nil, err
@@ -197,7 +209,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 
 // tokenizerJSON is a WordPiece tokenizer.json (BertNormalizer lowercasing,
 // BertPreTokenizer) with the model type's post-processor: [CLS] … [SEP] as a
-// TemplateProcessing for BERT, RobertaProcessing's <s> … </s> otherwise.
+// TemplateProcessing for BERT, <s> … </s> as one for MPNet (transformers'
+// MPNetConverter), RobertaProcessing's <s> … </s> otherwise.
 func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[string]any {
 	ids := map[string]int{}
 	var added []map[string]any
@@ -210,7 +223,7 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 	}
 	post := map[string]any{"type": "RobertaProcessing", "sep": []any{vocab[sep], sep}, "cls": []any{vocab[cls], cls},
 		"trim_offsets": true, "add_prefix_space": false}
-	if modelType == "bert" {
+	if modelType == "bert" || modelType == "mpnet" {
 		special := func(id int) map[string]any {
 			return map[string]any{"id": vocab[id], "ids": []int{id}, "tokens": []string{vocab[id]}}
 		}
@@ -292,6 +305,22 @@ func writeModules(dir string, s Spec, hidden int) error {
 		st["similarity_fn_name"] = s.Similarity
 	}
 	return writeJSON(filepath.Join(dir, "config_sentence_transformers.json"), st)
+}
+
+// MPNetBuckets is the number of rows of the relative attention bias table Write
+// gives an MPNet (relative_attention_num_buckets, as all-mpnet-base-v2's).
+const MPNetBuckets = 32
+
+// Names are the Hugging Face names of a layer's attention tensors, below
+// "encoder.layer.N.".
+type Names struct{ Q, K, V, O, AttnLN string }
+
+// LayerNames returns the attention tensor names of a model type's layers.
+func LayerNames(modelType string) Names {
+	if modelType == "mpnet" {
+		return Names{"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"}
+	}
+	return Names{"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm"}
 }
 
 func writeJSON(path string, v any) error {

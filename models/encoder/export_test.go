@@ -1,0 +1,4 @@
+package encoder
+
+// RelativeBucket exposes relativeBucket to the external tests.
+var RelativeBucket = relativeBucket
