@@ -11,9 +11,9 @@ import (
 )
 
 // Config is the architecture read from a Hugging Face config.json of a BertModel,
-// RobertaModel, XLMRobertaModel or MPNetModel.
+// RobertaModel, XLMRobertaModel, MPNetModel or ModernBertModel.
 type Config struct {
-	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta" or "mpnet"
+	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet" or "modernbert"
 	Architectures []string `json:"architectures,omitempty"`
 	VocabSize     int      `json:"vocab_size"`
 	Hidden        int      `json:"hidden_size"`
@@ -22,7 +22,7 @@ type Config struct {
 	Intermediate  int      `json:"intermediate_size"`
 	MaxPositions  int      `json:"max_position_embeddings"`
 	TypeVocabSize int      `json:"type_vocab_size"` // token type table rows; 0 = no table (transformers' default is 2)
-	LayerNormEps  float64  `json:"layer_norm_eps"`  // default 1e-12
+	LayerNormEps  float64  `json:"layer_norm_eps"`  // default 1e-12 (ModernBERT: norm_eps, default 1e-5)
 	PadTokenID    int      `json:"pad_token_id"`    // default 0 (BERT); RoBERTa/XLM-R files say 1
 	// PositionOffset is added to the position of each token: 0 for BERT,
 	// pad_token_id + 1 for RoBERTa and XLM-R.
@@ -33,6 +33,8 @@ type Config struct {
 	// whatever the field says (MPNetEncoder.compute_position_bias's default), so a
 	// table of fewer rows is refused and rows past 32 are never read.
 	RelativeBuckets int `json:"relative_buckets,omitempty"`
+	// ModernBERT holds what only a ModernBertModel has (zero for the others).
+	ModernBERT ModernBERTConfig `json:"modernbert,omitzero"`
 }
 
 // mpnetBuckets is the number of relative position buckets MPNet's attention bias
@@ -43,7 +45,7 @@ const (
 	mpnetPadding = 1
 )
 
-var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet"}
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "modernbert"}
 
 // rawConfig is config.json as transformers writes it.
 type rawConfig struct {
@@ -110,6 +112,12 @@ func ParseConfig(data []byte) (Config, error) {
 		if c.RelativeBuckets < mpnetBuckets {
 			return Config{}, fmt.Errorf("config: relative_attention_num_buckets %d: MPNet's attention reads %d buckets of relative position (transformers' MPNetEncoder), so the table needs at least as many rows", c.RelativeBuckets, mpnetBuckets)
 		}
+	case "modernbert":
+		mc, eps, err := parseModernBERT(data, c.Layers)
+		if err != nil {
+			return Config{}, err
+		}
+		c.ModernBERT, c.LayerNormEps, c.TypeVocabSize, c.PadTokenID = mc, eps, 0, modernPadding
 	case "":
 		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
 	default:
@@ -125,7 +133,8 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		c.PadTokenID = *r.PadTokenID
 	}
-	if r.ModelType != "bert" {
+	switch r.ModelType {
+	case "roberta", "xlm-roberta", "mpnet":
 		c.PositionOffset = c.PadTokenID + 1
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "gelu" {
@@ -134,7 +143,7 @@ func ParseConfig(data []byte) (Config, error) {
 	if r.PositionType != "" && r.PositionType != "absolute" {
 		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
 	}
-	if r.RopeTheta != nil {
+	if r.RopeTheta != nil && r.ModelType != "modernbert" {
 		return Config{}, fmt.Errorf("config: rope_theta present (architectures %v): rotary encoders are not supported", r.Architectures)
 	}
 	if r.IsDecoder || r.AddCrossAttn {

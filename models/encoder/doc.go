@@ -16,9 +16,15 @@
 // layer with its own tensor names, no token type embeddings, positions from padding
 // index 1 + 1, and one table of relative attention biases shared by every layer and
 // added to each head's scores: T5's bidirectional buckets of key − query position (32
-// buckets, distances to 128; see relativeBucket). Anything else (other model types,
-// BERT's relative_key positions, rotary positions, other activations) is a load error
-// naming architectures / model_type / the field.
+// buckets, distances to 128; see relativeBucket). "modernbert" (gte-modernbert-base,
+// modernbert-embed-base, granite-embedding-*-r2) is transformers' ModernBertModel with
+// its eager attention: pre-norm layers without biases (unless the config says so),
+// q, k and v from one projection, rotary positions (rotate_half; one base for the
+// global layers, one for the sliding ones), every GlobalEvery-th layer global and the
+// others attending within Window/2 positions, a GeGLU MLP and a final LayerNorm
+// (ModernBERTConfig, modernHidden). Anything else (other model types, BERT's
+// relative_key positions, other rotary encoders, scaled RoPE, other activations) is a
+// load error naming architectures / model_type / the field.
 //
 // Decoder embedders (Qwen3-Embedding; config.json model_type llama, mistral, qwen2 or
 // qwen3) run through package lm: the decoder's final-normalised hidden states are

@@ -2,6 +2,7 @@ package encoder_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,47 +55,119 @@ func refBucket(rel int) int {
 }
 
 // reference is the float64 forward pass of Hugging Face's BertModel / RobertaModel /
-// MPNetModel on one unpadded sequence, followed by sentence-transformers' pooling over
-// the tokens from skip on and its Normalize module.
+// MPNetModel / ModernBertModel on one unpadded sequence, followed by
+// sentence-transformers' pooling over the tokens from skip on and its Normalize module.
 func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool) []float64 {
+	var x [][]float64
+	if m.Spec.ModelType == "modernbert" {
+		x = referenceModernBERT(m, ids)
+	} else {
+		x = referenceBERT(m, eps, ids)
+	}
+	return referencePool(x, m.Spec.Hidden, skip, modes, normalize)
+}
+
+// refWeight is the named tensor of m in float64, nil when m has none.
+func refWeight(m *encodertest.Model, name string) []float64 {
+	t, ok := m.Weights[name]
+	if !ok {
+		return nil
+	}
+	out := make([]float64, len(t.Data))
+	for i, v := range t.Data {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// refLayerNorm is torch.nn.LayerNorm over x (b nil: no bias).
+func refLayerNorm(x, g, b []float64, eps float64) []float64 {
+	var mean, v float64
+	for _, a := range x {
+		mean += a
+	}
+	mean /= float64(len(x))
+	for _, a := range x {
+		v += (a - mean) * (a - mean)
+	}
+	v /= float64(len(x))
+	out := make([]float64, len(x))
+	for i, a := range x {
+		out[i] = (a - mean) / math.Sqrt(v+eps) * g[i]
+		if b != nil {
+			out[i] += b[i]
+		}
+	}
+	return out
+}
+
+// refDense is x·wtᵀ + b for wt [out, in] (b nil: no bias).
+func refDense(x, wt, b []float64, out int) []float64 {
+	y := make([]float64, out)
+	for o := range out {
+		var acc float64
+		if b != nil {
+			acc = b[o]
+		}
+		for i, a := range x {
+			acc += wt[o*len(x)+i] * a
+		}
+		y[o] = acc
+	}
+	return y
+}
+
+// refGELU is the exact GELU.
+func refGELU(u float64) float64 { return u / 2 * (1 + math.Erf(u/math.Sqrt2)) }
+
+// refAttention is softmax(q·kᵀ/√hd + bias) · v per head over the keys a query may
+// see, for q, k, v [n][nh·hd]; bias and see may be nil (none, every key).
+func refAttention(q, k, v [][]float64, nh int, bias func(i, j, h int) float64, see func(i, j int) bool) [][]float64 {
+	n, hd := len(q), len(q[0])/nh
+	out := make([][]float64, n)
+	for i := range n {
+		ctx := make([]float64, nh*hd)
+		for h := range nh {
+			scores := make([]float64, n)
+			mx := math.Inf(-1)
+			for j := range n {
+				if see != nil && !see(i, j) {
+					scores[j] = math.Inf(-1)
+					continue
+				}
+				var d float64
+				for e := range hd {
+					d += q[i][h*hd+e] * k[j][h*hd+e]
+				}
+				scores[j] = d / math.Sqrt(float64(hd))
+				if bias != nil {
+					scores[j] += bias(i, j, h)
+				}
+				mx = math.Max(mx, scores[j])
+			}
+			var z float64
+			for j := range n {
+				scores[j] = math.Exp(scores[j] - mx)
+				z += scores[j]
+			}
+			for j := range n {
+				for e := range hd {
+					ctx[h*hd+e] += scores[j] / z * v[j][h*hd+e]
+				}
+			}
+		}
+		out[i] = ctx
+	}
+	return out
+}
+
+// referenceBERT is the last hidden states of BertModel / RobertaModel / MPNetModel.
+func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 	s := m.Spec
 	H, nh := s.Hidden, s.Heads
-	hd := H / nh
-	w := func(name string) []float64 {
-		t := m.Weights[name]
-		out := make([]float64, len(t.Data))
-		for i, v := range t.Data {
-			out[i] = float64(v)
-		}
-		return out
-	}
-	ln := func(x []float64, g, b []float64) []float64 {
-		var mean, v float64
-		for _, a := range x {
-			mean += a
-		}
-		mean /= float64(len(x))
-		for _, a := range x {
-			v += (a - mean) * (a - mean)
-		}
-		v /= float64(len(x))
-		out := make([]float64, len(x))
-		for i, a := range x {
-			out[i] = (a-mean)/math.Sqrt(v+eps)*g[i] + b[i]
-		}
-		return out
-	}
-	dense := func(x, wt, b []float64, out int) []float64 { // wt [out, in]
-		y := make([]float64, out)
-		for o := range out {
-			acc := b[o]
-			for i, a := range x {
-				acc += wt[o*len(x)+i] * a
-			}
-			y[o] = acc
-		}
-		return y
-	}
+	w := func(name string) []float64 { return refWeight(m, name) }
+	ln := func(x, g, b []float64) []float64 { return refLayerNorm(x, g, b, eps) }
+	dense := refDense
 	n := len(ids)
 	mpnet := s.ModelType == "mpnet"
 	word, pos := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight")
@@ -124,34 +197,13 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 			k[i] = dense(x[i], w(p+names.K+".weight"), w(p+names.K+".bias"), H)
 			v[i] = dense(x[i], w(p+names.V+".weight"), w(p+names.V+".bias"), H)
 		}
+		var bias func(i, j, h int) float64
+		if mpnet {
+			bias = func(i, j, h int) float64 { return rel[refBucket(j-i)*nh+h] }
+		}
+		ctxs := refAttention(q, k, v, nh, bias, nil)
 		next := make([][]float64, n)
-		for i := range n {
-			ctx := make([]float64, H)
-			for h := range nh {
-				scores := make([]float64, n)
-				mx := math.Inf(-1)
-				for j := range n {
-					var d float64
-					for e := range hd {
-						d += q[i][h*hd+e] * k[j][h*hd+e]
-					}
-					scores[j] = d / math.Sqrt(float64(hd))
-					if mpnet {
-						scores[j] += rel[refBucket(j-i)*nh+h]
-					}
-					mx = math.Max(mx, scores[j])
-				}
-				var z float64
-				for j := range n {
-					scores[j] = math.Exp(scores[j] - mx)
-					z += scores[j]
-				}
-				for j := range n {
-					for e := range hd {
-						ctx[h*hd+e] += scores[j] / z * v[j][h*hd+e]
-					}
-				}
-			}
+		for i, ctx := range ctxs {
 			a := dense(ctx, w(p+names.O+".weight"), w(p+names.O+".bias"), H)
 			for e := range H {
 				a[e] += x[i][e]
@@ -159,7 +211,7 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 			a = ln(a, w(p+names.AttnLN+".weight"), w(p+names.AttnLN+".bias"))
 			inter := dense(a, w(p+"intermediate.dense.weight"), w(p+"intermediate.dense.bias"), s.Intermediate)
 			for e, u := range inter {
-				inter[e] = u / 2 * (1 + math.Erf(u/math.Sqrt2))
+				inter[e] = refGELU(u)
 			}
 			o := dense(inter, w(p+"output.dense.weight"), w(p+"output.dense.bias"), H)
 			for e := range H {
@@ -169,6 +221,92 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 		}
 		x = next
 	}
+	return x
+}
+
+// referenceModernBERT is the last hidden states of ModernBertModel (transformers'
+// eager attention): pre-norm layers, RoPE with float32 angles as
+// ModernBertRotaryEmbedding computes them, sliding-window layers, GeGLU.
+func referenceModernBERT(m *encodertest.Model, ids []int32) [][]float64 {
+	s := m.Spec
+	H, nh, I := s.Hidden, s.Heads, s.Intermediate
+	hd := H / nh
+	w := func(name string) []float64 { return refWeight(m, name) }
+	ln := func(x []float64, name string) []float64 {
+		return refLayerNorm(x, w(name+".weight"), w(name+".bias"), 1e-5)
+	}
+	lin := func(x []float64, name string, out int) []float64 {
+		return refDense(x, w(name+".weight"), w(name+".bias"), out)
+	}
+	// rope rotates the heads of x at position p: inv_freq = 1/base^(arange(0, hd, 2)/hd)
+	// and the angles p·inv_freq in float32, as transformers computes them.
+	rope := func(x []float64, p int, base float64) []float64 {
+		out := make([]float64, len(x))
+		half := hd / 2
+		for i := range half {
+			inv := float32(1) / float32(math.Pow(base, float64(float32(2*i)/float32(hd))))
+			ang := float64(float32(p) * inv)
+			c, sn := math.Cos(ang), math.Sin(ang)
+			for h := range nh {
+				a, b := x[h*hd+i], x[h*hd+half+i]
+				out[h*hd+i] = a*c - b*sn
+				out[h*hd+half+i] = b*c + a*sn
+			}
+		}
+		return out
+	}
+	word := w("embeddings.tok_embeddings.weight")
+	x := make([][]float64, len(ids))
+	for i, id := range ids {
+		x[i] = ln(word[int(id)*H:int(id+1)*H], "embeddings.norm")
+	}
+	for l := range s.Layers {
+		p := fmt.Sprintf("layers.%d.", l)
+		global := l%s.GlobalEvery == 0
+		base := encodertest.LocalTheta
+		if global {
+			base = encodertest.GlobalTheta
+		}
+		q, k, v := make([][]float64, len(x)), make([][]float64, len(x)), make([][]float64, len(x))
+		for i := range x {
+			h := x[i]
+			if l > 0 {
+				h = ln(h, p+"attn_norm")
+			}
+			qkv := lin(h, p+"attn.Wqkv", 3*H)
+			q[i], k[i], v[i] = rope(qkv[:H], i, base), rope(qkv[H:2*H], i, base), qkv[2*H:]
+		}
+		var see func(i, j int) bool
+		if !global {
+			see = func(i, j int) bool { return math.Abs(float64(i-j)) <= float64(s.Window/2) }
+		}
+		ctxs := refAttention(q, k, v, nh, nil, see)
+		for i := range x {
+			o := lin(ctxs[i], p+"attn.Wo", H)
+			for e := range H {
+				x[i][e] += o[e]
+			}
+			y := lin(ln(x[i], p+"mlp_norm"), p+"mlp.Wi", 2*I)
+			act := make([]float64, I)
+			for e := range I {
+				act[e] = refGELU(y[e]) * y[I+e]
+			}
+			o = lin(act, p+"mlp.Wo", H)
+			for e := range H {
+				x[i][e] += o[e]
+			}
+		}
+	}
+	for i := range x {
+		x[i] = ln(x[i], "final_norm")
+	}
+	return x
+}
+
+// referencePool is sentence-transformers' Pooling (the modes concatenated) over the
+// tokens of x from skip on, and its Normalize module.
+func referencePool(x [][]float64, H, skip int, modes []string, normalize bool) []float64 {
+	n := len(x)
 	var out []float64
 	for _, mode := range modes {
 		pooled := make([]float64, H)
@@ -292,6 +430,13 @@ func TestEncoderMatchesReference(t *testing.T) {
 			spec:  encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
 		{name: "mpnet plain cls, mpnet. prefix", spec: encodertest.Spec{ModelType: "mpnet", Prefix: "mpnet.", Layers: 3},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+		{name: "modernbert sentence-transformers mean+normalize, sliding and global layers",
+			spec:  encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
+			modes: []string{"mean"}, norm: true},
+		{name: "modernbert plain cls with biases, model. prefix, transformers 5 rope_parameters",
+			spec: encodertest.Spec{ModelType: "modernbert", Prefix: "model.", Layers: 4, GlobalEvery: 3, Window: 8,
+				Biases: true, RopeParameters: true},
 			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 	}
 	for i, c := range cases {
@@ -436,6 +581,22 @@ func TestLoadErrors(t *testing.T) {
 		{"mpnet padded with another id", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "mpnet"}, setConfig("pad_token_id", 0))
 		}, encoder.Options{Pooling: "mean"}, "pad_token_id 0: MPNet's embeddings number positions from padding index 1"},
+		{"modernbert with another activation", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "modernbert"}, setConfig("hidden_activation", "silu"))
+		}, encoder.Options{Pooling: "mean"}, `hidden_activation "silu" not supported`},
+		{"modernbert with scaled rotary positions", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "modernbert"}, setConfig("rope_scaling", map[string]any{"rope_type": "yarn", "factor": 4}))
+		}, encoder.Options{Pooling: "mean"}, `rope_scaling {"factor":4,"rope_type":"yarn"}: only ModernBERT's unscaled rotary positions`},
+		{"modernbert with another rope type", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "modernbert", RopeParameters: true}, setConfig("rope_parameters",
+				map[string]any{"full_attention": map[string]any{"rope_type": "linear", "factor": 2, "rope_theta": 160000}}))
+		}, encoder.Options{Pooling: "mean"}, `rope_parameters.full_attention.rope_type "linear"`},
+		{"modernbert whose layer types disagree with its global layers", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "modernbert", Layers: 2}, setConfig("layer_types", []string{"full_attention", "full_attention"}))
+		}, encoder.Options{Pooling: "mean"}, `layer_types[1] is "full_attention", but global_attn_every_n_layers 2 makes layer 1 sliding_attention`},
+		{"modernbert config with biases its checkpoint lacks", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "modernbert"}, setConfig("norm_bias", true))
+		}, encoder.Options{Pooling: "mean"}, "tensor embeddings.norm.bias missing"},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -492,6 +653,8 @@ func TestEncoderBFloat16(t *testing.T) {
 		{name: "xlm-roberta plain cls", spec: encodertest.Spec{ModelType: "xlm-roberta"},
 			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 		{name: "mpnet sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
+			modes: []string{"mean"}, norm: true},
+		{name: "modernbert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true},
 	}
 	for i, c := range cases {
@@ -553,4 +716,27 @@ func TestRelativeBucket(t *testing.T) {
 	for rel := -1023; rel <= 1023; rel++ {
 		require.Equal(t, refBucket(rel), encoder.RelativeBucket(rel), "relative position %d", rel)
 	}
+}
+
+// TestParseConfigModernBERT reads a config.json as ModernBERT-base's is published
+// (transformers 4.47): its settings are transformers' documented defaults.
+func TestParseConfigModernBERT(t *testing.T) {
+	data := []byte(`{"architectures": ["ModernBertForMaskedLM"], "attention_bias": false, "attention_dropout": 0.0,
+	"bos_token_id": 50281, "classifier_activation": "gelu", "classifier_bias": false, "classifier_dropout": 0.0,
+	"classifier_pooling": "mean", "cls_token_id": 50281, "decoder_bias": true, "deterministic_flash_attn": false,
+	"embedding_dropout": 0.0, "eos_token_id": 50282, "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0,
+	"gradient_checkpointing": false, "hidden_activation": "gelu", "hidden_size": 768, "initializer_cutoff_factor": 2.0,
+	"initializer_range": 0.02, "intermediate_size": 1152, "layer_norm_eps": 1e-05, "local_attention": 128,
+	"local_rope_theta": 10000.0, "max_position_embeddings": 8192, "mlp_bias": false, "mlp_dropout": 0.0,
+	"model_type": "modernbert", "norm_bias": false, "norm_eps": 1e-05, "num_attention_heads": 12,
+	"num_hidden_layers": 22, "pad_token_id": 50283, "position_embedding_type": "absolute", "sep_token_id": 50282,
+	"tie_word_embeddings": true, "torch_dtype": "float32", "transformers_version": "4.47.0.dev0", "vocab_size": 50368}`)
+	c, err := encoder.ParseConfig(data)
+	require.NoError(t, err)
+	assert.Equal(t, encoder.ModernBERTConfig{GlobalEvery: 3, Window: 128, GlobalTheta: 160000, LocalTheta: 10000}, c.ModernBERT)
+	assert.Equal(t, 1e-5, c.LayerNormEps)
+	assert.Equal(t, 50283, c.PadTokenID)
+	assert.Equal(t, 0, c.TypeVocabSize)
+	assert.Equal(t, 8192, c.MaxTokens(), "rotary positions: no offset, no table")
+	assert.Equal(t, 22, c.Layers)
 }

@@ -36,6 +36,9 @@ type Network struct {
 	embLNb *model.Variable
 	rel    *model.Variable // [RelativeBuckets, Heads]: MPNet's relative attention bias; nil otherwise
 	layers []encLayer
+	modern []modernLayer   // ModernBERT's layers (layers is empty then)
+	finalW *model.Variable // ModernBERT's final LayerNorm
+	finalB *model.Variable
 	dtype  dtypes.DType // layer computation (Options.ComputeDType, else DType)
 	wdtype dtypes.DType // weights as held (Options.DType)
 }
@@ -78,20 +81,32 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	if scope == "" {
 		scope = DefaultScope
 	}
+	probe := "embeddings.word_embeddings.weight"
+	if cfg.ModelType == "modernbert" {
+		probe = "embeddings.tok_embeddings.weight"
+	}
 	prefix := ""
 	found := false
 	for _, p := range weightPrefixes {
-		if _, ok := ws.Shape(p + "embeddings.word_embeddings.weight"); ok {
+		if _, ok := ws.Shape(p + probe); ok {
 			prefix, found = p, true
 			break
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("weights: no embeddings.word_embeddings.weight (with or without a %s prefix): not a BERT-family checkpoint (model_type %s)",
-			strings.Join(weightPrefixes[1:], " / "), cfg.ModelType)
+		return nil, fmt.Errorf("weights: no %s (with or without a %s prefix): not a checkpoint of model_type %s",
+			probe, strings.Join(weightPrefixes[1:], " / "), cfg.ModelType)
 	}
 	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype, wdtype: wdtype}
 	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
+	if cfg.ModelType == "modernbert" {
+		b.takeModernBERT(cfg)
+		if b.err != nil {
+			return nil, b.err
+		}
+		models.Freeze(store, n.vars)
+		return n, nil
+	}
 	H, I := cfg.Hidden, cfg.Intermediate
 	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
 	n.pos = b.take("embeddings.position_embeddings.weight", cfg.MaxPositions, H)
@@ -157,6 +172,14 @@ func (n *Network) weight(g *graph.Graph, v *model.Variable) *graph.Node {
 	return toDType(v.NodeValue(g), n.dtype)
 }
 
+// opt is weight, or nil for a nil v (a bias the model does not have).
+func (n *Network) opt(g *graph.Graph, v *model.Variable) *graph.Node {
+	if v == nil {
+		return nil
+	}
+	return n.weight(g, v)
+}
+
 // Variables returns the encoder's variables (all frozen).
 func (n *Network) Variables() []*model.Variable { return n.vars }
 
@@ -170,13 +193,16 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 	gather := func(table *model.Variable, idx *graph.Node) *graph.Node {
 		return toDType(graph.Gather(table.NodeValue(g), graph.InsertAxes(graph.ConvertDType(idx, dtypes.Int32), -1)), n.dtype)
 	}
+	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())) // [B, T]
+	if n.modern != nil {
+		return toDType(n.modernHidden(gather(n.word, ids), positions, real), dtypes.Float32)
+	}
 	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
 	if n.typ != nil {
 		row := graph.Slice(n.weight(g, n.typ), graph.AxisElem(0)) // [1, H]: token type 0
 		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
-	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())) // [B, T]
 	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, n.cfg.Heads, t, t)
 	bias := n.positionBias(g, t)
 	for i := range n.layers {
@@ -249,9 +275,20 @@ func (n *Network) layer(l *encLayer, x, allowed, bias *graph.Node) *graph.Node {
 		y := graph.Reshape(linear(x, n.weight(g, w), n.weight(g, b)), bsz, t, c.Heads, hd)
 		return graph.TransposeAllAxes(y, 0, 2, 1, 3)
 	}
-	q, k, v := heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb)
-	var ctx *graph.Node // [B, H, T, hd]
-	if perSequence(g, bsz) {
+	ctx := attend(heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb), allowed, bias)
+	x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.weight(g, l.ob))), l.attnLNw, l.attnLNb)
+	h := gelu(linear(x, n.weight(g, l.in), n.weight(g, l.inB)))
+	return n.layerNorm(graph.Add(x, linear(h, n.weight(g, l.out), n.weight(g, l.outB))), l.outLNw, l.outLNb)
+}
+
+// attend is the attention of q, k, v [B, Heads, T, hd] under the allowed (query,
+// key) pairs [B, Heads, T, T] and a bias [1, Heads, T, T] or nil, with the heads
+// joined again: [B, T, Heads·hd].
+func attend(q, k, v, allowed, bias *graph.Node) *graph.Node {
+	dims := q.Shape().Dimensions
+	bsz, nh, t, hd := dims[0], dims[1], dims[2], dims[3]
+	var ctx *graph.Node // [B, Heads, T, hd]
+	if perSequence(q.Graph(), bsz) {
 		// One attention per sequence: independent nodes, which the Go backend runs
 		// concurrently (its softmax runs on one core per node).
 		parts := make([]*graph.Node, bsz)
@@ -263,10 +300,7 @@ func (n *Network) layer(l *encLayer, x, allowed, bias *graph.Node) *graph.Node {
 	} else {
 		ctx = attention(q, k, v, allowed, bias, hd)
 	}
-	ctx = graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, c.Hidden)
-	x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.weight(g, l.ob))), l.attnLNw, l.attnLNb)
-	h := gelu(linear(x, n.weight(g, l.in), n.weight(g, l.inB)))
-	return n.layerNorm(graph.Add(x, linear(h, n.weight(g, l.out), n.weight(g, l.outB))), l.outLNw, l.outLNb)
+	return graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, nh*hd)
 }
 
 // perSequence reports whether attention is built per sequence of the batch: on the
@@ -309,23 +343,32 @@ func gelu(x *graph.Node) *graph.Node {
 }
 
 // layerNorm normalises the last axis: (x − mean) / √(var + eps) · w + b (biased
-// variance, as torch.nn.LayerNorm), in float32 and cast back to the network's dtype
-// (torch's bf16 layer_norm). nn.LayerNorm is the backend's fused two-pass LayerNorm
-// where it has one, else the same formula in graph ops.
+// variance, as torch.nn.LayerNorm; b nil for a LayerNorm without bias), in float32
+// and cast back to the network's dtype (torch's bf16 layer_norm). nn.LayerNorm is the
+// backend's fused two-pass LayerNorm where it has one, else the same formula in graph
+// ops.
 func (n *Network) layerNorm(x *graph.Node, w, b *model.Variable) *graph.Node {
 	g := x.Graph()
 	x = toDType(x, dtypes.Float32)
-	wf, bf := toDType(w.NodeValue(g), dtypes.Float32), toDType(b.NodeValue(g), dtypes.Float32)
+	wf := toDType(w.NodeValue(g), dtypes.Float32)
+	var bf *graph.Node
+	if b != nil {
+		bf = toDType(b.NodeValue(g), dtypes.Float32)
+	}
 	return toDType(nn.LayerNorm(x, []int{x.Rank() - 1}, n.cfg.LayerNormEps, wf, bf, nil), n.dtype)
 }
 
-// linear returns x·wᵀ + b for w [out, in] (torch layout): nn.Dense is the backend's
-// fused product and bias where it has one (the Go backend adds the bias in place).
+// linear returns x·wᵀ + b for w [out, in] (torch layout; b nil for none): nn.Dense is
+// the backend's fused product and bias where it has one (the Go backend adds the bias
+// in place).
 func linear(x, w, b *graph.Node) *graph.Node {
 	if x.DType() == dtypes.Float32 || x.DType() == dtypes.Float64 {
 		return nn.Dense(x, w, b, compute.DenseLayoutOutputsInput)
 	}
 	y := lm.DotGeneral(x, []int{x.Rank() - 1}, nil, w, []int{1}, nil)
+	if b == nil {
+		return y
+	}
 	return graph.Add(y, graph.ExpandLeftToRank(b, y.Rank()))
 }
 

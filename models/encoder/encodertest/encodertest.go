@@ -1,4 +1,5 @@
-// Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet folders in the
+// Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet /
+// ModernBERT folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -18,7 +19,7 @@ import (
 
 // Spec describes a tiny encoder folder.
 type Spec struct {
-	ModelType    string // "bert" (default), "roberta", "xlm-roberta" or "mpnet"
+	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet" or "modernbert"
 	Layers       int    // default 2
 	Hidden       int    // default 32
 	Heads        int    // default 4
@@ -38,8 +39,23 @@ type Spec struct {
 	// "cosine", "-" = not written (a folder saved before sentence-transformers 3).
 	Similarity    string
 	DefaultPrompt string // config_sentence_transformers.json default_prompt_name; "" = null
-	Seed          uint64
+	// ModernBERT: local_attention (default 16, so that the tests' texts outgrow the
+	// window), global_attn_every_n_layers (default 2), biases in every LayerNorm and
+	// projection (norm_bias, attention_bias, mlp_bias; default none, as ModernBERT-base),
+	// and the RoPE bases written as transformers 5 writes them (layer_types and
+	// rope_parameters) rather than as global_rope_theta / local_rope_theta.
+	Window         int
+	GlobalEvery    int
+	Biases         bool
+	RopeParameters bool
+	Seed           uint64
 }
+
+// ModernBERT's RoPE bases as Write gives them (ModernBERT-base's).
+const (
+	GlobalTheta = 160_000.0
+	LocalTheta  = 10_000.0
+)
 
 // Model is what Write wrote.
 type Model struct {
@@ -51,7 +67,7 @@ type Model struct {
 
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
-	if m.Spec.ModelType == "bert" {
+	if m.Spec.ModelType == "bert" || m.Spec.ModelType == "modernbert" {
 		return 0
 	}
 	return m.PadID + 1
@@ -70,10 +86,15 @@ func (s Spec) withDefaults() Spec {
 	def(&s.Hidden, 32)
 	def(&s.Heads, 4)
 	def(&s.Intermediate, 64)
-	if s.ModelType == "bert" {
+	switch s.ModelType {
+	case "bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
-	} else {
+	case "modernbert":
+		def(&s.MaxPositions, 128)
+		def(&s.Window, 16)
+		def(&s.GlobalEvery, 2)
+	default:
 		def(&s.MaxPositions, 128+2)
 		def(&s.TypeVocab, 1)
 	}
@@ -87,7 +108,7 @@ func (s Spec) withDefaults() Spec {
 // letters and digits as words and as "##" continuations, ASCII punctuation and a few
 // whole words, so that any lowercase ASCII text tokenises without [UNK].
 func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
-	if modelType == "bert" {
+	if modelType == "bert" || modelType == "modernbert" {
 		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
 		pad, unk, cls, sep = 0, 1, 2, 3
 	} else {
@@ -113,6 +134,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 	s := spec.withDefaults()
 	switch s.ModelType {
 	case "bert", "roberta", "xlm-roberta", "mpnet":
+	case "modernbert":
+		return writeModernBERT(dir, s)
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -120,17 +143,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
 	rng := rand.New(rand.NewPCG(s.Seed, 44))
 	H, I, V := s.Hidden, s.Intermediate, len(vocab)
-	rnd := func(name string, scale, center float64, dims ...int) {
-		n := 1
-		for _, d := range dims {
-			n *= d
-		}
-		data := make([]float32, n)
-		for i := range data {
-			data[i] = float32(center + scale*rng.NormFloat64())
-		}
-		m.Weights[name] = lmtest.Tensor{Shape: dims, Data: data}
-	}
+	rnd := randomizer(m, rng)
 	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
 	rnd("embeddings.position_embeddings.weight", 0.5, 0, s.MaxPositions, H)
 	mpnet := s.ModelType == "mpnet"
@@ -160,14 +173,7 @@ func Write(dir string, spec Spec) (*Model, error) {
 	}
 	rnd("pooler.dense.weight", 0.3, 0, H, H) // present in BertModel checkpoints, unused by embedders
 	rnd("pooler.dense.bias", 0.1, 0, H)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	named := map[string]lmtest.Tensor{}
-	for n, t := range m.Weights {
-		named[s.Prefix+n] = t
-	}
-	if err := lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), named); err != nil {
+	if err := writeWeights(dir, m); err != nil {
 		return nil, err
 	}
 	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel", "mpnet": "MPNetForMaskedLM"}[s.ModelType]
@@ -187,24 +193,125 @@ func Write(dir string, spec Spec) (*Model, error) {
 		delete(cfg, "position_embedding_type")
 		cfg["relative_attention_num_buckets"] = MPNetBuckets
 	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
+}
+
+// randomizer returns a function that adds a random tensor to m.Weights: normal
+// entries of the given scale around center.
+func randomizer(m *Model, rng *rand.Rand) func(name string, scale, center float64, dims ...int) {
+	return func(name string, scale, center float64, dims ...int) {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		data := make([]float32, n)
+		for i := range data {
+			data[i] = float32(center + scale*rng.NormFloat64())
+		}
+		m.Weights[name] = lmtest.Tensor{Shape: dims, Data: data}
+	}
+}
+
+// writeWeights writes m.Weights, named with the spec's prefix, to dir/model.safetensors.
+func writeWeights(dir string, m *Model) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	named := map[string]lmtest.Tensor{}
+	for n, t := range m.Weights {
+		named[m.Spec.Prefix+n] = t
+	}
+	return lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), named)
+}
+
+// writeFiles writes config.json (cfg), the tokenizer files and, for a
+// sentence-transformers folder, the module files.
+func writeFiles(dir string, m *Model, cfg map[string]any, unk, cls, sep int) error {
+	s, vocab := m.Spec, m.Vocab
 	if err := writeJSON(filepath.Join(dir, "config.json"), cfg); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeJSON(filepath.Join(dir, "tokenizer.json"), tokenizerJSON(s.ModelType, vocab, unk, cls, sep)); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeJSON(filepath.Join(dir, "tokenizer_config.json"), map[string]any{
-		"model_max_length": s.MaxPositions - m.Offset(), "pad_token": vocab[pad], "unk_token": vocab[unk],
+		"model_max_length": s.MaxPositions - m.Offset(), "pad_token": vocab[m.PadID], "unk_token": vocab[unk],
 		"cls_token": vocab[cls], "sep_token": vocab[sep], "do_lower_case": true,
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if s.SentenceTransformers {
-		if err := writeModules(dir, s, H); err != nil {
-			return nil, err
+		return writeModules(dir, s, s.Hidden)
+	}
+	return nil
+}
+
+// writeModernBERT writes a tiny random ModernBertModel folder: tensors named as
+// transformers' ModernBertModel names them (no attn_norm in layer 0; biases only with
+// Spec.Biases), a config.json as ModernBERT-base's with the spec's sizes, and the
+// WordPiece test tokenizer with [CLS] … [SEP] (ModernBERT's own is a byte-level BPE,
+// which the tokenizer tests cover).
+func writeModernBERT(dir string, s Spec) (*Model, error) {
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rnd := randomizer(m, rand.New(rand.NewPCG(s.Seed, 45)))
+	H, I, V := s.Hidden, s.Intermediate, len(vocab)
+	norm := func(name string) {
+		rnd(name+".weight", 0.1, 1, H)
+		if s.Biases {
+			rnd(name+".bias", 0.1, 0, H)
 		}
 	}
-	return m, nil
+	lin := func(name string, out, in int) {
+		rnd(name+".weight", 0.3, 0, out, in)
+		if s.Biases {
+			rnd(name+".bias", 0.1, 0, out)
+		}
+	}
+	rnd("embeddings.tok_embeddings.weight", 0.5, 0, V, H)
+	norm("embeddings.norm")
+	for i := range s.Layers {
+		p := fmt.Sprintf("layers.%d.", i)
+		if i > 0 {
+			norm(p + "attn_norm")
+		}
+		lin(p+"attn.Wqkv", 3*H, H)
+		lin(p+"attn.Wo", H, H)
+		norm(p + "mlp_norm")
+		lin(p+"mlp.Wi", 2*I, H)
+		lin(p+"mlp.Wo", H, I)
+	}
+	norm("final_norm")
+	if err := writeWeights(dir, m); err != nil {
+		return nil, err
+	}
+	cfg := map[string]any{
+		"architectures": []string{"ModernBertModel"}, "model_type": "modernbert", "vocab_size": V, "hidden_size": H,
+		"num_hidden_layers": s.Layers, "num_attention_heads": s.Heads, "intermediate_size": I,
+		"hidden_activation": "gelu", "max_position_embeddings": s.MaxPositions, "norm_eps": 1e-5,
+		"norm_bias": s.Biases, "attention_bias": s.Biases, "mlp_bias": s.Biases,
+		"global_attn_every_n_layers": s.GlobalEvery, "local_attention": s.Window,
+		"pad_token_id": pad, "bos_token_id": cls, "eos_token_id": sep, "cls_token_id": cls, "sep_token_id": sep,
+		"classifier_pooling": "mean", "deterministic_flash_attn": false, "torch_dtype": "float32", "transformers_version": "4.48.0",
+	}
+	if s.RopeParameters {
+		var types []string
+		for i := range s.Layers {
+			kind := "sliding_attention"
+			if i%s.GlobalEvery == 0 {
+				kind = "full_attention"
+			}
+			types = append(types, kind)
+		}
+		cfg["layer_types"] = types
+		cfg["rope_parameters"] = map[string]any{
+			"full_attention":    map[string]any{"rope_type": "default", "rope_theta": GlobalTheta},
+			"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": LocalTheta},
+		}
+	} else {
+		cfg["global_rope_theta"], cfg["local_rope_theta"] = GlobalTheta, LocalTheta
+	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }
 
 // tokenizerJSON is a WordPiece tokenizer.json (BertNormalizer lowercasing,
@@ -223,7 +330,7 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 	}
 	post := map[string]any{"type": "RobertaProcessing", "sep": []any{vocab[sep], sep}, "cls": []any{vocab[cls], cls},
 		"trim_offsets": true, "add_prefix_space": false}
-	if modelType == "bert" || modelType == "mpnet" {
+	if modelType == "bert" || modelType == "mpnet" || modelType == "modernbert" {
 		special := func(id int) map[string]any {
 			return map[string]any{"id": vocab[id], "ids": []int{id}, "tokens": []string{vocab[id]}}
 		}
