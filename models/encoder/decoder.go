@@ -85,5 +85,8 @@ func loadDecoder(dir, modelDir string, pipe Pipeline, opts Options) (*Model, err
 	if m.batch <= 0 {
 		m.batch = DefaultBatchSize
 	}
+	if err := m.loadDense(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }

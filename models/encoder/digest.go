@@ -59,6 +59,18 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 		return "", err
 	}
 	add("pipeline", pj)
+	// Dense modules, where the folder has some (a folder without any hashes as it did
+	// before they were read): each one's config and weights.
+	for i, d := range p.Dense {
+		data, err := os.ReadFile(filepath.Join(d.Dir, "config.json"))
+		if err != nil {
+			return "", fmt.Errorf("encoder: digest: %w", err)
+		}
+		add(fmt.Sprintf("dense %d", i), data)
+		if err := sampleFile(h, filepath.Join(d.Dir, lm.SingleFile)); err != nil {
+			return "", fmt.Errorf("encoder: digest of %s: %w", d.Dir, err)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -24,8 +24,9 @@ const DefaultBatchSize = 32
 // Model is a loaded sentence encoder: network (a BERT-family encoder, or a decoder
 // LM of package lm), tokenizer and pooling pipeline.
 type Model struct {
-	net    *Network  // nil for a decoder embedder
-	dec    *lm.Model // nil for an encoder
+	net    *Network     // nil for a decoder embedder
+	dec    *lm.Model    // nil for an encoder
+	dense  []denseLayer // the pipeline's Dense modules
 	hidden int
 	tok    *lm.Tokenizer
 	pipe   Pipeline
@@ -96,6 +97,9 @@ func Load(dir string, opts Options) (*Model, error) {
 	if m.batch <= 0 {
 		m.batch = DefaultBatchSize
 	}
+	if err := m.loadDense(); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -127,7 +131,12 @@ func (m *Model) Dir() string { return m.dir }
 func (m *Model) Digest() string { return m.digest }
 
 // Dim returns the vector dimension: hidden size × pooling modes.
-func (m *Model) Dim() int { return m.hidden * len(m.pipe.Pooling) }
+func (m *Model) Dim() int {
+	if n := len(m.pipe.Dense); n > 0 {
+		return m.pipe.Dense[n-1].Out
+	}
+	return m.hidden * len(m.pipe.Pooling)
+}
 
 // Stats returns the work done so far.
 func (m *Model) Stats() Stats {
@@ -316,8 +325,8 @@ func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]fl
 }
 
 // pooled is the graph of one batch: hidden states, each pooling mode over the tokens
-// poolMask selects (concatenated in sentence-transformers' order), then the Normalize
-// module's x / max(‖x‖, 1e-12).
+// poolMask selects (concatenated in sentence-transformers' order), the Dense modules,
+// then the Normalize module's x / max(‖x‖, 1e-12).
 func (m *Model) pooled(ids, positions, mask, poolMask *graph.Node) *graph.Node {
 	var h *graph.Node // [B, T, H]
 	if m.dec != nil {
@@ -359,6 +368,7 @@ func (m *Model) pooled(ids, positions, mask, poolMask *graph.Node) *graph.Node {
 	if len(parts) > 1 {
 		out = graph.Concatenate(parts, 1)
 	}
+	out = m.applyDense(out)
 	if m.pipe.Normalize {
 		norm := graph.Sqrt(graph.ReduceAndKeep(graph.Square(out), graph.ReduceSum, -1))
 		out = graph.Div(out, graph.Max(norm, graph.Scalar(g, dtypes.Float32, 1e-12)))

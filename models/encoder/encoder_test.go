@@ -64,7 +64,44 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 	} else {
 		x = referenceBERT(m, eps, ids)
 	}
-	return referencePool(x, m.Spec.Hidden, skip, modes, normalize)
+	out := referencePool(x, m.Spec.Hidden, skip, modes)
+	for i, d := range m.Spec.Dense { // sentence-transformers' Dense: activation(W·x + b)
+		var b []float64
+		if t, ok := m.Dense[i]["linear.bias"]; ok {
+			b = make([]float64, len(t.Data))
+			for j, v := range t.Data {
+				b[j] = float64(v)
+			}
+		}
+		wt := m.Dense[i]["linear.weight"].Data
+		w := make([]float64, len(wt))
+		for j, v := range wt {
+			w[j] = float64(v)
+		}
+		out = refDense(out, w, b, d.Out)
+		for j, u := range out {
+			switch d.Activation {
+			case "", "torch.nn.modules.activation.Tanh":
+				out[j] = math.Tanh(u)
+			case "torch.nn.modules.activation.GELU":
+				out[j] = refGELU(u)
+			case "torch.nn.modules.activation.ReLU":
+				out[j] = math.Max(u, 0)
+			case "torch.nn.modules.activation.Sigmoid":
+				out[j] = 1 / (1 + math.Exp(-u))
+			}
+		}
+	}
+	if normalize {
+		var ss float64
+		for _, a := range out {
+			ss += a * a
+		}
+		for e := range out {
+			out[e] /= math.Sqrt(ss)
+		}
+	}
+	return out
 }
 
 // refWeight is the named tensor of m in float64, nil when m has none.
@@ -304,8 +341,8 @@ func referenceModernBERT(m *encodertest.Model, ids []int32) [][]float64 {
 }
 
 // referencePool is sentence-transformers' Pooling (the modes concatenated) over the
-// tokens of x from skip on, and its Normalize module.
-func referencePool(x [][]float64, H, skip int, modes []string, normalize bool) []float64 {
+// tokens of x from skip on.
+func referencePool(x [][]float64, H, skip int, modes []string) []float64 {
 	n := len(x)
 	var out []float64
 	for _, mode := range modes {
@@ -344,15 +381,6 @@ func referencePool(x [][]float64, H, skip int, modes []string, normalize bool) [
 		}
 		out = append(out, pooled...)
 	}
-	if normalize {
-		var ss float64
-		for _, a := range out {
-			ss += a * a
-		}
-		for e := range out {
-			out[e] /= math.Sqrt(ss)
-		}
-	}
 	return out
 }
 
@@ -379,6 +407,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 		query  string // prompt the query texts get
 		pass   string // and the passages
 		noPool bool   // include_prompt false: the prompt's tokens are not pooled
+		dim    int    // the vectors' dimension when not Hidden × the modes (Dense modules)
 	}{
 		{name: "bert sentence-transformers mean+normalize with prompts",
 			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true,
@@ -431,6 +460,15 @@ func TestEncoderMatchesReference(t *testing.T) {
 			modes: []string{"mean"}, norm: true},
 		{name: "mpnet plain cls, mpnet. prefix", spec: encodertest.Spec{ModelType: "mpnet", Prefix: "mpnet.", Layers: 3},
 			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+		{name: "bert sentence-transformers mean, Dense (tanh, LaBSE's layout), normalize",
+			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true,
+				Dense: []encodertest.DenseSpec{{Out: 24}}},
+			modes: []string{"mean"}, norm: true, dim: 24},
+		{name: "xlm-roberta sentence-transformers cls+mean, two Dense modules (identity without bias, then GELU), compared by dot product",
+			spec: encodertest.Spec{ModelType: "xlm-roberta", SentenceTransformers: true, Pooling: []string{"mean", "cls"}, Similarity: "dot",
+				Dense: []encodertest.DenseSpec{{Out: 40, NoBias: true, Activation: "torch.nn.modules.linear.Identity"},
+					{Out: 12, Activation: "torch.nn.modules.activation.GELU"}}},
+			modes: []string{"cls", "mean"}, dim: 12},
 		{name: "modernbert sentence-transformers mean+normalize, sliding and global layers",
 			spec:  encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true},
@@ -448,7 +486,11 @@ func TestEncoderMatchesReference(t *testing.T) {
 			c.opts.BatchSize = 2 // several batches, padded
 			enc, err := encoder.Load(dir, c.opts)
 			require.NoError(t, err)
-			assert.Equal(t, tm.Spec.Hidden*len(c.modes), enc.Dim())
+			dim := tm.Spec.Hidden * len(c.modes)
+			if c.dim > 0 {
+				dim = c.dim
+			}
+			assert.Equal(t, dim, enc.Dim())
 			tok, err := lm.LoadTokenizer(dir)
 			require.NoError(t, err)
 			eps := 1e-12
@@ -568,9 +610,25 @@ func TestLoadErrors(t *testing.T) {
 		}, encoder.Options{Pooling: "mean"}, "tensor encoder.layer.0.intermediate.dense.weight has shape [64 32], config.json implies [65 32]"},
 		{"dense module", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true}, func(dir string) {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.json"), []byte(`[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},{"idx":2,"name":"2","path":"2_Dense","type":"sentence_transformers.models.Dense"}]`), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.json"), []byte(`[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},{"idx":2,"name":"2","path":"2_LayerNorm","type":"sentence_transformers.models.LayerNorm"}]`), 0o644))
 			})
-		}, encoder.Options{}, `module "2" of type sentence_transformers.models.Dense is not supported`},
+		}, encoder.Options{}, `module "2" of type sentence_transformers.models.LayerNorm is not supported (want Transformer, Pooling, Dense, Normalize)`},
+		{"dense module with weights only in a pickle", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8, PyTorchOnly: true}}}, nil)
+		}, encoder.Options{}, "2_Dense: the Dense module's weights are in pytorch_model.bin, a pickle graphloom does not read"},
+		{"dense module with another activation", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8, Activation: "torch.nn.modules.activation.Softplus"}}}, nil)
+		}, encoder.Options{}, `2_Dense/config.json: activation_function "torch.nn.modules.activation.Softplus" is not supported (want one of activation.GELU, activation.ReLU, activation.Sigmoid, activation.Tanh, linear.Identity)`},
+		{"dense module whose input is not the pooled vector", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Pooling: []string{"mean", "cls"}, Dense: []encodertest.DenseSpec{{Out: 8}}}, func(dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "2_Dense", "config.json"), []byte(`{"in_features": 32, "out_features": 8}`), 0o644))
+			})
+		}, encoder.Options{}, "2_Dense/config.json: in_features 32, but the modules before it give vectors of 64"},
+		{"dense module over the token embeddings", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8}}}, func(dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "2_Dense", "config.json"), []byte(`{"in_features": 32, "out_features": 8, "module_input_name": "token_embeddings"}`), 0o644))
+			})
+		}, encoder.Options{}, `module_input_name "token_embeddings": only a Dense module over the sentence embedding is supported`},
 		{"no weights", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, func(dir string) { require.NoError(t, os.Remove(filepath.Join(dir, "model.safetensors"))) })
 		}, encoder.Options{Pooling: "mean"}, "has neither model.safetensors"},
@@ -632,6 +690,21 @@ func TestDigest(t *testing.T) {
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "cls"}), "other pooling")
 	q := "query: "
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "mean", QueryPrompt: &q}), "other prompt")
+
+	// Dense modules: their config and weights count.
+	d1, d2, plain := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, w := range []struct {
+		dir   string
+		dense []encodertest.DenseSpec
+	}{{d1, []encodertest.DenseSpec{{Out: 8}}}, {d2, []encodertest.DenseSpec{{Out: 8}}}, {plain, nil}} {
+		_, err := encodertest.Write(w.dir, encodertest.Spec{Seed: 1, SentenceTransformers: true, Dense: w.dense})
+		require.NoError(t, err)
+	}
+	withDense := load(d1, encoder.Options{})
+	assert.Equal(t, withDense, load(d2, encoder.Options{}), "the same Dense module in another folder")
+	assert.NotEqual(t, withDense, load(plain, encoder.Options{}), "a Dense module")
+	require.NoError(t, os.WriteFile(filepath.Join(d2, "2_Dense", "config.json"), []byte(`{"in_features": 32, "out_features": 8, "activation_function": "torch.nn.modules.linear.Identity"}`), 0o644))
+	assert.NotEqual(t, withDense, load(d2, encoder.Options{}), "another activation")
 }
 
 // TestEncoderBFloat16 embeds with the weights and layers in bf16: the vectors stay

@@ -45,6 +45,9 @@ type Pipeline struct {
 	// QueryFromDefault and PassageFromDefault report that the prompt is the one
 	// default_prompt_name names (no "query", or no "document" prompt).
 	QueryFromDefault, PassageFromDefault bool
+	// Dense are the folder's Dense modules, applied in order to the pooled vector
+	// before it is normalised.
+	Dense []DenseModule
 }
 
 // Options override or complete what a folder says. Zero values defer to the folder.
@@ -165,10 +168,19 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 				if pc.IncludePrompt != nil {
 					p.IncludePrompt = *pc.IncludePrompt
 				}
+			case "Dense":
+				if len(p.Pooling) == 0 || p.NormalizeModule {
+					return Pipeline{}, "", fmt.Errorf("encoder: %s: Dense module %q must come after the Pooling module and before Normalize", filepath.Join(dir, "modules.json"), m.Name)
+				}
+				d, err := readDense(sub, m.Path)
+				if err != nil {
+					return Pipeline{}, "", err
+				}
+				p.Dense = append(p.Dense, d)
 			case "Normalize":
 				p.Normalize, p.NormalizeModule = true, true
 			default:
-				return Pipeline{}, "", fmt.Errorf("encoder: %s: module %q of type %s is not supported (want Transformer, Pooling, Normalize)",
+				return Pipeline{}, "", fmt.Errorf("encoder: %s: module %q of type %s is not supported (want Transformer, Pooling, Dense, Normalize)",
 					filepath.Join(dir, "modules.json"), m.Name, m.Type)
 			}
 		}

@@ -48,7 +48,20 @@ type Spec struct {
 	GlobalEvery    int
 	Biases         bool
 	RopeParameters bool
-	Seed           uint64
+	// Dense are Dense modules after the Pooling module (sentence-transformers folders
+	// only), written as 2_Dense, 3_Dense, … with random weights.
+	Dense []DenseSpec
+	Seed  uint64
+}
+
+// DenseSpec describes a sentence-transformers Dense module.
+type DenseSpec struct {
+	Out        int    // out_features
+	NoBias     bool   // bias false
+	Activation string // activation_function; "" = not written (sentence-transformers' default, Tanh)
+	// PyTorchOnly writes the weights as pytorch_model.bin (bytes that are not a
+	// pickle: the loader must refuse the file by its name) instead of model.safetensors.
+	PyTorchOnly bool
 }
 
 // ModernBERT's RoPE bases as Write gives them (ModernBERT-base's).
@@ -63,6 +76,8 @@ type Model struct {
 	Vocab   []string // id → token
 	PadID   int
 	Weights map[string]lmtest.Tensor // by Hugging Face name, without Spec.Prefix
+	// Dense holds each Dense module's weights ("linear.weight", "linear.bias").
+	Dense []map[string]lmtest.Tensor
 }
 
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
@@ -241,7 +256,7 @@ func writeFiles(dir string, m *Model, cfg map[string]any, unk, cls, sep int) err
 		return err
 	}
 	if s.SentenceTransformers {
-		return writeModules(dir, s, s.Hidden)
+		return writeModules(dir, m)
 	}
 	return nil
 }
@@ -352,15 +367,52 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 	}
 }
 
-// writeModules writes the sentence-transformers module files.
-func writeModules(dir string, s Spec, hidden int) error {
+// writeModules writes the sentence-transformers module files, and the Dense modules'
+// weights (kept in m.Dense).
+func writeModules(dir string, m *Model) error {
+	s, hidden := m.Spec, m.Spec.Hidden
 	mods := []map[string]any{
 		{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
 		{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
 	}
+	in := hidden * len(s.Pooling)
+	rng := rand.New(rand.NewPCG(s.Seed, 46))
+	for _, d := range s.Dense {
+		idx := len(mods)
+		name := fmt.Sprintf("%d_Dense", idx)
+		mods = append(mods, map[string]any{"idx": idx, "name": fmt.Sprint(idx), "path": name, "type": "sentence_transformers.models.Dense"})
+		cfg := map[string]any{"in_features": in, "out_features": d.Out, "bias": !d.NoBias}
+		if d.Activation != "" {
+			cfg["activation_function"] = d.Activation
+		}
+		w := &Model{Weights: map[string]lmtest.Tensor{}}
+		rnd := randomizer(w, rng)
+		rnd("linear.weight", 0.5, 0, d.Out, in)
+		if !d.NoBias {
+			rnd("linear.bias", 0.2, 0, d.Out)
+		}
+		m.Dense = append(m.Dense, w.Weights)
+		sub := filepath.Join(dir, name)
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+		if err := writeJSON(filepath.Join(sub, "config.json"), cfg); err != nil {
+			return err
+		}
+		if d.PyTorchOnly {
+			if err := os.WriteFile(filepath.Join(sub, "pytorch_model.bin"), []byte("not a pickle"), 0o644); err != nil {
+				return err
+			}
+		} else if err := lmtest.WriteWeights(filepath.Join(sub, "model.safetensors"), w.Weights); err != nil {
+			return err
+		}
+		in = d.Out
+	}
 	if s.Normalize {
-		mods = append(mods, map[string]any{"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
-		if err := os.MkdirAll(filepath.Join(dir, "2_Normalize"), 0o755); err != nil {
+		idx := len(mods)
+		name := fmt.Sprintf("%d_Normalize", idx)
+		mods = append(mods, map[string]any{"idx": idx, "name": fmt.Sprint(idx), "path": name, "type": "sentence_transformers.models.Normalize"})
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
 			return err
 		}
 	}
