@@ -11,9 +11,9 @@ import (
 )
 
 // Config is the architecture read from a Hugging Face config.json of a BertModel,
-// RobertaModel, XLMRobertaModel, MPNetModel or ModernBertModel.
+// RobertaModel, XLMRobertaModel, MPNetModel, DistilBertModel or ModernBertModel.
 type Config struct {
-	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet" or "modernbert"
+	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet", "distilbert" or "modernbert"
 	Architectures []string `json:"architectures,omitempty"`
 	VocabSize     int      `json:"vocab_size"`
 	Hidden        int      `json:"hidden_size"`
@@ -45,7 +45,7 @@ const (
 	mpnetPadding = 1
 )
 
-var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "modernbert"}
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert"}
 
 // rawConfig is config.json as transformers writes it.
 type rawConfig struct {
@@ -67,6 +67,12 @@ type rawConfig struct {
 	AutoMap       any      `json:"auto_map"`
 	RopeTheta     *float64 `json:"rope_theta"`
 	RelBuckets    *int     `json:"relative_attention_num_buckets"`
+	// DistilBERT's names for the sizes and the activation.
+	Dim        int    `json:"dim"`
+	NLayers    int    `json:"n_layers"`
+	NHeads     int    `json:"n_heads"`
+	HiddenDim  int    `json:"hidden_dim"`
+	Activation string `json:"activation"`
 }
 
 // ReadConfig reads dir/config.json.
@@ -111,6 +117,14 @@ func ParseConfig(data []byte) (Config, error) {
 		}
 		if c.RelativeBuckets < mpnetBuckets {
 			return Config{}, fmt.Errorf("config: relative_attention_num_buckets %d: MPNet's attention reads %d buckets of relative position (transformers' MPNetEncoder), so the table needs at least as many rows", c.RelativeBuckets, mpnetBuckets)
+		}
+	case "distilbert":
+		// DistilBertConfig names the sizes dim, n_layers, n_heads and hidden_dim, has
+		// no token types, and its LayerNorms' epsilon is fixed at 1e-12.
+		c.Hidden, c.Layers, c.Heads, c.Intermediate = r.Dim, r.NLayers, r.NHeads, r.HiddenDim
+		c.TypeVocabSize, c.LayerNormEps = 0, 1e-12
+		if r.Activation != "" && r.Activation != "gelu" {
+			return Config{}, fmt.Errorf("config: activation %q not supported (want gelu)", r.Activation)
 		}
 	case "modernbert":
 		mc, eps, err := parseModernBERT(data, c.Layers)

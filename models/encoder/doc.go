@@ -16,7 +16,10 @@
 // layer with its own tensor names, no token type embeddings, positions from padding
 // index 1 + 1, and one table of relative attention biases shared by every layer and
 // added to each head's scores: T5's bidirectional buckets of key − query position (32
-// buckets, distances to 128; see relativeBucket). "modernbert" (gte-modernbert-base,
+// buckets, distances to 128; see relativeBucket). "distilbert" (msmarco-distilbert-*,
+// multi-qa-distilbert-cos-v1, distiluse-base-multilingual-*) is DistilBertModel: the
+// same post-LN layer under its own names (q_lin … out_lin, sa_layer_norm, ffn.lin1/2,
+// output_layer_norm), no token types, LayerNorm epsilon fixed at 1e-12. "modernbert" (gte-modernbert-base,
 // modernbert-embed-base, granite-embedding-*-r2) is transformers' ModernBertModel with
 // its eager attention: pre-norm layers without biases (unless the config says so),
 // q, k and v from one projection, rotary positions (rotate_half; one base for the

@@ -104,6 +104,15 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 	return out
 }
 
+// refEps is the LayerNorm epsilon of the test folders of a model type: 1e-12 for
+// BERT's and DistilBERT's (fixed there), 1e-5 for the others (their config.json's).
+func refEps(modelType string) float64 {
+	if modelType == "bert" || modelType == "distilbert" {
+		return 1e-12
+	}
+	return 1e-5
+}
+
 // refWeight is the named tensor of m in float64, nil when m has none.
 func refWeight(m *encodertest.Model, name string) []float64 {
 	t, ok := m.Weights[name]
@@ -208,8 +217,8 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 	n := len(ids)
 	mpnet := s.ModelType == "mpnet"
 	word, pos := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight")
-	typ := make([]float64, H) // MPNet has no token type embeddings
-	if !mpnet {
+	typ := make([]float64, H) // MPNet and DistilBERT have no token type embeddings
+	if !mpnet && s.ModelType != "distilbert" {
 		typ = w("embeddings.token_type_embeddings.weight")
 	}
 	var rel []float64 // MPNet: [32, heads]
@@ -227,7 +236,7 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 		x[i] = ln(v, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
 	}
 	for l := range s.Layers {
-		p := "encoder.layer." + string(rune('0'+l)) + "."
+		p := fmt.Sprintf(names.Layer, l)
 		q, k, v := make([][]float64, n), make([][]float64, n), make([][]float64, n)
 		for i := range n {
 			q[i] = dense(x[i], w(p+names.Q+".weight"), w(p+names.Q+".bias"), H)
@@ -246,15 +255,15 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 				a[e] += x[i][e]
 			}
 			a = ln(a, w(p+names.AttnLN+".weight"), w(p+names.AttnLN+".bias"))
-			inter := dense(a, w(p+"intermediate.dense.weight"), w(p+"intermediate.dense.bias"), s.Intermediate)
+			inter := dense(a, w(p+names.In+".weight"), w(p+names.In+".bias"), s.Intermediate)
 			for e, u := range inter {
 				inter[e] = refGELU(u)
 			}
-			o := dense(inter, w(p+"output.dense.weight"), w(p+"output.dense.bias"), H)
+			o := dense(inter, w(p+names.Out+".weight"), w(p+names.Out+".bias"), H)
 			for e := range H {
 				o[e] += a[e]
 			}
-			next[i] = ln(o, w(p+"output.LayerNorm.weight"), w(p+"output.LayerNorm.bias"))
+			next[i] = ln(o, w(p+names.OutLN+".weight"), w(p+names.OutLN+".bias"))
 		}
 		x = next
 	}
@@ -469,6 +478,12 @@ func TestEncoderMatchesReference(t *testing.T) {
 				Dense: []encodertest.DenseSpec{{Out: 40, NoBias: true, Activation: "torch.nn.modules.linear.Identity"},
 					{Out: 12, Activation: "torch.nn.modules.activation.GELU"}}},
 			modes: []string{"cls", "mean"}, dim: 12},
+		{name: "distilbert sentence-transformers mean, Dense (distiluse-base-multilingual's layout)",
+			spec: encodertest.Spec{ModelType: "distilbert", SentenceTransformers: true, Layers: 3,
+				Dense: []encodertest.DenseSpec{{Out: 16}}},
+			modes: []string{"mean"}, norm: true, dim: 16},
+		{name: "distilbert plain cls, distilbert. prefix", spec: encodertest.Spec{ModelType: "distilbert", Prefix: "distilbert."},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 		{name: "modernbert sentence-transformers mean+normalize, sliding and global layers",
 			spec:  encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true},
@@ -493,10 +508,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 			assert.Equal(t, dim, enc.Dim())
 			tok, err := lm.LoadTokenizer(dir)
 			require.NoError(t, err)
-			eps := 1e-12
-			if tm.Spec.ModelType != "bert" {
-				eps = 1e-5
-			}
+			eps := refEps(tm.Spec.ModelType)
 			for _, query := range []bool{true, false} {
 				prompt := c.pass
 				if query {
@@ -743,10 +755,7 @@ func TestEncoderBFloat16(t *testing.T) {
 			require.NoError(t, err)
 			tok, err := lm.LoadTokenizer(dir)
 			require.NoError(t, err)
-			eps := 1e-12
-			if tm.Spec.ModelType != "bert" {
-				eps = 1e-5
-			}
+			eps := refEps(tm.Spec.ModelType)
 			got, err := bf.Embed(eng, texts, false)
 			require.NoError(t, err)
 			full, err := f32.Embed(eng, texts, false)
@@ -812,4 +821,21 @@ func TestParseConfigModernBERT(t *testing.T) {
 	assert.Equal(t, 0, c.TypeVocabSize)
 	assert.Equal(t, 8192, c.MaxTokens(), "rotary positions: no offset, no table")
 	assert.Equal(t, 22, c.Layers)
+}
+
+// TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names
+// the sizes its own way (dim, n_layers, n_heads, hidden_dim).
+func TestParseConfigDistilBERT(t *testing.T) {
+	data := []byte(`{"activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1,
+	"dim": 768, "dropout": 0.1, "hidden_dim": 3072, "initializer_range": 0.02, "max_position_embeddings": 512,
+	"model_type": "distilbert", "n_heads": 12, "n_layers": 6, "pad_token_id": 0, "qa_dropout": 0.1,
+	"seq_classif_dropout": 0.2, "sinusoidal_pos_embds": false, "tie_weights_": true, "vocab_size": 30522}`)
+	c, err := encoder.ParseConfig(data)
+	require.NoError(t, err)
+	assert.Equal(t, []int{768, 6, 12, 3072, 512, 30522}, []int{c.Hidden, c.Layers, c.Heads, c.Intermediate, c.MaxPositions, c.VocabSize})
+	assert.Equal(t, 0, c.TypeVocabSize)
+	assert.Equal(t, 1e-12, c.LayerNormEps)
+	assert.Equal(t, 512, c.MaxTokens())
+	_, err = encoder.ParseConfig([]byte(`{"model_type": "distilbert", "activation": "relu", "dim": 8, "n_layers": 1, "n_heads": 2, "hidden_dim": 16, "max_position_embeddings": 8, "vocab_size": 10}`))
+	require.ErrorContains(t, err, `activation "relu" not supported (want gelu)`)
 }

@@ -54,17 +54,29 @@ type encLayer struct {
 // weightPrefixes are the prefixes a BertModel / RobertaModel / MPNetModel's tensors
 // may carry in a checkpoint: none (BertModel, XLMRobertaModel saved by
 // sentence-transformers), or that of a task model's backbone (BertForMaskedLM's
-// "bert.", RobertaForMaskedLM's "roberta.", MPNetForMaskedLM's "mpnet.").
-var weightPrefixes = []string{"", "bert.", "roberta.", "mpnet.", "model."}
+// "bert.", RobertaForMaskedLM's "roberta.", MPNetForMaskedLM's "mpnet.",
+// DistilBertForMaskedLM's "distilbert.").
+var weightPrefixes = []string{"", "bert.", "roberta.", "mpnet.", "distilbert.", "model."}
 
-// layerNames are the Hugging Face names, below "encoder.layer.N.", of a layer's
-// attention tensors: BERT's (and RoBERTa's) or MPNet's.
-type layerNames struct{ q, k, v, o, attnLN string }
+// layerNames are the Hugging Face names of a post-LN layer's tensors: the layer's
+// prefix (with %d for its index), then, below it, its attention projections, their
+// LayerNorm, the MLP's two projections and their LayerNorm.
+type layerNames struct{ layer, q, k, v, o, attnLN, in, out, outLN string }
 
-var (
-	bertLayerNames  = layerNames{"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm"}
-	mpnetLayerNames = layerNames{"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"}
-)
+// layerNamesOf returns the names of a model type's layers: BERT's (RoBERTa's and
+// XLM-R's), MPNet's or DistilBERT's.
+func layerNamesOf(modelType string) layerNames {
+	switch modelType {
+	case "mpnet":
+		return layerNames{"encoder.layer.%d.", "attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm",
+			"intermediate.dense", "output.dense", "output.LayerNorm"}
+	case "distilbert":
+		return layerNames{"transformer.layer.%d.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+			"ffn.lin1", "ffn.lin2", "output_layer_norm"}
+	}
+	return layerNames{"encoder.layer.%d.", "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm",
+		"intermediate.dense", "output.dense", "output.LayerNorm"}
+}
 
 // NewNetwork creates the encoder's variables in store under scope (DefaultScope when
 // empty) from Hugging Face-named weights, one tensor at a time, held in weights' dtype
@@ -115,22 +127,21 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	}
 	n.embLNw = b.take("embeddings.LayerNorm.weight", H)
 	n.embLNb = b.take("embeddings.LayerNorm.bias", H)
-	names := bertLayerNames
+	names := layerNamesOf(cfg.ModelType)
 	if cfg.RelativeBuckets > 0 {
-		names = mpnetLayerNames
 		n.rel = b.take("encoder.relative_attention_bias.weight", cfg.RelativeBuckets, cfg.Heads)
 	}
 	for i := range cfg.Layers {
-		p := fmt.Sprintf("encoder.layer.%d.", i)
+		p := fmt.Sprintf(names.layer, i)
 		n.layers = append(n.layers, encLayer{
 			q: b.take(p+names.q+".weight", H, H), qb: b.take(p+names.q+".bias", H),
 			k: b.take(p+names.k+".weight", H, H), kb: b.take(p+names.k+".bias", H),
 			v: b.take(p+names.v+".weight", H, H), vb: b.take(p+names.v+".bias", H),
 			o: b.take(p+names.o+".weight", H, H), ob: b.take(p+names.o+".bias", H),
 			attnLNw: b.take(p+names.attnLN+".weight", H), attnLNb: b.take(p+names.attnLN+".bias", H),
-			in: b.take(p+"intermediate.dense.weight", I, H), inB: b.take(p+"intermediate.dense.bias", I),
-			out: b.take(p+"output.dense.weight", H, I), outB: b.take(p+"output.dense.bias", H),
-			outLNw: b.take(p+"output.LayerNorm.weight", H), outLNb: b.take(p+"output.LayerNorm.bias", H),
+			in: b.take(p+names.in+".weight", I, H), inB: b.take(p+names.in+".bias", I),
+			out: b.take(p+names.out+".weight", H, I), outB: b.take(p+names.out+".bias", H),
+			outLNw: b.take(p+names.outLN+".weight", H), outLNb: b.take(p+names.outLN+".bias", H),
 		})
 	}
 	if b.err != nil {

@@ -19,7 +19,7 @@ import (
 
 // Spec describes a tiny encoder folder.
 type Spec struct {
-	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet" or "modernbert"
+	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert" or "modernbert"
 	Layers       int    // default 2
 	Hidden       int    // default 32
 	Heads        int    // default 4
@@ -82,7 +82,8 @@ type Model struct {
 
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
-	if m.Spec.ModelType == "bert" || m.Spec.ModelType == "modernbert" {
+	switch m.Spec.ModelType {
+	case "bert", "distilbert", "modernbert":
 		return 0
 	}
 	return m.PadID + 1
@@ -105,6 +106,8 @@ func (s Spec) withDefaults() Spec {
 	case "bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
+	case "distilbert":
+		def(&s.MaxPositions, 128)
 	case "modernbert":
 		def(&s.MaxPositions, 128)
 		def(&s.Window, 16)
@@ -123,7 +126,7 @@ func (s Spec) withDefaults() Spec {
 // letters and digits as words and as "##" continuations, ASCII punctuation and a few
 // whole words, so that any lowercase ASCII text tokenises without [UNK].
 func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
-	if modelType == "bert" || modelType == "modernbert" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" {
 		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
 		pad, unk, cls, sep = 0, 1, 2, 3
 	} else {
@@ -148,7 +151,7 @@ func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
 func Write(dir string, spec Spec) (*Model, error) {
 	s := spec.withDefaults()
 	switch s.ModelType {
-	case "bert", "roberta", "xlm-roberta", "mpnet":
+	case "bert", "roberta", "xlm-roberta", "mpnet", "distilbert":
 	case "modernbert":
 		return writeModernBERT(dir, s)
 	default:
@@ -162,26 +165,28 @@ func Write(dir string, spec Spec) (*Model, error) {
 	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
 	rnd("embeddings.position_embeddings.weight", 0.5, 0, s.MaxPositions, H)
 	mpnet := s.ModelType == "mpnet"
-	if !mpnet {
-		rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
-	} else {
+	switch s.ModelType {
+	case "distilbert": // no token types
+	case "mpnet":
 		// Large enough that the bias moves the attention: a wrong bucket shows.
 		rnd("encoder.relative_attention_bias.weight", 1, 0, MPNetBuckets, s.Heads)
+	default:
+		rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
 	}
 	rnd("embeddings.LayerNorm.weight", 0.1, 1, H)
 	rnd("embeddings.LayerNorm.bias", 0.1, 0, H)
 	names := LayerNames(s.ModelType)
 	for i := range s.Layers {
-		p := fmt.Sprintf("encoder.layer.%d.", i)
+		p := fmt.Sprintf(names.Layer, i)
 		for _, lin := range []struct {
 			name    string
 			out, in int
 		}{{names.Q, H, H}, {names.K, H, H}, {names.V, H, H},
-			{names.O, H, H}, {"intermediate.dense", I, H}, {"output.dense", H, I}} {
+			{names.O, H, H}, {names.In, I, H}, {names.Out, H, I}} {
 			rnd(p+lin.name+".weight", 0.3, 0, lin.out, lin.in)
 			rnd(p+lin.name+".bias", 0.1, 0, lin.out)
 		}
-		for _, ln := range []string{names.AttnLN, "output.LayerNorm"} {
+		for _, ln := range []string{names.AttnLN, names.OutLN} {
 			rnd(p+ln+".weight", 0.1, 1, H)
 			rnd(p+ln+".bias", 0.1, 0, H)
 		}
@@ -191,7 +196,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 	if err := writeWeights(dir, m); err != nil {
 		return nil, err
 	}
-	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel", "mpnet": "MPNetForMaskedLM"}[s.ModelType]
+	arch := map[string]string{"bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel", "mpnet": "MPNetForMaskedLM",
+		"distilbert": "DistilBertModel"}[s.ModelType]
 	cfg := map[string]any{
 		"architectures": []string{arch}, "model_type": s.ModelType, "vocab_size": V, "hidden_size": H,
 		"num_hidden_layers": s.Layers, "num_attention_heads": s.Heads, "intermediate_size": I,
@@ -200,7 +206,17 @@ func Write(dir string, spec Spec) (*Model, error) {
 		"layer_norm_eps": 1e-12, "pad_token_id": pad, "position_embedding_type": "absolute",
 		"torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": true,
 	}
-	if s.ModelType != "bert" {
+	switch s.ModelType {
+	case "bert":
+	case "distilbert": // as distilbert-base-uncased's config.json
+		cfg = map[string]any{
+			"architectures": []string{arch}, "model_type": s.ModelType, "vocab_size": V, "dim": H,
+			"n_layers": s.Layers, "n_heads": s.Heads, "hidden_dim": I, "activation": "gelu",
+			"attention_dropout": 0.1, "dropout": 0.1, "initializer_range": 0.02, "max_position_embeddings": s.MaxPositions,
+			"pad_token_id": pad, "qa_dropout": 0.1, "seq_classif_dropout": 0.2, "sinusoidal_pos_embds": false,
+			"tie_weights_": true, "transformers_version": "4.44.0",
+		}
+	default:
 		cfg["layer_norm_eps"], cfg["bos_token_id"], cfg["eos_token_id"] = 1e-5, cls, sep
 	}
 	if mpnet { // as all-mpnet-base-v2's config.json: no token types, relative buckets
@@ -345,7 +361,7 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 	}
 	post := map[string]any{"type": "RobertaProcessing", "sep": []any{vocab[sep], sep}, "cls": []any{vocab[cls], cls},
 		"trim_offsets": true, "add_prefix_space": false}
-	if modelType == "bert" || modelType == "mpnet" || modelType == "modernbert" {
+	if modelType != "roberta" && modelType != "xlm-roberta" {
 		special := func(id int) map[string]any {
 			return map[string]any{"id": vocab[id], "ids": []int{id}, "tokens": []string{vocab[id]}}
 		}
@@ -470,16 +486,23 @@ func writeModules(dir string, m *Model) error {
 // gives an MPNet (relative_attention_num_buckets, as all-mpnet-base-v2's).
 const MPNetBuckets = 32
 
-// Names are the Hugging Face names of a layer's attention tensors, below
-// "encoder.layer.N.".
-type Names struct{ Q, K, V, O, AttnLN string }
+// Names are the Hugging Face names of a post-LN layer's tensors: the layer's prefix
+// (%d: its index), and below it its attention projections, their LayerNorm, the MLP's
+// projections and their LayerNorm.
+type Names struct{ Layer, Q, K, V, O, AttnLN, In, Out, OutLN string }
 
-// LayerNames returns the attention tensor names of a model type's layers.
+// LayerNames returns the tensor names of a model type's layers (not ModernBERT's).
 func LayerNames(modelType string) Names {
-	if modelType == "mpnet" {
-		return Names{"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm"}
+	switch modelType {
+	case "mpnet":
+		return Names{"encoder.layer.%d.", "attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm",
+			"intermediate.dense", "output.dense", "output.LayerNorm"}
+	case "distilbert":
+		return Names{"transformer.layer.%d.", "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+			"ffn.lin1", "ffn.lin2", "output_layer_norm"}
 	}
-	return Names{"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm"}
+	return Names{"encoder.layer.%d.", "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense", "attention.output.LayerNorm",
+		"intermediate.dense", "output.dense", "output.LayerNorm"}
 }
 
 func writeJSON(path string, v any) error {
