@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graphloom/graphloom/embed"
@@ -86,7 +87,23 @@ type Report struct {
 func NewRunID() string {
 	var b [2]byte
 	_, _ = rand.Read(b[:])
-	return "aug-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	return "aug-" + time.Now().UTC().Format(runTime) + "-" + hex.EncodeToString(b[:])
+}
+
+// runTime is the layout of a run id's timestamp.
+const runTime = "20060102T150405"
+
+// IsRunID reports whether s has the form of an id NewRunID returns.
+func IsRunID(s string) bool {
+	ts, suffix, ok := strings.Cut(strings.TrimPrefix(s, "aug-"), "-")
+	if !ok || !strings.HasPrefix(s, "aug-") || len(suffix) != 4 {
+		return false
+	}
+	if _, err := time.Parse(runTime, ts); err != nil {
+		return false
+	}
+	_, err := hex.DecodeString(suffix)
+	return err == nil
 }
 
 // Run augments ix in place (the caller writes it) and returns the report. With

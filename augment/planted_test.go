@@ -309,6 +309,14 @@ func (w *signalWriter) String() string {
 // naming the other's members.
 func TestCheckpointSavedUnderItsLock(t *testing.T) {
 	ix, opts := chainIndex(t), checkpointOptions(t)
+	// A save killed part-way left temporary files beside the checkpoint; the next
+	// save removes them once it holds the lock.
+	dir, base := filepath.Split(opts.Checkpoint)
+	stale := []string{filepath.Join(dir, "."+base+".json.tmp-41"), filepath.Join(dir, "."+base+".tmp-42"), filepath.Join(dir, "."+base+".log.jsonl.tmp-43")}
+	other := filepath.Join(dir, "."+base+"x.json.tmp-44") // another file's
+	for _, f := range append(stale, other) {
+		require.NoError(t, os.WriteFile(f, []byte("half"), 0o600))
+	}
 	trained := &signalWriter{want: "scorer (", done: make(chan struct{})}
 	opts.Log = trained
 	lk, err := graphio.LockWriter(context.Background(), opts.Checkpoint, "the test", false, nil)
@@ -325,8 +333,13 @@ func TestCheckpointSavedUnderItsLock(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // time enough to write, were the lock not taken
 	assert.NoFileExists(t, opts.Checkpoint+".json", "nothing is saved while another holds the lock")
+	assert.FileExists(t, stale[0], "nor removed")
 	assert.Contains(t, trained.String(), "waiting for the scorer checkpoint "+opts.Checkpoint+", which another run is saving (held by the test)")
 	require.NoError(t, lk.Unlock())
 	require.NoError(t, <-ran)
 	assert.FileExists(t, opts.Checkpoint+".json")
+	for _, f := range stale {
+		assert.NoFileExists(t, f, "a killed save's temporary file")
+	}
+	assert.FileExists(t, other)
 }

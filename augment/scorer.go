@@ -296,7 +296,9 @@ func obtainScorer(ctx context.Context, ix *graphio.Index, g *minerGraph, feat *f
 // without it is not loaded). It holds the checkpoint's lock throughout, waiting for
 // it (until ctx ends) while another run saves: two runs on one index (a seed sweep
 // writing to several --out) share the checkpoint, and the report must name the
-// members written with it. out, when not nil, is told of the wait.
+// members written with it. Holding the lock, it first removes the temporary files a
+// save killed part-way left beside the files it writes. out, when not nil, is told of
+// the wait.
 func saveScorer(ctx context.Context, path string, e *ensemble, tr *TrainReport, log []byte, res *train.Result, out io.Writer) error {
 	lk, err := graphio.LockWriter(ctx, path, fmt.Sprintf("pid %d: saving the scorer checkpoint", os.Getpid()), true, func(holder string) {
 		if out != nil {
@@ -307,6 +309,15 @@ func saveScorer(ctx context.Context, path string, e *ensemble, tr *TrainReport, 
 		return err
 	}
 	defer lk.Unlock()
+	files := []string{path + ".log.jsonl", path + ".png", path + ".json"}
+	for k := range e.members {
+		files = append(files, memberPath(path, k))
+	}
+	for _, f := range files {
+		if _, err := graphio.RemoveStaleTemps(f); err != nil {
+			return err
+		}
+	}
 	if err := graphio.AtomicWrite(path+".log.jsonl", func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {
 		return err
 	}

@@ -113,6 +113,18 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	require.Equal(t, 0, run(t, nil, "index", "--corpus", writeCorpus(t, 12), "--out", idx).code)
 	stale := filepath.Join(dir, ".a.gl.tmp-123456")
 	require.NoError(t, os.WriteFile(stale, []byte("half an index"), 0o644))
+	// A run report's temporary file goes too; files of the same shape that are not
+	// a killed report of this index stay.
+	staleReport := filepath.Join(dir, ".a.gl.aug-20261207T101112-ab12.json.tmp-77")
+	kept := []string{
+		filepath.Join(dir, ".a.gl.aug-20261207T101112-ab12.json.tmp-x1"), // not AtomicWrite's suffix
+		filepath.Join(dir, ".b.gl.aug-20261207T101112-ab12.json.tmp-77"), // another index's
+		filepath.Join(dir, ".a.gl.notes.json.tmp-77"),                    // not a run id
+		filepath.Join(dir, ".a.gl.aug-20261399T101112-ab12.json.tmp-77"), // not a timestamp
+	}
+	for _, f := range append([]string{staleReport}, kept...) {
+		require.NoError(t, os.WriteFile(f, []byte("{"), 0o644))
+	}
 	before := readFile(t, idx)
 
 	r := run(t, nil, "augment", "--index", idx, "--rollback", "")
@@ -132,6 +144,10 @@ func TestStaleTempsAndSideFiles(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "it has no runs")
 	assert.NoFileExists(t, stale, "the next writer removed the killed writer's temporary file")
+	assert.NoFileExists(t, staleReport, "and a killed run's half-written report")
+	for _, f := range kept {
+		assert.FileExists(t, f)
+	}
 
 	// Two runs through a scripted server.
 	var pred atomic.Value
