@@ -214,6 +214,12 @@ EOF
 		step "lm-$m-bf16" graphloom-xla 45 "$bin" lm -dir "$in/lm-$m" -dtype bfloat16 -out "$out/lm_go_bf16_$m.json"
 		step "hf-parity-$m-bf16" transformers 60 "$py" "$sc/hf_parity.py" --dir "$in/lm-$m" --go "$out/lm_go_bf16_$m.json"
 	done
+	# The other encoder architectures, after the rest (they take what budget is left):
+	# sentence-transformers must agree with graphloom on the probe texts (cosine ≥ 0.999).
+	for e in mpnet distilbert modernbert; do
+		step "embed-$e" graphloom-xla 60 "$bin" embed -dir "$in/encoder-$e" -passages 16 -out "$out/embed_go_$e.json"
+		step "embed-$e" sentence-transformers 90 "$py" "$sc/gpu_embed.py" --dir "$in/encoder-$e" --passages 16 --go "$out/embed_go_$e.json" --min-cos 0.999
+	done
 	echo
 	cat "$out/table.md"
 	echo "results: $out/table.md, $out/results.json (took $((SECONDS - start)) s)"

@@ -5,7 +5,11 @@ and reports the smallest cosine and largest difference to graphloom's embeddings
 times passages per second on texts of random letter words that fill max_seq_length
 (batch 8, like gpujob).
 
-Usage: gpu_embed.py --dir ENCODER_DIR [--go embed_go.json] [--passages 64] [--device cuda]
+The model runs with transformers' eager attention where sentence-transformers can
+ask for it (ModernBERT would otherwise take flash attention, in bf16). With --min-cos C
+it exits 1 when an embedding's cosine to graphloom's is below C.
+
+Usage: gpu_embed.py --dir ENCODER_DIR [--go embed_go.json] [--passages 64] [--min-cos C] [--device cuda]
 """
 import argparse
 import json
@@ -24,8 +28,12 @@ def main():
     ap.add_argument("--go")
     ap.add_argument("--passages", type=int, default=64)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--min-cos", type=float)
     args = ap.parse_args()
-    model = SentenceTransformer(args.dir, device=args.device)
+    try:
+        model = SentenceTransformer(args.dir, device=args.device, model_kwargs={"attn_implementation": "eager"})
+    except TypeError:  # sentence-transformers before 3.0 takes no model_kwargs
+        model = SentenceTransformer(args.dir, device=args.device)
     rec = {"bench": "embed", "impl": "sentence-transformers", "device": args.device}
     if args.go and os.path.exists(args.go):
         go = json.load(open(args.go))
@@ -55,7 +63,10 @@ def main():
         torch.cuda.synchronize()
     rec["passages_per_s"] = len(texts) / (time.perf_counter() - t)
     rec["max_tokens"] = n
+    ok = args.min_cos is None or rec.get("min_cosine_vs_graphloom", -1) >= args.min_cos
+    rec["ok"] = ok
     print(json.dumps(rec), flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

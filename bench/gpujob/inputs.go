@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,21 @@ const pprNodes, pprEdges, pprBatch = 100_000, 300_000, 32
 var encoderSpec = encodertest.Spec{Layers: 2, Hidden: 128, Heads: 4, Intermediate: 512, MaxPositions: 256,
 	SentenceTransformers: true, Pooling: []string{"mean"}, Normalize: true, MaxSeqLength: 256, Seed: 1}
 
+// parityEncoders are the other architectures' folders, each compared with
+// sentence-transformers on the same probe texts (the embed-NAME steps): MPNet's
+// relative attention bias, DistilBERT with a Dense module (distiluse's layout) and
+// ModernBERT's rotary, sliding-window layers (a window of 32 tokens, so that the
+// probes outgrow it).
+var parityEncoders = map[string]encodertest.Spec{
+	"encoder-mpnet": {ModelType: "mpnet", Layers: 2, Hidden: 128, Heads: 4, Intermediate: 512, MaxPositions: 258,
+		SentenceTransformers: true, Pooling: []string{"mean"}, Normalize: true, MaxSeqLength: 256, Seed: 2},
+	"encoder-distilbert": {ModelType: "distilbert", Layers: 2, Hidden: 128, Heads: 4, Intermediate: 512, MaxPositions: 256,
+		SentenceTransformers: true, Pooling: []string{"mean"}, MaxSeqLength: 256, Seed: 3,
+		Dense: []encodertest.DenseSpec{{Out: 64, Activation: "torch.nn.modules.activation.Tanh"}}},
+	"encoder-modernbert": {ModelType: "modernbert", Layers: 3, Hidden: 128, Heads: 4, Intermediate: 256, MaxPositions: 256,
+		Window: 32, GlobalEvery: 3, SentenceTransformers: true, Pooling: []string{"cls"}, Normalize: true, MaxSeqLength: 256, Seed: 4},
+}
+
 // runInputs writes every input of the job into DIR.
 func runInputs(args []string) (map[string]any, error) {
 	if len(args) != 1 {
@@ -50,6 +66,11 @@ func runInputs(args []string) (map[string]any, error) {
 	}
 	if _, err := encodertest.Write(filepath.Join(dir, encoderDir), encoderSpec); err != nil {
 		return nil, err
+	}
+	for name, spec := range parityEncoders {
+		if _, err := encodertest.Write(filepath.Join(dir, name), spec); err != nil {
+			return nil, err
+		}
 	}
 	rg, labels := rgcnBatches()
 	if err := writeJSON(filepath.Join(dir, rgcnFile), map[string]any{"feat": rgcnFeat, "hidden": rgcnHidden,
@@ -100,11 +121,13 @@ func checkInputs(dir string) (map[string]any, error) {
 		c := l.Config()
 		rec[name] = fmt.Sprintf("%s, %d layers, hidden %d, vocab %d", c.ModelType, c.Layers, c.Hidden, c.VocabSize)
 	}
-	enc, err := encoder.Load(filepath.Join(dir, encoderDir), encoder.Options{})
-	if err != nil {
-		return nil, err
+	for _, name := range append([]string{encoderDir}, slices.Sorted(maps.Keys(parityEncoders))...) {
+		enc, err := encoder.Load(filepath.Join(dir, name), encoder.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rec[name] = fmt.Sprintf("%s, dim %d, max tokens %d", enc.Config().ModelType, enc.Dim(), enc.Config().MaxTokens())
 	}
-	rec[encoderDir] = fmt.Sprintf("dim %d, max tokens %d", enc.Dim(), enc.Config().MaxTokens())
 	for _, name := range []string{rgcnFile, gtFile} {
 		var v struct {
 			Batches [][]graphJSON `json:"batches"`

@@ -175,7 +175,8 @@ sys.addaudithook(_hook)
 	}
 	for _, want := range []string{"rgcn-tiled/graphloom-xla", "rgcn/pyg", "gt/graphloom-xla", "gt/pyg", "ppr/graphloom-xla",
 		"ppr/torch.sparse", "gretriever-llama/graphloom-xla", "gretriever-llama/pytorch", "embed/graphloom-xla",
-		"embed/sentence-transformers", "lm-qwen2/graphloom-xla", "hf-parity-qwen2/transformers"} {
+		"embed/sentence-transformers", "embed-modernbert/graphloom-xla", "embed-modernbert/sentence-transformers",
+		"lm-qwen2/graphloom-xla", "hf-parity-qwen2/transformers"} {
 		assert.True(t, slices.Contains(steps, want), "step %s missing from %v", want, steps)
 	}
 	table, err := os.ReadFile(filepath.Join(out, "table.md"))
