@@ -36,7 +36,9 @@ var encoderSpec = encodertest.Spec{Layers: 2, Hidden: 128, Heads: 4, Intermediat
 
 // parityEncoders are the other architectures' folders, each compared with
 // sentence-transformers on the same probe texts (the embed-NAME steps): MPNet's
-// relative attention bias, DistilBERT with a Dense module (distiluse's layout) and
+// relative attention bias, DistilBERT with a Dense module in pytorch_model.bin
+// (distiluse's layout; torch.load reads the archive encodertest.WriteTorchState lays
+// out) and
 // ModernBERT's rotary, sliding-window layers (a window of 32 tokens, so that the
 // probes outgrow it).
 var parityEncoders = map[string]encodertest.Spec{
@@ -44,7 +46,7 @@ var parityEncoders = map[string]encodertest.Spec{
 		SentenceTransformers: true, Pooling: []string{"mean"}, Normalize: true, MaxSeqLength: 256, Seed: 2},
 	"encoder-distilbert": {ModelType: "distilbert", Layers: 2, Hidden: 128, Heads: 4, Intermediate: 512, MaxPositions: 256,
 		SentenceTransformers: true, Pooling: []string{"mean"}, MaxSeqLength: 256, Seed: 3,
-		Dense: []encodertest.DenseSpec{{Out: 64, Activation: "torch.nn.modules.activation.Tanh"}}},
+		Dense: []encodertest.DenseSpec{{Out: 64, Activation: "torch.nn.modules.activation.Tanh", PyTorchOnly: true}}},
 	"encoder-modernbert": {ModelType: "modernbert", Layers: 3, Hidden: 128, Heads: 4, Intermediate: 256, MaxPositions: 256,
 		Window: 32, GlobalEvery: 3, SentenceTransformers: true, Pooling: []string{"cls"}, Normalize: true, MaxSeqLength: 256, Seed: 4},
 }

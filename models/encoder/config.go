@@ -154,7 +154,9 @@ func ParseConfig(data []byte) (Config, error) {
 	if r.HiddenAct != "" && r.HiddenAct != "gelu" {
 		return Config{}, fmt.Errorf("config: hidden_act %q not supported (want gelu)", r.HiddenAct)
 	}
-	if r.PositionType != "" && r.PositionType != "absolute" {
+	// ModernBertConfig never reads position_embedding_type (mmBERT's configs say
+	// "sans_pos"): its positions are rotary whatever the field says.
+	if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" {
 		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
 	}
 	if r.RopeTheta != nil && r.ModelType != "modernbert" {

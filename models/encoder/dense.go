@@ -21,9 +21,12 @@ import (
 // DenseModule is a sentence-transformers Dense module (sentence_transformers.models.Dense,
 // as in LaBSE and the distiluse models): activation(W·x + b) applied to
 // the pooled vector, after Pooling and before Normalize. Its folder holds config.json
-// and the weights linear.weight [Out, In] and linear.bias [Out] in model.safetensors.
+// and the weights linear.weight [Out, In] and linear.bias [Out] in model.safetensors,
+// or, as sentence-transformers before 3.0.1 saved them (LaBSE and the distiluse
+// models still ship so), in pytorch_model.bin (readTorchState).
 type DenseModule struct {
 	Dir        string // the module's folder
+	Weights    string // its weights file: model.safetensors, else pytorch_model.bin
 	In, Out    int    // in_features, out_features
 	Bias       bool   // bias (default true)
 	Activation string // activation_function as sentence-transformers records it (default Tanh)
@@ -82,13 +85,31 @@ func readDense(dir, where string) (DenseModule, error) {
 	if d.In < 1 || d.Out < 1 {
 		return DenseModule{}, fmt.Errorf("encoder: %s: in_features %d, out_features %d", path, d.In, d.Out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, lm.SingleFile)); errors.Is(err, fs.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, "pytorch_model.bin")); err == nil {
-			return DenseModule{}, fmt.Errorf("encoder: %s: the Dense module's weights are in pytorch_model.bin, a pickle graphloom does not read: save the model again with sentence-transformers 3 or later (model.safetensors)", dir)
+	for _, name := range []string{lm.SingleFile, torchWeights} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			d.Weights = filepath.Join(dir, name)
+			return d, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return DenseModule{}, fmt.Errorf("encoder: %w", err)
 		}
-		return DenseModule{}, fmt.Errorf("encoder: %s: the Dense module's weights (%s) are missing", dir, lm.SingleFile)
 	}
-	return d, nil
+	return DenseModule{}, fmt.Errorf("encoder: %s: the Dense module's weights (%s or %s) are missing", dir, lm.SingleFile, torchWeights)
+}
+
+// torchWeights is the weights file torch.save wrote for sentence-transformers' modules.
+const torchWeights = "pytorch_model.bin"
+
+// denseWeights opens a Dense module's weights.
+func denseWeights(d DenseModule) (lm.WeightSource, func(), error) {
+	if filepath.Base(d.Weights) == torchWeights {
+		ws, err := readTorchState(d.Weights)
+		return ws, func() {}, err
+	}
+	ckpt, err := lm.OpenCheckpoint(d.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ckpt, func() { ckpt.Close() }, nil
 }
 
 // denseLayer is a loaded Dense module.
@@ -107,7 +128,7 @@ func (m *Model) loadDense() error {
 		if d.In != dim {
 			return fmt.Errorf("encoder: %s: in_features %d, but the modules before it give vectors of %d", filepath.Join(d.Dir, "config.json"), d.In, dim)
 		}
-		ckpt, err := lm.OpenCheckpoint(d.Dir)
+		ckpt, release, err := denseWeights(d)
 		if err != nil {
 			return fmt.Errorf("encoder: Dense module: %w", err)
 		}
@@ -117,7 +138,7 @@ func (m *Model) loadDense() error {
 		if err == nil && d.Bias {
 			l.b, err = lm.NewWeightVariableAs(scope, ckpt, "linear.bias", "linear.bias", dtypes.Float32, d.Out)
 		}
-		ckpt.Close()
+		release()
 		if err != nil {
 			return fmt.Errorf("encoder: Dense module %s: %w", d.Dir, err)
 		}

@@ -67,7 +67,19 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 			return "", fmt.Errorf("encoder: digest: %w", err)
 		}
 		add(fmt.Sprintf("dense %d", i), data)
-		if err := sampleFile(h, filepath.Join(d.Dir, lm.SingleFile)); err != nil {
+		if filepath.Base(d.Weights) == torchWeights { // a pickle, small: hashed whole
+			f, err := os.Open(d.Weights)
+			if err != nil {
+				return "", fmt.Errorf("encoder: digest: %w", err)
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return "", fmt.Errorf("encoder: digest of %s: %w", d.Weights, err)
+			}
+			continue
+		}
+		if err := sampleFile(h, d.Weights); err != nil {
 			return "", fmt.Errorf("encoder: digest of %s: %w", d.Dir, err)
 		}
 	}

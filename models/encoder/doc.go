@@ -39,7 +39,9 @@
 // token, mean, max, mean·√len, weighted mean (weights 1…n by position) or last token,
 // several modes concatenated in sentence-transformers' order; include_prompt false
 // leaves the prompt's tokens out of the pool. Dense modules (DenseModule) then map the
-// pooled vector through their linear layers and activations. A Normalize module (2_Normalize), or a
+// pooled vector through their linear layers and activations; their weights are read
+// from model.safetensors, or from the torch.save archive (pytorch_model.bin) older
+// sentence-transformers wrote, as a plain state dict of float tensors (readTorchState). A Normalize module (2_Normalize), or a
 // model compared by cosine (config_sentence_transformers.json's similarity_fn_name,
 // cosine when absent), makes vectors unit length: graphloom ranks by dot product.
 // config_sentence_transformers.json supplies the query and passage prompts. A plain Hugging Face folder has none of these: Options supply them

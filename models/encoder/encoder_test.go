@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gomlx/compute/dtypes"
@@ -469,10 +470,14 @@ func TestEncoderMatchesReference(t *testing.T) {
 			modes: []string{"mean"}, norm: true},
 		{name: "mpnet plain cls, mpnet. prefix", spec: encodertest.Spec{ModelType: "mpnet", Prefix: "mpnet.", Layers: 3},
 			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
-		{name: "bert sentence-transformers mean, Dense (tanh, LaBSE's layout), normalize",
+		{name: "bert sentence-transformers mean, Dense (tanh), normalize",
 			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true,
 				Dense: []encodertest.DenseSpec{{Out: 24}}},
 			modes: []string{"mean"}, norm: true, dim: 24},
+		{name: "bert sentence-transformers cls, Dense (tanh) in pytorch_model.bin, normalize: LaBSE's layout",
+			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true, Pooling: []string{"cls"},
+				Dense: []encodertest.DenseSpec{{Out: 32, Activation: "torch.nn.modules.activation.Tanh", PyTorchOnly: true}}},
+			modes: []string{"cls"}, norm: true, dim: 32},
 		{name: "xlm-roberta sentence-transformers cls+mean, two Dense modules (identity without bias, then GELU), compared by dot product",
 			spec: encodertest.Spec{ModelType: "xlm-roberta", SentenceTransformers: true, Pooling: []string{"mean", "cls"}, Similarity: "dot",
 				Dense: []encodertest.DenseSpec{{Out: 40, NoBias: true, Activation: "torch.nn.modules.linear.Identity"},
@@ -625,9 +630,11 @@ func TestLoadErrors(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.json"), []byte(`[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},{"idx":2,"name":"2","path":"2_LayerNorm","type":"sentence_transformers.models.LayerNorm"}]`), 0o644))
 			})
 		}, encoder.Options{}, `module "2" of type sentence_transformers.models.LayerNorm is not supported (want Transformer, Pooling, Dense, Normalize)`},
-		{"dense module with weights only in a pickle", func(t *testing.T) string {
-			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8, PyTorchOnly: true}}}, nil)
-		}, encoder.Options{}, "2_Dense: the Dense module's weights are in pytorch_model.bin, a pickle graphloom does not read"},
+		{"dense module without weights", func(t *testing.T) string {
+			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8}}}, func(dir string) {
+				require.NoError(t, os.Remove(filepath.Join(dir, "2_Dense", "model.safetensors")))
+			})
+		}, encoder.Options{}, "2_Dense: the Dense module's weights (model.safetensors or pytorch_model.bin) are missing"},
 		{"dense module with another activation", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Dense: []encodertest.DenseSpec{{Out: 8, Activation: "torch.nn.modules.activation.Softplus"}}}, nil)
 		}, encoder.Options{}, `2_Dense/config.json: activation_function "torch.nn.modules.activation.Softplus" is not supported (want one of activation.GELU, activation.ReLU, activation.Sigmoid, activation.Tanh, linear.Identity)`},
@@ -821,6 +828,15 @@ func TestParseConfigModernBERT(t *testing.T) {
 	assert.Equal(t, 0, c.TypeVocabSize)
 	assert.Equal(t, 8192, c.MaxTokens(), "rotary positions: no offset, no table")
 	assert.Equal(t, 22, c.Layers)
+
+	// mmBERT's configs say "sans_pos", which ModernBertConfig never reads; a null
+	// local_rope_theta gives the sliding layers the global base (transformers 4.x).
+	edited := strings.Replace(string(data), `"position_embedding_type": "absolute"`, `"position_embedding_type": "sans_pos"`, 1)
+	edited = strings.Replace(edited, `"local_rope_theta": 10000.0`, `"local_rope_theta": null`, 1)
+	require.NotEqual(t, string(data), edited)
+	c, err = encoder.ParseConfig([]byte(edited))
+	require.NoError(t, err)
+	assert.Equal(t, 160000.0, c.ModernBERT.LocalTheta)
 }
 
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names

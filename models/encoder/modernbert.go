@@ -48,7 +48,7 @@ type rawModernBERT struct {
 	GlobalEvery    *int            `json:"global_attn_every_n_layers"`
 	Window         *int            `json:"local_attention"`
 	GlobalTheta    *float64        `json:"global_rope_theta"`
-	LocalTheta     *float64        `json:"local_rope_theta"`
+	LocalTheta     json.RawMessage `json:"local_rope_theta"`
 	LayerTypes     []string        `json:"layer_types"`
 	RopeScaling    json.RawMessage `json:"rope_scaling"`
 	RopeParameters map[string]*struct {
@@ -90,8 +90,14 @@ func parseModernBERT(data []byte, layers int) (ModernBERTConfig, float64, error)
 	if r.GlobalTheta != nil {
 		c.GlobalTheta = *r.GlobalTheta
 	}
-	if r.LocalTheta != nil {
-		c.LocalTheta = *r.LocalTheta
+	switch string(r.LocalTheta) {
+	case "":
+	case "null": // transformers 4.x: the sliding layers then take the global base
+		c.LocalTheta = c.GlobalTheta
+	default:
+		if err := json.Unmarshal(r.LocalTheta, &c.LocalTheta); err != nil {
+			return c, 0, fmt.Errorf("config: local_rope_theta %s: %w", r.LocalTheta, err)
+		}
 	}
 	for kind, theta := range map[string]*float64{"full_attention": &c.GlobalTheta, "sliding_attention": &c.LocalTheta} {
 		p := r.RopeParameters[kind]

@@ -8,11 +8,15 @@
 package encodertest
 
 import (
+	"archive/zip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
@@ -59,8 +63,9 @@ type DenseSpec struct {
 	Out        int    // out_features
 	NoBias     bool   // bias false
 	Activation string // activation_function; "" = not written (sentence-transformers' default, Tanh)
-	// PyTorchOnly writes the weights as pytorch_model.bin (bytes that are not a
-	// pickle: the loader must refuse the file by its name) instead of model.safetensors.
+	// PyTorchOnly writes the weights as pytorch_model.bin, a torch.save archive
+	// (WriteTorchState), instead of model.safetensors, as sentence-transformers before
+	// 3.0.1 did.
 	PyTorchOnly bool
 }
 
@@ -416,7 +421,11 @@ func writeModules(dir string, m *Model) error {
 			return err
 		}
 		if d.PyTorchOnly {
-			if err := os.WriteFile(filepath.Join(sub, "pytorch_model.bin"), []byte("not a pickle"), 0o644); err != nil {
+			names := []string{"linear.weight"}
+			if !d.NoBias {
+				names = append(names, "linear.bias")
+			}
+			if err := WriteTorchState(filepath.Join(sub, "pytorch_model.bin"), names, w.Weights); err != nil {
 				return err
 			}
 		} else if err := lmtest.WriteWeights(filepath.Join(sub, "model.safetensors"), w.Weights); err != nil {
@@ -511,4 +520,97 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// WriteTorchState writes tensors (float32, in the order of names) as torch.save writes
+// a state dict since PyTorch 1.6: a zip archive, every entry stored, holding
+// ARCHIVE/data.pkl (a pickle, protocol 2, of an OrderedDict of
+// torch._utils._rebuild_tensor_v2 calls on persistent storages), ARCHIVE/data/<key>
+// (each tensor's values, little-endian) and ARCHIVE/version, ARCHIVE being the file's
+// name without its extension. The pickle carries no memo (torch's does; readers need
+// none).
+func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tensor) error {
+	var p []byte
+	op := func(b ...byte) { p = append(p, b...) }
+	str := func(s string) { // BINUNICODE
+		op('X')
+		p = binary.LittleEndian.AppendUint32(p, uint32(len(s)))
+		p = append(p, s...)
+	}
+	integer := func(v int) { // BININT
+		op('J')
+		p = binary.LittleEndian.AppendUint32(p, uint32(int32(v)))
+	}
+	global := func(module, name string) { p = append(p, "c"+module+"\n"+name+"\n"...) }
+	ints := func(v []int) { // a tuple of ints
+		op('(')
+		for _, x := range v {
+			integer(x)
+		}
+		op('t')
+	}
+	op(0x80, 2) // PROTO 2
+	global("collections", "OrderedDict")
+	op(')', 'R', '(') // OrderedDict(), MARK
+	for i, name := range names {
+		t := tensors[name]
+		str(name)
+		global("torch._utils", "_rebuild_tensor_v2")
+		op('(')
+		op('(') // the persistent id
+		str("storage")
+		global("torch", "FloatStorage")
+		str(fmt.Sprint(i))
+		str("cpu")
+		integer(len(t.Data))
+		op('t', 'Q') // TUPLE, BINPERSID
+		integer(0)   // storage offset
+		ints(t.Shape)
+		stride := make([]int, len(t.Shape))
+		n := 1
+		for j := len(t.Shape) - 1; j >= 0; j-- {
+			stride[j] = n
+			n *= t.Shape[j]
+		}
+		ints(stride)
+		op(0x89) // requires_grad False
+		global("collections", "OrderedDict")
+		op(')', 'R') // backward hooks
+		op('t', 'R') // the arguments' TUPLE, REDUCE
+	}
+	op('u', '.') // SETITEMS, STOP
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw := zip.NewWriter(f)
+	archive := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	entry := func(name string, data []byte) error {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: archive + "/" + name, Method: zip.Store})
+		if err == nil {
+			_, err = w.Write(data)
+		}
+		return err
+	}
+	err = entry("data.pkl", p)
+	for i, name := range names {
+		if err != nil {
+			break
+		}
+		var b []byte
+		for _, v := range tensors[name].Data {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		err = entry("data/"+fmt.Sprint(i), b)
+	}
+	if err == nil {
+		err = entry("version", []byte("3\n"))
+	}
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -1,0 +1,149 @@
+package encoder
+
+import (
+	"archive/zip"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graphloom/graphloom/models/encoder/encodertest"
+	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/lm/lmtest"
+)
+
+// torchFixtures is gopickle's testdata: tensors torch.save wrote (its
+// generate_fixtures.py), read here as conformance data for the PyTorch layer.
+func torchFixtures(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/nlpodyssey/gopickle").Output()
+	require.NoError(t, err, "the gopickle module's folder")
+	dir := filepath.Join(strings.TrimSpace(string(out)), "pytorch", "testdata")
+	require.DirExists(t, dir)
+	return dir
+}
+
+// TestUnpickleTorchFixtures reads tensors torch.save wrote, in its zip format under
+// pickle protocols 2 to 5: [1.2, -3.4, 5.6, -7.8] in float32, float16, bfloat16 and
+// float64. Its older format and integer tensors are refused by name.
+func TestUnpickleTorchFixtures(t *testing.T) {
+	dir := torchFixtures(t)
+	want := []float32{1.2, -3.4, 5.6, -7.8}
+	for _, c := range []struct {
+		dtype string
+		tol   float64
+	}{{"float32", 0}, {"float64", 1e-7}, {"float16", 2e-3}, {"bfloat16", 2e-2}} {
+		for _, proto := range []string{"2", "3", "4", "5"} {
+			name := "tensor_" + c.dtype + "_proto" + proto + "_zip.pt"
+			v, err := unpickleTorch(filepath.Join(dir, name))
+			require.NoError(t, err, name)
+			w, ok := v.(lm.Weight)
+			require.True(t, ok, "%s: %T", name, v)
+			assert.Equal(t, []int{4}, w.Shape, name)
+			require.Len(t, w.Data, 4, name)
+			for i := range want {
+				assert.InDelta(t, want[i], w.Data[i], c.tol+1e-7, "%s[%d]", name, i)
+			}
+		}
+	}
+	_, err := unpickleTorch(filepath.Join(dir, "tensor_float32_proto2.pt"))
+	assert.ErrorContains(t, err, "not a zip archive")
+	_, err = unpickleTorch(filepath.Join(dir, "tensor_int8_proto2_zip.pt"))
+	assert.ErrorContains(t, err, "class torch.CharStorage is not part of a state dict of float tensors")
+	_, err = readTorchState(filepath.Join(dir, "tensor_float32_proto2_zip.pt"))
+	assert.ErrorContains(t, err, "holds a lm.Weight, want a state dict")
+}
+
+// TestReadTorchState reads a state dict as torch.save lays it out, and refuses
+// archives whose storages do not hold what the pickle claims.
+func TestReadTorchState(t *testing.T) {
+	dir := t.TempDir()
+	tensors := map[string]lmtest.Tensor{
+		"linear.weight": {Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}},
+		"linear.bias":   {Shape: []int{2}, Data: []float32{-0.5, 0.25}},
+	}
+	path := filepath.Join(dir, "pytorch_model.bin")
+	require.NoError(t, encodertest.WriteTorchState(path, []string{"linear.weight", "linear.bias"}, tensors))
+	ws, err := readTorchState(path)
+	require.NoError(t, err)
+	require.Len(t, ws, 2)
+	for name, tt := range tensors {
+		assert.Equal(t, lm.Weight{Shape: tt.Shape, Data: tt.Data}, ws[name], name)
+	}
+
+	// rewrite copies the archive with entry edits applied.
+	rewrite := func(t *testing.T, edit func(h *zip.FileHeader, data []byte) []byte) string {
+		t.Helper()
+		zr, err := zip.OpenReader(path)
+		require.NoError(t, err)
+		defer zr.Close()
+		out := filepath.Join(t.TempDir(), "pytorch_model.bin")
+		f, err := os.Create(out)
+		require.NoError(t, err)
+		zw := zip.NewWriter(f)
+		for _, e := range zr.File {
+			r, err := e.Open()
+			require.NoError(t, err)
+			data, err := io.ReadAll(r)
+			require.NoError(t, err)
+			h := e.FileHeader
+			data = edit(&h, data)
+			w, err := zw.CreateHeader(&h)
+			require.NoError(t, err)
+			_, err = w.Write(data)
+			require.NoError(t, err)
+		}
+		require.NoError(t, zw.Close())
+		require.NoError(t, f.Close())
+		return out
+	}
+	cases := []struct {
+		name string
+		edit func(h *zip.FileHeader, data []byte) []byte
+		want string
+	}{
+		{"a storage shorter than the pickle says", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data/0") {
+				return data[:8]
+			}
+			return data
+		}, "storage 0 claims 6 FloatStorage values, its entry holds 8 bytes"},
+		{"a compressed storage", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data/1") {
+				h.Method = zip.Deflate
+			}
+			return data
+		}, "storage 1 is compressed"},
+		{"a missing storage", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data/1") {
+				h.Name = strings.Replace(h.Name, "/data/1", "/data/9", 1)
+			}
+			return data
+		}, "storage 1: no entry data/1 in the archive"},
+		{"a class that is not a tensor's", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data.pkl") {
+				return []byte(strings.Replace(string(data), "ctorch._utils\n_rebuild_tensor_v2\n", "cos\nsystem\n", 1))
+			}
+			return data
+		}, "class os.system is not part of a state dict of float tensors"},
+		{"a truncated pickle", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data.pkl") {
+				return data[:len(data)/2]
+			}
+			return data
+		}, "pytorch_model.bin"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := readTorchState(rewrite(t, c.edit))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), "pytorch_model.bin", "the error names the file")
+		})
+	}
+}
