@@ -99,19 +99,6 @@ func readDense(dir, where string) (DenseModule, error) {
 // torchWeights is the weights file torch.save wrote for sentence-transformers' modules.
 const torchWeights = "pytorch_model.bin"
 
-// denseWeights opens a Dense module's weights.
-func denseWeights(d DenseModule) (lm.WeightSource, func(), error) {
-	if filepath.Base(d.Weights) == torchWeights {
-		ws, err := readTorchState(d.Weights)
-		return ws, func() {}, err
-	}
-	ckpt, err := lm.OpenCheckpoint(d.Dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ckpt, func() { ckpt.Close() }, nil
-}
-
 // denseLayer is a loaded Dense module.
 type denseLayer struct {
 	w, b *model.Variable // [Out, In] and [Out] (nil without bias), float32
@@ -128,7 +115,7 @@ func (m *Model) loadDense() error {
 		if d.In != dim {
 			return fmt.Errorf("encoder: %s: in_features %d, but the modules before it give vectors of %d", filepath.Join(d.Dir, "config.json"), d.In, dim)
 		}
-		ckpt, release, err := denseWeights(d)
+		ckpt, release, err := openWeights(d.Dir)
 		if err != nil {
 			return fmt.Errorf("encoder: Dense module: %w", err)
 		}

@@ -46,6 +46,11 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 			return "", fmt.Errorf("encoder: digest of %s: %w", f, err)
 		}
 	}
+	if bin := filepath.Join(dir, torchWeights); len(files) == 0 && exists(bin) { // what openWeights reads then
+		if err := sampleRaw(h, bin); err != nil {
+			return "", fmt.Errorf("encoder: digest of %s: %w", bin, err)
+		}
+	}
 	pj, err := json.Marshal(struct {
 		Pooling       []string
 		IncludePrompt bool
@@ -67,23 +72,39 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 			return "", fmt.Errorf("encoder: digest: %w", err)
 		}
 		add(fmt.Sprintf("dense %d", i), data)
-		if filepath.Base(d.Weights) == torchWeights { // a pickle, small: hashed whole
-			f, err := os.Open(d.Weights)
-			if err != nil {
-				return "", fmt.Errorf("encoder: digest: %w", err)
-			}
-			_, err = io.Copy(h, f)
-			f.Close()
-			if err != nil {
-				return "", fmt.Errorf("encoder: digest of %s: %w", d.Weights, err)
-			}
-			continue
+		sample := sampleFile
+		if filepath.Base(d.Weights) == torchWeights {
+			sample = sampleRaw
 		}
-		if err := sampleFile(h, d.Weights); err != nil {
+		if err := sample(h, d.Weights); err != nil {
 			return "", fmt.Errorf("encoder: digest of %s: %w", d.Dir, err)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sampleRaw hashes a file's name, size and digestSamples pieces spread over it (a
+// torch.save archive: its pickle and storages).
+func sampleRaw(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	fmt.Fprintf(w, "file %s %d\n", filepath.Base(path), size)
+	const piece = 4096
+	for i := range int64(digestSamples) {
+		off := size * i / digestSamples
+		if _, err := io.Copy(w, io.NewSectionReader(f, off, min(piece, size-off))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sampleFile hashes a safetensors file's name, size, header and sampled data.

@@ -1,8 +1,10 @@
 // Package encoder runs a frozen BERT-family text encoder in GoMLX and pools its
 // hidden states into sentence embeddings, as sentence-transformers does, from a local
 // Hugging Face folder: config.json, the weights in *.safetensors (read tensor by
-// tensor through lm.Checkpoint; bf16, f16 or f32, held as float32) and tokenizer.json
-// (WordPiece, byte-level BPE or Unigram, lm.Tokenizer). Weights are never downloaded.
+// tensor through lm.Checkpoint; bf16, f16 or f32, held as float32) or, in a folder
+// saved before transformers 4.35 that has none, in pytorch_model.bin (a torch.save
+// archive, readTorchState), and tokenizer.json (WordPiece, byte-level BPE or Unigram,
+// lm.Tokenizer). Weights are never downloaded.
 //
 // Architectures (config.json model_type): "bert" (bge-*-en-v1.5, e5-*-v2,
 // all-MiniLM-L6/L12-v2, gte-base/large), "roberta" (all-roberta-large-v1),

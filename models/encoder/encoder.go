@@ -70,11 +70,11 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	ckpt, err := lm.OpenCheckpoint(modelDir)
+	ckpt, release, err := openWeights(modelDir)
 	if err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	defer ckpt.Close()
+	defer release()
 	store := model.NewStore()
 	net, err := NewNetwork(store, cfg, ckpt, opts.Scope, opts.DType, opts.ComputeDType)
 	if err != nil {

@@ -465,6 +465,9 @@ func TestEncoderMatchesReference(t *testing.T) {
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "roberta plain weighted-mean", spec: encodertest.Spec{ModelType: "roberta", Layers: 3, Hidden: 48, Heads: 6},
 			opts: encoder.Options{Pooling: "weighted-mean", Normalize: &f}, modes: []string{"weighted-mean"}},
+		{name: "bert sentence-transformers mean from pytorch_model.bin (transformers before 4.35) with a position_ids buffer, bert. prefix",
+			spec:  encodertest.Spec{SentenceTransformers: true, Normalize: true, PyTorchBin: true, Prefix: "bert."},
+			modes: []string{"mean"}, norm: true},
 		{name: "mpnet sentence-transformers mean+normalize (all-mpnet-base-v2's layout)",
 			spec:  encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
@@ -709,6 +712,19 @@ func TestDigest(t *testing.T) {
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "cls"}), "other pooling")
 	q := "query: "
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "mean", QueryPrompt: &q}), "other prompt")
+
+	// Weights in pytorch_model.bin count as safetensors ones do.
+	b1, b2, b3 := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, w := range []struct {
+		dir  string
+		seed uint64
+	}{{b1, 1}, {b2, 2}, {b3, 1}} {
+		_, err := encodertest.Write(w.dir, encodertest.Spec{Seed: w.seed, PyTorchBin: true})
+		require.NoError(t, err)
+	}
+	bin := load(b1, encoder.Options{Pooling: "mean"})
+	assert.Equal(t, bin, load(b3, encoder.Options{Pooling: "mean"}), "the same pytorch_model.bin in another folder")
+	assert.NotEqual(t, bin, load(b2, encoder.Options{Pooling: "mean"}), "another pytorch_model.bin of the same shapes")
 
 	// Dense modules: their config and weights count.
 	d1, d2, plain := t.TempDir(), t.TempDir(), t.TempDir()

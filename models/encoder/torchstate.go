@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/pickle"
@@ -29,15 +31,25 @@ import (
 // are in the archive's other entries.
 const maxPickle = 16 << 20
 
-// torchStorage is one storage of the archive, converted to float32.
-type torchStorage struct{ data []float32 }
+// torchStorage is one storage of the archive, converted to float32; skipped (nil
+// data, n values) for an integer or boolean storage.
+type torchStorage struct {
+	data    []float32
+	n       int
+	skipped bool
+}
 
-// storageKind is a torch.*Storage class a pickle names: its element size and decoder.
+// storageKind is a torch.*Storage class a pickle names: its element size and decoder
+// (nil for the integer and boolean storages, whose tensors — buffers such as the
+// position_ids older transformers saved — are skipped).
 type storageKind struct {
 	name string
 	size int
 	get  func(b []byte) float32
 }
+
+// skippedTensor stands for a tensor of a skipped storage.
+type skippedTensor struct{}
 
 var storageKinds = map[string]storageKind{
 	"FloatStorage": {"FloatStorage", 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }},
@@ -46,6 +58,12 @@ var storageKinds = map[string]storageKind{
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 	}},
 	"DoubleStorage": {"DoubleStorage", 8, func(b []byte) float32 { return float32(math.Float64frombits(binary.LittleEndian.Uint64(b))) }},
+	"LongStorage":   {"LongStorage", 8, nil},
+	"IntStorage":    {"IntStorage", 4, nil},
+	"ShortStorage":  {"ShortStorage", 2, nil},
+	"CharStorage":   {"CharStorage", 1, nil},
+	"ByteStorage":   {"ByteStorage", 1, nil},
+	"BoolStorage":   {"BoolStorage", 1, nil},
 }
 
 // rebuildTensor is torch._utils._rebuild_tensor_v2 (and _rebuild_parameter, which
@@ -58,11 +76,11 @@ func (r rebuildTensor) Call(args ...any) (any, error) {
 		if len(args) < 1 {
 			return nil, errors.New("_rebuild_parameter without its tensor")
 		}
-		w, ok := args[0].(lm.Weight)
-		if !ok {
-			return nil, fmt.Errorf("_rebuild_parameter of %T, want a tensor", args[0])
+		switch w := args[0].(type) {
+		case lm.Weight, skippedTensor:
+			return w, nil
 		}
-		return w, nil
+		return nil, fmt.Errorf("_rebuild_parameter of %T, want a tensor", args[0])
 	}
 	// _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
 	if len(args) < 4 {
@@ -83,6 +101,9 @@ func (r rebuildTensor) Call(args ...any) (any, error) {
 	}
 	if len(stride) != len(shape) {
 		return nil, fmt.Errorf("tensor of size %v with stride %v", shape, stride)
+	}
+	if st.skipped {
+		return skippedTensor{}, nil
 	}
 	n := 1 // elements, and the stride a contiguous tensor has at each axis
 	for i := len(shape) - 1; i >= 0; i-- {
@@ -122,9 +143,10 @@ func intTuple(v any, what string) ([]int, error) {
 
 // readTorchState reads a state dict written by torch.save (PyTorch 1.6 or later:
 // a zip archive of data.pkl and one entry per storage): tensor name → float32
-// values, for contiguous float32, float16, bfloat16 and float64 tensors. Anything
-// else — an older format, another class in the pickle, a storage larger than its
-// entry — is an error naming the file.
+// values, for contiguous float32, float16, bfloat16 and float64 tensors; integer and
+// boolean tensors (buffers such as position_ids) are left out. Anything else — an
+// older format, another class in the pickle, a storage larger than its entry — is an
+// error naming the file.
 func readTorchState(path string) (lm.Weights, error) {
 	v, err := unpickleTorch(path)
 	if err != nil {
@@ -132,6 +154,9 @@ func readTorchState(path string) (lm.Weights, error) {
 	}
 	ws := lm.Weights{}
 	add := func(k, v any) error {
+		if _, ok := v.(skippedTensor); ok {
+			return nil // an integer or boolean buffer
+		}
 		name, ok := k.(string)
 		w, ok2 := v.(lm.Weight)
 		if !ok || !ok2 {
@@ -158,6 +183,31 @@ func readTorchState(path string) (lm.Weights, error) {
 		return nil, fmt.Errorf("%s holds a %T, want a state dict", path, v)
 	}
 	return ws, nil
+}
+
+// openWeights opens a model folder's weights: its safetensors files, or, in a folder
+// saved by transformers before 4.35 that has none, its pytorch_model.bin (read
+// whole into memory: encoders are small). release frees them.
+func openWeights(dir string) (ws lm.WeightSource, release func(), err error) {
+	bin := filepath.Join(dir, torchWeights)
+	if !exists(filepath.Join(dir, lm.SingleFile)) && !exists(filepath.Join(dir, lm.IndexFile)) && exists(bin) {
+		w, err := readTorchState(bin)
+		return w, func() {}, err
+	}
+	ckpt, err := lm.OpenCheckpoint(dir)
+	if err != nil {
+		if exists(filepath.Join(dir, torchWeights+".index.json")) {
+			return nil, nil, fmt.Errorf("%w (sharded pytorch_model-*.bin files are not read: save the model with safe_serialization)", err)
+		}
+		return nil, nil, err
+	}
+	return ckpt, func() { ckpt.Close() }, nil
+}
+
+// exists reports whether path names a file.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // unpickleTorch loads what torch.save wrote to path, tensors as lm.Weight.
@@ -200,7 +250,7 @@ func unpickleTorch(path string) (v any, err error) {
 		if k, ok := storageKinds[name]; ok && module == "torch" {
 			return k, nil
 		}
-		return nil, fmt.Errorf("class %s.%s is not part of a state dict of float tensors", module, name)
+		return nil, fmt.Errorf("class %s.%s is not part of a state dict of tensors", module, name)
 	}
 	loaded := map[string]*torchStorage{}
 	u.PersistentLoad = func(id any) (any, error) {
@@ -226,6 +276,11 @@ func unpickleTorch(path string) (v any, err error) {
 		}
 		if numel < 0 || uint64(numel)*uint64(kind.size) > f.UncompressedSize64 {
 			return nil, fmt.Errorf("storage %s claims %d %s values, its entry holds %d bytes", key, numel, kind.name, f.UncompressedSize64)
+		}
+		if kind.get == nil {
+			st := &torchStorage{n: numel, skipped: true}
+			loaded[key] = st
+			return st, nil
 		}
 		r, err := f.Open()
 		if err != nil {

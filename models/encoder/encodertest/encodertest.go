@@ -12,10 +12,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/graphloom/graphloom/models/lm/lmtest"
@@ -55,7 +57,11 @@ type Spec struct {
 	// Dense are Dense modules after the Pooling module (sentence-transformers folders
 	// only), written as 2_Dense, 3_Dense, … with random weights.
 	Dense []DenseSpec
-	Seed  uint64
+	// PyTorchBin writes the weights as pytorch_model.bin (WriteTorchState, with the
+	// embeddings.position_ids buffer transformers saved before 4.31) instead of
+	// model.safetensors, as transformers saved them before 4.35. Not for ModernBERT.
+	PyTorchBin bool
+	Seed       uint64
 }
 
 // DenseSpec describes a sentence-transformers Dense module.
@@ -248,7 +254,8 @@ func randomizer(m *Model, rng *rand.Rand) func(name string, scale, center float6
 	}
 }
 
-// writeWeights writes m.Weights, named with the spec's prefix, to dir/model.safetensors.
+// writeWeights writes m.Weights, named with the spec's prefix, to
+// dir/model.safetensors, or to dir/pytorch_model.bin with Spec.PyTorchBin.
 func writeWeights(dir string, m *Model) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -256,6 +263,14 @@ func writeWeights(dir string, m *Model) error {
 	named := map[string]lmtest.Tensor{}
 	for n, t := range m.Weights {
 		named[m.Spec.Prefix+n] = t
+	}
+	if m.Spec.PyTorchBin {
+		pos := make([]int64, m.Spec.MaxPositions)
+		for i := range pos {
+			pos[i] = int64(i)
+		}
+		return WriteTorchState(filepath.Join(dir, "pytorch_model.bin"), slices.Sorted(maps.Keys(named)), named,
+			map[string][]int64{m.Spec.Prefix + "embeddings.position_ids": pos})
 	}
 	return lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), named)
 }
@@ -425,7 +440,7 @@ func writeModules(dir string, m *Model) error {
 			if !d.NoBias {
 				names = append(names, "linear.bias")
 			}
-			if err := WriteTorchState(filepath.Join(sub, "pytorch_model.bin"), names, w.Weights); err != nil {
+			if err := WriteTorchState(filepath.Join(sub, "pytorch_model.bin"), names, w.Weights, nil); err != nil {
 				return err
 			}
 		} else if err := lmtest.WriteWeights(filepath.Join(sub, "model.safetensors"), w.Weights); err != nil {
@@ -528,8 +543,9 @@ func writeJSON(path string, v any) error {
 // torch._utils._rebuild_tensor_v2 calls on persistent storages), ARCHIVE/data/<key>
 // (each tensor's values, little-endian) and ARCHIVE/version, ARCHIVE being the file's
 // name without its extension. The pickle carries no memo (torch's does; readers need
-// none).
-func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tensor) error {
+// none). buffers (may be nil) are int64 tensors of shape [1, n] written after the
+// others, as the position_ids older transformers versions saved.
+func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tensor, buffers map[string][]int64) error {
 	var p []byte
 	op := func(b ...byte) { p = append(p, b...) }
 	str := func(s string) { // BINUNICODE
@@ -549,34 +565,40 @@ func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tens
 		}
 		op('t')
 	}
-	op(0x80, 2) // PROTO 2
-	global("collections", "OrderedDict")
-	op(')', 'R', '(') // OrderedDict(), MARK
-	for i, name := range names {
-		t := tensors[name]
+	tensor := func(name, storage string, key, numel int, shape []int) {
 		str(name)
 		global("torch._utils", "_rebuild_tensor_v2")
 		op('(')
 		op('(') // the persistent id
 		str("storage")
-		global("torch", "FloatStorage")
-		str(fmt.Sprint(i))
+		global("torch", storage)
+		str(fmt.Sprint(key))
 		str("cpu")
-		integer(len(t.Data))
+		integer(numel)
 		op('t', 'Q') // TUPLE, BINPERSID
 		integer(0)   // storage offset
-		ints(t.Shape)
-		stride := make([]int, len(t.Shape))
+		ints(shape)
+		stride := make([]int, len(shape))
 		n := 1
-		for j := len(t.Shape) - 1; j >= 0; j-- {
+		for j := len(shape) - 1; j >= 0; j-- {
 			stride[j] = n
-			n *= t.Shape[j]
+			n *= shape[j]
 		}
 		ints(stride)
 		op(0x89) // requires_grad False
 		global("collections", "OrderedDict")
 		op(')', 'R') // backward hooks
 		op('t', 'R') // the arguments' TUPLE, REDUCE
+	}
+	bufNames := slices.Sorted(maps.Keys(buffers))
+	op(0x80, 2) // PROTO 2
+	global("collections", "OrderedDict")
+	op(')', 'R', '(') // OrderedDict(), MARK
+	for i, name := range names {
+		tensor(name, "FloatStorage", i, len(tensors[name].Data), tensors[name].Shape)
+	}
+	for i, name := range bufNames {
+		tensor(name, "LongStorage", len(names)+i, len(buffers[name]), []int{1, len(buffers[name])})
 	}
 	op('u', '.') // SETITEMS, STOP
 	f, err := os.Create(path)
@@ -602,6 +624,16 @@ func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tens
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
 		err = entry("data/"+fmt.Sprint(i), b)
+	}
+	for i, name := range bufNames {
+		if err != nil {
+			break
+		}
+		var b []byte
+		for _, v := range buffers[name] {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+		err = entry("data/"+fmt.Sprint(len(names)+i), b)
 	}
 	if err == nil {
 		err = entry("version", []byte("3\n"))
