@@ -42,12 +42,12 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 	}
 	sort.Strings(files)
 	for _, f := range files {
-		if err := sampleFile(h, f); err != nil {
+		if err := sampleFile(h, f, false); err != nil {
 			return "", fmt.Errorf("encoder: digest of %s: %w", f, err)
 		}
 	}
 	if bin := filepath.Join(dir, torchWeights); len(files) == 0 && exists(bin) { // what openWeights reads then
-		if err := sampleRaw(h, bin); err != nil {
+		if err := sampleFile(h, bin, true); err != nil {
 			return "", fmt.Errorf("encoder: digest of %s: %w", bin, err)
 		}
 	}
@@ -72,20 +72,17 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 			return "", fmt.Errorf("encoder: digest: %w", err)
 		}
 		add(fmt.Sprintf("dense %d", i), data)
-		sample := sampleFile
-		if filepath.Base(d.Weights) == torchWeights {
-			sample = sampleRaw
-		}
-		if err := sample(h, d.Weights); err != nil {
+		if err := sampleFile(h, d.Weights, filepath.Base(d.Weights) == torchWeights); err != nil {
 			return "", fmt.Errorf("encoder: digest of %s: %w", d.Dir, err)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// sampleRaw hashes a file's name, size and digestSamples pieces spread over it (a
-// torch.save archive: its pickle and storages).
-func sampleRaw(w io.Writer, path string) error {
+// sampleFile hashes a file's name and size, then, for a safetensors file, its header
+// and digestSamples pieces spread over its data; for another (raw: a torch.save
+// archive, its pickle and storages), digestSamples pieces spread over the whole file.
+func sampleFile(w io.Writer, path string, raw bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -97,41 +94,22 @@ func sampleRaw(w io.Writer, path string) error {
 	}
 	size := st.Size()
 	fmt.Fprintf(w, "file %s %d\n", filepath.Base(path), size)
-	const piece = 4096
-	for i := range int64(digestSamples) {
-		off := size * i / digestSamples
-		if _, err := io.Copy(w, io.NewSectionReader(f, off, min(piece, size-off))); err != nil {
+	data := int64(0)
+	if !raw {
+		var n [8]byte
+		if _, err := io.ReadFull(f, n[:]); err != nil {
+			return fmt.Errorf("not a safetensors file: %w", err)
+		}
+		hdr := int64(binary.LittleEndian.Uint64(n[:]))
+		if hdr < 0 || 8+hdr > size {
+			return fmt.Errorf("not a safetensors file: header length %d exceeds the file (%d bytes)", hdr, size)
+		}
+		if _, err := io.Copy(w, io.NewSectionReader(f, 8, hdr)); err != nil {
 			return err
 		}
+		data = 8 + hdr
 	}
-	return nil
-}
-
-// sampleFile hashes a safetensors file's name, size, header and sampled data.
-func sampleFile(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
-	fmt.Fprintf(w, "file %s %d\n", filepath.Base(path), size)
-	var n [8]byte
-	if _, err := io.ReadFull(f, n[:]); err != nil {
-		return fmt.Errorf("not a safetensors file: %w", err)
-	}
-	hdr := int64(binary.LittleEndian.Uint64(n[:]))
-	if hdr < 0 || 8+hdr > size {
-		return fmt.Errorf("not a safetensors file: header length %d exceeds the file (%d bytes)", hdr, size)
-	}
-	if _, err := io.Copy(w, io.NewSectionReader(f, 8, hdr)); err != nil {
-		return err
-	}
-	data, span := 8+hdr, size-8-hdr
+	span := size - data
 	const piece = 4096
 	for i := range int64(digestSamples) {
 		off := data + span*i/digestSamples
