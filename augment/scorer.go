@@ -314,8 +314,8 @@ func saveScorer(ctx context.Context, path string, e *ensemble, tr *TrainReport, 
 		files = append(files, memberPath(path, k))
 	}
 	for _, f := range files {
-		if _, err := graphio.RemoveStaleTemps(f); err != nil {
-			return err
+		if _, err := graphio.RemoveStaleTemps(f); err != nil && out != nil {
+			fmt.Fprintf(out, "warning: %v\n", err) // left for another time: the save goes on
 		}
 	}
 	if err := graphio.AtomicWrite(path+".log.jsonl", func(w io.Writer) error { _, err := w.Write(log); return err }); err != nil {

@@ -5,12 +5,16 @@ package encoder
 // has: that one allocates each storage at the element count the pickle claims before
 // it reads the archive, so a corrupt or crafted file can make it ask for any amount
 // of memory, and it panics on some old formats. Here every storage is checked against
-// its archive entry (stored, not compressed, as torch.save writes them) before
-// anything is allocated, and only what a state dict of float tensors holds is
-// accepted.
+// its archive entry (stored, not compressed, as torch.save writes them, and within
+// the file) before anything is allocated, and only what a state dict of tensors holds
+// is accepted. gopickle's unpickler also allocates each opcode's argument at the
+// length the opcode states before reading it, so the pickle is first scanned
+// (scanPickle, as torch's weights-only loader walks it with pickletools): every
+// stated length must lie within the bytes left.
 
 import (
 	"archive/zip"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +22,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/pickle"
@@ -27,9 +32,13 @@ import (
 	"github.com/graphloom/graphloom/models/lm"
 )
 
-// maxPickle bounds a state dict's data.pkl: it holds names and shapes, the values
-// are in the archive's other entries.
-const maxPickle = 16 << 20
+// maxPickle bounds a state dict's data.pkl: it holds names and shapes (about 30 KB
+// for a BERT-base), the values are in the archive's other entries. maxMarks bounds
+// its MARK opcodes (about four a tensor), each of which costs the unpickler a stack.
+const (
+	maxPickle = 8 << 20
+	maxMarks  = 1 << 18
+)
 
 // torchStorage is one storage of the archive, converted to float32; skipped (nil
 // data, n values) for an integer or boolean storage.
@@ -64,6 +73,9 @@ var storageKinds = map[string]storageKind{
 	"CharStorage":   {"CharStorage", 1, nil},
 	"ByteStorage":   {"ByteStorage", 1, nil},
 	"BoolStorage":   {"BoolStorage", 1, nil},
+	"UInt16Storage": {"UInt16Storage", 2, nil},
+	"UInt32Storage": {"UInt32Storage", 4, nil},
+	"UInt64Storage": {"UInt64Storage", 8, nil},
 }
 
 // rebuildTensor is torch._utils._rebuild_tensor_v2 (and _rebuild_parameter, which
@@ -102,24 +114,31 @@ func (r rebuildTensor) Call(args ...any) (any, error) {
 	if len(stride) != len(shape) {
 		return nil, fmt.Errorf("tensor of size %v with stride %v", shape, stride)
 	}
+	size := len(st.data)
 	if st.skipped {
-		return skippedTensor{}, nil
+		size = st.n
+	}
+	if slices.Contains(shape, 0) { // empty: nothing to read, whatever the strides
+		if st.skipped {
+			return skippedTensor{}, nil
+		}
+		return lm.Weight{Shape: shape}, nil
 	}
 	n := 1 // elements, and the stride a contiguous tensor has at each axis
 	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] < 0 {
-			return nil, fmt.Errorf("tensor of size %v", shape)
+		if shape[i] < 0 || n > size/shape[i] {
+			return nil, fmt.Errorf("tensor of size %v does not fit its storage of %d values", shape, size)
 		}
 		if shape[i] > 1 && stride[i] != n {
 			return nil, fmt.Errorf("tensor of size %v with stride %v is not contiguous", shape, stride)
 		}
 		n *= shape[i]
-		if n > len(st.data) {
-			return nil, fmt.Errorf("tensor of size %v does not fit its storage of %d values", shape, len(st.data))
-		}
 	}
-	if off < 0 || off > len(st.data)-n {
-		return nil, fmt.Errorf("tensor of size %v at offset %d does not fit its storage of %d values", shape, off, len(st.data))
+	if off < 0 || off > size-n {
+		return nil, fmt.Errorf("tensor of size %v at offset %d does not fit its storage of %d values", shape, off, size)
+	}
+	if st.skipped {
+		return skippedTensor{}, nil
 	}
 	return lm.Weight{Shape: shape, Data: st.data[off : off+n]}, nil
 }
@@ -222,6 +241,11 @@ func unpickleTorch(path string) (v any, err error) {
 		return nil, fmt.Errorf("%s: not a zip archive (%v): only torch.save's format of PyTorch 1.6 and later is read", path, err)
 	}
 	defer z.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	fileSize := uint64(st.Size())
 	var pkl *zip.File
 	entries := map[string]*zip.File{}
 	for _, f := range z.File {
@@ -234,12 +258,51 @@ func unpickleTorch(path string) (v any, err error) {
 		return nil, fmt.Errorf("%s: no data.pkl in the archive", path)
 	}
 	prefix := strings.TrimSuffix(pkl.Name, "data.pkl")
-	rc, err := pkl.Open()
+	// stored opens an entry torch.save wrote as it is: not compressed, within the file.
+	stored := func(f *zip.File, what string) (io.ReadCloser, error) {
+		off, err := f.DataOffset()
+		if err != nil {
+			return nil, err
+		}
+		if f.Method != zip.Store || f.CompressedSize64 != f.UncompressedSize64 {
+			return nil, fmt.Errorf("%s is compressed: torch.save stores its records as they are", what)
+		}
+		if off < 0 || uint64(off) > fileSize || f.UncompressedSize64 > fileSize-uint64(off) {
+			return nil, fmt.Errorf("%s claims %d bytes past the end of the file", what, f.UncompressedSize64)
+		}
+		return f.Open()
+	}
+	if f, ok := entries[prefix+"byteorder"]; ok {
+		rc, err := stored(f, "byteorder")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 16))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if string(b) != "little" {
+			return nil, fmt.Errorf("%s: byte order %q: only little-endian archives are read", path, b)
+		}
+	}
+	if pkl.UncompressedSize64 > maxPickle {
+		return nil, fmt.Errorf("%s: data.pkl of %d bytes: a state dict's is far smaller (at most %d read)", path, pkl.UncompressedSize64, maxPickle)
+	}
+	rc, err := stored(pkl, "data.pkl")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer rc.Close()
-	u := pickle.NewUnpickler(io.LimitReader(rc, maxPickle))
+	code, err := io.ReadAll(io.LimitReader(rc, maxPickle))
+	rc.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.pkl: %w", path, err)
+	}
+	if err := scanPickle(code); err != nil {
+		return nil, fmt.Errorf("%s: data.pkl: %w", path, err)
+	}
+	var read uint64 // storage bytes read: at most the file's size, however the entries overlap
+	u := pickle.NewUnpickler(bytes.NewReader(code))
 	u.FindClass = func(module, name string) (any, error) {
 		switch module + "." + name {
 		case "torch._utils._rebuild_tensor_v2":
@@ -271,22 +334,22 @@ func unpickleTorch(path string) (v any, err error) {
 		if !ok {
 			return nil, fmt.Errorf("storage %s: no entry data/%s in the archive", key, key)
 		}
-		if f.Method != zip.Store {
-			return nil, fmt.Errorf("storage %s is compressed: torch.save stores them as they are", key)
-		}
-		if numel < 0 || uint64(numel)*uint64(kind.size) > f.UncompressedSize64 {
+		if numel < 0 || uint64(numel) > f.UncompressedSize64/uint64(kind.size) {
 			return nil, fmt.Errorf("storage %s claims %d %s values, its entry holds %d bytes", key, numel, kind.name, f.UncompressedSize64)
 		}
+		r, err := stored(f, "storage "+key)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
 		if kind.get == nil {
 			st := &torchStorage{n: numel, skipped: true}
 			loaded[key] = st
 			return st, nil
 		}
-		r, err := f.Open()
-		if err != nil {
-			return nil, err
+		if read += uint64(numel * kind.size); read > fileSize {
+			return nil, fmt.Errorf("storage %s: the storages read exceed the file's %d bytes", key, fileSize)
 		}
-		defer r.Close()
 		raw := make([]byte, numel*kind.size)
 		if _, err := io.ReadFull(r, raw); err != nil {
 			return nil, fmt.Errorf("storage %s: %w", key, err)
@@ -303,4 +366,96 @@ func unpickleTorch(path string) (v any, err error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return v, nil
+}
+
+// scanPickle walks a pickle's opcodes (protocols 0 to 5) without running them and
+// checks that every length an opcode states lies within the bytes left, that at most
+// maxMarks MARKs occur, and that the pickle ends with STOP. gopickle's unpickler
+// allocates each argument at its stated length before reading it.
+func scanPickle(code []byte) error {
+	marks := 0
+	for i := 0; i < len(code); {
+		op := code[i]
+		i++
+		left := len(code) - i
+		fixed := func(n int) error {
+			if n > left {
+				return fmt.Errorf("opcode %#x at byte %d needs %d bytes, %d are left", op, i-1, n, left)
+			}
+			i += n
+			return nil
+		}
+		counted := func(width int) error { // a length of width bytes, then that many bytes
+			if width > left {
+				return fmt.Errorf("opcode %#x at byte %d: its length is cut off", op, i-1)
+			}
+			var n uint64
+			for j := width - 1; j >= 0; j-- {
+				n = n<<8 | uint64(code[i+j])
+			}
+			if n > uint64(left-width) {
+				return fmt.Errorf("opcode %#x at byte %d states %d bytes, %d are left", op, i-1, n, left-width)
+			}
+			i += width + int(n)
+			return nil
+		}
+		line := func(lines int) error { // newline-terminated arguments (protocol 0)
+			for range lines {
+				j := bytes.IndexByte(code[i:], '\n')
+				if j < 0 {
+					return fmt.Errorf("opcode %#x at byte %d: its line is not terminated", op, i-1)
+				}
+				i += j + 1
+			}
+			return nil
+		}
+		var err error
+		switch op {
+		case '.': // STOP
+			if i != len(code) {
+				return fmt.Errorf("STOP at byte %d, %d bytes before the end", i-1, len(code)-i)
+			}
+			return nil
+		case '(': // MARK
+			if marks++; marks > maxMarks {
+				return fmt.Errorf("more than %d MARK opcodes", maxMarks)
+			}
+		case 0x95: // FRAME: an 8-byte length of the frame that follows, inside the pickle
+			if err = fixed(8); err == nil && binary.LittleEndian.Uint64(code[i-8:i]) > uint64(len(code)-i) {
+				err = fmt.Errorf("FRAME at byte %d is longer than the pickle", i-9)
+			}
+		case 'J', 'j', 'r': // BININT, LONG_BINGET, LONG_BINPUT
+			err = fixed(4)
+		case 'K', 'h', 'q', 0x80, 0x82: // BININT1, BINGET, BINPUT, PROTO, EXT1
+			err = fixed(1)
+		case 'M', 0x83: // BININT2, EXT2
+			err = fixed(2)
+		case 0x84: // EXT4
+			err = fixed(4)
+		case 'G': // BINFLOAT
+			err = fixed(8)
+		case 0x8a, 'U', 'C', 0x8c: // LONG1, SHORT_BINSTRING, SHORT_BINBYTES, SHORT_BINUNICODE
+			err = counted(1)
+		case 0x8b, 'T', 'X', 'B': // LONG4, BINSTRING, BINUNICODE, BINBYTES
+			err = counted(4)
+		case 0x8d, 0x8e, 0x96: // BINUNICODE8, BINBYTES8, BYTEARRAY8
+			err = counted(8)
+		case 'I', 'L', 'S', 'V', 'F', 'P', 'g', 'p': // INT, LONG, STRING, UNICODE, FLOAT, PERSID, GET, PUT
+			err = line(1)
+		case 'c', 'i': // GLOBAL, INST
+			err = line(2)
+		case ')', ']', '}', 0x8f, 'N', 0x88, 0x89, 'a', 'e', 'l', 't', 0x85, 0x86, 0x87, 'd', 's', 'u',
+			'b', 'R', 0x81, 0x92, 0x93, 0x94, 'Q', 0x90, 0x91, 'o', '0', '1', '2', 0x97, 0x98:
+			// no argument: EMPTY_TUPLE/LIST/DICT/SET, NONE, NEWTRUE/FALSE, APPEND(S), LIST,
+			// TUPLE(1-3), DICT, SETITEM(S), BUILD, REDUCE, NEWOBJ(_EX), STACK_GLOBAL,
+			// MEMOIZE, BINPERSID, ADDITEMS, FROZENSET, OBJ, POP, DUP, POP_MARK,
+			// NEXT_BUFFER, READONLY_BUFFER
+		default:
+			return fmt.Errorf("unknown opcode %#x at byte %d", op, i-1)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return errors.New("no STOP opcode: the pickle is cut short")
 }

@@ -133,6 +133,19 @@ func TestReadTorchState(t *testing.T) {
 			}
 			return data
 		}, "class os.system is not part of a state dict of tensors"},
+		{"a compressed pickle", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/data.pkl") {
+				h.Method = zip.Deflate
+			}
+			return data
+		}, "data.pkl is compressed"},
+		{"a big-endian archive", func(h *zip.FileHeader, data []byte) []byte {
+			if strings.HasSuffix(h.Name, "/version") {
+				h.Name = strings.Replace(h.Name, "/version", "/byteorder", 1)
+				return []byte("big")
+			}
+			return data
+		}, `byte order "big"`},
 		{"a truncated pickle", func(h *zip.FileHeader, data []byte) []byte {
 			if strings.HasSuffix(h.Name, "/data.pkl") {
 				return data[:len(data)/2]
@@ -146,6 +159,31 @@ func TestReadTorchState(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 			assert.Contains(t, err.Error(), "pytorch_model.bin", "the error names the file")
+		})
+	}
+}
+
+// TestScanPickle: the opcode scan refuses stated lengths past the end, unterminated
+// lines, unknown opcodes, a missing STOP and too many MARKs, before gopickle
+// allocates anything; torch's own pickles pass it (TestUnpickleTorchFixtures).
+func TestScanPickle(t *testing.T) {
+	ok := []byte("\x80\x02X\x03\x00\x00\x00abc.")
+	require.NoError(t, scanPickle(ok))
+	for _, c := range []struct {
+		name, code, want string
+	}{
+		{"a BINUNICODE longer than the pickle", "\x80\x02X\xff\xff\xff\xffabc.", "states 4294967295 bytes, 4 are left"},
+		{"a BINUNICODE8 of 2^62 bytes", "\x80\x04\x8d\x00\x00\x00\x00\x00\x00\x00\x40.", "states 4611686018427387904 bytes"},
+		{"a FRAME longer than the pickle", "\x80\x04\x95\x00\x00\x00\x00\x00\x00\x01\x00N.", "FRAME at byte 2 is longer than the pickle"},
+		{"a LONG4 cut off", "\x80\x02\x8b\x05\x00", "its length is cut off"},
+		{"an unterminated GLOBAL", "\x80\x02ctorch\nFloatStorage", "its line is not terminated"},
+		{"an unknown opcode", "\x80\x02\xff.", "unknown opcode 0xff"},
+		{"no STOP", "\x80\x02N", "no STOP opcode"},
+		{"bytes after STOP", "\x80\x02N.N", "STOP at byte 3, 1 bytes before the end"},
+		{"too many MARKs", "\x80\x02" + strings.Repeat("(", maxMarks+1) + ".", "more than 262144 MARK opcodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.ErrorContains(t, scanPickle([]byte(c.code)), c.want)
 		})
 	}
 }
