@@ -187,3 +187,53 @@ func TestScanPickle(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadTorchState runs arbitrary data.pkl bytes (seeded with a real state dict's)
+// inside an archive whose one storage holds 24 bytes: readTorchState must return a
+// state dict or an error, within bounded memory, whatever the pickle says.
+func FuzzReadTorchState(f *testing.F) {
+	dir := f.TempDir()
+	seed := filepath.Join(dir, "seed.bin")
+	require.NoError(f, encodertest.WriteTorchState(seed, []string{"w"}, map[string]lmtest.Tensor{"w": {Shape: []int{2, 3}, Data: make([]float32, 6)}},
+		map[string][]int64{"position_ids": {0, 1, 2}}))
+	zr, err := zip.OpenReader(seed)
+	require.NoError(f, err)
+	for _, e := range zr.File {
+		if strings.HasSuffix(e.Name, "/data.pkl") {
+			r, err := e.Open()
+			require.NoError(f, err)
+			b, err := io.ReadAll(r)
+			require.NoError(f, err)
+			f.Add(b)
+		}
+	}
+	require.NoError(f, zr.Close())
+	f.Add([]byte("\x80\x04\x95\x00\x00\x00\x00\x00\x00\x01\x00N."))
+	f.Fuzz(func(t *testing.T, pkl []byte) {
+		path := filepath.Join(t.TempDir(), "fuzz.bin")
+		out, err := os.Create(path)
+		require.NoError(t, err)
+		zw := zip.NewWriter(out)
+		for _, e := range []struct {
+			name string
+			data []byte
+		}{{"fuzz/data.pkl", pkl}, {"fuzz/data/0", make([]byte, 24)}, {"fuzz/data/1", make([]byte, 24)}, {"fuzz/version", []byte("3\n")}} {
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: zip.Store})
+			require.NoError(t, err)
+			_, err = w.Write(e.data)
+			require.NoError(t, err)
+		}
+		require.NoError(t, zw.Close())
+		require.NoError(t, out.Close())
+		ws, err := readTorchState(path)
+		if err == nil {
+			for name, w := range ws {
+				n := 1
+				for _, d := range w.Shape {
+					n *= d
+				}
+				assert.Len(t, w.Data, n, name)
+			}
+		}
+	})
+}
