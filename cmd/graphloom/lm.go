@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models/encoder"
 	"github.com/graphloom/graphloom/models/lm"
 )
 
@@ -55,14 +56,20 @@ func newLMInfoCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "info --lm DIR",
-		Short:   "Architecture, parameters, dtype, RoPE, context, vocabulary and chat template of a model",
+		Short:   "Architecture, parameters, dtype, RoPE, context, vocabulary and chat template of a model (or an encoder's positions, pooling and prompts)",
 		Example: "  graphloom lm info --lm ~/models/Qwen2.5-0.5B-Instruct --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := needLMDir(cmd, dir); err != nil {
 				return err
 			}
-			info, err := lm.Describe(dir)
+			var info interface{ String() string }
+			var err error
+			if encoder.IsEncoderFolder(dir) { // an embedding model's encoder (BERT, MPNet, ModernBERT, …)
+				info, err = encoder.Describe(dir)
+			} else {
+				info, err = lm.Describe(dir)
+			}
 			if err != nil {
 				return err
 			}

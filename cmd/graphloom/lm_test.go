@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/models/encoder"
+	"github.com/graphloom/graphloom/models/encoder/encodertest"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
@@ -309,4 +311,22 @@ func loadForGenerate(t *testing.T, dir, prompt string) (*lm.Model, []int32, *eng
 	require.NoError(t, err)
 	t.Cleanup(eng.Close)
 	return m, ids, eng
+}
+
+// TestLMInfoEncoder: `lm info` on an embedding model's folder describes the encoder
+// (its architecture, positions, pooling), not a refusal as a decoder LM.
+func TestLMInfoEncoder(t *testing.T) {
+	dir := t.TempDir()
+	_, err := encodertest.Write(dir, encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true})
+	require.NoError(t, err)
+	r := run(t, nil, "lm", "info", "--lm", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "architecture mpnet (encoder): 2 layers, hidden 32, 4 heads, intermediate 64")
+	assert.Contains(t, r.stdout, "positions    absolute, from 2, and a relative attention bias (32 buckets)")
+	assert.Contains(t, r.stdout, "pooling      mean; normalised: true")
+	r = run(t, nil, "lm", "info", "--lm", dir, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var info encoder.Info
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &info))
+	assert.Equal(t, 32, info.Dim)
 }

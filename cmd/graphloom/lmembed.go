@@ -21,7 +21,8 @@ func newLMEmbedCmd() *cobra.Command {
 		Use:   "embed --lm DIR [--query] [--json] TEXT",
 		Short: "Print the embedding of TEXT by a local embedding model folder",
 		Long: `Embed TEXT with a local embedding model folder as --embedder local:DIR would (a
-sentence-transformers or Hugging Face BERT / RoBERTa / XLM-R folder, or a decoder embedder
+sentence-transformers or Hugging Face BERT / RoBERTa / XLM-R / MPNet / DistilBERT / ModernBERT
+folder, or a decoder embedder
 such as Qwen3-Embedding) and print the identity, the dimension, the norm, the number of
 tokens and the first values. --query embeds TEXT as a question (the query prompt).`,
 		Example: `  graphloom lm embed --lm ~/models/bge-small-en-v1.5 "Where was Tomas Brell born?"`,

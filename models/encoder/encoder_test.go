@@ -17,6 +17,7 @@ import (
 	"github.com/graphloom/graphloom/models/encoder"
 	"github.com/graphloom/graphloom/models/encoder/encodertest"
 	"github.com/graphloom/graphloom/models/lm"
+	"github.com/graphloom/graphloom/models/lm/lmtest"
 )
 
 // texts have different lengths, so that batches are padded and sorted.
@@ -878,4 +879,49 @@ func TestParseConfigDistilBERT(t *testing.T) {
 	assert.Equal(t, 512, c.MaxTokens())
 	_, err = encoder.ParseConfig([]byte(`{"model_type": "distilbert", "activation": "relu", "dim": 8, "n_layers": 1, "n_heads": 2, "hidden_dim": 16, "max_position_embeddings": 8, "vocab_size": 10}`))
 	require.ErrorContains(t, err, `activation "relu" not supported (want gelu)`)
+}
+
+// TestDescribe reads folders as `graphloom lm info` shows them: the parameters are
+// those the test wrote, the vectors' dimension follows the Dense modules, and a plain
+// folder says nothing of pooling without being an error.
+func TestDescribe(t *testing.T) {
+	count := func(ws map[string]lmtest.Tensor) int64 {
+		var n int64
+		for _, w := range ws {
+			n += int64(len(w.Data))
+		}
+		return n
+	}
+	dir := t.TempDir()
+	tm, err := encodertest.Write(dir, encodertest.Spec{ModelType: "distilbert", SentenceTransformers: true, PyTorchBin: true, Normalize: true,
+		Dense: []encodertest.DenseSpec{{Out: 16, Activation: "torch.nn.modules.activation.Tanh", PyTorchOnly: true}}})
+	require.NoError(t, err)
+	info, err := encoder.Describe(dir)
+	require.NoError(t, err)
+	assert.True(t, encoder.IsEncoderFolder(dir))
+	assert.Equal(t, "distilbert", info.ModelType)
+	assert.Equal(t, "pytorch_model.bin", info.Weights)
+	assert.Equal(t, count(tm.Weights), info.Parameters, "every float tensor, not the position_ids buffer")
+	assert.Equal(t, []string{"mean"}, info.Pooling)
+	assert.Equal(t, []string{"32 → 16, tanh (pytorch_model.bin)"}, info.Dense)
+	assert.Equal(t, 16, info.Dim)
+	assert.True(t, info.Normalize)
+	assert.Contains(t, info.String(), "pooling      mean, then Dense 32 → 16, tanh (pytorch_model.bin); normalised: true")
+
+	plain := t.TempDir()
+	tm, err = encodertest.Write(plain, encodertest.Spec{ModelType: "modernbert", Layers: 3})
+	require.NoError(t, err)
+	info, err = encoder.Describe(plain)
+	require.NoError(t, err)
+	assert.Equal(t, count(tm.Weights), info.Parameters)
+	assert.Equal(t, map[string]int{"F32": len(tm.Weights)}, info.StoredDTypes)
+	assert.Empty(t, info.Pooling)
+	assert.Zero(t, info.Dim)
+	assert.Contains(t, info.String(), "pooling      not said (a plain folder: pass --pooling)")
+	assert.Contains(t, info.Positions, "rotary: θ 160000 in the global layers (every 2), 10000 in the others, which see ±8 tokens")
+
+	lmDir := t.TempDir()
+	_, err = lmtest.Write(lmDir, lmtest.Spec{})
+	require.NoError(t, err)
+	assert.False(t, encoder.IsEncoderFolder(lmDir), "a decoder LM's folder")
 }

@@ -125,6 +125,12 @@ func readJSON(dir, name string, v any) (found bool, err error) {
 // holds the transformer (config.json, weights, tokenizer.json): dir itself, or the
 // Transformer module's path. cfg bounds the maximum length.
 func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
+	return readPipeline(dir, opts, true)
+}
+
+// readPipeline is ReadPipeline; without needPooling, a plain folder that says nothing
+// of pooling is no error (Describe shows it as such).
+func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string, error) {
 	p := Pipeline{IncludePrompt: true, Normalize: true}
 	modelDir := dir
 	var mods []module
@@ -245,7 +251,7 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 		}
 		p.Pooling = modes
 	}
-	if len(p.Pooling) == 0 {
+	if len(p.Pooling) == 0 && needPooling {
 		return Pipeline{}, "", fmt.Errorf("encoder: %s is a plain Hugging Face folder (no modules.json / 1_Pooling/config.json): say how to pool its tokens (--pooling cls|mean|max|mean-sqrt-len|weighted-mean|last-token)", dir)
 	}
 	if opts.Normalize != nil {
