@@ -542,22 +542,48 @@ func writeJSON(path string, v any) error {
 // ARCHIVE/data.pkl (a pickle, protocol 2, of an OrderedDict of
 // torch._utils._rebuild_tensor_v2 calls on persistent storages), ARCHIVE/data/<key>
 // (each tensor's values, little-endian) and ARCHIVE/version, ARCHIVE being the file's
-// name without its extension. The pickle carries no memo (torch's does; readers need
-// none). buffers (may be nil) are int64 tensors of shape [1, n] written after the
-// others, as the position_ids older transformers versions saved.
+// name without its extension. As Python's pickler does, every global and string is
+// memoized (BINPUT) and a repeated one fetched back (BINGET), and the state dict
+// carries its _metadata attribute (BUILD). buffers (may be nil) are int64 tensors of
+// shape [1, n] written after the others, as the position_ids older transformers
+// versions saved.
 func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tensor, buffers map[string][]int64) error {
 	var p []byte
 	op := func(b ...byte) { p = append(p, b...) }
+	memo := map[string]byte{} // what was memoized, by its text, at which memo index
+	put := func(key string) { // BINPUT the object just pushed
+		if len(memo) < 255 {
+			memo[key] = byte(len(memo))
+			op('q', memo[key])
+		}
+	}
+	get := func(key string) bool { // BINGET it back if memoized
+		i, ok := memo[key]
+		if ok {
+			op('h', i)
+		}
+		return ok
+	}
 	str := func(s string) { // BINUNICODE
+		if get("s:" + s) {
+			return
+		}
 		op('X')
 		p = binary.LittleEndian.AppendUint32(p, uint32(len(s)))
 		p = append(p, s...)
+		put("s:" + s)
 	}
 	integer := func(v int) { // BININT
 		op('J')
 		p = binary.LittleEndian.AppendUint32(p, uint32(int32(v)))
 	}
-	global := func(module, name string) { p = append(p, "c"+module+"\n"+name+"\n"...) }
+	global := func(module, name string) {
+		if get("g:" + module + "." + name) {
+			return
+		}
+		p = append(p, "c"+module+"\n"+name+"\n"...)
+		put("g:" + module + "." + name)
+	}
 	ints := func(v []int) { // a tuple of ints
 		op('(')
 		for _, x := range v {
@@ -600,7 +626,18 @@ func WriteTorchState(path string, names []string, tensors map[string]lmtest.Tens
 	for i, name := range bufNames {
 		tensor(name, "LongStorage", len(names)+i, len(buffers[name]), []int{1, len(buffers[name])})
 	}
-	op('u', '.') // SETITEMS, STOP
+	op('u') // SETITEMS
+	// The state dict's __dict__: {"_metadata": OrderedDict({"": {"version": 1}})}.
+	op('}')
+	str("_metadata")
+	global("collections", "OrderedDict")
+	op(')', 'R', '(')
+	str("")
+	op('}')
+	str("version")
+	op('K', 1, 's')   // BININT1 1, SETITEM
+	op('u', 's', 'b') // SETITEMS, SETITEM, BUILD
+	op('.')           // STOP
 	f, err := os.Create(path)
 	if err != nil {
 		return err
