@@ -42,7 +42,38 @@ func openCache(dir string) (*diskCache, error) {
 	}
 	_ = f.Close()
 	_ = os.Remove(f.Name())
+	sweepTemps(dir, time.Now())
 	return &diskCache{dir: dir}, nil
+}
+
+// staleTemp is the age past which a temporary file in the cache (put's .tmp-*,
+// openCache's .probe-*) is a killed writer's: a live writer's lives for milliseconds,
+// and several processes may share the cache with no lock between them, so age is what
+// tells a dead writer's file.
+const staleTemp = time.Hour
+
+// sweepTemps removes the stale temporary files of the cache at dir, best effort. It
+// lists the cache's folders once (the root and its 256 shards at most)
+// and reads the age of the temporary files only.
+func sweepTemps(dir string, now time.Time) {
+	sweep := func(d string) []os.DirEntry {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !(strings.HasPrefix(name, ".tmp-") || strings.HasPrefix(name, ".probe-")) {
+				continue
+			}
+			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
+				_ = os.Remove(filepath.Join(d, name))
+			}
+		}
+		return entries
+	}
+	for _, e := range sweep(dir) {
+		if e.IsDir() && len(e.Name()) == 2 { // the entries' shard folders (path)
+			sweep(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func (c *diskCache) path(key string) string {

@@ -979,3 +979,31 @@ func TestReaskUnparseable(t *testing.T) {
 	assert.Equal(t, 1, fails, "the failed re-ask's request")
 	assert.Equal(t, 1, oks, "the other asked itself")
 }
+
+// TestCacheSweepsStaleTemps: opening the cache removes the temporary files a killed
+// writer left more than an hour ago, and keeps a live writer's and every entry.
+func TestCacheSweepsStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	shard := filepath.Join(dir, "ab")
+	require.NoError(t, os.MkdirAll(shard, 0o700))
+	old := time.Now().Add(-2 * time.Hour)
+	write := func(path string, mtime time.Time) string {
+		require.NoError(t, os.WriteFile(path, []byte("{"), 0o600))
+		require.NoError(t, os.Chtimes(path, mtime, mtime))
+		return path
+	}
+	stale := []string{write(filepath.Join(shard, ".tmp-123"), old), write(filepath.Join(dir, ".probe-9"), old)}
+	kept := []string{
+		write(filepath.Join(shard, ".tmp-456"), time.Now()), // a live writer's
+		write(filepath.Join(shard, "abcdef.json"), old),     // an entry
+		write(filepath.Join(dir, "notes.tmp-1"), old),       // not the cache's
+	}
+	_, err := openCache(dir)
+	require.NoError(t, err)
+	for _, f := range stale {
+		assert.NoFileExists(t, f)
+	}
+	for _, f := range kept {
+		assert.FileExists(t, f)
+	}
+}
