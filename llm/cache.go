@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -42,37 +43,43 @@ func openCache(dir string) (*diskCache, error) {
 	}
 	_ = f.Close()
 	_ = os.Remove(f.Name())
-	sweepTemps(dir, time.Now())
+	shards := make([]string, sweepShards) // a few shards each time: listing all 256 is O(entries)
+	for i := range shards {
+		shards[i] = fmt.Sprintf("%02x", rand.IntN(256))
+	}
+	sweepTemps(dir, time.Now(), shards)
 	return &diskCache{dir: dir}, nil
 }
 
-// staleTemp is the age past which a temporary file in the cache (put's .tmp-*,
-// openCache's .probe-*) is a killed writer's: a live writer's lives for milliseconds,
-// and several processes may share the cache with no lock between them, so age is what
-// tells a dead writer's file.
-const staleTemp = time.Hour
+// staleTemp is the age past which a temporary file in the cache (put's .tmp-* in a
+// shard folder, openCache's .probe-* at its root) is a killed writer's: a live
+// writer's lives for milliseconds, and several processes may share the cache with no
+// lock between them, so age is what tells a dead writer's file. sweepShards is how
+// many of the 256 shard folders each opening sweeps (chosen at random): listing them
+// all costs time in the number of entries, and a killed writer's few-KB file can
+// wait for a later opening.
+const (
+	staleTemp   = time.Hour
+	sweepShards = 8
+)
 
-// sweepTemps removes the stale temporary files of the cache at dir, best effort. It
-// lists the cache's folders once (the root and its 256 shards at most)
-// and reads the age of the temporary files only.
-func sweepTemps(dir string, now time.Time) {
-	sweep := func(d string) []os.DirEntry {
+// sweepTemps removes, best effort, the stale .probe-* files at the root of the cache
+// at dir and the stale .tmp-* files in the given shard folders (two hex digits,
+// path's).
+func sweepTemps(dir string, now time.Time, shards []string) {
+	sweep := func(d, prefix string) {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() || !(strings.HasPrefix(name, ".tmp-") || strings.HasPrefix(name, ".probe-")) {
-				continue
-			}
-			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
-				_ = os.Remove(filepath.Join(d, name))
+			if name := e.Name(); !e.IsDir() && strings.HasPrefix(name, prefix) {
+				if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
+					_ = os.Remove(filepath.Join(d, name))
+				}
 			}
 		}
-		return entries
 	}
-	for _, e := range sweep(dir) {
-		if e.IsDir() && len(e.Name()) == 2 { // the entries' shard folders (path)
-			sweep(filepath.Join(dir, e.Name()))
-		}
+	sweep(dir, ".probe-")
+	for _, s := range shards {
+		sweep(filepath.Join(dir, s), ".tmp-")
 	}
 }
 

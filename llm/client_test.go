@@ -980,12 +980,14 @@ func TestReaskUnparseable(t *testing.T) {
 	assert.Equal(t, 1, oks, "the other asked itself")
 }
 
-// TestCacheSweepsStaleTemps: opening the cache removes the temporary files a killed
-// writer left more than an hour ago, and keeps a live writer's and every entry.
+// TestCacheSweepsStaleTemps: a sweep removes the temporary files a killed writer left
+// more than an hour ago in the shards it is given and the root's probes, and keeps a
+// live writer's, every entry, other shards' and files that are not the cache's.
 func TestCacheSweepsStaleTemps(t *testing.T) {
 	dir := t.TempDir()
-	shard := filepath.Join(dir, "ab")
+	shard, other := filepath.Join(dir, "ab"), filepath.Join(dir, "cd")
 	require.NoError(t, os.MkdirAll(shard, 0o700))
+	require.NoError(t, os.MkdirAll(other, 0o700))
 	old := time.Now().Add(-2 * time.Hour)
 	write := func(path string, mtime time.Time) string {
 		require.NoError(t, os.WriteFile(path, []byte("{"), 0o600))
@@ -997,13 +999,17 @@ func TestCacheSweepsStaleTemps(t *testing.T) {
 		write(filepath.Join(shard, ".tmp-456"), time.Now()), // a live writer's
 		write(filepath.Join(shard, "abcdef.json"), old),     // an entry
 		write(filepath.Join(dir, "notes.tmp-1"), old),       // not the cache's
+		write(filepath.Join(dir, ".tmp-1"), old),            // not in a shard
+		write(filepath.Join(other, ".tmp-5"), old),          // a shard not swept this time
 	}
-	_, err := openCache(dir)
-	require.NoError(t, err)
+	sweepTemps(dir, time.Now(), []string{"ab", "ef"})
 	for _, f := range stale {
 		assert.NoFileExists(t, f)
 	}
 	for _, f := range kept {
 		assert.FileExists(t, f)
 	}
+	_, err := openCache(dir) // sweeps its root's probes and a few shards
+	require.NoError(t, err)
+	assert.FileExists(t, kept[1])
 }

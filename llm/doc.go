@@ -41,8 +41,9 @@
 // messages and every parameter that changes the answer (temperature, token cap,
 // JSON mode) — never the API key, and not the accounting stage. Embeddings are
 // cached per text. An unreadable entry is a miss (counted in Usage.CacheCorrupt),
-// never an error; a killed writer may leave a ".tmp-*" file, which readers ignore
-// and the next client to open the cache removes once it is an hour old.
+// never an error; a killed writer may leave a ".tmp-*" file, which readers ignore and
+// a later client opening the cache removes once it is an hour old (each opening
+// sweeps a few shard folders at random).
 //
 // # Secrets
 //

@@ -920,6 +920,14 @@ func TestDescribe(t *testing.T) {
 	assert.Contains(t, info.String(), "pooling      not said (a plain folder: pass --pooling)")
 	assert.Contains(t, info.Positions, "rotary: θ 160000 in the global layers (every 2), 10000 in the others, which see ±8 tokens")
 
+	// A folder whose modules are wrong is still an encoder's: Describe says what is wrong.
+	bad := t.TempDir()
+	_, err = encodertest.Write(bad, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"})
+	require.NoError(t, err)
+	assert.True(t, encoder.IsEncoderFolder(bad))
+	_, err = encoder.Describe(bad)
+	assert.ErrorContains(t, err, `similarity_fn_name "euclidean"`)
+
 	lmDir := t.TempDir()
 	_, err = lmtest.Write(lmDir, lmtest.Spec{})
 	require.NoError(t, err)

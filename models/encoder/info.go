@@ -37,11 +37,17 @@ type Info struct {
 }
 
 // IsEncoderFolder reports whether dir (or its sentence-transformers Transformer
-// module) holds a config.json whose model_type is an encoder's this package runs.
+// module) holds a config.json whose model_type is an encoder's this package runs,
+// whatever the rest of the folder holds (Describe reports what is wrong there).
 func IsEncoderFolder(dir string) bool {
-	_, modelDir, err := readPipeline(dir, Options{}, false)
-	if err != nil {
-		return false
+	modelDir := dir
+	var mods []module
+	if found, err := readJSON(dir, "modules.json", &mods); found && err == nil {
+		for _, m := range mods {
+			if strings.HasSuffix(m.Type, ".Transformer") || m.Type == "Transformer" {
+				modelDir = filepath.Join(dir, filepath.FromSlash(m.Path))
+			}
+		}
 	}
 	var c struct {
 		ModelType string `json:"model_type"`

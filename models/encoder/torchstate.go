@@ -35,9 +35,12 @@ import (
 // maxPickle bounds a state dict's data.pkl: it holds names and shapes (about 30 KB
 // for a BERT-base), the values are in the archive's other entries. maxMarks bounds
 // its MARK opcodes (about four a tensor), each of which costs the unpickler a stack.
+// maxLine bounds a protocol-0 argument's line (a GLOBAL's module or name; a decimal
+// INT or LONG, which gopickle parses in time quadratic in its length).
 const (
 	maxPickle = 8 << 20
 	maxMarks  = 1 << 18
+	maxLine   = 4096
 )
 
 // torchStorage is one storage of the archive, converted to float32; skipped (nil
@@ -118,6 +121,9 @@ func (r rebuildTensor) Call(args ...any) (any, error) {
 	if st.skipped {
 		size = st.n
 	}
+	if slices.ContainsFunc(shape, func(d int) bool { return d < 0 }) {
+		return nil, fmt.Errorf("tensor of size %v", shape)
+	}
 	if slices.Contains(shape, 0) { // empty: nothing to read, whatever the strides
 		if st.skipped {
 			return skippedTensor{}, nil
@@ -126,7 +132,7 @@ func (r rebuildTensor) Call(args ...any) (any, error) {
 	}
 	n := 1 // elements, and the stride a contiguous tensor has at each axis
 	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] < 0 || n > size/shape[i] {
+		if n > size/shape[i] {
 			return nil, fmt.Errorf("tensor of size %v does not fit its storage of %d values", shape, size)
 		}
 		if shape[i] > 1 && stride[i] != n {
@@ -401,9 +407,9 @@ func scanPickle(code []byte) error {
 		}
 		line := func(lines int) error { // newline-terminated arguments (protocol 0)
 			for range lines {
-				j := bytes.IndexByte(code[i:], '\n')
+				j := bytes.IndexByte(code[i:min(len(code), i+maxLine+1)], '\n')
 				if j < 0 {
-					return fmt.Errorf("opcode %#x at byte %d: its line is not terminated", op, i-1)
+					return fmt.Errorf("opcode %#x at byte %d: its line is not terminated within %d bytes", op, i-1, maxLine)
 				}
 				i += j + 1
 			}

@@ -177,6 +177,7 @@ func TestScanPickle(t *testing.T) {
 		{"a FRAME longer than the pickle", "\x80\x04\x95\x00\x00\x00\x00\x00\x00\x01\x00N.", "FRAME at byte 2 is longer than the pickle"},
 		{"a LONG4 cut off", "\x80\x02\x8b\x05\x00", "its length is cut off"},
 		{"an unterminated GLOBAL", "\x80\x02ctorch\nFloatStorage", "its line is not terminated"},
+		{"a decimal LONG of 5,000 digits", "\x80\x02L" + strings.Repeat("9", 5000) + "L\n.", "not terminated within 4096 bytes"},
 		{"an unknown opcode", "\x80\x02\xff.", "unknown opcode 0xff"},
 		{"no STOP", "\x80\x02N", "no STOP opcode"},
 		{"bytes after STOP", "\x80\x02N.N", "STOP at byte 3, 1 bytes before the end"},
