@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nlpodyssey/gopickle/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -237,4 +238,36 @@ func FuzzReadTorchState(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRebuildTensorShapes: views that do not fit their storage, are not contiguous
+// or have a negative size are refused; empty ones are read as empty.
+func TestRebuildTensorShapes(t *testing.T) {
+	st := &torchStorage{data: []float32{1, 2, 3, 4, 5, 6}}
+	tuple := func(v ...int) *types.Tuple {
+		out := make(types.Tuple, len(v))
+		for i, x := range v {
+			out[i] = x
+		}
+		return &out
+	}
+	w, err := rebuildTensor{}.Call(st, 2, tuple(2, 2), tuple(2, 1))
+	require.NoError(t, err)
+	assert.Equal(t, lm.Weight{Shape: []int{2, 2}, Data: []float32{3, 4, 5, 6}}, w)
+	w, err = rebuildTensor{}.Call(st, 0, tuple(3, 0), tuple(1, 1))
+	require.NoError(t, err)
+	assert.Equal(t, lm.Weight{Shape: []int{3, 0}}, w)
+	for _, c := range []struct {
+		off          int
+		size, stride *types.Tuple
+		want         string
+	}{
+		{0, tuple(-3, 0), tuple(1, 1), "tensor of size [-3 0]"},
+		{0, tuple(2, 3), tuple(1, 2), "is not contiguous"},
+		{3, tuple(2, 2), tuple(2, 1), "at offset 3 does not fit"},
+		{0, tuple(1<<40, 1<<40), tuple(1<<40, 1), "does not fit its storage"},
+	} {
+		_, err := rebuildTensor{}.Call(st, c.off, c.size, c.stride)
+		assert.ErrorContains(t, err, c.want)
+	}
 }
