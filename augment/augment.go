@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -93,8 +95,8 @@ func NewRunID() string {
 // runTime is the layout of a run id's timestamp.
 const runTime = "20060102T150405"
 
-// IsRunID reports whether s has the form of an id NewRunID returns.
-func IsRunID(s string) bool {
+// isRunID reports whether s has the form of an id NewRunID returns.
+func isRunID(s string) bool {
 	ts, suffix, ok := strings.Cut(strings.TrimPrefix(s, "aug-"), "-")
 	if !ok || !strings.HasPrefix(s, "aug-") || len(suffix) != 4 {
 		return false
@@ -104,6 +106,39 @@ func IsRunID(s string) bool {
 	}
 	_, err := hex.DecodeString(suffix)
 	return err == nil
+}
+
+// ReportPath is where the report of run is written beside the index at path.
+func ReportPath(path, run string) string { return path + "." + run + ".json" }
+
+// RemoveStaleReportTemps removes the temporary files that runs killed while writing
+// their report beside the index at path (ReportPath) left behind, and returns them.
+// Call it holding the index's writer lock, under which every report is written.
+func RemoveStaleReportTemps(path string) ([]string, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	var removed []string
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name, _, ok := strings.Cut(e.Name(), ".json.tmp-")
+		if !ok {
+			continue
+		}
+		run, ok := strings.CutPrefix(name, "."+base+".")
+		if !ok || !isRunID(run) || seen[run] {
+			continue
+		}
+		seen[run] = true
+		more, err := graphio.RemoveStaleTemps(ReportPath(path, run))
+		removed = append(removed, more...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
 }
 
 // Run augments ix in place (the caller writes it) and returns the report. With

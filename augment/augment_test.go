@@ -620,12 +620,12 @@ func TestFingerprintFollowsWhatTrainingReads(t *testing.T) {
 	}
 }
 
-// TestIsRunID accepts NewRunID's ids and nothing else of a report-like name.
+// TestIsRunID: isRunID accepts NewRunID's ids and nothing else of a report-like name.
 func TestIsRunID(t *testing.T) {
-	assert.True(t, IsRunID(NewRunID()))
-	assert.True(t, IsRunID("aug-20261207T101112-ab12"))
+	assert.True(t, isRunID(NewRunID()))
+	assert.True(t, isRunID("aug-20261207T101112-ab12"))
 	for _, s := range []string{"", "aug-", "aug-20261207T101112", "aug-20261207T101112-ab1", "aug-20261207T101112-abcde",
 		"aug-20261207T101112-zz12", "aug-20261307T101112-ab12", "run-20261207T101112-ab12", "aug-2026-12-07-ab12", "notes"} {
-		assert.False(t, IsRunID(s), s)
+		assert.False(t, isRunID(s), s)
 	}
 }

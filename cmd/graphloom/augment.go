@@ -149,7 +149,7 @@ much the scorer and its selection move with the seed.`,
 				}
 				// The run's report goes with it — out's only: with --out elsewhere the
 				// input index still holds the run, and its report stays beside it.
-				if err := os.Remove(runReportPath(out, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				if err := os.Remove(augment.ReportPath(out, rollback)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					cmd.PrintErrf("warning: %v\n", err)
 				}
 				if asJSON {
@@ -251,7 +251,7 @@ much the scorer and its selection move with the seed.`,
 				retrieve.StoreBM25(ix, retrieve.DefaultConfig()) // the facts' postings changed
 				// The report first: an index that holds the run always has its report
 				// (a report without its run, when the index write fails, is removed).
-				report := runReportPath(out, run)
+				report := augment.ReportPath(out, run)
 				if err := graphio.AtomicWrite(report, func(w io.Writer) error { return printJSON(w, rep) }); err != nil {
 					return err
 				}
@@ -331,9 +331,6 @@ func emptySelectionAdvice(rep *augment.Report, cfg augment.Config) string {
 		return "every candidate overlapped a selected one too much: raise --max-jaccard or --budget"
 	}
 }
-
-// runReportPath is where the report of run is written beside the index at path.
-func runReportPath(path, run string) string { return path + "." + run + ".json" }
 
 func printAugment(w io.Writer, rep *augment.Report, out string, recovered []augment.GoldFact, goldN int) {
 	tr := rep.Training

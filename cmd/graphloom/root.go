@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -253,7 +252,7 @@ func lockIndex(cmd *cobra.Command, path string, wait bool) (unlock func(), err e
 	removed, err := l.RemoveStaleTemps()
 	if err == nil {
 		var more []string
-		more, err = removeStaleReportTemps(path)
+		more, err = augment.RemoveStaleReportTemps(path)
 		removed = append(removed, more...)
 	}
 	if err != nil {
@@ -263,34 +262,4 @@ func lockIndex(cmd *cobra.Command, path string, wait bool) (unlock func(), err e
 		cmd.PrintErrf("removed %d temporary file(s) left by an interrupted write: %s\n", len(removed), strings.Join(removed, ", "))
 	}
 	return func() { _ = l.Unlock() }, nil
-}
-
-// removeStaleReportTemps removes the temporary files that augmentation runs killed
-// while writing their report beside the index at path (runReportPath) left behind.
-// Call it holding the index's writer lock, under which every report is written.
-func removeStaleReportTemps(path string) ([]string, error) {
-	dir, base := filepath.Dir(path), filepath.Base(path)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	var removed []string
-	seen := map[string]bool{}
-	for _, e := range entries {
-		name, _, ok := strings.Cut(e.Name(), ".json.tmp-")
-		if !ok {
-			continue
-		}
-		run, ok := strings.CutPrefix(name, "."+base+".")
-		if !ok || !augment.IsRunID(run) || seen[run] {
-			continue
-		}
-		seen[run] = true
-		more, err := graphio.RemoveStaleTemps(runReportPath(path, run))
-		removed = append(removed, more...)
-		if err != nil {
-			return removed, err
-		}
-	}
-	return removed, nil
 }
