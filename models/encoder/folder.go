@@ -92,6 +92,9 @@ type module struct {
 	Type string `json:"type"`
 }
 
+// kind is the module's class name without its package (Transformer, Pooling, …).
+func (m module) kind() string { return m.Type[strings.LastIndex(m.Type, ".")+1:] }
+
 // poolingConfig is 1_Pooling/config.json.
 type poolingConfig struct {
 	CLS           bool  `json:"pooling_mode_cls_token"`
@@ -143,9 +146,8 @@ func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string,
 		sort := slices.Clone(mods)
 		slices.SortFunc(sort, func(a, b module) int { return a.Idx - b.Idx })
 		for i, m := range sort {
-			kind := m.Type[strings.LastIndex(m.Type, ".")+1:]
 			sub := filepath.Join(dir, filepath.FromSlash(m.Path))
-			switch kind {
+			switch m.kind() {
 			case "Transformer":
 				if i != 0 {
 					return Pipeline{}, "", fmt.Errorf("encoder: %s: the Transformer module must come first", filepath.Join(dir, "modules.json"))

@@ -44,7 +44,7 @@ func IsEncoderFolder(dir string) bool {
 	var mods []module
 	if found, err := readJSON(dir, "modules.json", &mods); found && err == nil {
 		for _, m := range mods {
-			if strings.HasSuffix(m.Type, ".Transformer") || m.Type == "Transformer" {
+			if m.kind() == "Transformer" {
 				modelDir = filepath.Join(dir, filepath.FromSlash(m.Path))
 			}
 		}
