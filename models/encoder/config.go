@@ -11,9 +11,10 @@ import (
 )
 
 // Config is the architecture read from a Hugging Face config.json of a BertModel,
-// RobertaModel, XLMRobertaModel, MPNetModel, DistilBertModel or ModernBertModel.
+// RobertaModel, XLMRobertaModel, MPNetModel, DistilBertModel, ModernBertModel or
+// NomicBertModel.
 type Config struct {
-	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet", "distilbert" or "modernbert"
+	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert" or "nomic_bert"
 	Architectures []string `json:"architectures,omitempty"`
 	VocabSize     int      `json:"vocab_size"`
 	Hidden        int      `json:"hidden_size"`
@@ -35,6 +36,8 @@ type Config struct {
 	RelativeBuckets int `json:"relative_buckets,omitempty"`
 	// ModernBERT holds what only a ModernBertModel has (zero for the others).
 	ModernBERT ModernBERTConfig `json:"modernbert,omitzero"`
+	// NomicBERT holds what only a NomicBertModel has (zero for the others).
+	NomicBERT NomicBERTConfig `json:"nomic_bert,omitzero"`
 }
 
 // mpnetBuckets is the number of relative position buckets MPNet's attention bias
@@ -45,7 +48,7 @@ const (
 	mpnetPadding = 1
 )
 
-var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert"}
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert", "nomic_bert"}
 
 // rawConfig is config.json as transformers writes it.
 type rawConfig struct {
@@ -132,13 +135,19 @@ func ParseConfig(data []byte) (Config, error) {
 			return Config{}, err
 		}
 		c.ModernBERT, c.LayerNormEps, c.TypeVocabSize, c.PadTokenID = mc, eps, 0, modernPadding
+	case "nomic_bert":
+		if err := parseNomicBERT(data, &c); err != nil {
+			return Config{}, err
+		}
 	case "":
 		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
 	default:
 		return Config{}, fmt.Errorf("config: model_type %q (architectures %v) is not a supported embedding model (want an encoder: %s; or a decoder embedder: %s)",
 			r.ModelType, r.Architectures, strings.Join(supportedModelTypes, ", "), strings.Join(decoderTypes, ", "))
 	}
-	if r.AutoMap != nil {
+	// NomicBERT's folders all name Nomic's remote code (auto_map); graphloom runs its
+	// own implementation of it (nomicbert.go), never that code.
+	if r.AutoMap != nil && r.ModelType != "nomic_bert" {
 		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)
 	}
 	if r.PadTokenID != nil {

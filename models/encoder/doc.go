@@ -27,7 +27,12 @@
 // q, k and v from one projection, rotary positions (rotate_half; one base for the
 // global layers, one for the sliding ones), every GlobalEvery-th layer global and the
 // others attending within Window/2 positions, a GeGLU MLP and a final LayerNorm
-// (ModernBERTConfig, modernHidden). Anything else (other model types, BERT's
+// (ModernBERTConfig, modernHidden). "nomic_bert" (nomic-embed-text-v1 and -v1.5) is
+// Nomic's NomicBertModel, whose code lives in the model's remote code (auto_map) and is
+// never run: graphloom's own implementation of it (NomicBERTConfig, nomicHidden) is
+// word + token type embeddings → LayerNorm → post-norm layers with q, k and v from one
+// projection, rotary positions (rotate_half) and a SwiGLU MLP, without biases unless
+// the config says so. Anything else (other model types, BERT's
 // relative_key positions, other rotary encoders, scaled RoPE, other activations) is a
 // load error naming architectures / model_type / the field.
 //

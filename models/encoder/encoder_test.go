@@ -61,9 +61,12 @@ func refBucket(rel int) int {
 // sentence-transformers' pooling over the tokens from skip on and its Normalize module.
 func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool) []float64 {
 	var x [][]float64
-	if m.Spec.ModelType == "modernbert" {
+	switch m.Spec.ModelType {
+	case "modernbert":
 		x = referenceModernBERT(m, ids)
-	} else {
+	case "nomic_bert":
+		x = referenceNomicBERT(m, ids)
+	default:
 		x = referenceBERT(m, eps, ids)
 	}
 	out := referencePool(x, m.Spec.Hidden, skip, modes)
@@ -109,7 +112,7 @@ func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes [
 // refEps is the LayerNorm epsilon of the test folders of a model type: 1e-12 for
 // BERT's and DistilBERT's (fixed there), 1e-5 for the others (their config.json's).
 func refEps(modelType string) float64 {
-	if modelType == "bert" || modelType == "distilbert" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "nomic_bert" {
 		return 1e-12
 	}
 	return 1e-5
@@ -272,13 +275,104 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 	return x
 }
 
+// refRope rotates each of the nh heads of x at position p as transformers'
+// rotate_half RoPE does (the halves of a head as pairs): inv_freq =
+// 1/base^(arange(0, hd, 2)/hd) and the angles p·inv_freq in float32, as
+// ModernBertRotaryEmbedding and NomicBertRotaryEmbedding compute them.
+func refRope(x []float64, p int, base float64, nh int) []float64 {
+	hd := len(x) / nh
+	out := make([]float64, len(x))
+	half := hd / 2
+	for i := range half {
+		inv := float32(1) / float32(math.Pow(base, float64(float32(2*i)/float32(hd))))
+		ang := float64(float32(p) * inv)
+		c, sn := math.Cos(ang), math.Sin(ang)
+		for h := range nh {
+			a, b := x[h*hd+i], x[h*hd+half+i]
+			out[h*hd+i] = a*c - b*sn
+			out[h*hd+half+i] = b*c + a*sn
+		}
+	}
+	return out
+}
+
+// referenceNomicBERT is the last hidden states of Nomic's NomicBertModel
+// (modeling_hf_nomic_bert.py, its non-flash attention), written from that source:
+// word + token type 0 embeddings → emb_ln → post-norm layers norm1(x + attn(x)),
+// norm2(x + fc2(fc11(x) · act(fc12(x)))) (or fc2(GELU(fc1(x))) for "gelu"), q and k
+// rotated by RoPE (rotate_half) at base encodertest.NomicRotaryBase.
+func referenceNomicBERT(m *encodertest.Model, ids []int32) [][]float64 {
+	s := m.Spec
+	H, nh := s.Hidden, s.Heads
+	w := func(name string) []float64 { return refWeight(m, name) }
+	ln := func(x []float64, name string) []float64 {
+		return refLayerNorm(x, w(name+".weight"), w(name+".bias"), 1e-12)
+	}
+	lin := func(x []float64, name string) []float64 {
+		wt := w(name + ".weight")
+		return refDense(x, wt, w(name+".bias"), len(wt)/len(x))
+	}
+	word, typ := w("embeddings.word_embeddings.weight"), w("embeddings.token_type_embeddings.weight")
+	x := make([][]float64, len(ids))
+	for i, id := range ids {
+		e := make([]float64, H)
+		for j := range H {
+			e[j] = word[int(id)*H+j] + typ[j]
+		}
+		x[i] = ln(e, "emb_ln")
+	}
+	for l := range s.Layers {
+		p := fmt.Sprintf("encoder.layers.%d.", l)
+		q, k, v := make([][]float64, len(x)), make([][]float64, len(x)), make([][]float64, len(x))
+		for i := range x {
+			qkv := lin(x[i], p+"attn.Wqkv")
+			q[i] = refRope(qkv[:H], i, encodertest.NomicRotaryBase, nh)
+			k[i] = refRope(qkv[H:2*H], i, encodertest.NomicRotaryBase, nh)
+			v[i] = qkv[2*H:]
+		}
+		ctxs := refAttention(q, k, v, nh, nil, nil)
+		for i := range x {
+			o := lin(ctxs[i], p+"attn.out_proj")
+			for e := range H {
+				o[e] += x[i][e]
+			}
+			x[i] = ln(o, p+"norm1")
+			var y []float64
+			if s.Activation == "gelu" {
+				y = lin(x[i], p+"mlp.fc1")
+				for e := range y {
+					y[e] = refGELU(y[e])
+				}
+			} else {
+				y = lin(x[i], p+"mlp.fc11")
+				gate := lin(x[i], p+"mlp.fc12")
+				for e, u := range gate {
+					switch s.Activation {
+					case "swiglu":
+						y[e] *= u / (1 + math.Exp(-u))
+					case "geglu":
+						y[e] *= refGELU(u)
+					case "glu":
+						y[e] *= 1 / (1 + math.Exp(-u))
+					}
+				}
+			}
+			o = lin(y, p+"mlp.fc2")
+			for e := range H {
+				o[e] += x[i][e]
+			}
+			x[i] = ln(o, p+"norm2")
+		}
+	}
+	return x
+}
+
 // referenceModernBERT is the last hidden states of ModernBertModel (transformers'
 // eager attention): pre-norm layers, RoPE with float32 angles as
 // ModernBertRotaryEmbedding computes them, sliding-window layers, GeGLU.
 func referenceModernBERT(m *encodertest.Model, ids []int32) [][]float64 {
 	s := m.Spec
 	H, nh, I := s.Hidden, s.Heads, s.Intermediate
-	hd := H / nh
 	w := func(name string) []float64 { return refWeight(m, name) }
 	ln := func(x []float64, name string) []float64 {
 		return refLayerNorm(x, w(name+".weight"), w(name+".bias"), 1e-5)
@@ -286,23 +380,7 @@ func referenceModernBERT(m *encodertest.Model, ids []int32) [][]float64 {
 	lin := func(x []float64, name string, out int) []float64 {
 		return refDense(x, w(name+".weight"), w(name+".bias"), out)
 	}
-	// rope rotates the heads of x at position p: inv_freq = 1/base^(arange(0, hd, 2)/hd)
-	// and the angles p·inv_freq in float32, as transformers computes them.
-	rope := func(x []float64, p int, base float64) []float64 {
-		out := make([]float64, len(x))
-		half := hd / 2
-		for i := range half {
-			inv := float32(1) / float32(math.Pow(base, float64(float32(2*i)/float32(hd))))
-			ang := float64(float32(p) * inv)
-			c, sn := math.Cos(ang), math.Sin(ang)
-			for h := range nh {
-				a, b := x[h*hd+i], x[h*hd+half+i]
-				out[h*hd+i] = a*c - b*sn
-				out[h*hd+half+i] = b*c + a*sn
-			}
-		}
-		return out
-	}
+	rope := func(x []float64, p int, base float64) []float64 { return refRope(x, p, base, nh) }
 	word := w("embeddings.tok_embeddings.weight")
 	x := make([][]float64, len(ids))
 	for i, id := range ids {
@@ -504,6 +582,17 @@ func TestEncoderMatchesReference(t *testing.T) {
 		{name: "modernbert sentence-transformers mean+normalize, sliding and global layers",
 			spec:  encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true},
+		{name: "nomic_bert sentence-transformers mean+normalize with search prompts (nomic-embed-text-v1.5's layout)",
+			spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true, Layers: 3,
+				Prompts: map[string]string{"query": "search_query: ", "document": "search_document: "}},
+			modes: []string{"mean"}, norm: true, query: "search_query: ", pass: "search_document: "},
+		{name: "nomic_bert plain cls with biases, bert. prefix, geglu",
+			spec: encodertest.Spec{ModelType: "nomic_bert", Prefix: "bert.", Biases: true, Activation: "geglu"},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
+		{name: "nomic_bert plain mean, glu", spec: encodertest.Spec{ModelType: "nomic_bert", Activation: "glu"},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "nomic_bert plain mean, plain gelu MLP", spec: encodertest.Spec{ModelType: "nomic_bert", Activation: "gelu", Biases: true},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "modernbert plain cls with biases, model. prefix, transformers 5 rope_parameters",
 			spec: encodertest.Spec{ModelType: "modernbert", Prefix: "model.", Layers: 4, GlobalEvery: 3, Window: 8,
 				Biases: true, RopeParameters: true},
@@ -526,6 +615,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 			tok, err := lm.LoadTokenizer(dir)
 			require.NoError(t, err)
 			eps := refEps(tm.Spec.ModelType)
+			buckets := map[int]bool{} // the sequence lengths' buckets
 			for _, query := range []bool{true, false} {
 				prompt := c.pass
 				if query {
@@ -537,6 +627,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 				for j, text := range texts {
 					ids, err := tok.Encode(prompt+text, true)
 					require.NoError(t, err)
+					buckets[lm.SeqBucket(len(ids))] = true
 					skip := 0
 					if c.noPool && prompt != "" {
 						pids, err := tok.Encode(prompt, true)
@@ -551,8 +642,10 @@ func TestEncoderMatchesReference(t *testing.T) {
 			st := enc.Stats()
 			assert.Equal(t, 2*len(texts), st.Texts)
 			assert.Equal(t, 0, st.Truncated)
-			assert.Equal(t, 6, st.Batches)      // 3 batches of ≤ 2 texts, twice
-			assert.LessOrEqual(t, st.Shapes, 4) // 2×{8,16,32,64}: bounded by the buckets, not the texts
+			assert.Equal(t, 6, st.Batches) // 3 batches of ≤ 2 texts, twice
+			// Bounded by the buckets, not the texts: batch sizes 2 and 1 times the
+			// sequence lengths' buckets.
+			assert.LessOrEqual(t, st.Shapes, 2*len(buckets))
 		})
 	}
 }
@@ -620,8 +713,8 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown pooling", func(t *testing.T) string { return write(t, encodertest.Spec{}, nil) }, encoder.Options{Pooling: "median"},
 			`pooling "median" not supported`},
 		{"unsupported model type", func(t *testing.T) string {
-			return write(t, encodertest.Spec{}, setConfig("model_type", "nomic_bert"))
-		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "nomic_bert" (architectures [BertModel]) is not a supported embedding model`},
+			return write(t, encodertest.Spec{}, setConfig("model_type", "new"))
+		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "new" (architectures [BertModel]) is not a supported embedding model`},
 		{"decoder model type", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, setConfig("model_type", "qwen3"))
 		}, encoder.Options{Pooling: "last-token"}, `decoder embedder: lm: `},
@@ -686,6 +779,24 @@ func TestLoadErrors(t *testing.T) {
 		{"modernbert config with biases its checkpoint lacks", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "modernbert"}, setConfig("norm_bias", true))
 		}, encoder.Options{Pooling: "mean"}, "tensor embeddings.norm.bias missing"},
+		{"nomic_bert pre-norm", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("prenorm", true))
+		}, encoder.Options{Pooling: "mean"}, "config: prenorm: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 is supported"},
+		{"nomic_bert with interleaved rotary pairs", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("rotary_emb_interleaved", true))
+		}, encoder.Options{Pooling: "mean"}, "config: rotary_emb_interleaved (GPT-J pairs): only the post-norm NomicBERT"},
+		{"nomic_bert rotating half of each head", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("rotary_emb_fraction", 0.5))
+		}, encoder.Options{Pooling: "mean"}, "config: rotary_emb_fraction 0.5: only NomicBERT with every head dimension rotated"},
+		{"nomic_bert with experts (nomic-embed-text-v2-moe)", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("moe_every_n_layers", 2))
+		}, encoder.Options{Pooling: "mean"}, "config: moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
+		{"nomic_bert with a tanh-named GELU", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("activation_function", "gelu_new"))
+		}, encoder.Options{Pooling: "mean"}, `config: activation_function "gelu_new" not supported`},
+		{"nomic_bert config with biases its checkpoint lacks", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("qkv_proj_bias", true))
+		}, encoder.Options{Pooling: "mean"}, "tensor encoder.layers.0.attn.Wqkv.bias missing"},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -772,6 +883,8 @@ func TestEncoderBFloat16(t *testing.T) {
 		{name: "mpnet sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "mpnet", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
 		{name: "modernbert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
+			modes: []string{"mean"}, norm: true},
+		{name: "nomic_bert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
 	}
 	for i, c := range cases {
@@ -864,6 +977,49 @@ func TestParseConfigModernBERT(t *testing.T) {
 	assert.Equal(t, 160000.0, c.ModernBERT.LocalTheta)
 }
 
+// TestParseConfigNomicBERT reads a config.json with nomic-embed-text-v1.5's fields
+// (GPT-2's names for the sizes, Nomic's own for the rest): the word table is padded to
+// pad_vocab_size_multiple, the gated MLP's width rounded up to a multiple of 256, and
+// the remote code's auto_map is not refused.
+func TestParseConfigNomicBERT(t *testing.T) {
+	data := `{"_name_or_path": "nomic-ai/nomic-embed-text-v1.5", "activation_function": "swiglu",
+	"architectures": ["NomicBertModel"], "attn_pdrop": 0.0, "auto_map": {"AutoConfig": "nomic-ai/nomic-bert-2048--configuration_hf_nomic_bert.NomicBertConfig",
+	"AutoModel": "nomic-ai/nomic-bert-2048--modeling_hf_nomic_bert.NomicBertModel"}, "bos_token_id": null, "causal": false,
+	"dense_seq_output": true, "embd_pdrop": 0.0, "eos_token_id": null, "fused_bias_fc": true, "fused_dropout_add_ln": true,
+	"initializer_range": 0.02, "layer_norm_epsilon": 1e-12, "max_trained_positions": 2048, "mlp_fc1_bias": false,
+	"mlp_fc2_bias": false, "model_type": "nomic_bert", "n_embd": 768, "n_head": 12, "n_inner": 3072, "n_layer": 12,
+	"n_positions": 8192, "pad_vocab_size_multiple": 64, "parallel_block": false, "parallel_block_tied_norm": false,
+	"prenorm": false, "qkv_proj_bias": false, "reorder_and_upcast_attn": false, "resid_pdrop": 0.0, "rotary_emb_base": 1000,
+	"rotary_emb_fraction": 1.0, "rotary_emb_interleaved": false, "rotary_emb_scale_base": null, "rotary_scaling_factor": null,
+	"scale_attn_by_inverse_layer_idx": false, "scale_attn_weights": true, "summary_activation": null, "torch_dtype": "float32",
+	"transformers_version": "4.37.2", "type_vocab_size": 2, "use_cache": true, "use_flash_attn": true, "use_rms_norm": false,
+	"use_xentropy": true, "vocab_size": 30528}`
+	c, err := encoder.ParseConfig([]byte(data))
+	require.NoError(t, err)
+	assert.Equal(t, []int{768, 12, 12, 3072, 30528, 2}, []int{c.Hidden, c.Layers, c.Heads, c.Intermediate, c.VocabSize, c.TypeVocabSize})
+	assert.Equal(t, encoder.NomicBERTConfig{Activation: "swiglu", RotaryBase: 1000}, c.NomicBERT)
+	assert.Equal(t, 1e-12, c.LayerNormEps)
+	assert.Equal(t, 8192, c.MaxTokens(), "rotary positions: no offset, no table")
+
+	edit := func(from, to string) encoder.Config {
+		t.Helper()
+		edited := strings.Replace(data, from, to, 1)
+		require.NotEqual(t, data, edited)
+		c, err := encoder.ParseConfig([]byte(edited))
+		require.NoError(t, err)
+		return c
+	}
+	// 30522 rows padded to 64: 30528; no n_inner: 8/3 of 768 = 2048, a multiple of 256;
+	// 3000 is rounded up to 3072.
+	assert.Equal(t, 30528, edit(`"vocab_size": 30528`, `"vocab_size": 30522`).VocabSize)
+	assert.Equal(t, 2048, edit(`"n_inner": 3072`, `"n_inner": null`).Intermediate)
+	assert.Equal(t, 3072, edit(`"n_inner": 3072`, `"n_inner": 3000`).Intermediate)
+	// The plain MLP keeps n_inner as it is.
+	assert.Equal(t, 3000, edit(`"n_inner": 3072, "n_layer": 12`, `"n_inner": 3000, "n_layer": 12, "activation_function": "gelu"`).Intermediate)
+	// Dynamic NTK scaling changes the rotation only past max_trained_positions: kept below it.
+	assert.Equal(t, 2048, edit(`"rotary_scaling_factor": null`, `"rotary_scaling_factor": 2`).MaxTokens())
+}
+
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names
 // the sizes its own way (dim, n_layers, n_heads, hidden_dim).
 func TestParseConfigDistilBERT(t *testing.T) {
@@ -919,6 +1075,17 @@ func TestDescribe(t *testing.T) {
 	assert.Zero(t, info.Dim)
 	assert.Contains(t, info.String(), "pooling      not said (a plain folder: pass --pooling)")
 	assert.Contains(t, info.Positions, "rotary: θ 160000 in the global layers (every 2), 10000 in the others, which see ±8 tokens")
+
+	nomic := t.TempDir()
+	tm, err = encodertest.Write(nomic, encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true})
+	require.NoError(t, err)
+	info, err = encoder.Describe(nomic)
+	require.NoError(t, err)
+	assert.Equal(t, count(tm.Weights), info.Parameters)
+	assert.Equal(t, 256, info.Intermediate, "n_inner 64 rounded up to the gated MLP's multiple of 256")
+	require.Equal(t, 121, len(tm.Vocab))
+	assert.Equal(t, 128, info.Vocab, "the word table padded to pad_vocab_size_multiple (64)")
+	assert.Equal(t, "rotary: θ 1000; MLP swiglu", info.Positions)
 
 	// A folder whose modules are wrong is still an encoder's: Describe says what is wrong.
 	bad := t.TempDir()

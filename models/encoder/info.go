@@ -78,6 +78,9 @@ func Describe(dir string) (Info, error) {
 	case cfg.ModelType == "modernbert":
 		m := cfg.ModernBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g in the global layers (every %d), %g in the others, which see ±%d tokens", m.GlobalTheta, m.GlobalEvery, m.LocalTheta, m.Window/2)
+	case cfg.ModelType == "nomic_bert":
+		m := cfg.NomicBERT
+		info.Positions = fmt.Sprintf("rotary: θ %g; MLP %s", m.RotaryBase, m.Activation)
 	case cfg.RelativeBuckets > 0:
 		info.Positions = fmt.Sprintf("absolute, from %d, and a relative attention bias (%d buckets)", cfg.PositionOffset, mpnetBuckets)
 	default:

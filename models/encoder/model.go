@@ -37,6 +37,7 @@ type Network struct {
 	rel    *model.Variable // [RelativeBuckets, Heads]: MPNet's relative attention bias; nil otherwise
 	layers []encLayer
 	modern []modernLayer   // ModernBERT's layers (layers is empty then)
+	nomic  []nomicLayer    // NomicBERT's layers (layers is empty then)
 	finalW *model.Variable // ModernBERT's final LayerNorm
 	finalB *model.Variable
 	dtype  dtypes.DType // layer computation (Options.ComputeDType, else DType)
@@ -111,8 +112,12 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	}
 	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype, wdtype: wdtype}
 	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
-	if cfg.ModelType == "modernbert" {
-		b.takeModernBERT(cfg)
+	if cfg.ModelType == "modernbert" || cfg.ModelType == "nomic_bert" {
+		if cfg.ModelType == "modernbert" {
+			b.takeModernBERT(cfg)
+		} else {
+			b.takeNomicBERT(cfg)
+		}
 		if b.err != nil {
 			return nil, b.err
 		}
@@ -208,10 +213,16 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 	if n.modern != nil {
 		return toDType(n.modernHidden(gather(n.word, ids), positions, real), dtypes.Float32)
 	}
-	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
+	x := gather(n.word, ids)
+	if n.pos != nil {
+		x = graph.Add(x, gather(n.pos, positions))
+	}
 	if n.typ != nil {
 		row := graph.Slice(n.weight(g, n.typ), graph.AxisElem(0)) // [1, H]: token type 0
 		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
+	}
+	if n.nomic != nil {
+		return toDType(n.nomicHidden(x, positions, real), dtypes.Float32)
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
 	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, n.cfg.Heads, t, t)

@@ -1,5 +1,5 @@
 // Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet /
-// ModernBERT folders in the
+// DistilBERT / ModernBERT / NomicBERT folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -25,7 +25,7 @@ import (
 
 // Spec describes a tiny encoder folder.
 type Spec struct {
-	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert" or "modernbert"
+	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert" or "nomic_bert"
 	Layers       int    // default 2
 	Hidden       int    // default 32
 	Heads        int    // default 4
@@ -54,6 +54,9 @@ type Spec struct {
 	GlobalEvery    int
 	Biases         bool
 	RopeParameters bool
+	// Activation is NomicBERT's activation_function (default "swiglu", as
+	// nomic-embed-text's); Biases gives it qkv_proj_bias, mlp_fc1_bias and mlp_fc2_bias.
+	Activation string
 	// Dense are Dense modules after the Pooling module (sentence-transformers folders
 	// only), written as 2_Dense, 3_Dense, … with random weights.
 	Dense []DenseSpec
@@ -94,7 +97,7 @@ type Model struct {
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
 	switch m.Spec.ModelType {
-	case "bert", "distilbert", "modernbert":
+	case "bert", "distilbert", "modernbert", "nomic_bert":
 		return 0
 	}
 	return m.PadID + 1
@@ -123,6 +126,12 @@ func (s Spec) withDefaults() Spec {
 		def(&s.MaxPositions, 128)
 		def(&s.Window, 16)
 		def(&s.GlobalEvery, 2)
+	case "nomic_bert":
+		def(&s.MaxPositions, 128)
+		def(&s.TypeVocab, 2)
+		if s.Activation == "" {
+			s.Activation = "swiglu"
+		}
 	default:
 		def(&s.MaxPositions, 128+2)
 		def(&s.TypeVocab, 1)
@@ -137,7 +146,7 @@ func (s Spec) withDefaults() Spec {
 // letters and digits as words and as "##" continuations, ASCII punctuation and a few
 // whole words, so that any lowercase ASCII text tokenises without [UNK].
 func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
-	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" || modelType == "nomic_bert" {
 		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
 		pad, unk, cls, sep = 0, 1, 2, 3
 	} else {
@@ -165,6 +174,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 	case "bert", "roberta", "xlm-roberta", "mpnet", "distilbert":
 	case "modernbert":
 		return writeModernBERT(dir, s)
+	case "nomic_bert":
+		return writeNomicBERT(dir, s)
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -361,6 +372,81 @@ func writeModernBERT(dir string, s Spec) (*Model, error) {
 		}
 	} else {
 		cfg["global_rope_theta"], cfg["local_rope_theta"] = GlobalTheta, LocalTheta
+	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
+}
+
+// NomicVocabMultiple is the pad_vocab_size_multiple writeNomicBERT's config.json
+// gives (nomic-embed-text-v1.5's): the word table has the vocabulary's size rounded up
+// to it, as NomicBertModel pads it.
+const NomicVocabMultiple = 64
+
+// NomicRotaryBase is the rotary_emb_base writeNomicBERT gives (nomic-embed-text-v1.5's).
+const NomicRotaryBase = 1000.0
+
+// writeNomicBERT writes a tiny random NomicBertModel folder: tensors named as Nomic's
+// modeling_hf_nomic_bert.NomicBertModel names them (emb_ln, encoder.layers.N.attn.Wqkv
+// and out_proj, mlp.fc11 / fc12 / fc2 for a gated activation or mlp.fc1 / fc2, norm1,
+// norm2; biases on the projections only with Spec.Biases), the word table padded to
+// NomicVocabMultiple rows, and a config.json as nomic-embed-text-v1.5's (auto_map
+// included) with the spec's sizes: n_inner is Spec.Intermediate, which the gated MLP
+// rounds up to a multiple of 256.
+func writeNomicBERT(dir string, s Spec) (*Model, error) {
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rnd := randomizer(m, rand.New(rand.NewPCG(s.Seed, 47)))
+	H, V := s.Hidden, (len(vocab)+NomicVocabMultiple-1)/NomicVocabMultiple*NomicVocabMultiple
+	gated := s.Activation != "gelu"
+	I := s.Intermediate
+	if gated {
+		I = (I + 255) / 256 * 256
+	}
+	lin := func(name string, out, in int) { // scaled by √(32/in): fc2's 256 inputs keep the scale of the others' 32
+		rnd(name+".weight", 0.3*math.Sqrt(32/float64(in)), 0, out, in)
+		if s.Biases {
+			rnd(name+".bias", 0.1, 0, out)
+		}
+	}
+	norm := func(name string) {
+		rnd(name+".weight", 0.1, 1, H)
+		rnd(name+".bias", 0.1, 0, H)
+	}
+	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
+	rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	norm("emb_ln")
+	for i := range s.Layers {
+		p := fmt.Sprintf("encoder.layers.%d.", i)
+		lin(p+"attn.Wqkv", 3*H, H)
+		lin(p+"attn.out_proj", H, H)
+		norm(p + "norm1")
+		if gated {
+			lin(p+"mlp.fc11", I, H)
+			lin(p+"mlp.fc12", I, H)
+		} else {
+			lin(p+"mlp.fc1", I, H)
+		}
+		lin(p+"mlp.fc2", H, I)
+		norm(p + "norm2")
+	}
+	if err := writeWeights(dir, m); err != nil {
+		return nil, err
+	}
+	remote := "nomic-ai/nomic-bert-2048--"
+	cfg := map[string]any{
+		"architectures": []string{"NomicBertModel"}, "model_type": "nomic_bert", "activation_function": s.Activation,
+		"auto_map": map[string]string{"AutoConfig": remote + "configuration_hf_nomic_bert.NomicBertConfig",
+			"AutoModel": remote + "modeling_hf_nomic_bert.NomicBertModel"},
+		"attn_pdrop": 0.0, "bos_token_id": nil, "causal": false, "dense_seq_output": true, "embd_pdrop": 0.0, "eos_token_id": nil,
+		"fused_bias_fc": true, "fused_dropout_add_ln": true, "initializer_range": 0.02, "layer_norm_epsilon": 1e-12,
+		"max_trained_positions": 2048, "mlp_fc1_bias": s.Biases, "mlp_fc2_bias": s.Biases, "n_embd": H, "n_head": s.Heads,
+		"n_inner": s.Intermediate, "n_layer": s.Layers, "n_positions": s.MaxPositions, "pad_vocab_size_multiple": NomicVocabMultiple,
+		"parallel_block": false, "parallel_block_tied_norm": false, "prenorm": false, "qkv_proj_bias": s.Biases,
+		"reorder_and_upcast_attn": false, "resid_pdrop": 0.0, "rotary_emb_base": NomicRotaryBase, "rotary_emb_fraction": 1.0,
+		"rotary_emb_interleaved": false, "rotary_emb_scale_base": nil, "rotary_scaling_factor": nil, "scale_attn_by_inverse_layer_idx": false,
+		"scale_attn_weights": true, "summary_activation": nil, "summary_first_dropout": 0.0, "summary_proj_to_labels": true,
+		"summary_type": "cls_index", "summary_use_proj": true, "torch_dtype": "float32", "transformers_version": "4.37.2",
+		"type_vocab_size": s.TypeVocab, "use_cache": true, "use_flash_attn": true, "use_rms_norm": false, "use_xentropy": true,
+		"vocab_size": len(vocab),
 	}
 	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }

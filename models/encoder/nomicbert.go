@@ -1,0 +1,265 @@
+package encoder
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/gomlx/core/graph"
+	"github.com/gomlx/gomlx/ml/layers/attention/pos"
+	"github.com/gomlx/gomlx/ml/model"
+)
+
+// NomicBERTConfig is what config.json says of a NomicBertModel (nomic-embed-text-v1
+// and -v1.5, nomic-bert-2048) beyond the sizes every encoder has. The model is
+// Nomic's own code (config.json's auto_map: configuration_hf_nomic_bert.NomicBertConfig,
+// a GPT2Config, and modeling_hf_nomic_bert.NomicBertModel), which graphloom does not
+// run: nomicHidden is written from that source (nomic-ai/contrastors,
+// src/contrastors/models/huggingface/), and every field of it that changes the
+// arithmetic is either read here or refused when it differs from the released
+// models'.
+type NomicBERTConfig struct {
+	// Activation is activation_function: "swiglu" (the released models'), "geglu" or
+	// "glu", a gated MLP fc2(fc11(x) · act(fc12(x))) with act SiLU, GELU or sigmoid; or
+	// "gelu", a plain one fc2(GELU(fc1(x))). GELU is the exact one (erf), as the
+	// remote code passes F.gelu.
+	Activation string `json:"activation"`
+	// QKVBias is qkv_proj_bias (default true), for Wqkv and out_proj; FC1Bias and
+	// FC2Bias are mlp_fc1_bias and mlp_fc2_bias (default true), for fc11/fc12 (fc1)
+	// and fc2. The released embedders have none.
+	QKVBias bool `json:"qkv_bias,omitempty"`
+	FC1Bias bool `json:"fc1_bias,omitempty"`
+	FC2Bias bool `json:"fc2_bias,omitempty"`
+	// RotaryBase is rotary_emb_base (default 10,000; 1,000 in nomic-embed-text-v1.5).
+	// rotary_emb_fraction must be 1: every dimension of a head is rotated, its halves
+	// as pairs (rotate_half, rotary_emb_interleaved false).
+	RotaryBase float64 `json:"rotary_base"`
+}
+
+// nomicGatedMultiple is what the gated MLP rounds its hidden size up to
+// (NomciBertGatedMLP's multiple_of).
+const nomicGatedMultiple = 256
+
+// rawNomicBERT is a NomicBertModel's config.json: GPT-2's names for the sizes
+// (GPT2Config's defaults where absent) and Nomic's own fields.
+type rawNomicBERT struct {
+	VocabSize      *int            `json:"vocab_size"`
+	NEmbd          *int            `json:"n_embd"`
+	NLayer         *int            `json:"n_layer"`
+	NHead          *int            `json:"n_head"`
+	NInner         *int            `json:"n_inner"`
+	NPositions     *int            `json:"n_positions"`
+	LayerNormEps   *float64        `json:"layer_norm_epsilon"`
+	Activation     *string         `json:"activation_function"`
+	TypeVocabSize  *int            `json:"type_vocab_size"`
+	PadMultiple    *int            `json:"pad_vocab_size_multiple"`
+	QKVBias        *bool           `json:"qkv_proj_bias"`
+	FC1Bias        *bool           `json:"mlp_fc1_bias"`
+	FC2Bias        *bool           `json:"mlp_fc2_bias"`
+	RotaryFraction *float64        `json:"rotary_emb_fraction"`
+	RotaryBase     *float64        `json:"rotary_emb_base"`
+	RotaryScale    json.RawMessage `json:"rotary_emb_scale_base"`
+	Interleaved    bool            `json:"rotary_emb_interleaved"`
+	ScalingFactor  json.RawMessage `json:"rotary_scaling_factor"`
+	MaxTrained     *int            `json:"max_trained_positions"`
+	RotaryHeadDim  bool            `json:"rotary_head_dim"`
+	Prenorm        bool            `json:"prenorm"`
+	ParallelBlock  bool            `json:"parallel_block"`
+	RMSNorm        bool            `json:"use_rms_norm"`
+	Causal         bool            `json:"causal"`
+	NumHeadsKV     *int            `json:"num_heads_kv"`
+	MoEEvery       int             `json:"moe_every_n_layers"`
+	NumExperts     int             `json:"num_experts"`
+}
+
+// parseNomicBERT reads a NomicBertModel's config.json (data) into c: the sizes,
+// including the word table's rows (vocab_size rounded up to pad_vocab_size_multiple)
+// and the MLP's width (the gated MLP rounds n_inner, or 8/3 of n_embd, up to a
+// multiple of 256), and NomicBERTConfig. Settings of the remote code that would
+// change the arithmetic and are not implemented are errors naming the field.
+func parseNomicBERT(data []byte, c *Config) error {
+	var r rawNomicBERT
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	or := func(p *int, d int) int {
+		if p == nil {
+			return d
+		}
+		return *p
+	}
+	// GPT2Config's defaults.
+	c.VocabSize, c.Hidden, c.Layers, c.Heads = or(r.VocabSize, 50257), or(r.NEmbd, 768), or(r.NLayer, 12), or(r.NHead, 12)
+	c.MaxPositions, c.TypeVocabSize, c.LayerNormEps = or(r.NPositions, 1024), or(r.TypeVocabSize, 2), 1e-5
+	if r.LayerNormEps != nil {
+		c.LayerNormEps = *r.LayerNormEps
+	}
+	if m := or(r.PadMultiple, 1); m > 1 {
+		c.VocabSize = (c.VocabSize + m - 1) / m * m
+	}
+	nc := NomicBERTConfig{Activation: "gelu_new", QKVBias: true, FC1Bias: true, FC2Bias: true, RotaryBase: 10_000}
+	if r.Activation != nil {
+		nc.Activation = *r.Activation
+	}
+	for _, f := range []struct{ from, to *bool }{{r.QKVBias, &nc.QKVBias}, {r.FC1Bias, &nc.FC1Bias}, {r.FC2Bias, &nc.FC2Bias}} {
+		if f.from != nil {
+			*f.to = *f.from
+		}
+	}
+	if r.RotaryBase != nil {
+		nc.RotaryBase = *r.RotaryBase
+	}
+	switch nc.Activation {
+	case "swiglu", "geglu", "glu":
+		inner := c.Hidden * 8 / 3
+		if r.NInner != nil {
+			inner = *r.NInner
+		}
+		c.Intermediate = (inner + nomicGatedMultiple - 1) / nomicGatedMultiple * nomicGatedMultiple
+	case "gelu":
+		c.Intermediate = or(r.NInner, 4*c.Hidden)
+	default:
+		return fmt.Errorf("config: activation_function %q not supported (want swiglu, geglu, glu or gelu; the remote code runs the gelu_* names as exact GELU whatever they say)", nc.Activation)
+	}
+	fr := 0.0 // NomicBertConfig's default
+	if r.RotaryFraction != nil {
+		fr = *r.RotaryFraction
+	}
+	if fr != 1 {
+		return fmt.Errorf("config: rotary_emb_fraction %g: only NomicBERT with every head dimension rotated (1, as the released models) is supported", fr)
+	}
+	if !(nc.RotaryBase > 0) {
+		return fmt.Errorf("config: rotary_emb_base %g must be positive", nc.RotaryBase)
+	}
+	if len(r.ScalingFactor) > 0 && string(r.ScalingFactor) != "null" {
+		// NomicBertDynamicNTKRotaryEmbedding changes the base only for batches longer
+		// than max_trained_positions (and then by the padded length): below, it is the
+		// plain rotation, so sequences are kept to that length.
+		c.MaxPositions = min(c.MaxPositions, or(r.MaxTrained, 2048))
+	}
+	for _, f := range []struct {
+		set  bool
+		what string
+	}{
+		{len(r.RotaryScale) > 0 && string(r.RotaryScale) != "null", "rotary_emb_scale_base (xPos)"},
+		{r.Interleaved, "rotary_emb_interleaved (GPT-J pairs)"},
+		{r.RotaryHeadDim, "rotary_head_dim"},
+		{r.Prenorm, "prenorm"},
+		{r.ParallelBlock, "parallel_block"},
+		{r.RMSNorm, "use_rms_norm"},
+		{r.Causal, "causal"},
+		{r.NumHeadsKV != nil && *r.NumHeadsKV != c.Heads, "num_heads_kv"},
+		{r.MoEEvery > 0 || r.NumExperts > 0, "moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
+	} {
+		if f.set {
+			return fmt.Errorf("config: %s: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 is supported", f.what)
+		}
+	}
+	c.NomicBERT = nc
+	if c.Heads > 0 && (c.Hidden/c.Heads)%2 != 0 {
+		return fmt.Errorf("config: head size %d is odd: rotary positions rotate pairs", c.Hidden/c.Heads)
+	}
+	return nil
+}
+
+// gated reports whether the MLP is gated (fc11, fc12) rather than plain (fc1).
+func (c NomicBERTConfig) gated() bool { return c.Activation != "gelu" }
+
+// nomicLayer is one NomicBERT layer's weights, [out, in] as Hugging Face stores them;
+// biases are nil where the config has none, and fc12 is nil in a plain MLP (fc11 is
+// then fc1).
+type nomicLayer struct {
+	qkv, qkvB, o, oB *model.Variable
+	norm1W, norm1B   *model.Variable
+	fc11, fc11B      *model.Variable
+	fc12, fc12B      *model.Variable
+	fc2, fc2B        *model.Variable
+	norm2W, norm2B   *model.Variable
+}
+
+// takeNomicBERT creates a NomicBertModel's variables: word and token type embeddings,
+// their LayerNorm (emb_ln) and the layers.
+func (b *builder) takeNomicBERT(cfg Config) {
+	n, nc := b.n, cfg.NomicBERT
+	H, I := cfg.Hidden, cfg.Intermediate
+	opt := func(has bool, name string, dims ...int) *model.Variable {
+		if !has {
+			return nil
+		}
+		return b.take(name, dims...)
+	}
+	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
+	if cfg.TypeVocabSize > 0 {
+		n.typ = b.take("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, H)
+	}
+	n.embLNw, n.embLNb = b.take("emb_ln.weight", H), b.take("emb_ln.bias", H)
+	for i := range cfg.Layers {
+		p := fmt.Sprintf("encoder.layers.%d.", i)
+		l := nomicLayer{
+			qkv: b.take(p+"attn.Wqkv.weight", 3*H, H), qkvB: opt(nc.QKVBias, p+"attn.Wqkv.bias", 3*H),
+			o: b.take(p+"attn.out_proj.weight", H, H), oB: opt(nc.QKVBias, p+"attn.out_proj.bias", H),
+			norm1W: b.take(p+"norm1.weight", H), norm1B: b.take(p+"norm1.bias", H),
+			fc2: b.take(p+"mlp.fc2.weight", H, I), fc2B: opt(nc.FC2Bias, p+"mlp.fc2.bias", H),
+			norm2W: b.take(p+"norm2.weight", H), norm2B: b.take(p+"norm2.bias", H),
+		}
+		if nc.gated() {
+			l.fc11, l.fc11B = b.take(p+"mlp.fc11.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc11.bias", I)
+			l.fc12, l.fc12B = b.take(p+"mlp.fc12.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc12.bias", I)
+		} else {
+			l.fc11, l.fc11B = b.take(p+"mlp.fc1.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc1.bias", I)
+		}
+		n.nomic = append(n.nomic, l)
+	}
+}
+
+// nomicHidden is NomicBertModel's forward pass (the remote code's non-flash
+// attention) on the summed word and token type embeddings x [B, T, H]: emb_ln → N
+// post-norm layers, norm1(x + attn(x)) then norm2(· + mlp(·)). Attention projects q,
+// k and v together (Wqkv, split as (three heads hd)), rotates q and k by RoPE at
+// positions [B, T] (rotate_half, base RotaryBase, angles in float32) and masks the
+// padding keys (real [B, T]).
+func (n *Network) nomicHidden(x, positions, real *graph.Node) *graph.Node {
+	g := x.Graph()
+	c, nc := n.cfg, n.cfg.NomicBERT
+	dims := x.Shape().Dimensions
+	bsz, t := dims[0], dims[1]
+	hd := c.Hidden / c.Heads
+	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, c.Heads, t, t)
+	cos, sin := rotary(positions, nc.RotaryBase, hd)
+	rope := pos.NewRoPEWithCosSin(toDType(cos, n.dtype), toDType(sin, n.dtype)) // the remote code: cos.to(qkv.dtype)
+	x = n.layerNorm(x, n.embLNw, n.embLNb)
+	for i := range n.nomic {
+		l := &n.nomic[i]
+		qkv := graph.Reshape(linear(x, n.weight(g, l.qkv), n.opt(g, l.qkvB)), bsz, t, 3, c.Heads, hd)
+		part := func(j int) *graph.Node { // [B, T, Heads, hd]
+			return graph.Reshape(graph.Slice(qkv, graph.AxisRange(), graph.AxisRange(), graph.AxisElem(j)), bsz, t, c.Heads, hd)
+		}
+		heads := func(y *graph.Node) *graph.Node { return graph.TransposeAllAxes(y, 0, 2, 1, 3) }
+		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), allowed, nil)
+		x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.opt(g, l.oB))), l.norm1W, l.norm1B)
+		y := linear(x, n.weight(g, l.fc11), n.opt(g, l.fc11B))
+		switch nc.Activation {
+		case "gelu":
+			y = gelu(y)
+		case "swiglu", "geglu", "glu":
+			y = graph.Mul(y, nomicGate(nc.Activation, linear(x, n.weight(g, l.fc12), n.opt(g, l.fc12B))))
+		}
+		x = n.layerNorm(graph.Add(x, linear(y, n.weight(g, l.fc2), n.opt(g, l.fc2B))), l.norm2W, l.norm2B)
+	}
+	return x
+}
+
+// nomicGate is the gated MLP's activation of its gate fc12(x): SiLU (swiglu), exact
+// GELU (geglu) or the sigmoid (glu), computed in float32 and cast back to the gate's
+// dtype (torch's bf16 activations).
+func nomicGate(activation string, gate *graph.Node) *graph.Node {
+	if activation == "geglu" {
+		return gelu(gate)
+	}
+	f := toDType(gate, dtypes.Float32)
+	s := graph.Sigmoid(f)
+	if activation == "swiglu" {
+		s = graph.Mul(f, s)
+	}
+	return toDType(s, gate.DType())
+}
