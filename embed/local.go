@@ -41,7 +41,11 @@ type LocalConfig struct {
 	Normalize     *bool   `json:"normalize,omitempty"`
 	QueryPrompt   *string `json:"query_prompt,omitempty"`
 	PassagePrompt *string `json:"passage_prompt,omitempty"`
-	MaxLength     int     `json:"max_length,omitempty"`
+	// QueryTask and PassageTask name the task adapters of a model that has them
+	// (jina-embeddings-v3; nil: retrieval.query and retrieval.passage, encoder.Options).
+	QueryTask   *string `json:"query_task,omitempty"`
+	PassageTask *string `json:"passage_task,omitempty"`
+	MaxLength   int     `json:"max_length,omitempty"`
 	// DType is the dtype the model's weights are held in: "" or "float32", or
 	// "bfloat16" (encoder.Options.DType; the layers compute in bf16 on XLA and in
 	// float32 on the pure-Go backend, lm.ComputeFor; vectors agree to bf16's precision).
@@ -83,7 +87,8 @@ func NewLocal(cfg LocalConfig, eng *engine.Engine) (*Local, error) {
 		compute = lm.ComputeFor(backend)
 	}
 	m, err := encoder.Load(abs, encoder.Options{Pooling: cfg.Pooling, Normalize: cfg.Normalize,
-		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, MaxLength: cfg.MaxLength, DType: dt, ComputeDType: compute})
+		QueryPrompt: cfg.QueryPrompt, PassagePrompt: cfg.PassagePrompt, QueryTask: cfg.QueryTask, PassageTask: cfg.PassageTask,
+		MaxLength: cfg.MaxLength, DType: dt, ComputeDType: compute})
 	if err != nil {
 		return nil, fmt.Errorf("embed: local model: %w", err)
 	}

@@ -408,7 +408,7 @@ fresh build (docs/lifecycle.md).`,
 	registerMergeFlags(cmd, &kcfg)
 	addForce(cmd, &force)
 	lf.register(cmd) // the embedding API of an index embedded through one
-	for _, name := range []string{"pooling", "normalize", "query-prompt", "passage-prompt", "embed-dtype"} {
+	for _, name := range []string{"pooling", "normalize", "query-prompt", "passage-prompt", "query-task", "passage-task", "embed-dtype"} {
 		_ = cmd.Flags().MarkHidden(name) // a local model is reopened with the settings the index records
 	}
 	return cmd

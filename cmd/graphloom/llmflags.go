@@ -40,6 +40,7 @@ type llmFlags struct {
 	// A local embedding model folder's settings (--pooling, …) and, on commands that
 	// open an index, the embedder to open it with (--embedder).
 	pooling, normalize, queryPrompt, passagePrompt string
+	queryTask, passageTask                         string
 	embedDType                                     string
 	open                                           string
 	local                                          map[string]*embed.Local
@@ -83,6 +84,8 @@ func (f *llmFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.normalize, "normalize", "auto", "local embedding model: unit-length vectors: auto (unit length unless the folder compares by dot product without a Normalize module), true or false")
 	fl.StringVar(&f.queryPrompt, "query-prompt", "", "local embedding model: prompt prefixed to questions (default: config_sentence_transformers.json's \"query\" prompt)")
 	fl.StringVar(&f.passagePrompt, "passage-prompt", "", "local embedding model: prompt prefixed to passages (default: config_sentence_transformers.json's \"document\" prompt)")
+	fl.StringVar(&f.queryTask, "query-task", "", "local embedding model with task adapters (jina-embeddings-v3): those questions are embedded with (default retrieval.query; \"\" for none)")
+	fl.StringVar(&f.passageTask, "passage-task", "", "local embedding model with task adapters: those passages are embedded with (default retrieval.passage; \"\" for none)")
 	fl.StringVar(&f.embedDType, "embed-dtype", "float32", "local embedding model: dtype its weights and layers run in: float32, or bfloat16 (half the memory; on the pure-Go CPU backend much slower)")
 	limitChoices(cmd, "embed-dtype", lm.DTypeNames...)
 	limitFlag(cmd, "llm-concurrency", atLeast1(1024))
@@ -230,6 +233,12 @@ func (f *llmFlags) localEmbedder(dir string) (embed.Embedder, error) {
 	}
 	if f.cmd != nil && f.cmd.Flags().Changed("passage-prompt") {
 		cfg.PassagePrompt = &f.passagePrompt
+	}
+	if f.cmd != nil && f.cmd.Flags().Changed("query-task") {
+		cfg.QueryTask = &f.queryTask
+	}
+	if f.cmd != nil && f.cmd.Flags().Changed("passage-task") {
+		cfg.PassageTask = &f.passageTask
 	}
 	eng, err := f.engine()
 	if err != nil {

@@ -85,6 +85,8 @@ tokens and the first values. --query embeds TEXT as a question (the query prompt
 	f.StringVar(&lf.normalize, "normalize", "auto", "unit-length vectors: auto (the folder's Normalize module; a plain folder is normalised), true or false")
 	f.StringVar(&lf.queryPrompt, "query-prompt", "", "prompt prefixed to questions (default: the folder's)")
 	f.StringVar(&lf.passagePrompt, "passage-prompt", "", "prompt prefixed to passages (default: the folder's)")
+	f.StringVar(&lf.queryTask, "query-task", "", "task adapters of questions, for a model that has them (default retrieval.query; \"\" for none)")
+	f.StringVar(&lf.passageTask, "passage-task", "", "task adapters of passages (default retrieval.passage; \"\" for none)")
 	limitFlag(cmd, "first", atLeast0(1<<20))
 	return cmd
 }

@@ -179,3 +179,40 @@ func TestLMEmbed(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.NotContains(t, r.stdout, "norm 1.000000")
 }
+
+// TestLMEmbedTaskAdapters embeds with a jina-embeddings-v3 folder's task adapters:
+// questions with retrieval.query and its instruction by default, another task's
+// adapters with --query-task (another vector), and a task the model lacks is refused
+// by name; lm info lists the adapters.
+func TestLMEmbedTaskAdapters(t *testing.T) {
+	jina := filepath.Join(t.TempDir(), "jina")
+	_, err := encodertest.Write(jina, encodertest.Spec{ModelType: "jina", Prefix: "roberta.", SentenceTransformers: true, Normalize: true})
+	require.NoError(t, err)
+	vector := func(args ...string) (prompt string, vec []float64) {
+		t.Helper()
+		r := run(t, nil, append([]string{"lm", "embed", "--lm", jina, "--query", "--json"}, append(args, "the harbour")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var v struct {
+			Prompt string    `json:"prompt"`
+			Vector []float64 `json:"vector"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+		return v.Prompt, v.Vector
+	}
+	prompt, byDefault := vector()
+	assert.Equal(t, encodertest.JinaInstructions["retrieval.query"], prompt)
+	_, same := vector("--query-task", "retrieval.query")
+	assert.Equal(t, byDefault, same)
+	prompt, other := vector("--query-task", "text-matching")
+	assert.Equal(t, "", prompt, "text-matching has no instruction")
+	_, otherSamePrompt := vector("--query-task", "text-matching", "--query-prompt", encodertest.JinaInstructions["retrieval.query"])
+	assert.NotEqual(t, byDefault, other)
+	assert.NotEqual(t, byDefault, otherSamePrompt, "the adapters alone change the vector")
+
+	r := run(t, nil, "lm", "embed", "--lm", jina, "--query", "--query-task", "retrieval", "x")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, `task "retrieval": the model's adapters are ["retrieval.query" "retrieval.passage" "separation" "classification" "text-matching"]`)
+	r = run(t, nil, "lm", "info", "--lm", jina)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "adapters     retrieval.query, retrieval.passage, separation, classification, text-matching; query retrieval.query, passage retrieval.passage")
+}

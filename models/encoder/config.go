@@ -38,6 +38,9 @@ type Config struct {
 	ModernBERT ModernBERTConfig `json:"modernbert,omitzero"`
 	// NomicBERT holds what only a NomicBertModel has (zero for the others).
 	NomicBERT NomicBERTConfig `json:"nomic_bert,omitzero"`
+	// Jina holds what only jina-embeddings-v3's XLM-RoBERTa (xlm-roberta with rotary
+	// positions) has (zero for the others).
+	Jina JinaConfig `json:"jina,omitzero"`
 }
 
 // mpnetBuckets is the number of relative position buckets MPNet's attention bias
@@ -112,6 +115,11 @@ func ParseConfig(data []byte) (Config, error) {
 	case "bert":
 	case "roberta", "xlm-roberta":
 		c.PadTokenID = 1 // transformers' RobertaConfig default
+		if r.ModelType == "xlm-roberta" && r.PositionType == "rotary" {
+			if err := parseJina(data, &c); err != nil {
+				return Config{}, err
+			}
+		}
 	case "mpnet":
 		// MPNetEmbeddings has no token type table and pads positions with index 1.
 		c.PadTokenID, c.TypeVocabSize, c.RelativeBuckets = mpnetPadding, 0, mpnetBuckets
@@ -145,9 +153,10 @@ func ParseConfig(data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("config: model_type %q (architectures %v) is not a supported embedding model (want an encoder: %s; or a decoder embedder: %s)",
 			r.ModelType, r.Architectures, strings.Join(supportedModelTypes, ", "), strings.Join(decoderTypes, ", "))
 	}
-	// NomicBERT's folders all name Nomic's remote code (auto_map); graphloom runs its
-	// own implementation of it (nomicbert.go), never that code.
-	if r.AutoMap != nil && r.ModelType != "nomic_bert" {
+	// NomicBERT's and jina-embeddings-v3's folders name their makers' remote code
+	// (auto_map); graphloom runs its own implementation of it (flashbert.go), never
+	// that code.
+	if r.AutoMap != nil && !c.flashLayout() {
 		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)
 	}
 	if r.PadTokenID != nil {
@@ -158,14 +167,16 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	switch r.ModelType {
 	case "roberta", "xlm-roberta", "mpnet":
-		c.PositionOffset = c.PadTokenID + 1
+		if !c.isJina() { // rotary: no position table, no offset
+			c.PositionOffset = c.PadTokenID + 1
+		}
 	}
 	if r.HiddenAct != "" && r.HiddenAct != "gelu" {
 		return Config{}, fmt.Errorf("config: hidden_act %q not supported (want gelu)", r.HiddenAct)
 	}
 	// ModernBertConfig never reads position_embedding_type (mmBERT's configs say
 	// "sans_pos"): its positions are rotary whatever the field says.
-	if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" {
+	if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" && !c.isJina() {
 		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
 	}
 	if r.RopeTheta != nil && r.ModelType != "modernbert" {

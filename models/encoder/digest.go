@@ -64,6 +64,9 @@ func folderDigest(dir string, p Pipeline) (string, error) {
 		return "", err
 	}
 	add("pipeline", pj)
+	if p.QueryTask != "" || p.PassageTask != "" { // hashed only where there are adapters: other folders keep their identities
+		add("tasks", []byte(p.QueryTask+"\x00"+p.PassageTask))
+	}
 	// Dense modules, where the folder has some (a folder without any hashes as it did
 	// before they were read): each one's config and weights.
 	for i, d := range p.Dense {

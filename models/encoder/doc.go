@@ -32,7 +32,13 @@
 // never run: graphloom's own implementation of it (NomicBERTConfig, nomicHidden) is
 // word + token type embeddings → LayerNorm → post-norm layers with q, k and v from one
 // projection, rotary positions (rotate_half) and a SwiGLU MLP, without biases unless
-// the config says so. Anything else (other model types, BERT's
+// the config says so. jina-embeddings-v3 (model_type "xlm-roberta" with
+// position_embedding_type "rotary", Jina's XLMRobertaLoRA, also remote code never run)
+// is the same post-norm layout under its own names (mixer.Wqkv, a GELU MLP with
+// biases) with one LoRA adapter per task on every linear layer and embedding table
+// (JinaConfig): queries and passages are embedded with the adapters Pipeline.QueryTask
+// and PassageTask name (retrieval.query and retrieval.passage by default) and those
+// tasks' instructions as prompts. Anything else (other model types, BERT's
 // relative_key positions, other rotary encoders, scaled RoPE, other activations) is a
 // load error naming architectures / model_type / the field.
 //

@@ -36,6 +36,7 @@ type Model struct {
 	scope  string
 	maxLen int
 	batch  int
+	tasks  [2]int // task adapters of passages and queries (-1: none)
 
 	mu    sync.Mutex
 	stats Stats
@@ -94,6 +95,11 @@ func Load(dir string, opts Options) (*Model, error) {
 	}
 	m := &Model{net: net, hidden: cfg.Hidden, tok: tok, pipe: pipe, dir: dir, digest: digest, store: store,
 		scope: net.scope, maxLen: maxLen, batch: opts.BatchSize}
+	for i, task := range []string{pipe.PassageTask, pipe.QueryTask} {
+		if m.tasks[i], err = cfg.TaskIndex(task); err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, modelDir)
+		}
+	}
 	if m.batch <= 0 {
 		m.batch = DefaultBatchSize
 	}
@@ -237,7 +243,7 @@ func (m *Model) Embed(eng *engine.Engine, texts []string, query bool) ([][]float
 		for j, it := range run {
 			seqs[j], skips[j] = it.ids, it.skip
 		}
-		vecs, err := m.forward(eng, seqs, skips)
+		vecs, err := m.forward(eng, seqs, skips, query)
 		if err != nil {
 			return nil, err
 		}
@@ -252,8 +258,8 @@ func (m *Model) Embed(eng *engine.Engine, texts []string, query bool) ([][]float
 	return out, nil
 }
 
-// forward pools one batch of token sequences (longest first).
-func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]float32, error) {
+// forward pools one batch of token sequences (longest first) of queries or passages.
+func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int, query bool) ([][]float32, error) {
 	if eng == nil {
 		return nil, errors.New("encoder: no engine")
 	}
@@ -289,9 +295,18 @@ func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]fl
 			ids[row+j], pos[row+j] = int32(c.PadTokenID), padPos
 		}
 	}
-	x, err := eng.Exec(engine.Key{Name: m.scope + "/embed", Bucket: fmt.Sprintf("%dx%d", b, t)}, m.store,
+	task, name := -1, m.scope+"/embed"
+	if m.net != nil {
+		if task = m.tasks[0]; query {
+			task = m.tasks[1]
+		}
+	}
+	if task >= 0 { // each task's adapters are constants of their own executables
+		name = fmt.Sprintf("%s/task%d", name, task)
+	}
+	x, err := eng.Exec(engine.Key{Name: name, Bucket: fmt.Sprintf("%dx%d", b, t)}, m.store,
 		func(_ *model.Scope, in []*graph.Node) []*graph.Node {
-			return []*graph.Node{m.pooled(in[0], in[1], in[2], in[3])}
+			return []*graph.Node{m.pooled(in[0], in[1], in[2], in[3], task)}
 		})
 	if err != nil {
 		return nil, err
@@ -326,13 +341,14 @@ func (m *Model) forward(eng *engine.Engine, seqs [][]int32, skips []int) ([][]fl
 
 // pooled is the graph of one batch: hidden states, each pooling mode over the tokens
 // poolMask selects (concatenated in sentence-transformers' order), the Dense modules,
-// then the Normalize module's x / max(‖x‖, 1e-12).
-func (m *Model) pooled(ids, positions, mask, poolMask *graph.Node) *graph.Node {
+// then the Normalize module's x / max(‖x‖, 1e-12); task is the index of the task
+// adapters (-1: none).
+func (m *Model) pooled(ids, positions, mask, poolMask *graph.Node, task int) *graph.Node {
 	var h *graph.Node // [B, T, H]
 	if m.dec != nil {
 		h = m.dec.Hidden(m.dec.EmbedTokens(ids), mask)
 	} else {
-		h = m.net.Hidden(ids, positions, mask)
+		h = m.net.Hidden(ids, positions, mask, task)
 	}
 	g := h.Graph()
 	dims := h.Shape().Dimensions

@@ -37,6 +37,9 @@ func newEngine(t *testing.T) *engine.Engine {
 	return eng
 }
 
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
+
 // refBucket is transformers' MPNetEncoder.relative_position_bucket as written there
 // (num_buckets 32, max_distance 128), in float64, for a key at rel = key − query.
 func refBucket(rel int) int {
@@ -57,15 +60,22 @@ func refBucket(rel int) int {
 }
 
 // reference is the float64 forward pass of Hugging Face's BertModel / RobertaModel /
-// MPNetModel / ModernBertModel on one unpadded sequence, followed by
-// sentence-transformers' pooling over the tokens from skip on and its Normalize module.
+// MPNetModel / ModernBertModel (or Nomic's and Jina's, referenceFlash) on one
+// unpadded sequence, followed by sentence-transformers' pooling over the tokens from
+// skip on and its Normalize module.
 func reference(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool) []float64 {
+	return referenceTask(m, eps, ids, skip, modes, normalize, -1)
+}
+
+// referenceTask is reference with the task adapters of index task (-1: none) of a
+// jina-embeddings-v3 model.
+func referenceTask(m *encodertest.Model, eps float64, ids []int32, skip int, modes []string, normalize bool, task int) []float64 {
 	var x [][]float64
 	switch m.Spec.ModelType {
 	case "modernbert":
 		x = referenceModernBERT(m, ids)
-	case "nomic_bert":
-		x = referenceNomicBERT(m, ids)
+	case "nomic_bert", "jina":
+		x = referenceFlash(m, ids, task)
 	default:
 		x = referenceBERT(m, eps, ids)
 	}
@@ -296,23 +306,65 @@ func refRope(x []float64, p int, base float64, nh int) []float64 {
 	return out
 }
 
-// referenceNomicBERT is the last hidden states of Nomic's NomicBertModel
-// (modeling_hf_nomic_bert.py, its non-flash attention), written from that source:
-// word + token type 0 embeddings → emb_ln → post-norm layers norm1(x + attn(x)),
-// norm2(x + fc2(fc11(x) · act(fc12(x)))) (or fc2(GELU(fc1(x))) for "gelu"), q and k
-// rotated by RoPE (rotate_half) at base encodertest.NomicRotaryBase.
-func referenceNomicBERT(m *encodertest.Model, ids []int32) [][]float64 {
+// referenceFlash is the last hidden states of Nomic's NomicBertModel
+// (modeling_hf_nomic_bert.py) or of jina-embeddings-v3's XLMRobertaModel (Jina's
+// xlm-roberta-flash-implementation), their non-flash attention, written from that
+// source: word + token type 0 embeddings → emb_ln → post-norm layers
+// norm1(x + attn(x)), norm2(x + mlp(x)), q and k rotated by RoPE (rotate_half). Nomic's
+// MLP is fc2(fc11(x) · act(fc12(x))) (fc2(GELU(fc1(x))) for "gelu"), Jina's
+// fc2(GELU(fc1(x))); Jina's weights are adapted for task t ≥ 0 as its
+// LoRAParametrization merges them before use, W + B[t]·A[t] · alpha/rank (an
+// embedding table: W + A[t]·B[t] · alpha/rank), here in float64.
+func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 	s := m.Spec
 	H, nh := s.Hidden, s.Heads
+	jina := s.ModelType == "jina"
+	mixer, eps, base := "attn", 1e-12, encodertest.NomicRotaryBase
+	if jina {
+		mixer, eps, base = "mixer", 1e-5, encodertest.JinaRotaryBase
+	}
 	w := func(name string) []float64 { return refWeight(m, name) }
+	// weight is the named weight [rows, cols], merged with its task adapters.
+	weight := func(name string, embedding bool) []float64 {
+		if !jina {
+			return w(name + ".weight")
+		}
+		p := name + ".parametrizations.weight."
+		out := w(p + "original")
+		if task < 0 {
+			return out
+		}
+		a, b := m.Weights[p+"0.lora_A"], m.Weights[p+"0.lora_B"]
+		r := encodertest.JinaRank
+		rows, cols := b.Shape[1], a.Shape[2] // linear: A [T, r, cols], B [T, rows, r]
+		if embedding {
+			rows, cols = a.Shape[1], b.Shape[2] // A [T, rows, r], B [T, r, cols]
+		}
+		at, bt := w(p + "0.lora_A")[task*len(a.Data)/a.Shape[0]:], w(p + "0.lora_B")[task*len(b.Data)/b.Shape[0]:]
+		scaling := encodertest.JinaAlpha / float64(r)
+		for i := range rows {
+			for j := range cols {
+				var d float64
+				for k := range r {
+					if embedding {
+						d += at[i*r+k] * bt[k*cols+j]
+					} else {
+						d += bt[i*r+k] * at[k*cols+j]
+					}
+				}
+				out[i*cols+j] += d * scaling
+			}
+		}
+		return out
+	}
 	ln := func(x []float64, name string) []float64 {
-		return refLayerNorm(x, w(name+".weight"), w(name+".bias"), 1e-12)
+		return refLayerNorm(x, w(name+".weight"), w(name+".bias"), eps)
 	}
 	lin := func(x []float64, name string) []float64 {
-		wt := w(name + ".weight")
+		wt := weight(name, false)
 		return refDense(x, wt, w(name+".bias"), len(wt)/len(x))
 	}
-	word, typ := w("embeddings.word_embeddings.weight"), w("embeddings.token_type_embeddings.weight")
+	word, typ := weight("embeddings.word_embeddings", true), weight("embeddings.token_type_embeddings", true)
 	x := make([][]float64, len(ids))
 	for i, id := range ids {
 		e := make([]float64, H)
@@ -325,20 +377,18 @@ func referenceNomicBERT(m *encodertest.Model, ids []int32) [][]float64 {
 		p := fmt.Sprintf("encoder.layers.%d.", l)
 		q, k, v := make([][]float64, len(x)), make([][]float64, len(x)), make([][]float64, len(x))
 		for i := range x {
-			qkv := lin(x[i], p+"attn.Wqkv")
-			q[i] = refRope(qkv[:H], i, encodertest.NomicRotaryBase, nh)
-			k[i] = refRope(qkv[H:2*H], i, encodertest.NomicRotaryBase, nh)
-			v[i] = qkv[2*H:]
+			qkv := lin(x[i], p+mixer+".Wqkv")
+			q[i], k[i], v[i] = refRope(qkv[:H], i, base, nh), refRope(qkv[H:2*H], i, base, nh), qkv[2*H:]
 		}
 		ctxs := refAttention(q, k, v, nh, nil, nil)
 		for i := range x {
-			o := lin(ctxs[i], p+"attn.out_proj")
+			o := lin(ctxs[i], p+mixer+".out_proj")
 			for e := range H {
 				o[e] += x[i][e]
 			}
 			x[i] = ln(o, p+"norm1")
 			var y []float64
-			if s.Activation == "gelu" {
+			if jina || s.Activation == "gelu" {
 				y = lin(x[i], p+"mlp.fc1")
 				for e := range y {
 					y[e] = refGELU(y[e])
@@ -501,10 +551,11 @@ func TestEncoderMatchesReference(t *testing.T) {
 		opts   encoder.Options
 		modes  []string
 		norm   bool
-		query  string // prompt the query texts get
-		pass   string // and the passages
-		noPool bool   // include_prompt false: the prompt's tokens are not pooled
-		dim    int    // the vectors' dimension when not Hidden × the modes (Dense modules)
+		query  string  // prompt the query texts get
+		pass   string  // and the passages
+		noPool bool    // include_prompt false: the prompt's tokens are not pooled
+		dim    int     // the vectors' dimension when not Hidden × the modes (Dense modules)
+		tasks  *[2]int // the task adapters of queries and passages (jina); nil: none
 	}{
 		{name: "bert sentence-transformers mean+normalize with prompts",
 			spec: encodertest.Spec{SentenceTransformers: true, Normalize: true,
@@ -593,6 +644,19 @@ func TestEncoderMatchesReference(t *testing.T) {
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "nomic_bert plain mean, plain gelu MLP", spec: encodertest.Spec{ModelType: "nomic_bert", Activation: "gelu", Biases: true},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "jina sentence-transformers mean+normalize: retrieval adapters, task_instructions as prompts (jina-embeddings-v3's layout)",
+			spec:  encodertest.Spec{ModelType: "jina", Prefix: "roberta.", SentenceTransformers: true, Normalize: true, Layers: 3},
+			modes: []string{"mean"}, norm: true, tasks: &[2]int{0, 1},
+			query: encodertest.JinaInstructions["retrieval.query"], pass: encodertest.JinaInstructions["retrieval.passage"]},
+		{name: "jina plain cls, text-matching adapters for both and the folder's sentence-transformers prompts of that name",
+			spec: encodertest.Spec{ModelType: "jina", SentenceTransformers: true, Pooling: []string{"cls"}, Similarity: "dot",
+				Prompts: map[string]string{"text-matching": "match: ", "retrieval.query": "ignored: "}},
+			opts:  encoder.Options{QueryTask: str("text-matching"), PassageTask: str("text-matching")},
+			modes: []string{"cls"}, tasks: &[2]int{4, 4}, query: "match: ", pass: "match: "},
+		{name: "jina plain mean without adapters: the base weights, no prompts",
+			spec:  encodertest.Spec{ModelType: "jina"},
+			opts:  encoder.Options{Pooling: "mean", Normalize: &f, QueryTask: str(""), PassageTask: str("")},
+			modes: []string{"mean"}},
 		{name: "modernbert plain cls with biases, model. prefix, transformers 5 rope_parameters",
 			spec: encodertest.Spec{ModelType: "modernbert", Prefix: "model.", Layers: 4, GlobalEvery: 3, Window: 8,
 				Biases: true, RopeParameters: true},
@@ -635,7 +699,13 @@ func TestEncoderMatchesReference(t *testing.T) {
 						skip = len(pids) - 1
 						require.Greater(t, skip, 1)
 					}
-					want := reference(tm, eps, ids, skip, c.modes, c.norm)
+					task := -1
+					if c.tasks != nil {
+						if task = c.tasks[1]; query {
+							task = c.tasks[0]
+						}
+					}
+					want := referenceTask(tm, eps, ids, skip, c.modes, c.norm, task)
 					assertClose(t, want, got[j], text)
 				}
 			}
@@ -797,6 +867,20 @@ func TestLoadErrors(t *testing.T) {
 		{"nomic_bert config with biases its checkpoint lacks", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("qkv_proj_bias", true))
 		}, encoder.Options{Pooling: "mean"}, "tensor encoder.layers.0.attn.Wqkv.bias missing"},
+		{"jina task the model lacks", func(t *testing.T) string { return write(t, encodertest.Spec{ModelType: "jina"}, nil) },
+			encoder.Options{Pooling: "mean", QueryTask: ptr("retrieval.querry")},
+			`task "retrieval.querry": the model's adapters are ["retrieval.query" "retrieval.passage" "separation" "classification" "text-matching"]`},
+		{"a task for a model without adapters", func(t *testing.T) string { return write(t, encodertest.Spec{ModelType: "xlm-roberta"}, nil) },
+			encoder.Options{Pooling: "mean", PassageTask: ptr("retrieval.passage")}, `task "retrieval.passage": the model has no task adapters`},
+		{"jina config whose adapters its checkpoint lacks", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "jina"}, setConfig("lora_rank", 8))
+		}, encoder.Options{Pooling: "mean"}, "tensor embeddings.word_embeddings.parametrizations.weight.0.lora_A has shape [5 121 4], config.json implies [5 121 8]"},
+		{"jina with a tanh GELU", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "jina"}, setConfig("hidden_act", "gelu_new"))
+		}, encoder.Options{Pooling: "mean"}, `hidden_act "gelu_new" not supported`},
+		{"rotary positions in a plain roberta", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "roberta"}, setConfig("position_embedding_type", "rotary"))
+		}, encoder.Options{Pooling: "mean"}, `position_embedding_type "rotary" not supported`},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -833,13 +917,22 @@ func TestDigest(t *testing.T) {
 	q := "query: "
 	assert.NotEqual(t, base, load(a, encoder.Options{Pooling: "mean", QueryPrompt: &q}), "other prompt")
 
+	// Task adapters count; a folder without any keeps its identity (tasks unset).
+	j1 := t.TempDir()
+	_, err := encodertest.Write(j1, encodertest.Spec{ModelType: "jina", Seed: 1})
+	require.NoError(t, err)
+	jina := load(j1, encoder.Options{Pooling: "mean"})
+	assert.NotEqual(t, jina, load(j1, encoder.Options{Pooling: "mean", QueryTask: ptr("text-matching")}), "other query adapters")
+	assert.NotEqual(t, jina, load(j1, encoder.Options{Pooling: "mean", QueryTask: ptr(""), QueryPrompt: ptr(encodertest.JinaInstructions["retrieval.query"])}),
+		"no query adapters, the same prompt")
+
 	// Weights in pytorch_model.bin count as safetensors ones do.
 	b1, b2, b3 := t.TempDir(), t.TempDir(), t.TempDir()
 	for _, w := range []struct {
 		dir  string
 		seed uint64
 	}{{b1, 1}, {b2, 2}, {b3, 1}} {
-		_, err := encodertest.Write(w.dir, encodertest.Spec{Seed: w.seed, PyTorchBin: true})
+		_, err = encodertest.Write(w.dir, encodertest.Spec{Seed: w.seed, PyTorchBin: true})
 		require.NoError(t, err)
 	}
 	bin := load(b1, encoder.Options{Pooling: "mean"})
@@ -870,11 +963,13 @@ func TestEncoderBFloat16(t *testing.T) {
 	eng := newEngine(t)
 	f := false
 	cases := []struct {
-		name  string
-		spec  encodertest.Spec
-		opts  encoder.Options
-		modes []string
-		norm  bool
+		name   string
+		spec   encodertest.Spec
+		opts   encoder.Options
+		modes  []string
+		norm   bool
+		task   int    // the passages' task adapters (jina)
+		prompt string // and their prompt
 	}{
 		{name: "bert sentence-transformers mean+normalize", spec: encodertest.Spec{SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
@@ -886,6 +981,8 @@ func TestEncoderBFloat16(t *testing.T) {
 			modes: []string{"mean"}, norm: true},
 		{name: "nomic_bert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
+		{name: "jina plain mean, passages' adapters", spec: encodertest.Spec{ModelType: "jina"},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}, task: 1, prompt: encodertest.JinaInstructions["retrieval.passage"]},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -907,9 +1004,9 @@ func TestEncoderBFloat16(t *testing.T) {
 			require.NoError(t, err)
 			var maxErr, maxF32, scale float64
 			for j, text := range texts {
-				ids, err := tok.Encode(text, true)
+				ids, err := tok.Encode(c.prompt+text, true)
 				require.NoError(t, err)
-				want := reference(tm, eps, ids, 0, c.modes, c.norm)
+				want := referenceTask(tm, eps, ids, 0, c.modes, c.norm, c.task)
 				var dot, nw, ng float64
 				for k := range want {
 					g := float64(got[j][k])
@@ -1020,6 +1117,40 @@ func TestParseConfigNomicBERT(t *testing.T) {
 	assert.Equal(t, 2048, edit(`"rotary_scaling_factor": null`, `"rotary_scaling_factor": 2`).MaxTokens())
 }
 
+// TestParseConfigJina reads a config.json with jina-embeddings-v3's fields: rotary
+// positions without offset, the five task adapters, the remote code's auto_map not
+// refused; without load_trained_adapters the adapters are not read.
+func TestParseConfigJina(t *testing.T) {
+	data := `{"_name_or_path": "jinaai/jina-embeddings-v3", "architectures": ["XLMRobertaLoRA"],
+	"attention_probs_dropout_prob": 0.1, "auto_map": {"AutoConfig": "jinaai/xlm-roberta-flash-implementation--configuration_xlm_roberta.XLMRobertaFlashConfig",
+	"AutoModel": "jinaai/xlm-roberta-flash-implementation--modeling_lora.XLMRobertaLoRA"}, "bos_token_id": 0, "classifier_dropout": null,
+	"emb_pooler": null, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 1024,
+	"initializer_range": 0.02, "intermediate_size": 4096, "layer_norm_eps": 1e-05, "load_trained_adapters": true,
+	"lora_adaptations": ["retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"],
+	"lora_alpha": 1, "lora_dropout_p": 0.0, "lora_main_params_trainable": false, "lora_rank": 4,
+	"matryoshka_dimensions": [32, 64, 128, 256, 512, 768, 1024], "max_position_embeddings": 8194, "model_type": "xlm-roberta",
+	"num_attention_heads": 16, "num_hidden_layers": 24, "output_past": true, "pad_token_id": 1, "position_embedding_type": "rotary",
+	"rotary_emb_base": 20000.0, "task_instructions": {"classification": "", "retrieval.passage": "Represent the document for retrieval: ",
+	"retrieval.query": "Represent the query for retrieving evidence documents: ", "separation": "", "text-matching": ""},
+	"torch_dtype": "bfloat16", "transformers_version": "4.41.2", "truncate_dim": null, "type_vocab_size": 1, "use_cache": true,
+	"use_flash_attn": true, "use_reentrant": false, "vocab_size": 250002}`
+	c, err := encoder.ParseConfig([]byte(data))
+	require.NoError(t, err)
+	assert.Equal(t, encoder.JinaConfig{RotaryBase: 20000, Tasks: []string{"retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"},
+		Rank: 4, Alpha: 1}, c.Jina)
+	assert.Equal(t, []int{1024, 24, 16, 4096, 250002, 1, 1}, []int{c.Hidden, c.Layers, c.Heads, c.Intermediate, c.VocabSize, c.TypeVocabSize, c.PadTokenID})
+	assert.Equal(t, 0, c.PositionOffset)
+	assert.Equal(t, 8194, c.MaxTokens(), "rotary positions: no offset")
+	i, err := c.TaskIndex("retrieval.passage")
+	require.NoError(t, err)
+	assert.Equal(t, 1, i)
+
+	c, err = encoder.ParseConfig([]byte(strings.Replace(data, `"load_trained_adapters": true`, `"load_trained_adapters": false`, 1)))
+	require.NoError(t, err)
+	assert.Empty(t, c.Jina.Tasks, "adapters XLMRobertaLoRA would start at ΔW = 0")
+	assert.Equal(t, 20000.0, c.Jina.RotaryBase)
+}
+
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names
 // the sizes its own way (dim, n_layers, n_heads, hidden_dim).
 func TestParseConfigDistilBERT(t *testing.T) {
@@ -1086,6 +1217,16 @@ func TestDescribe(t *testing.T) {
 	require.Equal(t, 121, len(tm.Vocab))
 	assert.Equal(t, 128, info.Vocab, "the word table padded to pad_vocab_size_multiple (64)")
 	assert.Equal(t, "rotary: θ 1000; MLP swiglu", info.Positions)
+
+	jina := t.TempDir()
+	tm, err = encodertest.Write(jina, encodertest.Spec{ModelType: "jina", Prefix: "roberta.", SentenceTransformers: true, Normalize: true})
+	require.NoError(t, err)
+	info, err = encoder.Describe(jina)
+	require.NoError(t, err)
+	assert.Equal(t, count(tm.Weights), info.Parameters, "base weights and adapters")
+	assert.Equal(t, "rotary: θ 20000", info.Positions)
+	assert.Equal(t, encodertest.JinaInstructions["retrieval.query"], info.QueryPrompt)
+	assert.Contains(t, info.String(), "adapters     retrieval.query, retrieval.passage, separation, classification, text-matching; query retrieval.query, passage retrieval.passage")
 
 	// A folder whose modules are wrong is still an encoder's: Describe says what is wrong.
 	bad := t.TempDir()

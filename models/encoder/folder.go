@@ -37,8 +37,12 @@ type Pipeline struct {
 	Normalize     bool
 	QueryPrompt   string // prefixed to queries
 	PassagePrompt string // prefixed to passages
-	MaxLength     int    // tokens per text, special tokens included; longer texts are truncated
-	Lowercase     bool   // sentence_bert_config.json do_lower_case: lowercase texts first
+	// QueryTask and PassageTask name the task adapters queries and passages are
+	// embedded with (jina-embeddings-v3's lora_adaptations: retrieval.query and
+	// retrieval.passage by default, as seed 004 encodes them); "" for none.
+	QueryTask, PassageTask string
+	MaxLength              int  // tokens per text, special tokens included; longer texts are truncated
+	Lowercase              bool // sentence_bert_config.json do_lower_case: lowercase texts first
 	// SentenceTransformers reports whether the folder has modules.json;
 	// NormalizeModule whether it has a Normalize module.
 	SentenceTransformers, NormalizeModule bool
@@ -65,6 +69,12 @@ type Options struct {
 	// QueryPrompt / PassagePrompt: default config_sentence_transformers.json's
 	// prompts "query" and "document" (or "passage", "corpus"); else none.
 	QueryPrompt, PassagePrompt *string
+	// QueryTask / PassageTask: the task adapters of a model that has them
+	// (jina-embeddings-v3); default retrieval.query and retrieval.passage, where the
+	// model has them; "" for none (the model's own weights). The prompts then default
+	// to config_sentence_transformers.json's prompt of the task's name, else
+	// config.json's task_instructions (what the remote code's encode(task=…) prefixes).
+	QueryTask, PassageTask *string
 	// MaxLength: tokens per text; default sentence_bert_config.json's max_seq_length,
 	// else tokenizer_config.json's model_max_length, each capped by the position table.
 	MaxLength int
@@ -136,6 +146,7 @@ func ReadPipeline(dir string, opts Options) (Pipeline, string, error) {
 func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string, error) {
 	p := Pipeline{IncludePrompt: true, Normalize: true}
 	modelDir := dir
+	var stPrompts map[string]string
 	var mods []module
 	found, err := readJSON(dir, "modules.json", &mods)
 	if err != nil {
@@ -222,6 +233,7 @@ func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string,
 		// sentence-transformers' encode_query and encode_document: the "query"
 		// prompt, the first of "document", "passage" and "corpus", else the
 		// default_prompt_name's prompt, which encode() applies when none is named.
+		stPrompts = st.Prompts
 		def, hasDef := st.Prompts[st.DefaultPrompt]
 		p.QueryPrompt, p.PassagePrompt = def, def
 		p.QueryFromDefault, p.PassageFromDefault = hasDef, hasDef
@@ -259,6 +271,9 @@ func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string,
 	if opts.Normalize != nil {
 		p.Normalize = *opts.Normalize
 	}
+	if err := p.chooseTasks(modelDir, stPrompts, opts); err != nil {
+		return Pipeline{}, "", err
+	}
 	if opts.QueryPrompt != nil {
 		p.QueryPrompt, p.QueryFromDefault = *opts.QueryPrompt, false
 	}
@@ -269,6 +284,66 @@ func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string,
 		p.MaxLength = opts.MaxLength
 	}
 	return p, modelDir, nil
+}
+
+// Tasks whose adapters embed queries and passages by default (jina-embeddings-v3's).
+const (
+	DefaultQueryTask   = "retrieval.query"
+	DefaultPassageTask = "retrieval.passage"
+)
+
+// chooseTasks sets the task adapters of a model that has them (config.json's
+// lora_adaptations, load_trained_adapters): Options', else DefaultQueryTask and
+// DefaultPassageTask where the model has them; and, for each task, its prompt: the
+// sentence-transformers prompt of the task's name, else config.json's
+// task_instructions entry. A task the model lacks is an error.
+func (p *Pipeline) chooseTasks(modelDir string, stPrompts map[string]string, opts Options) error {
+	var raw struct {
+		rawJina
+		PositionType string `json:"position_embedding_type"`
+	}
+	if _, err := readJSON(modelDir, "config.json", &raw); err != nil {
+		return err
+	}
+	var tasks []string
+	if raw.PositionType == "rotary" && raw.TrainedAdapter {
+		tasks = raw.Adaptations
+	}
+	pick := func(o *string, def string) (string, error) {
+		if o != nil {
+			if *o != "" && !slices.Contains(tasks, *o) {
+				if len(tasks) == 0 {
+					return "", fmt.Errorf("encoder: %s: task %q: the model has no task adapters", modelDir, *o)
+				}
+				return "", fmt.Errorf("encoder: %s: task %q: the model's adapters are %q", modelDir, *o, tasks)
+			}
+			return *o, nil
+		}
+		if slices.Contains(tasks, def) {
+			return def, nil
+		}
+		return "", nil
+	}
+	var err error
+	if p.QueryTask, err = pick(opts.QueryTask, DefaultQueryTask); err != nil {
+		return err
+	}
+	if p.PassageTask, err = pick(opts.PassageTask, DefaultPassageTask); err != nil {
+		return err
+	}
+	prompt := func(task string, into *string, fromDefault *bool) {
+		if task == "" {
+			return
+		}
+		if s, ok := stPrompts[task]; ok {
+			*into, *fromDefault = s, false
+		} else if s, ok := raw.Instructions[task]; ok {
+			*into, *fromDefault = s, false
+		}
+	}
+	prompt(p.QueryTask, &p.QueryPrompt, &p.QueryFromDefault)
+	prompt(p.PassageTask, &p.PassagePrompt, &p.PassageFromDefault)
+	return nil
 }
 
 // ParsePooling reads one mode or several joined by "+", returned in the order

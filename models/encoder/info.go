@@ -33,6 +33,9 @@ type Info struct {
 	Normalize      bool           `json:"normalize"`
 	QueryPrompt    string         `json:"query_prompt"`
 	PassagePrompt  string         `json:"passage_prompt"`
+	Tasks          []string       `json:"tasks,omitempty"` // task adapters (jina-embeddings-v3)
+	QueryTask      string         `json:"query_task,omitempty"`
+	PassageTask    string         `json:"passage_task,omitempty"`
 	Dim            int            `json:"dim"` // the vectors' (0 without pooling)
 }
 
@@ -69,7 +72,7 @@ func Describe(dir string) (Info, error) {
 	info := Info{Dir: dir, ModelType: cfg.ModelType, Architectures: cfg.Architectures, Layers: cfg.Layers, Hidden: cfg.Hidden,
 		Heads: cfg.Heads, Intermediate: cfg.Intermediate, MaxTokens: cfg.MaxTokens(), Vocab: cfg.VocabSize,
 		Pooling: pipe.Pooling, Normalize: pipe.Normalize, QueryPrompt: pipe.QueryPrompt, PassagePrompt: pipe.PassagePrompt,
-		StoredDTypes: map[string]int{}}
+		Tasks: cfg.Jina.Tasks, QueryTask: pipe.QueryTask, PassageTask: pipe.PassageTask, StoredDTypes: map[string]int{}}
 	info.MaxLength = cfg.MaxTokens()
 	if pipe.MaxLength > 0 && pipe.MaxLength < info.MaxLength {
 		info.MaxLength = pipe.MaxLength
@@ -78,6 +81,8 @@ func Describe(dir string) (Info, error) {
 	case cfg.ModelType == "modernbert":
 		m := cfg.ModernBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g in the global layers (every %d), %g in the others, which see ±%d tokens", m.GlobalTheta, m.GlobalEvery, m.LocalTheta, m.Window/2)
+	case cfg.isJina():
+		info.Positions = fmt.Sprintf("rotary: θ %g", cfg.Jina.RotaryBase)
 	case cfg.ModelType == "nomic_bert":
 		m := cfg.NomicBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g; MLP %s", m.RotaryBase, m.Activation)
@@ -157,5 +162,14 @@ func (i Info) String() string {
 		fmt.Fprintf(&b, "vectors      %d\n", i.Dim)
 	}
 	fmt.Fprintf(&b, "prompts      query %q, passage %q\n", i.QueryPrompt, i.PassagePrompt)
+	if len(i.Tasks) > 0 {
+		none := func(t string) string {
+			if t == "" {
+				return "none"
+			}
+			return t
+		}
+		fmt.Fprintf(&b, "adapters     %s; query %s, passage %s\n", strings.Join(i.Tasks, ", "), none(i.QueryTask), none(i.PassageTask))
+	}
 	return b.String()
 }

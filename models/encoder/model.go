@@ -36,12 +36,16 @@ type Network struct {
 	embLNb *model.Variable
 	rel    *model.Variable // [RelativeBuckets, Heads]: MPNet's relative attention bias; nil otherwise
 	layers []encLayer
-	modern []modernLayer   // ModernBERT's layers (layers is empty then)
-	nomic  []nomicLayer    // NomicBERT's layers (layers is empty then)
-	finalW *model.Variable // ModernBERT's final LayerNorm
-	finalB *model.Variable
-	dtype  dtypes.DType // layer computation (Options.ComputeDType, else DType)
-	wdtype dtypes.DType // weights as held (Options.DType)
+	modern []modernLayer // ModernBERT's layers (layers is empty then)
+	// flash-attn BERTs (NomicBERT, Jina's XLM-R): their layout, layers (layers is
+	// empty then) and the embedding tables' task adapters.
+	flash       flashSpec
+	layersFlash []flashLayer
+	wordL, typL lora
+	finalW      *model.Variable // ModernBERT's final LayerNorm
+	finalB      *model.Variable
+	dtype       dtypes.DType // layer computation (Options.ComputeDType, else DType)
+	wdtype      dtypes.DType // weights as held (Options.DType)
 }
 
 // encLayer is one post-LN encoder layer, weights [out, in] as Hugging Face stores them.
@@ -95,8 +99,11 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 		scope = DefaultScope
 	}
 	probe := "embeddings.word_embeddings.weight"
-	if cfg.ModelType == "modernbert" {
+	switch {
+	case cfg.ModelType == "modernbert":
 		probe = "embeddings.tok_embeddings.weight"
+	case cfg.flashLayout():
+		probe = flashProbe(cfg)
 	}
 	prefix := ""
 	found := false
@@ -112,11 +119,11 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	}
 	n := &Network{cfg: cfg, store: store, scope: scope, dtype: dtype, wdtype: wdtype}
 	b := &builder{n: n, ws: ws, prefix: prefix, root: store.RootScope().At("%s", scope)}
-	if cfg.ModelType == "modernbert" || cfg.ModelType == "nomic_bert" {
+	if cfg.ModelType == "modernbert" || cfg.flashLayout() {
 		if cfg.ModelType == "modernbert" {
 			b.takeModernBERT(cfg)
 		} else {
-			b.takeNomicBERT(cfg)
+			b.takeFlash(cfg)
 		}
 		if b.err != nil {
 			return nil, b.err
@@ -201,8 +208,10 @@ func (n *Network) Variables() []*model.Variable { return n.vars }
 
 // Hidden returns the last layer's hidden states [B, T, Hidden] float32 of token ids [B, T]
 // at positions [B, T] (already offset, see Positions) under a padding mask [B, T]
-// (nonzero = real token). Every token has token type 0 (single sequences).
-func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
+// (nonzero = real token), with the task adapters of index task in Config.Jina.Tasks
+// (-1: none; models without adapters ignore it). Every token has token type 0
+// (single sequences).
+func (n *Network) Hidden(ids, positions, mask *graph.Node, task int) *graph.Node {
 	g := ids.Graph()
 	dims := ids.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
@@ -210,19 +219,16 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node) *graph.Node {
 		return toDType(graph.Gather(table.NodeValue(g), graph.InsertAxes(graph.ConvertDType(idx, dtypes.Int32), -1)), n.dtype)
 	}
 	real := graph.NotEqual(mask, graph.ScalarZero(g, mask.DType())) // [B, T]
-	if n.modern != nil {
+	switch {
+	case n.modern != nil:
 		return toDType(n.modernHidden(gather(n.word, ids), positions, real), dtypes.Float32)
+	case n.layersFlash != nil:
+		return toDType(n.flashHidden(ids, positions, real, task), dtypes.Float32)
 	}
-	x := gather(n.word, ids)
-	if n.pos != nil {
-		x = graph.Add(x, gather(n.pos, positions))
-	}
+	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
 	if n.typ != nil {
 		row := graph.Slice(n.weight(g, n.typ), graph.AxisElem(0)) // [1, H]: token type 0
 		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
-	}
-	if n.nomic != nil {
-		return toDType(n.nomicHidden(x, positions, real), dtypes.Float32)
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
 	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, n.cfg.Heads, t, t)

@@ -3,11 +3,6 @@ package encoder
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/gomlx/core/graph"
-	"github.com/gomlx/gomlx/ml/layers/attention/pos"
-	"github.com/gomlx/gomlx/ml/model"
 )
 
 // NomicBERTConfig is what config.json says of a NomicBertModel (nomic-embed-text-v1
@@ -160,106 +155,4 @@ func parseNomicBERT(data []byte, c *Config) error {
 		return fmt.Errorf("config: head size %d is odd: rotary positions rotate pairs", c.Hidden/c.Heads)
 	}
 	return nil
-}
-
-// gated reports whether the MLP is gated (fc11, fc12) rather than plain (fc1).
-func (c NomicBERTConfig) gated() bool { return c.Activation != "gelu" }
-
-// nomicLayer is one NomicBERT layer's weights, [out, in] as Hugging Face stores them;
-// biases are nil where the config has none, and fc12 is nil in a plain MLP (fc11 is
-// then fc1).
-type nomicLayer struct {
-	qkv, qkvB, o, oB *model.Variable
-	norm1W, norm1B   *model.Variable
-	fc11, fc11B      *model.Variable
-	fc12, fc12B      *model.Variable
-	fc2, fc2B        *model.Variable
-	norm2W, norm2B   *model.Variable
-}
-
-// takeNomicBERT creates a NomicBertModel's variables: word and token type embeddings,
-// their LayerNorm (emb_ln) and the layers.
-func (b *builder) takeNomicBERT(cfg Config) {
-	n, nc := b.n, cfg.NomicBERT
-	H, I := cfg.Hidden, cfg.Intermediate
-	opt := func(has bool, name string, dims ...int) *model.Variable {
-		if !has {
-			return nil
-		}
-		return b.take(name, dims...)
-	}
-	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
-	if cfg.TypeVocabSize > 0 {
-		n.typ = b.take("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, H)
-	}
-	n.embLNw, n.embLNb = b.take("emb_ln.weight", H), b.take("emb_ln.bias", H)
-	for i := range cfg.Layers {
-		p := fmt.Sprintf("encoder.layers.%d.", i)
-		l := nomicLayer{
-			qkv: b.take(p+"attn.Wqkv.weight", 3*H, H), qkvB: opt(nc.QKVBias, p+"attn.Wqkv.bias", 3*H),
-			o: b.take(p+"attn.out_proj.weight", H, H), oB: opt(nc.QKVBias, p+"attn.out_proj.bias", H),
-			norm1W: b.take(p+"norm1.weight", H), norm1B: b.take(p+"norm1.bias", H),
-			fc2: b.take(p+"mlp.fc2.weight", H, I), fc2B: opt(nc.FC2Bias, p+"mlp.fc2.bias", H),
-			norm2W: b.take(p+"norm2.weight", H), norm2B: b.take(p+"norm2.bias", H),
-		}
-		if nc.gated() {
-			l.fc11, l.fc11B = b.take(p+"mlp.fc11.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc11.bias", I)
-			l.fc12, l.fc12B = b.take(p+"mlp.fc12.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc12.bias", I)
-		} else {
-			l.fc11, l.fc11B = b.take(p+"mlp.fc1.weight", I, H), opt(nc.FC1Bias, p+"mlp.fc1.bias", I)
-		}
-		n.nomic = append(n.nomic, l)
-	}
-}
-
-// nomicHidden is NomicBertModel's forward pass (the remote code's non-flash
-// attention) on the summed word and token type embeddings x [B, T, H]: emb_ln → N
-// post-norm layers, norm1(x + attn(x)) then norm2(· + mlp(·)). Attention projects q,
-// k and v together (Wqkv, split as (three heads hd)), rotates q and k by RoPE at
-// positions [B, T] (rotate_half, base RotaryBase, angles in float32) and masks the
-// padding keys (real [B, T]).
-func (n *Network) nomicHidden(x, positions, real *graph.Node) *graph.Node {
-	g := x.Graph()
-	c, nc := n.cfg, n.cfg.NomicBERT
-	dims := x.Shape().Dimensions
-	bsz, t := dims[0], dims[1]
-	hd := c.Hidden / c.Heads
-	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, c.Heads, t, t)
-	cos, sin := rotary(positions, nc.RotaryBase, hd)
-	rope := pos.NewRoPEWithCosSin(toDType(cos, n.dtype), toDType(sin, n.dtype)) // the remote code: cos.to(qkv.dtype)
-	x = n.layerNorm(x, n.embLNw, n.embLNb)
-	for i := range n.nomic {
-		l := &n.nomic[i]
-		qkv := graph.Reshape(linear(x, n.weight(g, l.qkv), n.opt(g, l.qkvB)), bsz, t, 3, c.Heads, hd)
-		part := func(j int) *graph.Node { // [B, T, Heads, hd]
-			return graph.Reshape(graph.Slice(qkv, graph.AxisRange(), graph.AxisRange(), graph.AxisElem(j)), bsz, t, c.Heads, hd)
-		}
-		heads := func(y *graph.Node) *graph.Node { return graph.TransposeAllAxes(y, 0, 2, 1, 3) }
-		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), allowed, nil)
-		x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.opt(g, l.oB))), l.norm1W, l.norm1B)
-		y := linear(x, n.weight(g, l.fc11), n.opt(g, l.fc11B))
-		switch nc.Activation {
-		case "gelu":
-			y = gelu(y)
-		case "swiglu", "geglu", "glu":
-			y = graph.Mul(y, nomicGate(nc.Activation, linear(x, n.weight(g, l.fc12), n.opt(g, l.fc12B))))
-		}
-		x = n.layerNorm(graph.Add(x, linear(y, n.weight(g, l.fc2), n.opt(g, l.fc2B))), l.norm2W, l.norm2B)
-	}
-	return x
-}
-
-// nomicGate is the gated MLP's activation of its gate fc12(x): SiLU (swiglu), exact
-// GELU (geglu) or the sigmoid (glu), computed in float32 and cast back to the gate's
-// dtype (torch's bf16 activations).
-func nomicGate(activation string, gate *graph.Node) *graph.Node {
-	if activation == "geglu" {
-		return gelu(gate)
-	}
-	f := toDType(gate, dtypes.Float32)
-	s := graph.Sigmoid(f)
-	if activation == "swiglu" {
-		s = graph.Mul(f, s)
-	}
-	return toDType(s, gate.DType())
 }

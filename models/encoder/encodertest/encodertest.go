@@ -1,5 +1,5 @@
 // Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet /
-// DistilBERT / ModernBERT / NomicBERT folders in the
+// DistilBERT / ModernBERT / NomicBERT / jina-embeddings-v3 folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -25,7 +25,10 @@ import (
 
 // Spec describes a tiny encoder folder.
 type Spec struct {
-	ModelType    string // "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert" or "nomic_bert"
+	// ModelType: "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert",
+	// "modernbert", "nomic_bert", or "jina": jina-embeddings-v3's XLM-RoBERTa (its
+	// config.json says model_type xlm-roberta; see writeJina).
+	ModelType    string
 	Layers       int    // default 2
 	Hidden       int    // default 32
 	Heads        int    // default 4
@@ -97,7 +100,7 @@ type Model struct {
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
 	switch m.Spec.ModelType {
-	case "bert", "distilbert", "modernbert", "nomic_bert":
+	case "bert", "distilbert", "modernbert", "nomic_bert", "jina":
 		return 0
 	}
 	return m.PadID + 1
@@ -126,6 +129,9 @@ func (s Spec) withDefaults() Spec {
 		def(&s.MaxPositions, 128)
 		def(&s.Window, 16)
 		def(&s.GlobalEvery, 2)
+	case "jina":
+		def(&s.MaxPositions, 128)
+		def(&s.TypeVocab, 1)
 	case "nomic_bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
@@ -176,6 +182,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 		return writeModernBERT(dir, s)
 	case "nomic_bert":
 		return writeNomicBERT(dir, s)
+	case "jina":
+		return writeJina(dir, s)
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -451,6 +459,91 @@ func writeNomicBERT(dir string, s Spec) (*Model, error) {
 	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }
 
+// Jina's task adapters and rotary base as writeJina gives them (jina-embeddings-v3's
+// lora_adaptations, lora_rank and rotary_emb_base; lora_alpha 2 rather than its 1, so
+// that the scaling alpha/rank differs from both 1/rank and rank/alpha's inverse).
+var JinaTasks = []string{"retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"}
+
+const (
+	JinaRank       = 4
+	JinaAlpha      = 2.0
+	JinaRotaryBase = 20_000.0
+)
+
+// JinaInstructions are the task_instructions writeJina's config.json gives
+// (jina-embeddings-v3's for the retrieval tasks, none for the others).
+var JinaInstructions = map[string]string{
+	"retrieval.query":   "Represent the query for retrieving evidence documents: ",
+	"retrieval.passage": "Represent the document for retrieval: ",
+	"separation":        "", "classification": "", "text-matching": "",
+}
+
+// writeJina writes a tiny random folder of jina-embeddings-v3's XLM-RoBERTa: tensors
+// named as Jina's XLMRobertaLoRA saves them (Spec.Prefix, "roberta." there; emb_ln,
+// encoder.layers.N.mixer.Wqkv / out_proj, mlp.fc1 / fc2, norm1, norm2; every linear
+// layer and embedding table as ….parametrizations.weight.original with its random,
+// non-zero, lora_A and lora_B for each of JinaTasks), a config.json with
+// jina-embeddings-v3's fields (model_type xlm-roberta, position_embedding_type rotary,
+// auto_map, load_trained_adapters, task_instructions) and the spec's sizes, and the
+// XLM-R-style test tokenizer. A sentence-transformers folder's Transformer module is
+// Jina's custom_st.Transformer.
+func writeJina(dir string, s Spec) (*Model, error) {
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rnd := randomizer(m, rand.New(rand.NewPCG(s.Seed, 48)))
+	H, I, V, T := s.Hidden, s.Intermediate, len(vocab), len(JinaTasks)
+	adapted := func(name string, embedding bool, rows, cols int, scale float64) {
+		p := name + ".parametrizations.weight."
+		rnd(p+"original", scale, 0, rows, cols)
+		if embedding { // ΔW = A[t]·B[t]
+			rnd(p+"0.lora_A", 0.3, 0, T, rows, JinaRank)
+			rnd(p+"0.lora_B", 0.3, 0, T, JinaRank, cols)
+		} else { // ΔW = B[t]·A[t]
+			rnd(p+"0.lora_A", 0.3, 0, T, JinaRank, cols)
+			rnd(p+"0.lora_B", 0.3, 0, T, rows, JinaRank)
+		}
+	}
+	norm := func(name string) {
+		rnd(name+".weight", 0.1, 1, H)
+		rnd(name+".bias", 0.1, 0, H)
+	}
+	lin := func(name string, out, in int) {
+		adapted(name, false, out, in, 0.3)
+		rnd(name+".bias", 0.1, 0, out)
+	}
+	adapted("embeddings.word_embeddings", true, V, H, 0.5)
+	adapted("embeddings.token_type_embeddings", true, s.TypeVocab, H, 0.5)
+	norm("emb_ln")
+	for i := range s.Layers {
+		p := fmt.Sprintf("encoder.layers.%d.", i)
+		lin(p+"mixer.Wqkv", 3*H, H)
+		lin(p+"mixer.out_proj", H, H)
+		norm(p + "norm1")
+		lin(p+"mlp.fc1", I, H)
+		lin(p+"mlp.fc2", H, I)
+		norm(p + "norm2")
+	}
+	if err := writeWeights(dir, m); err != nil {
+		return nil, err
+	}
+	remote := "jinaai/xlm-roberta-flash-implementation--"
+	cfg := map[string]any{
+		"architectures": []string{"XLMRobertaLoRA"}, "model_type": "xlm-roberta",
+		"auto_map": map[string]string{"AutoConfig": remote + "configuration_xlm_roberta.XLMRobertaFlashConfig",
+			"AutoModel": remote + "modeling_lora.XLMRobertaLoRA"},
+		"attention_probs_dropout_prob": 0.1, "bos_token_id": cls, "classifier_dropout": nil, "emb_pooler": nil, "eos_token_id": sep,
+		"hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": H, "initializer_range": 0.02, "intermediate_size": I,
+		"layer_norm_eps": 1e-5, "load_trained_adapters": true, "lora_adaptations": JinaTasks, "lora_alpha": JinaAlpha,
+		"lora_dropout_p": 0.0, "lora_main_params_trainable": false, "lora_rank": JinaRank,
+		"matryoshka_dimensions": []int{8, 16, H}, "max_position_embeddings": s.MaxPositions, "num_attention_heads": s.Heads,
+		"num_hidden_layers": s.Layers, "output_past": true, "pad_token_id": pad, "position_embedding_type": "rotary",
+		"rotary_emb_base": JinaRotaryBase, "task_instructions": JinaInstructions, "torch_dtype": "float32",
+		"transformers_version": "4.41.2", "truncate_dim": nil, "type_vocab_size": s.TypeVocab, "use_cache": true,
+		"use_flash_attn": true, "use_reentrant": false, "vocab_size": V,
+	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
+}
+
 // tokenizerJSON is a WordPiece tokenizer.json (BertNormalizer lowercasing,
 // BertPreTokenizer) with the model type's post-processor: [CLS] … [SEP] as a
 // TemplateProcessing for BERT, <s> … </s> as one for MPNet (transformers'
@@ -467,7 +560,7 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 	}
 	post := map[string]any{"type": "RobertaProcessing", "sep": []any{vocab[sep], sep}, "cls": []any{vocab[cls], cls},
 		"trim_offsets": true, "add_prefix_space": false}
-	if modelType != "roberta" && modelType != "xlm-roberta" {
+	if modelType != "roberta" && modelType != "xlm-roberta" && modelType != "jina" {
 		special := func(id int) map[string]any {
 			return map[string]any{"id": vocab[id], "ids": []int{id}, "tokens": []string{vocab[id]}}
 		}
@@ -493,8 +586,12 @@ func tokenizerJSON(modelType string, vocab []string, unk, cls, sep int) map[stri
 // weights (kept in m.Dense).
 func writeModules(dir string, m *Model) error {
 	s, hidden := m.Spec, m.Spec.Hidden
+	transformerModule := "sentence_transformers.models.Transformer"
+	if s.ModelType == "jina" {
+		transformerModule = "custom_st.Transformer" // Jina's own module, with its task argument
+	}
 	mods := []map[string]any{
-		{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+		{"idx": 0, "name": "0", "path": "", "type": transformerModule},
 		{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
 	}
 	in := hidden * len(s.Pooling)

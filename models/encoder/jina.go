@@ -1,0 +1,102 @@
+package encoder
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// JinaConfig is what config.json says of the XLM-RoBERTa of jina-embeddings-v3
+// (model_type xlm-roberta, position_embedding_type "rotary", architectures
+// XLMRobertaLoRA) beyond the sizes every encoder has. The model is Jina's own code
+// (config.json's auto_map: jinaai/xlm-roberta-flash-implementation's
+// XLMRobertaFlashConfig and XLMRobertaLoRA), which graphloom does not run: flashHidden
+// is written from that source, and fields of it that would change the arithmetic and
+// are not implemented are refused.
+type JinaConfig struct {
+	// RotaryBase is rotary_emb_base (default 10,000; 20,000 in jina-embeddings-v3).
+	// Every dimension of a head is rotated (rotate_half); there is no position table.
+	RotaryBase float64 `json:"rotary_base"`
+	// Tasks are lora_adaptations, the task adapters the checkpoint holds
+	// (load_trained_adapters true): jina-embeddings-v3's retrieval.query,
+	// retrieval.passage, separation, classification and text-matching. Every linear
+	// layer and embedding table then has one LoRA adapter per task, of rank Rank
+	// (lora_rank, default 4), scaled by Alpha / Rank (lora_alpha, default 1). Empty
+	// without adapters.
+	Tasks []string `json:"tasks,omitempty"`
+	Rank  int      `json:"rank,omitempty"`
+	Alpha float64  `json:"alpha,omitempty"`
+}
+
+// rawJina is the part of jina-embeddings-v3's config.json only it has.
+type rawJina struct {
+	RotaryBase     *float64          `json:"rotary_emb_base"`
+	Adaptations    []string          `json:"lora_adaptations"`
+	Rank           *int              `json:"lora_rank"`
+	Alpha          *float64          `json:"lora_alpha"`
+	TrainedAdapter bool              `json:"load_trained_adapters"`
+	Instructions   map[string]string `json:"task_instructions"`
+}
+
+// parseJina reads a jina-embeddings-v3 config.json (data) into c: no position table
+// (positions from 0, no offset) and JinaConfig.
+func parseJina(data []byte, c *Config) error {
+	var r rawJina
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	j := JinaConfig{RotaryBase: 10_000}
+	if r.RotaryBase != nil {
+		j.RotaryBase = *r.RotaryBase
+	}
+	if !(j.RotaryBase > 0) {
+		return fmt.Errorf("config: rotary_emb_base %g must be positive", j.RotaryBase)
+	}
+	// Without load_trained_adapters the checkpoint is a plain XLMRobertaModel's and
+	// XLMRobertaLoRA starts its adapters at ΔW = 0 (lora_B or lora_A zero).
+	if r.TrainedAdapter && len(r.Adaptations) > 0 {
+		j.Tasks, j.Rank, j.Alpha = r.Adaptations, 4, 1
+		if r.Rank != nil {
+			j.Rank = *r.Rank
+		}
+		if r.Alpha != nil {
+			j.Alpha = *r.Alpha
+		}
+		if j.Rank < 1 {
+			return fmt.Errorf("config: lora_rank %d must be positive", j.Rank)
+		}
+		for i, t := range j.Tasks {
+			if t == "" || slices.Index(j.Tasks, t) != i {
+				return fmt.Errorf("config: lora_adaptations %q: task names must be distinct and not empty", j.Tasks)
+			}
+		}
+	}
+	c.Jina, c.PositionOffset = j, 0
+	if c.Heads > 0 && (c.Hidden/c.Heads)%2 != 0 {
+		return fmt.Errorf("config: head size %d is odd: rotary positions rotate pairs", c.Hidden/c.Heads)
+	}
+	return nil
+}
+
+// isJina reports whether an xlm-roberta config.json is jina-embeddings-v3's
+// flash-attn XLM-R (rotary positions).
+func (c Config) isJina() bool { return c.ModelType == "xlm-roberta" && c.Jina.RotaryBase > 0 }
+
+// flashLayout reports whether the model is one of flash-attn's BERTs (flashSpec).
+func (c Config) flashLayout() bool { return c.ModelType == "nomic_bert" || c.isJina() }
+
+// TaskIndex returns the index of the named task adapters in Jina.Tasks; -1 for ""
+// (no adapters). A name the model lacks is an error listing those it has.
+func (c Config) TaskIndex(task string) (int, error) {
+	if task == "" {
+		return -1, nil
+	}
+	i := slices.Index(c.Jina.Tasks, task)
+	if i < 0 {
+		if len(c.Jina.Tasks) == 0 {
+			return -1, fmt.Errorf("encoder: task %q: the model has no task adapters", task)
+		}
+		return -1, fmt.Errorf("encoder: task %q: the model's adapters are %q", task, c.Jina.Tasks)
+	}
+	return i, nil
+}
