@@ -41,6 +41,9 @@ type Config struct {
 	// Jina holds what only jina-embeddings-v3's XLM-RoBERTa (xlm-roberta with rotary
 	// positions) has (zero for the others).
 	Jina JinaConfig `json:"jina,omitzero"`
+	// GTE holds what only a gte-v1.5 NewModel (model_type "new") has (zero for the
+	// others).
+	GTE GTEConfig `json:"gte,omitzero"`
 }
 
 // mpnetBuckets is the number of relative position buckets MPNet's attention bias
@@ -51,7 +54,7 @@ const (
 	mpnetPadding = 1
 )
 
-var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert", "nomic_bert"}
+var supportedModelTypes = []string{"bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert", "nomic_bert", gteType}
 
 // rawConfig is config.json as transformers writes it.
 type rawConfig struct {
@@ -147,6 +150,10 @@ func ParseConfig(data []byte) (Config, error) {
 		if err := parseNomicBERT(data, &c); err != nil {
 			return Config{}, err
 		}
+	case gteType:
+		if err := parseGTE(data, &c); err != nil {
+			return Config{}, err
+		}
 	case "":
 		return Config{}, fmt.Errorf("config: model_type missing (architectures %v; want one of %s)", r.Architectures, strings.Join(supportedModelTypes, ", "))
 	default:
@@ -176,10 +183,12 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	// ModernBertConfig never reads position_embedding_type (mmBERT's configs say
 	// "sans_pos"): its positions are rotary whatever the field says.
-	if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" && !c.isJina() {
+	if r.PositionType == "rope" && r.ModelType == gteType {
+		// NewModel's rotary positions
+	} else if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" && !c.isJina() {
 		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
 	}
-	if r.RopeTheta != nil && r.ModelType != "modernbert" {
+	if r.RopeTheta != nil && r.ModelType != "modernbert" && r.ModelType != gteType {
 		return Config{}, fmt.Errorf("config: rope_theta present (architectures %v): rotary encoders are not supported", r.Architectures)
 	}
 	if r.IsDecoder || r.AddCrossAttn {

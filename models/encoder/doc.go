@@ -38,7 +38,11 @@
 // biases) with one LoRA adapter per task on every linear layer and embedding table
 // (JinaConfig): queries and passages are embedded with the adapters Pipeline.QueryTask
 // and PassageTask name (retrieval.query and retrieval.passage by default) and those
-// tasks' instructions as prompts. Anything else (other model types, BERT's
+// tasks' instructions as prompts. "new" (gte-base-en-v1.5, gte-large-en-v1.5,
+// gte-multilingual-base) is Alibaba's NewModel, remote code too (GTEConfig): the same
+// post-norm layout under its names (qkv_proj, o_proj, attn_ln, mlp_ln), a GeGLU MLP
+// from one up_gate_proj, and rotary positions with fixed NTK scaling. Anything else
+// (other model types, BERT's
 // relative_key positions, other rotary encoders, scaled RoPE, other activations) is a
 // load error naming architectures / model_type / the field.
 //

@@ -74,7 +74,7 @@ func referenceTask(m *encodertest.Model, eps float64, ids []int32, skip int, mod
 	switch m.Spec.ModelType {
 	case "modernbert":
 		x = referenceModernBERT(m, ids)
-	case "nomic_bert", "jina":
+	case "nomic_bert", "jina", "new":
 		x = referenceFlash(m, ids, task)
 	default:
 		x = referenceBERT(m, eps, ids)
@@ -122,7 +122,7 @@ func referenceTask(m *encodertest.Model, eps float64, ids []int32, skip int, mod
 // refEps is the LayerNorm epsilon of the test folders of a model type: 1e-12 for
 // BERT's and DistilBERT's (fixed there), 1e-5 for the others (their config.json's).
 func refEps(modelType string) float64 {
-	if modelType == "bert" || modelType == "distilbert" || modelType == "nomic_bert" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "nomic_bert" || modelType == "new" {
 		return 1e-12
 	}
 	return 1e-5
@@ -290,11 +290,23 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 // 1/base^(arange(0, hd, 2)/hd) and the angles p·inv_freq in float32, as
 // ModernBertRotaryEmbedding and NomicBertRotaryEmbedding compute them.
 func refRope(x []float64, p int, base float64, nh int) []float64 {
+	return refRopeNTK(x, p, base, 0, nh)
+}
+
+// refRopeNTK is refRope with gte's NTKScalingRotaryEmbedding for factor f > 0:
+// inv_freq = 1/(base·f)^(arange(0, hd, 2)/hd), then divided by f^(2/hd), in float32.
+func refRopeNTK(x []float64, p int, base, f float64, nh int) []float64 {
 	hd := len(x) / nh
 	out := make([]float64, len(x))
 	half := hd / 2
+	if f > 0 {
+		base *= f
+	}
 	for i := range half {
 		inv := float32(1) / float32(math.Pow(base, float64(float32(2*i)/float32(hd))))
+		if f > 0 {
+			inv /= float32(math.Pow(f, 2/float64(hd)))
+		}
 		ang := float64(float32(p) * inv)
 		c, sn := math.Cos(ang), math.Sin(ang)
 		for h := range nh {
@@ -318,10 +330,16 @@ func refRope(x []float64, p int, base float64, nh int) []float64 {
 func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 	s := m.Spec
 	H, nh := s.Hidden, s.Heads
-	jina := s.ModelType == "jina"
-	mixer, eps, base := "attn", 1e-12, encodertest.NomicRotaryBase
-	if jina {
-		mixer, eps, base = "mixer", 1e-5, encodertest.JinaRotaryBase
+	jina, gte := s.ModelType == "jina", s.ModelType == "new"
+	// Names: the embeddings' LayerNorm, a layer, its attention projections, its norms.
+	embLN, layer, qkvName, outName, norm1, norm2 := "emb_ln", "encoder.layers.%d.", "attn.Wqkv", "attn.out_proj", "norm1", "norm2"
+	eps, base, ntk := 1e-12, encodertest.NomicRotaryBase, 0.0
+	switch {
+	case jina:
+		qkvName, outName, eps, base = "mixer.Wqkv", "mixer.out_proj", 1e-5, encodertest.JinaRotaryBase
+	case gte:
+		embLN, layer, qkvName, outName, norm1, norm2 = "embeddings.LayerNorm", "encoder.layer.%d.", "attention.qkv_proj", "attention.o_proj", "attn_ln", "mlp_ln"
+		base, ntk = encodertest.GTERopeTheta, encodertest.GTENTKFactor
 	}
 	w := func(name string) []float64 { return refWeight(m, name) }
 	// weight is the named weight [rows, cols], merged with its task adapters.
@@ -369,31 +387,42 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 	for i, id := range ids {
 		e := make([]float64, H)
 		for j := range H {
-			e[j] = word[int(id)*H+j] + typ[j]
+			e[j] = word[int(id)*H+j]
+			if typ != nil { // gte-base-en-v1.5 has no token types
+				e[j] += typ[j]
+			}
 		}
-		x[i] = ln(e, "emb_ln")
+		x[i] = ln(e, embLN)
 	}
 	for l := range s.Layers {
-		p := fmt.Sprintf("encoder.layers.%d.", l)
+		p := fmt.Sprintf(layer, l)
 		q, k, v := make([][]float64, len(x)), make([][]float64, len(x)), make([][]float64, len(x))
 		for i := range x {
-			qkv := lin(x[i], p+mixer+".Wqkv")
-			q[i], k[i], v[i] = refRope(qkv[:H], i, base, nh), refRope(qkv[H:2*H], i, base, nh), qkv[2*H:]
+			qkv := lin(x[i], p+qkvName)
+			q[i], k[i], v[i] = refRopeNTK(qkv[:H], i, base, ntk, nh), refRopeNTK(qkv[H:2*H], i, base, ntk, nh), qkv[2*H:]
 		}
 		ctxs := refAttention(q, k, v, nh, nil, nil)
 		for i := range x {
-			o := lin(ctxs[i], p+mixer+".out_proj")
+			o := lin(ctxs[i], p+outName)
 			for e := range H {
 				o[e] += x[i][e]
 			}
-			x[i] = ln(o, p+"norm1")
+			x[i] = ln(o, p+norm1)
 			var y []float64
-			if jina || s.Activation == "gelu" {
+			switch {
+			case gte: // down_proj(act(gate) · up) for [up; gate] = up_gate_proj(x)
+				ug := lin(x[i], p+"mlp.up_gate_proj")
+				I := len(ug) / 2
+				y = make([]float64, I)
+				for e := range I {
+					y[e] = ug[e] * refGELU(ug[I+e])
+				}
+			case jina || s.Activation == "gelu":
 				y = lin(x[i], p+"mlp.fc1")
 				for e := range y {
 					y[e] = refGELU(y[e])
 				}
-			} else {
+			default:
 				y = lin(x[i], p+"mlp.fc11")
 				gate := lin(x[i], p+"mlp.fc12")
 				for e, u := range gate {
@@ -407,11 +436,15 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 					}
 				}
 			}
-			o = lin(y, p+"mlp.fc2")
+			down := "mlp.fc2"
+			if gte {
+				down = "mlp.down_proj"
+			}
+			o = lin(y, p+down)
 			for e := range H {
 				o[e] += x[i][e]
 			}
-			x[i] = ln(o, p+"norm2")
+			x[i] = ln(o, p+norm2)
 		}
 	}
 	return x
@@ -657,6 +690,12 @@ func TestEncoderMatchesReference(t *testing.T) {
 			spec:  encodertest.Spec{ModelType: "jina"},
 			opts:  encoder.Options{Pooling: "mean", Normalize: &f, QueryTask: str(""), PassageTask: str("")},
 			modes: []string{"mean"}},
+		{name: "new sentence-transformers cls, normalised as a cosine model (gte-base-en-v1.5's layout: no token types)",
+			spec:  encodertest.Spec{ModelType: "new", SentenceTransformers: true, Pooling: []string{"cls"}, Layers: 3},
+			modes: []string{"cls"}, norm: true},
+		{name: "new plain mean, new. prefix, two token types (gte-large-en-v1.5's)",
+			spec: encodertest.Spec{ModelType: "new", Prefix: "new.", TypeVocab: 2},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "modernbert plain cls with biases, model. prefix, transformers 5 rope_parameters",
 			spec: encodertest.Spec{ModelType: "modernbert", Prefix: "model.", Layers: 4, GlobalEvery: 3, Window: 8,
 				Biases: true, RopeParameters: true},
@@ -783,8 +822,8 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown pooling", func(t *testing.T) string { return write(t, encodertest.Spec{}, nil) }, encoder.Options{Pooling: "median"},
 			`pooling "median" not supported`},
 		{"unsupported model type", func(t *testing.T) string {
-			return write(t, encodertest.Spec{}, setConfig("model_type", "new"))
-		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "new" (architectures [BertModel]) is not a supported embedding model`},
+			return write(t, encodertest.Spec{}, setConfig("model_type", "electra"))
+		}, encoder.Options{Pooling: "mean"}, `config.json: config: model_type "electra" (architectures [BertModel]) is not a supported embedding model`},
 		{"decoder model type", func(t *testing.T) string {
 			return write(t, encodertest.Spec{}, setConfig("model_type", "qwen3"))
 		}, encoder.Options{Pooling: "last-token"}, `decoder embedder: lm: `},
@@ -881,6 +920,24 @@ func TestLoadErrors(t *testing.T) {
 		{"rotary positions in a plain roberta", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "roberta"}, setConfig("position_embedding_type", "rotary"))
 		}, encoder.Options{Pooling: "mean"}, `position_embedding_type "rotary" not supported`},
+		{"gte with linearly scaled rotary positions", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("rope_scaling", map[string]any{"type": "linear", "factor": 2}))
+		}, encoder.Options{Pooling: "cls"}, `config: rope_scaling type "linear": NewModel scales rotary positions by "ntk" only`},
+		{"gte with mixed NTK scaling", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("rope_scaling", map[string]any{"type": "ntk", "factor": 2, "mixed_b": 0.5}))
+		}, encoder.Options{Pooling: "cls"}, "config: rope_scaling mixed_b: only the fixed NTK scaling is supported"},
+		{"gte with RMSNorm", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("layer_norm_type", "rms_norm"))
+		}, encoder.Options{Pooling: "cls"}, `config: layer_norm_type "rms_norm": only layer_norm is supported`},
+		{"gte with separate q, k and v projections", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("pack_qkv", false))
+		}, encoder.Options{Pooling: "cls"}, "config: pack_qkv false"},
+		{"gte with log-n attention scaling", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("logn_attention_scale", true))
+		}, encoder.Options{Pooling: "cls"}, "config: logn_attention_scale: not supported"},
+		{"gte with absolute positions", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("position_embedding_type", "absolute"))
+		}, encoder.Options{Pooling: "cls"}, `config: position_embedding_type "absolute": only NewModel's rotary positions (rope) are supported`},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -1151,6 +1208,33 @@ func TestParseConfigJina(t *testing.T) {
 	assert.Equal(t, 20000.0, c.Jina.RotaryBase)
 }
 
+// TestParseConfigGTE reads a config.json with gte-base-en-v1.5's fields: no token
+// types, rotary positions with fixed NTK scaling, the remote code's auto_map not
+// refused; NewConfig's defaults where a file is silent.
+func TestParseConfigGTE(t *testing.T) {
+	data := `{"_name_or_path": "Alibaba-NLP/gte-base-en-v1.5", "architectures": ["NewModel"],
+	"attention_probs_dropout_prob": 0.0, "auto_map": {"AutoConfig": "Alibaba-NLP/new-impl--configuration.NewConfig",
+	"AutoModel": "Alibaba-NLP/new-impl--modeling.NewModel"}, "classifier_dropout": null, "hidden_act": "gelu",
+	"hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+	"layer_norm_eps": 1e-12, "layer_norm_type": "layer_norm", "logn_attention_clip1": false, "logn_attention_scale": false,
+	"max_position_embeddings": 8192, "model_type": "new", "num_attention_heads": 12, "num_hidden_layers": 12,
+	"pack_qkv": true, "pad_token_id": 0, "position_embedding_type": "rope", "rope_scaling": {"factor": 2.0, "type": "ntk"},
+	"rope_theta": 500000, "torch_dtype": "float32", "transformers_version": "4.39.1", "type_vocab_size": 0,
+	"unpad_inputs": false, "use_memory_efficient_attention": false, "vocab_size": 30528}`
+	c, err := encoder.ParseConfig([]byte(data))
+	require.NoError(t, err)
+	assert.Equal(t, encoder.GTEConfig{RopeTheta: 500000, NTKFactor: 2}, c.GTE)
+	assert.Equal(t, []int{768, 12, 12, 3072, 30528, 0}, []int{c.Hidden, c.Layers, c.Heads, c.Intermediate, c.VocabSize, c.TypeVocabSize})
+	assert.Equal(t, 1e-12, c.LayerNormEps)
+	assert.Equal(t, 8192, c.MaxTokens(), "rotary positions: no offset")
+
+	c, err = encoder.ParseConfig([]byte(`{"model_type": "new", "hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4,
+	"intermediate_size": 128, "vocab_size": 100}`))
+	require.NoError(t, err)
+	assert.Equal(t, encoder.GTEConfig{RopeTheta: 10000}, c.GTE)
+	assert.Equal(t, []int{1, 2048}, []int{c.TypeVocabSize, c.MaxTokens()}, "NewConfig's defaults")
+}
+
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names
 // the sizes its own way (dim, n_layers, n_heads, hidden_dim).
 func TestParseConfigDistilBERT(t *testing.T) {
@@ -1217,6 +1301,14 @@ func TestDescribe(t *testing.T) {
 	require.Equal(t, 121, len(tm.Vocab))
 	assert.Equal(t, 128, info.Vocab, "the word table padded to pad_vocab_size_multiple (64)")
 	assert.Equal(t, "rotary: θ 1000; MLP swiglu", info.Positions)
+
+	gte := t.TempDir()
+	tm, err = encodertest.Write(gte, encodertest.Spec{ModelType: "new", SentenceTransformers: true, Pooling: []string{"cls"}})
+	require.NoError(t, err)
+	info, err = encoder.Describe(gte)
+	require.NoError(t, err)
+	assert.Equal(t, count(tm.Weights), info.Parameters)
+	assert.Equal(t, "rotary: θ 500000, NTK-scaled ×2", info.Positions)
 
 	jina := t.TempDir()
 	tm, err = encodertest.Write(jina, encodertest.Spec{ModelType: "jina", Prefix: "roberta.", SentenceTransformers: true, Normalize: true})

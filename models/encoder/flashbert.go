@@ -9,31 +9,49 @@ import (
 	"github.com/gomlx/gomlx/ml/model"
 )
 
-// flashSpec is the layout of the BERTs written on flash-attn's BERT (Tri Dao's
-// models/bert.py): NomicBertModel and the XLM-RoBERTa of jina-embeddings-v3. Both are
-// word + token type embeddings → LayerNorm (emb_ln) → post-norm layers
-// norm1(x + attn(x)), norm2(· + mlp(·)) with q, k and v from one projection (Wqkv)
-// rotated by RoPE; they differ in names, MLP, biases and Jina's task adapters.
+// flashSpec is the layout of the rotary BERTs that remote code defines (each written
+// here from that code, never running it): NomicBertModel and the XLM-RoBERTa of
+// jina-embeddings-v3, both on flash-attn's BERT (Tri Dao's models/bert.py), and
+// Alibaba's gte-v1.5 NewModel. All are word + token type embeddings → LayerNorm →
+// post-norm layers norm1(x + attn(x)), norm2(· + mlp(·)), with q, k and v from one
+// projection, split as (three heads hd), rotated by RoPE (rotate_half); they differ
+// in names, MLP, biases, RoPE frequencies and Jina's task adapters.
 type flashSpec struct {
-	mixer      string // the attention module's name: "attn" (Nomic) or "mixer" (Jina)
-	activation string // "gelu" (fc1, fc2) or a gated one (fc11, fc12, fc2): see NomicBERTConfig
-	qkvBias    bool   // Wqkv and out_proj
-	fc1Bias    bool
-	fc2Bias    bool
-	rotaryBase float64
-	tasks      int     // LoRA adaptations (Jina); 0: none
-	rank       int     // their rank
-	scaling    float64 // lora_alpha / lora_rank
+	embLN, layer     string // the embeddings' LayerNorm; a layer's prefix (%d: its index)
+	qkv, out         string // the attention's projections, below the layer
+	norm1, norm2     string // the LayerNorms after attention and after the MLP
+	fc1, fc12, fc2   string // the MLP's first projection (fc11 when gated), its gate's (fc12), its last
+	activation       string // "gelu" (fc1, fc2) or a gated one: see NomicBERTConfig
+	packedGate       bool   // gated through one projection [up; gate] (gte's up_gate_proj) rather than two
+	qkvBias          bool   // the attention's projections
+	fc1Bias, fc2Bias bool
+	inv              []float32 // RoPE's inverse frequencies
+	tasks            int       // LoRA adaptations (Jina); 0: none
+	rank             int       // their rank
+	scaling          float64   // lora_alpha / lora_rank
 }
 
-// flashSpecOf returns the layout of a NomicBERT or Jina XLM-R config.
+// flashSpecOf returns the layout of a NomicBERT, Jina XLM-R or gte-v1.5 config.
 func flashSpecOf(cfg Config) flashSpec {
-	if cfg.ModelType == "nomic_bert" {
+	hd := cfg.Hidden / cfg.Heads
+	switch {
+	case cfg.ModelType == "nomic_bert":
 		nc := cfg.NomicBERT
-		return flashSpec{mixer: "attn", activation: nc.Activation, qkvBias: nc.QKVBias, fc1Bias: nc.FC1Bias, fc2Bias: nc.FC2Bias, rotaryBase: nc.RotaryBase}
+		s := flashSpec{embLN: "emb_ln", layer: "encoder.layers.%d.", qkv: "attn.Wqkv", out: "attn.out_proj", norm1: "norm1", norm2: "norm2",
+			fc1: "mlp.fc1", fc2: "mlp.fc2", activation: nc.Activation, qkvBias: nc.QKVBias, fc1Bias: nc.FC1Bias, fc2Bias: nc.FC2Bias,
+			inv: invFreq(nc.RotaryBase, hd)}
+		if s.gated() {
+			s.fc1, s.fc12 = "mlp.fc11", "mlp.fc12"
+		}
+		return s
+	case cfg.ModelType == gteType:
+		return flashSpec{embLN: "embeddings.LayerNorm", layer: "encoder.layer.%d.", qkv: "attention.qkv_proj", out: "attention.o_proj",
+			norm1: "attn_ln", norm2: "mlp_ln", fc1: "mlp.up_gate_proj", fc2: "mlp.down_proj", activation: "geglu", packedGate: true,
+			qkvBias: true, fc2Bias: true, inv: cfg.GTE.invFreq(hd)}
 	}
 	j := cfg.Jina
-	s := flashSpec{mixer: "mixer", activation: "gelu", qkvBias: true, fc1Bias: true, fc2Bias: true, rotaryBase: j.RotaryBase,
+	s := flashSpec{embLN: "emb_ln", layer: "encoder.layers.%d.", qkv: "mixer.Wqkv", out: "mixer.out_proj", norm1: "norm1", norm2: "norm2",
+		fc1: "mlp.fc1", fc2: "mlp.fc2", activation: "gelu", qkvBias: true, fc1Bias: true, fc2Bias: true, inv: invFreq(j.RotaryBase, hd),
 		tasks: len(j.Tasks), rank: j.Rank}
 	if j.Rank > 0 {
 		s.scaling = j.Alpha / float64(j.Rank)
@@ -41,7 +59,7 @@ func flashSpecOf(cfg Config) flashSpec {
 	return s
 }
 
-// gated reports whether the MLP is gated (fc11, fc12) rather than plain (fc1).
+// gated reports whether the MLP is gated rather than plain (fc1, fc2).
 func (s flashSpec) gated() bool { return s.activation != "gelu" }
 
 // lora is a weight's task adapters: a [tasks, rank, in] and b [tasks, out, rank] for
@@ -107,27 +125,27 @@ func (b *builder) takeFlash(cfg Config) {
 	if cfg.TypeVocabSize > 0 {
 		n.typ, n.typL = b.adapted(s, "embeddings.token_type_embeddings.weight", true, cfg.TypeVocabSize, H)
 	}
-	n.embLNw, n.embLNb = b.take("emb_ln.weight", H), b.take("emb_ln.bias", H)
+	n.embLNw, n.embLNb = b.take(s.embLN+".weight", H), b.take(s.embLN+".bias", H)
+	first := I // the MLP's first projection's rows
+	if s.packedGate {
+		first = 2 * I
+	}
 	for i := range cfg.Layers {
-		p := fmt.Sprintf("encoder.layers.%d.", i)
-		m := p + s.mixer + "."
+		p := fmt.Sprintf(s.layer, i)
 		var l flashLayer
-		l.qkv, l.qkvL = b.adapted(s, m+"Wqkv.weight", false, 3*H, H)
-		l.qkvB = opt(s.qkvBias, m+"Wqkv.bias", 3*H)
-		l.o, l.oL = b.adapted(s, m+"out_proj.weight", false, H, H)
-		l.oB = opt(s.qkvBias, m+"out_proj.bias", H)
-		l.norm1W, l.norm1B = b.take(p+"norm1.weight", H), b.take(p+"norm1.bias", H)
-		if s.gated() {
-			l.fc11, l.fc11L = b.adapted(s, p+"mlp.fc11.weight", false, I, H)
-			l.fc11B = opt(s.fc1Bias, p+"mlp.fc11.bias", I)
-			l.fc12, l.fc12B = b.take(p+"mlp.fc12.weight", I, H), opt(s.fc1Bias, p+"mlp.fc12.bias", I)
-		} else {
-			l.fc11, l.fc11L = b.adapted(s, p+"mlp.fc1.weight", false, I, H)
-			l.fc11B = opt(s.fc1Bias, p+"mlp.fc1.bias", I)
+		l.qkv, l.qkvL = b.adapted(s, p+s.qkv+".weight", false, 3*H, H)
+		l.qkvB = opt(s.qkvBias, p+s.qkv+".bias", 3*H)
+		l.o, l.oL = b.adapted(s, p+s.out+".weight", false, H, H)
+		l.oB = opt(s.qkvBias, p+s.out+".bias", H)
+		l.norm1W, l.norm1B = b.take(p+s.norm1+".weight", H), b.take(p+s.norm1+".bias", H)
+		l.fc11, l.fc11L = b.adapted(s, p+s.fc1+".weight", false, first, H)
+		l.fc11B = opt(s.fc1Bias, p+s.fc1+".bias", first)
+		if s.fc12 != "" {
+			l.fc12, l.fc12B = b.take(p+s.fc12+".weight", I, H), opt(s.fc1Bias, p+s.fc12+".bias", I)
 		}
-		l.fc2, l.fc2L = b.adapted(s, p+"mlp.fc2.weight", false, H, I)
-		l.fc2B = opt(s.fc2Bias, p+"mlp.fc2.bias", H)
-		l.norm2W, l.norm2B = b.take(p+"norm2.weight", H), b.take(p+"norm2.bias", H)
+		l.fc2, l.fc2L = b.adapted(s, p+s.fc2+".weight", false, H, I)
+		l.fc2B = opt(s.fc2Bias, p+s.fc2+".bias", H)
+		l.norm2W, l.norm2B = b.take(p+s.norm2+".weight", H), b.take(p+s.norm2+".bias", H)
 		n.layersFlash = append(n.layersFlash, l)
 	}
 }
@@ -166,10 +184,11 @@ func (n *Network) adaptedRows(w *model.Variable, l lora, idx *graph.Node, t int)
 }
 
 // flashHidden is the forward pass of NomicBertModel (Nomic's remote code, its
-// non-flash attention) and of jina-embeddings-v3's XLMRobertaModel (Jina's
-// xlm-roberta-flash-implementation, likewise) for token ids [B, T] at positions
+// non-flash attention), of jina-embeddings-v3's XLMRobertaModel (Jina's
+// xlm-roberta-flash-implementation, likewise) and of gte-v1.5's NewModel (Alibaba's
+// new-impl, its eager attention) for token ids [B, T] at positions
 // [B, T] with padding keys masked (real [B, T]), task adapters t (-1: none): word
-// + token type 0 embeddings → emb_ln → post-norm layers norm1(x + attn(x)) then
+// + token type 0 embeddings → LayerNorm → post-norm layers norm1(x + attn(x)) then
 // norm2(· + mlp(·)). Attention projects q, k and v together (Wqkv, split as
 // (three heads hd)) and rotates q and k by RoPE (rotate_half, the whole head, angles
 // in float32, cast to the compute dtype as the remote code's cos.to(qkv.dtype)).
@@ -186,7 +205,7 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
 	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, c.Heads, tl, tl)
-	cos, sin := rotary(positions, s.rotaryBase, hd)
+	cos, sin := rotary(positions, s.inv)
 	rope := pos.NewRoPEWithCosSin(toDType(cos, n.dtype), toDType(sin, n.dtype))
 	for i := range n.layersFlash {
 		l := &n.layersFlash[i]
@@ -198,9 +217,14 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), allowed, nil)
 		x = n.layerNorm(graph.Add(x, n.adaptedLinear(ctx, l.o, l.oB, l.oL, t)), l.norm1W, l.norm1B)
 		y := n.adaptedLinear(x, l.fc11, l.fc11B, l.fc11L, t)
-		if s.gated() {
+		switch {
+		case s.packedGate: // [up; gate]
+			up := graph.Slice(y, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(0, c.Intermediate))
+			gate := graph.Slice(y, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(c.Intermediate, 2*c.Intermediate))
+			y = graph.Mul(up, flashGate(s.activation, gate))
+		case s.gated():
 			y = graph.Mul(y, flashGate(s.activation, linear(x, n.weight(g, l.fc12), n.opt(g, l.fc12B))))
-		} else {
+		default:
 			y = gelu(y)
 		}
 		x = n.layerNorm(graph.Add(x, n.adaptedLinear(y, l.fc2, l.fc2B, l.fc2L, t)), l.norm2W, l.norm2B)

@@ -81,6 +81,11 @@ func Describe(dir string) (Info, error) {
 	case cfg.ModelType == "modernbert":
 		m := cfg.ModernBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g in the global layers (every %d), %g in the others, which see ±%d tokens", m.GlobalTheta, m.GlobalEvery, m.LocalTheta, m.Window/2)
+	case cfg.ModelType == gteType:
+		info.Positions = fmt.Sprintf("rotary: θ %g", cfg.GTE.RopeTheta)
+		if cfg.GTE.NTKFactor > 0 {
+			info.Positions += fmt.Sprintf(", NTK-scaled ×%g", cfg.GTE.NTKFactor)
+		}
 	case cfg.isJina():
 		info.Positions = fmt.Sprintf("rotary: θ %g", cfg.Jina.RotaryBase)
 	case cfg.ModelType == "nomic_bert":

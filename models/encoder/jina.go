@@ -83,7 +83,9 @@ func parseJina(data []byte, c *Config) error {
 func (c Config) isJina() bool { return c.ModelType == "xlm-roberta" && c.Jina.RotaryBase > 0 }
 
 // flashLayout reports whether the model is one of flash-attn's BERTs (flashSpec).
-func (c Config) flashLayout() bool { return c.ModelType == "nomic_bert" || c.isJina() }
+func (c Config) flashLayout() bool {
+	return c.ModelType == "nomic_bert" || c.ModelType == gteType || c.isJina()
+}
 
 // TaskIndex returns the index of the named task adapters in Jina.Tasks; -1 for ""
 // (no adapters). A name the model lacks is an error listing those it has.

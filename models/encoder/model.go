@@ -60,8 +60,9 @@ type encLayer struct {
 // may carry in a checkpoint: none (BertModel, XLMRobertaModel saved by
 // sentence-transformers), or that of a task model's backbone (BertForMaskedLM's
 // "bert.", RobertaForMaskedLM's "roberta.", MPNetForMaskedLM's "mpnet.",
-// DistilBertForMaskedLM's "distilbert.").
-var weightPrefixes = []string{"", "bert.", "roberta.", "mpnet.", "distilbert.", "model."}
+// DistilBertForMaskedLM's "distilbert.", ModernBertForMaskedLM's "model.", the gte
+// NewFor* heads' "new.", as gte-multilingual-base's NewForTokenClassification).
+var weightPrefixes = []string{"", "bert.", "roberta.", "mpnet.", "distilbert.", "model.", "new."}
 
 // layerNames are the Hugging Face names of a post-LN layer's tensors: the layer's
 // prefix (with %d for its index), then, below it, its attention projections, their

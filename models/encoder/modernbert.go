@@ -206,7 +206,7 @@ func (n *Network) modernHidden(x, positions, real *graph.Node) *graph.Node {
 	rope := func(theta float64) *pos.RoPEWithCosSin { // built once per base
 		r, ok := ropes[theta]
 		if !ok {
-			cos, sin := rotary(positions, theta, hd)
+			cos, sin := rotary(positions, invFreq(theta, hd))
 			r = pos.NewRoPEWithCosSin(toDType(cos, n.dtype), toDType(sin, n.dtype)) // transformers: cos.to(x.dtype)
 			ropes[theta] = r
 		}
@@ -239,16 +239,22 @@ func (n *Network) modernHidden(x, positions, real *graph.Node) *graph.Node {
 	return n.layerNorm(x, n.finalW, n.finalB)
 }
 
-// rotary returns RoPE's cos and sin [B, T, hd/2] at positions [B, T] for base theta,
-// as transformers' ModernBertRotaryEmbedding computes them in float32: inverse
-// frequencies 1 / θ^(2i/hd) (the exponent, the power and the quotient each rounded to
-// float32), angles position·frequency.
-func rotary(positions *graph.Node, theta float64, hd int) (cos, sin *graph.Node) {
-	g := positions.Graph()
+// invFreq returns RoPE's inverse frequencies for base theta and head size hd as the
+// remote codes and transformers compute them in float32: 1 / θ^(2i/hd), the exponent,
+// the power and the quotient each rounded to float32.
+func invFreq(theta float64, hd int) []float32 {
 	inv := make([]float32, hd/2)
 	for i := range inv {
 		inv[i] = 1 / float32(math.Pow(theta, float64(float32(2*i)/float32(hd))))
 	}
+	return inv
+}
+
+// rotary returns RoPE's cos and sin [B, T, hd/2] at positions [B, T] for the inverse
+// frequencies inv (invFreq), in float32 as ModernBertRotaryEmbedding and the others
+// compute them: angles position·frequency.
+func rotary(positions *graph.Node, inv []float32) (cos, sin *graph.Node) {
+	g := positions.Graph()
 	p := graph.InsertAxes(graph.ConvertDType(positions, dtypes.Float32), -1) // [B, T, 1]
 	ang := graph.Mul(p, graph.Reshape(graph.Const(g, inv), 1, 1, len(inv)))
 	return graph.Cos(ang), graph.Sin(ang)

@@ -1,5 +1,5 @@
 // Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet /
-// DistilBERT / ModernBERT / NomicBERT / jina-embeddings-v3 folders in the
+// DistilBERT / ModernBERT / NomicBERT / jina-embeddings-v3 / gte-v1.5 folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -26,8 +26,8 @@ import (
 // Spec describes a tiny encoder folder.
 type Spec struct {
 	// ModelType: "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert",
-	// "modernbert", "nomic_bert", or "jina": jina-embeddings-v3's XLM-RoBERTa (its
-	// config.json says model_type xlm-roberta; see writeJina).
+	// "modernbert", "nomic_bert", "new" (gte-v1.5), or "jina": jina-embeddings-v3's
+	// XLM-RoBERTa (its config.json says model_type xlm-roberta; see writeJina).
 	ModelType    string
 	Layers       int    // default 2
 	Hidden       int    // default 32
@@ -100,7 +100,7 @@ type Model struct {
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
 	switch m.Spec.ModelType {
-	case "bert", "distilbert", "modernbert", "nomic_bert", "jina":
+	case "bert", "distilbert", "modernbert", "nomic_bert", "jina", "new":
 		return 0
 	}
 	return m.PadID + 1
@@ -132,6 +132,8 @@ func (s Spec) withDefaults() Spec {
 	case "jina":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 1)
+	case "new": // TypeVocab 0 (gte-base-en-v1.5) is kept
+		def(&s.MaxPositions, 128)
 	case "nomic_bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
@@ -152,7 +154,7 @@ func (s Spec) withDefaults() Spec {
 // letters and digits as words and as "##" continuations, ASCII punctuation and a few
 // whole words, so that any lowercase ASCII text tokenises without [UNK].
 func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
-	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" || modelType == "nomic_bert" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" || modelType == "nomic_bert" || modelType == "new" {
 		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
 		pad, unk, cls, sep = 0, 1, 2, 3
 	} else {
@@ -184,6 +186,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 		return writeNomicBERT(dir, s)
 	case "jina":
 		return writeJina(dir, s)
+	case "new":
+		return writeGTE(dir, s)
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -540,6 +544,62 @@ func writeJina(dir string, s Spec) (*Model, error) {
 		"rotary_emb_base": JinaRotaryBase, "task_instructions": JinaInstructions, "torch_dtype": "float32",
 		"transformers_version": "4.41.2", "truncate_dim": nil, "type_vocab_size": s.TypeVocab, "use_cache": true,
 		"use_flash_attn": true, "use_reentrant": false, "vocab_size": V,
+	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
+}
+
+// gte-v1.5's RoPE as writeGTE gives it (gte-base-en-v1.5's rope_theta and rope_scaling).
+const (
+	GTERopeTheta = 500_000.0
+	GTENTKFactor = 2.0
+)
+
+// writeGTE writes a tiny random gte-v1.5 NewModel folder: tensors named as Alibaba's
+// new-impl NewModel names them (Spec.Prefix; embeddings.LayerNorm,
+// encoder.layer.N.attention.qkv_proj / o_proj, attn_ln, mlp.up_gate_proj without bias,
+// mlp.down_proj, mlp_ln; token type embeddings only with Spec.TypeVocab > 0), and a
+// config.json with gte-base-en-v1.5's fields (auto_map, rope_theta, NTK rope_scaling)
+// and the spec's sizes.
+func writeGTE(dir string, s Spec) (*Model, error) {
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rnd := randomizer(m, rand.New(rand.NewPCG(s.Seed, 49)))
+	H, I, V := s.Hidden, s.Intermediate, len(vocab)
+	norm := func(name string) {
+		rnd(name+".weight", 0.1, 1, H)
+		rnd(name+".bias", 0.1, 0, H)
+	}
+	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
+	if s.TypeVocab > 0 {
+		rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	}
+	norm("embeddings.LayerNorm")
+	for i := range s.Layers {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		rnd(p+"attention.qkv_proj.weight", 0.3, 0, 3*H, H)
+		rnd(p+"attention.qkv_proj.bias", 0.1, 0, 3*H)
+		rnd(p+"attention.o_proj.weight", 0.3, 0, H, H)
+		rnd(p+"attention.o_proj.bias", 0.1, 0, H)
+		norm(p + "attn_ln")
+		rnd(p+"mlp.up_gate_proj.weight", 0.3, 0, 2*I, H)
+		rnd(p+"mlp.down_proj.weight", 0.3*math.Sqrt(32/float64(I)), 0, H, I)
+		rnd(p+"mlp.down_proj.bias", 0.1, 0, H)
+		norm(p + "mlp_ln")
+	}
+	if err := writeWeights(dir, m); err != nil {
+		return nil, err
+	}
+	remote := "Alibaba-NLP/new-impl--"
+	cfg := map[string]any{
+		"architectures": []string{"NewModel"}, "model_type": "new",
+		"auto_map":                     map[string]string{"AutoConfig": remote + "configuration.NewConfig", "AutoModel": remote + "modeling.NewModel"},
+		"attention_probs_dropout_prob": 0.0, "classifier_dropout": nil, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+		"hidden_size": H, "initializer_range": 0.02, "intermediate_size": I, "layer_norm_eps": 1e-12, "layer_norm_type": "layer_norm",
+		"logn_attention_clip1": false, "logn_attention_scale": false, "max_position_embeddings": s.MaxPositions,
+		"num_attention_heads": s.Heads, "num_hidden_layers": s.Layers, "pack_qkv": true, "pad_token_id": pad,
+		"position_embedding_type": "rope", "rope_scaling": map[string]any{"factor": GTENTKFactor, "type": "ntk"},
+		"rope_theta": GTERopeTheta, "torch_dtype": "float32", "transformers_version": "4.39.1", "type_vocab_size": s.TypeVocab,
+		"unpad_inputs": false, "use_memory_efficient_attention": false, "vocab_size": V,
 	}
 	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }
