@@ -11,10 +11,11 @@ import (
 )
 
 // Config is the architecture read from a Hugging Face config.json of a BertModel,
-// RobertaModel, XLMRobertaModel, MPNetModel, DistilBertModel, ModernBertModel or
-// NomicBertModel.
+// RobertaModel, XLMRobertaModel, MPNetModel, DistilBertModel or ModernBertModel, or of
+// the remote-code models graphloom implements: NomicBertModel, jina-embeddings-v3's
+// XLMRobertaLoRA and gte-v1.5's NewModel.
 type Config struct {
-	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert" or "nomic_bert"
+	ModelType     string   `json:"model_type"` // "bert", "roberta", "xlm-roberta", "mpnet", "distilbert", "modernbert", "nomic_bert" or "new"
 	Architectures []string `json:"architectures,omitempty"`
 	VocabSize     int      `json:"vocab_size"`
 	Hidden        int      `json:"hidden_size"`
@@ -118,7 +119,7 @@ func ParseConfig(data []byte) (Config, error) {
 	case "bert":
 	case "roberta", "xlm-roberta":
 		c.PadTokenID = 1 // transformers' RobertaConfig default
-		if r.ModelType == "xlm-roberta" && r.PositionType == "rotary" {
+		if (rawJina{ModelType: r.ModelType, PositionType: r.PositionType}).isJina() {
 			if err := parseJina(data, &c); err != nil {
 				return Config{}, err
 			}

@@ -29,7 +29,7 @@
 // others attending within Window/2 positions, a GeGLU MLP and a final LayerNorm
 // (ModernBERTConfig, modernHidden). "nomic_bert" (nomic-embed-text-v1 and -v1.5) is
 // Nomic's NomicBertModel, whose code lives in the model's remote code (auto_map) and is
-// never run: graphloom's own implementation of it (NomicBERTConfig, nomicHidden) is
+// never run: graphloom's own implementation of it (NomicBERTConfig, flashHidden) is
 // word + token type embeddings → LayerNorm → post-norm layers with q, k and v from one
 // projection, rotary positions (rotate_half) and a SwiGLU MLP, without biases unless
 // the config says so. jina-embeddings-v3 (model_type "xlm-roberta" with
@@ -42,9 +42,9 @@
 // gte-multilingual-base) is Alibaba's NewModel, remote code too (GTEConfig): the same
 // post-norm layout under its names (qkv_proj, o_proj, attn_ln, mlp_ln), a GeGLU MLP
 // from one up_gate_proj, and rotary positions with fixed NTK scaling. Anything else
-// (other model types, BERT's
-// relative_key positions, other rotary encoders, scaled RoPE, other activations) is a
-// load error naming architectures / model_type / the field.
+// (other model types, BERT's relative_key positions, other rotary encoders, RoPE
+// scaled otherwise than these models say, other activations) is a load error naming
+// architectures / model_type / the field.
 //
 // Decoder embedders (Qwen3-Embedding; config.json model_type llama, mistral, qwen2 or
 // qwen3) run through package lm: the decoder's final-normalised hidden states are

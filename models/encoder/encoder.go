@@ -47,7 +47,7 @@ type Stats struct {
 	Texts     int // texts embedded
 	Truncated int // texts cut to the maximum length
 	Batches   int // forward passes
-	Shapes    int // distinct padded [batch, length] shapes run (one compiled executable each)
+	Shapes    int // distinct padded [batch, length] shapes run (one compiled executable each, and each task's own for a model with task adapters)
 	shapes    map[[2]int]bool
 }
 

@@ -900,9 +900,9 @@ func TestLoadErrors(t *testing.T) {
 		{"nomic_bert with experts (nomic-embed-text-v2-moe)", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("moe_every_n_layers", 2))
 		}, encoder.Options{Pooling: "mean"}, "config: moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
-		{"nomic_bert with a tanh-named GELU", func(t *testing.T) string {
-			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("activation_function", "gelu_new"))
-		}, encoder.Options{Pooling: "mean"}, `config: activation_function "gelu_new" not supported`},
+		{"nomic_bert with another activation", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("activation_function", "relu"))
+		}, encoder.Options{Pooling: "mean"}, `config: activation_function "relu" not supported`},
 		{"nomic_bert config with biases its checkpoint lacks", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("qkv_proj_bias", true))
 		}, encoder.Options{Pooling: "mean"}, "tensor encoder.layers.0.attn.Wqkv.bias missing"},
@@ -1172,6 +1172,10 @@ func TestParseConfigNomicBERT(t *testing.T) {
 	assert.Equal(t, 3000, edit(`"n_inner": 3072, "n_layer": 12`, `"n_inner": 3000, "n_layer": 12, "activation_function": "gelu"`).Intermediate)
 	// Dynamic NTK scaling changes the rotation only past max_trained_positions: kept below it.
 	assert.Equal(t, 2048, edit(`"rotary_scaling_factor": null`, `"rotary_scaling_factor": 2`).MaxTokens())
+	// The plain MLP's gelu_* names run as exact GELU in the remote code, and GPT2Config's
+	// default is gelu_new.
+	assert.Equal(t, "gelu", edit(`"activation_function": "swiglu"`, `"activation_function": "gelu_new"`).NomicBERT.Activation)
+	assert.Equal(t, "gelu", edit(`"activation_function": "swiglu",`, ``).NomicBERT.Activation)
 }
 
 // TestParseConfigJina reads a config.json with jina-embeddings-v3's fields: rotary
@@ -1206,6 +1210,19 @@ func TestParseConfigJina(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, c.Jina.Tasks, "adapters XLMRobertaLoRA would start at ΔW = 0")
 	assert.Equal(t, 20000.0, c.Jina.RotaryBase)
+
+	// XLMRobertaFlashConfig's defaults, not BERT's, where the file is silent.
+	silent := data
+	for _, field := range []string{`"layer_norm_eps": 1e-05, `, `"type_vocab_size": 1, `, `"max_position_embeddings": 8194, `} {
+		require.Contains(t, silent, field)
+		silent = strings.Replace(silent, field, "", 1)
+	}
+	c, err = encoder.ParseConfig([]byte(silent))
+	require.NoError(t, err)
+	assert.Equal(t, 1e-5, c.LayerNormEps)
+	assert.Equal(t, []int{1, 8194}, []int{c.TypeVocabSize, c.MaxTokens()})
+	_, err = encoder.ParseConfig([]byte(strings.Replace(data, `"rotary_emb_base": 20000.0`, `"rotary_emb_base": 20000.0, "rotary_emb_interleaved": true`, 1)))
+	assert.ErrorContains(t, err, "rotary_emb_interleaved (GPT-J pairs)")
 }
 
 // TestParseConfigGTE reads a config.json with gte-base-en-v1.5's fields: no token
@@ -1233,6 +1250,16 @@ func TestParseConfigGTE(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, encoder.GTEConfig{RopeTheta: 10000}, c.GTE)
 	assert.Equal(t, []int{1, 2048}, []int{c.TypeVocabSize, c.MaxTokens()}, "NewConfig's defaults")
+
+	// NTKScalingRotaryEmbedding rescales only a cache longer than max_position_embeddings.
+	c, err = encoder.ParseConfig([]byte(strings.Replace(data, `"factor": 2.0`, `"factor": 1.0`, 1)))
+	require.NoError(t, err)
+	assert.Zero(t, c.GTE.NTKFactor)
+	// Worked by hand for θ 10,000, factor 2, heads of 4: 1/20000⁰/√2 and 1/20000^½/√2 = 1/200.
+	inv := encoder.GTEInvFreq(encoder.GTEConfig{RopeTheta: 10000, NTKFactor: 2}, 4)
+	assert.InDeltaSlice(t, []float64{1 / math.Sqrt2, 0.005}, []float64{float64(inv[0]), float64(inv[1])}, 1e-7)
+	inv = encoder.GTEInvFreq(encoder.GTEConfig{RopeTheta: 10000}, 4)
+	assert.InDeltaSlice(t, []float64{1, 0.01}, []float64{float64(inv[0]), float64(inv[1])}, 1e-7)
 }
 
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names

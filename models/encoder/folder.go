@@ -298,17 +298,11 @@ const (
 // sentence-transformers prompt of the task's name, else config.json's
 // task_instructions entry. A task the model lacks is an error.
 func (p *Pipeline) chooseTasks(modelDir string, stPrompts map[string]string, opts Options) error {
-	var raw struct {
-		rawJina
-		PositionType string `json:"position_embedding_type"`
-	}
+	var raw rawJina
 	if _, err := readJSON(modelDir, "config.json", &raw); err != nil {
 		return err
 	}
-	var tasks []string
-	if raw.PositionType == "rotary" && raw.TrainedAdapter {
-		tasks = raw.Adaptations
-	}
+	tasks := raw.tasks()
 	pick := func(o *string, def string) (string, error) {
 		if o != nil {
 			if *o != "" && !slices.Contains(tasks, *o) {

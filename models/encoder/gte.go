@@ -19,7 +19,8 @@ type GTEConfig struct {
 	// RopeTheta is rope_theta (default 10,000; 500,000 in gte-base-en-v1.5).
 	RopeTheta float64 `json:"rope_theta"`
 	// NTKFactor is rope_scaling's factor for type "ntk" (2 in gte-*-en-v1.5, 8 in
-	// gte-multilingual-base; 0 for none): NTKScalingRotaryEmbedding, fixed when the
+	// gte-multilingual-base; 0 for none, and for a factor of 1 or less, which the
+	// remote code does not apply): NTKScalingRotaryEmbedding, fixed when the
 	// model is built, divides the frequencies of base θ·F by F^(2/hd) (kexue.fm/9706's
 	// (6)) for every position, whatever the length.
 	NTKFactor float64 `json:"ntk_factor,omitempty"`
@@ -73,10 +74,12 @@ func parseGTE(data []byte, c *Config) error {
 			return fmt.Errorf("config: rope_scaling type %q: NewModel scales rotary positions by \"ntk\" only", s.Type)
 		case s.MixedB != nil:
 			return fmt.Errorf("config: rope_scaling mixed_b: only the fixed NTK scaling is supported")
-		case !(s.Factor > 0):
-			return fmt.Errorf("config: rope_scaling factor %g must be positive", s.Factor)
+		case s.Factor > 1:
+			g.NTKFactor = s.Factor
 		}
-		g.NTKFactor = s.Factor
+		// NTKScalingRotaryEmbedding rescales only when its cache (max_position_embeddings
+		// × factor positions) outgrows max_position_embeddings: a factor of 1 or less
+		// leaves the frequencies as they are.
 	}
 	switch {
 	case r.PositionType != "" && r.PositionType != "rope":

@@ -28,8 +28,17 @@ type JinaConfig struct {
 	Alpha float64  `json:"alpha,omitempty"`
 }
 
-// rawJina is the part of jina-embeddings-v3's config.json only it has.
+// rawJina is the part of jina-embeddings-v3's config.json only it has, and the fields
+// whose XLMRobertaFlashConfig defaults differ from BERT's.
 type rawJina struct {
+	ModelType      string            `json:"model_type"`
+	PositionType   string            `json:"position_embedding_type"`
+	LayerNormEps   *float64          `json:"layer_norm_eps"`
+	TypeVocabSize  *int              `json:"type_vocab_size"`
+	MaxPositions   *int              `json:"max_position_embeddings"`
+	Interleaved    bool              `json:"rotary_emb_interleaved"`
+	RotaryScale    json.RawMessage   `json:"rotary_emb_scale_base"`
+	RotaryDim      *int              `json:"rotary_emb_dim"`
 	RotaryBase     *float64          `json:"rotary_emb_base"`
 	Adaptations    []string          `json:"lora_adaptations"`
 	Rank           *int              `json:"lora_rank"`
@@ -38,12 +47,45 @@ type rawJina struct {
 	Instructions   map[string]string `json:"task_instructions"`
 }
 
+// isJina reports whether the config.json is jina-embeddings-v3's flash-attn XLM-R.
+func (r rawJina) isJina() bool { return r.ModelType == "xlm-roberta" && r.PositionType == "rotary" }
+
+// tasks are the task adapters the checkpoint holds: lora_adaptations with
+// load_trained_adapters. Without it the checkpoint is a plain XLMRobertaModel's and
+// XLMRobertaLoRA starts its adapters at ΔW = 0 (lora_B or lora_A zero).
+func (r rawJina) tasks() []string {
+	if !r.isJina() || !r.TrainedAdapter {
+		return nil
+	}
+	return r.Adaptations
+}
+
 // parseJina reads a jina-embeddings-v3 config.json (data) into c: no position table
-// (positions from 0, no offset) and JinaConfig.
+// (positions from 0, no offset), XLMRobertaFlashConfig's defaults where the file is
+// silent (LayerNorm epsilon 1e-5, one token type, 8,194 positions) and JinaConfig.
 func parseJina(data []byte, c *Config) error {
 	var r rawJina
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	c.LayerNormEps, c.TypeVocabSize, c.MaxPositions = 1e-5, 1, 8194
+	if r.LayerNormEps != nil {
+		c.LayerNormEps = *r.LayerNormEps
+	}
+	if r.TypeVocabSize != nil {
+		c.TypeVocabSize = *r.TypeVocabSize
+	}
+	if r.MaxPositions != nil {
+		c.MaxPositions = *r.MaxPositions
+	}
+	// create_mixer_cls reads these when present; the released model has none.
+	switch {
+	case r.Interleaved:
+		return fmt.Errorf("config: rotary_emb_interleaved (GPT-J pairs): only rotate_half rotary positions are supported")
+	case len(r.RotaryScale) > 0 && string(r.RotaryScale) != "null":
+		return fmt.Errorf("config: rotary_emb_scale_base (xPos): not supported")
+	case r.RotaryDim != nil && c.Heads > 0 && *r.RotaryDim != c.Hidden/c.Heads:
+		return fmt.Errorf("config: rotary_emb_dim %d: only every dimension of a head (%d) rotated is supported", *r.RotaryDim, c.Hidden/c.Heads)
 	}
 	j := JinaConfig{RotaryBase: 10_000}
 	if r.RotaryBase != nil {
@@ -52,10 +94,8 @@ func parseJina(data []byte, c *Config) error {
 	if !(j.RotaryBase > 0) {
 		return fmt.Errorf("config: rotary_emb_base %g must be positive", j.RotaryBase)
 	}
-	// Without load_trained_adapters the checkpoint is a plain XLMRobertaModel's and
-	// XLMRobertaLoRA starts its adapters at ΔW = 0 (lora_B or lora_A zero).
-	if r.TrainedAdapter && len(r.Adaptations) > 0 {
-		j.Tasks, j.Rank, j.Alpha = r.Adaptations, 4, 1
+	if tasks := r.tasks(); len(tasks) > 0 {
+		j.Tasks, j.Rank, j.Alpha = tasks, 4, 1
 		if r.Rank != nil {
 			j.Rank = *r.Rank
 		}

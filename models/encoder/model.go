@@ -37,8 +37,9 @@ type Network struct {
 	rel    *model.Variable // [RelativeBuckets, Heads]: MPNet's relative attention bias; nil otherwise
 	layers []encLayer
 	modern []modernLayer // ModernBERT's layers (layers is empty then)
-	// flash-attn BERTs (NomicBERT, Jina's XLM-R): their layout, layers (layers is
-	// empty then) and the embedding tables' task adapters.
+	// The rotary BERTs of remote code (NomicBERT, Jina's XLM-R, gte-v1.5; flashSpec):
+	// their layout, layers (layers is empty then) and the embedding tables' task
+	// adapters.
 	flash       flashSpec
 	layersFlash []flashLayer
 	wordL, typL lora

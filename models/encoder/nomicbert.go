@@ -9,15 +9,16 @@ import (
 // and -v1.5, nomic-bert-2048) beyond the sizes every encoder has. The model is
 // Nomic's own code (config.json's auto_map: configuration_hf_nomic_bert.NomicBertConfig,
 // a GPT2Config, and modeling_hf_nomic_bert.NomicBertModel), which graphloom does not
-// run: nomicHidden is written from that source (nomic-ai/contrastors,
-// src/contrastors/models/huggingface/), and every field of it that changes the
-// arithmetic is either read here or refused when it differs from the released
-// models'.
+// run: flashHidden is written from that source (nomic-ai/contrastors,
+// src/contrastors/models/huggingface/). Its fields that change the arithmetic are
+// read here (under their GPT-2 names: n_embd, n_layer, n_head, n_inner, n_positions)
+// or refused when they differ from the released models'.
 type NomicBERTConfig struct {
 	// Activation is activation_function: "swiglu" (the released models'), "geglu" or
 	// "glu", a gated MLP fc2(fc11(x) · act(fc12(x))) with act SiLU, GELU or sigmoid; or
 	// "gelu", a plain one fc2(GELU(fc1(x))). GELU is the exact one (erf), as the
-	// remote code passes F.gelu.
+	// remote code passes F.gelu; it does so for gelu_new, gelu_fast and
+	// gelu_pytorch_tanh too, which are read as "gelu".
 	Activation string `json:"activation"`
 	// QKVBias is qkv_proj_bias (default true), for Wqkv and out_proj; FC1Bias and
 	// FC2Bias are mlp_fc1_bias and mlp_fc2_bias (default true), for fc11/fc12 (fc1)
@@ -111,10 +112,13 @@ func parseNomicBERT(data []byte, c *Config) error {
 			inner = *r.NInner
 		}
 		c.Intermediate = (inner + nomicGatedMultiple - 1) / nomicGatedMultiple * nomicGatedMultiple
-	case "gelu":
+	case "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh":
+		// NomicBertBlock hands the plain MLP F.gelu for each of these names: the exact
+		// GELU, whatever the name says (GPT2Config's default is gelu_new).
+		nc.Activation = "gelu"
 		c.Intermediate = or(r.NInner, 4*c.Hidden)
 	default:
-		return fmt.Errorf("config: activation_function %q not supported (want swiglu, geglu, glu or gelu; the remote code runs the gelu_* names as exact GELU whatever they say)", nc.Activation)
+		return fmt.Errorf("config: activation_function %q not supported (want swiglu, geglu, glu, or gelu and the gelu_* names, which the remote code runs as exact GELU)", nc.Activation)
 	}
 	fr := 0.0 // NomicBertConfig's default
 	if r.RotaryFraction != nil {
