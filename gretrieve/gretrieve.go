@@ -4,6 +4,11 @@
 // the relation text embedded by the index's embedder, the subgraph textualised as
 // G-Retriever's node and edge CSV — and a trained models/gretriever model answers
 // from it as the "gretriever" retriever.
+//
+// Seed 004 embeds with jina-embeddings-v3 and its task adapters; an index built with
+// --embedder local:<that folder> does the same (models/encoder): questions through
+// the retrieval.query adapters and instruction, entity and relation texts, as
+// passages, through retrieval.passage.
 package gretrieve
 
 import (
