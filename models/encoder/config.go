@@ -45,6 +45,9 @@ type Config struct {
 	// GTE holds what only a gte-v1.5 NewModel (model_type "new") has (zero for the
 	// others).
 	GTE GTEConfig `json:"gte,omitzero"`
+	// JinaBERT holds what only a JinaBertModel (jina-embeddings-v2: model_type "bert"
+	// with ALiBi) has (zero for the others).
+	JinaBERT JinaBERTConfig `json:"jina_bert,omitzero"`
 }
 
 // mpnetBuckets is the number of relative position buckets MPNet's attention bias
@@ -117,6 +120,11 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	switch r.ModelType {
 	case "bert":
+		if r.PositionType == "alibi" {
+			if err := parseJinaBERT(data, &c); err != nil {
+				return Config{}, err
+			}
+		}
 	case "roberta", "xlm-roberta":
 		c.PadTokenID = 1 // transformers' RobertaConfig default
 		if (rawJina{ModelType: r.ModelType, PositionType: r.PositionType}).isJina() {
@@ -164,7 +172,7 @@ func ParseConfig(data []byte) (Config, error) {
 	// NomicBERT's and jina-embeddings-v3's folders name their makers' remote code
 	// (auto_map); graphloom runs its own implementation of it (flashbert.go), never
 	// that code.
-	if r.AutoMap != nil && !c.flashLayout() {
+	if r.AutoMap != nil && !c.flashLayout() && !c.isJinaBERT() {
 		return Config{}, fmt.Errorf("config: auto_map present (architectures %v): the model needs its own remote code, which graphloom does not run", r.Architectures)
 	}
 	if r.PadTokenID != nil {
@@ -186,7 +194,7 @@ func ParseConfig(data []byte) (Config, error) {
 	// "sans_pos"): its positions are rotary whatever the field says.
 	if r.PositionType == "rope" && r.ModelType == gteType {
 		// NewModel's rotary positions
-	} else if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" && !c.isJina() {
+	} else if r.PositionType != "" && r.PositionType != "absolute" && r.ModelType != "modernbert" && !c.isJina() && !c.isJinaBERT() {
 		return Config{}, fmt.Errorf("config: position_embedding_type %q not supported (want absolute)", r.PositionType)
 	}
 	if r.RopeTheta != nil && r.ModelType != "modernbert" && r.ModelType != gteType {

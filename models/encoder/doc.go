@@ -41,7 +41,11 @@
 // tasks' instructions as prompts. "new" (gte-base-en-v1.5, gte-large-en-v1.5,
 // gte-multilingual-base) is Alibaba's NewModel, remote code too (GTEConfig): the same
 // post-norm layout under its names (qkv_proj, o_proj, attn_ln, mlp_ln), a GeGLU MLP
-// from one up_gate_proj, and rotary positions with fixed NTK scaling. Anything else
+// from one up_gate_proj, and rotary positions with fixed NTK scaling. "bert" with
+// position_embedding_type "alibi" (jina-embeddings-v2-base-en, -small-en and the
+// bilingual ones) is Jina's JinaBertModel, remote code too (JinaBERTConfig): BERT's
+// post-LN layer without a position table, ALiBi biases on the attention scores
+// (alibiBias), and a GEGLU MLP (JinaBertGLUMLP). Anything else
 // (other model types, BERT's relative_key positions, other rotary encoders, RoPE
 // scaled otherwise than these models say, other activations) is a load error naming
 // architectures / model_type / the field.

@@ -122,7 +122,7 @@ func referenceTask(m *encodertest.Model, eps float64, ids []int32, skip int, mod
 // refEps is the LayerNorm epsilon of the test folders of a model type: 1e-12 for
 // BERT's and DistilBERT's (fixed there), 1e-5 for the others (their config.json's).
 func refEps(modelType string) float64 {
-	if modelType == "bert" || modelType == "distilbert" || modelType == "nomic_bert" || modelType == "new" {
+	if modelType == "bert" || modelType == "distilbert" || modelType == "nomic_bert" || modelType == "new" || modelType == "jina_bert" {
 		return 1e-12
 	}
 	return 1e-5
@@ -230,11 +230,36 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 	ln := func(x, g, b []float64) []float64 { return refLayerNorm(x, g, b, eps) }
 	dense := refDense
 	n := len(ids)
-	mpnet := s.ModelType == "mpnet"
-	word, pos := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight")
-	typ := make([]float64, H) // MPNet and DistilBERT have no token type embeddings
+	mpnet, jina := s.ModelType == "mpnet", s.ModelType == "jina_bert"
+	word, pos := w("embeddings.word_embeddings.weight"), w("embeddings.position_embeddings.weight") // JinaBERT: no positions
+	typ := make([]float64, H)                                                                       // MPNet and DistilBERT have no token type embeddings
 	if !mpnet && s.ModelType != "distilbert" {
 		typ = w("embeddings.token_type_embeddings.weight")
+	}
+	// ALiBi's slopes as Press et al.'s get_slopes writes them: for a power of two n,
+	// start·ratioⁱ with start = ratio = 2^(−2^−(log₂n − 3)); otherwise those of the
+	// closest power of two below, then every other of twice that, as many as missing.
+	var slopes func(n int) []float64
+	slopes = func(n int) []float64 {
+		pow2 := func(n int) []float64 {
+			start := math.Pow(2, -math.Pow(2, -(math.Log2(float64(n))-3)))
+			out := make([]float64, n)
+			for i := range out {
+				out[i] = start * math.Pow(start, float64(i))
+			}
+			return out
+		}
+		if l := math.Log2(float64(n)); l == math.Floor(l) {
+			return pow2(n)
+		}
+		closest := 1 << int(math.Floor(math.Log2(float64(n))))
+		var every []float64
+		for i, v := range slopes(2 * closest) {
+			if i%2 == 0 {
+				every = append(every, v)
+			}
+		}
+		return append(pow2(closest), every[:n-closest]...)
 	}
 	var rel []float64 // MPNet: [32, heads]
 	if mpnet {
@@ -246,7 +271,10 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 		p := i + m.Offset() // RoBERTa, MPNet: padding_idx + 1 + i
 		v := make([]float64, H)
 		for j := range H {
-			v[j] = word[int(id)*H+j] + pos[p*H+j] + typ[j]
+			v[j] = word[int(id)*H+j] + typ[j]
+			if !jina {
+				v[j] += pos[p*H+j]
+			}
 		}
 		x[i] = ln(v, w("embeddings.LayerNorm.weight"), w("embeddings.LayerNorm.bias"))
 	}
@@ -259,8 +287,12 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 			v[i] = dense(x[i], w(p+names.V+".weight"), w(p+names.V+".bias"), H)
 		}
 		var bias func(i, j, h int) float64
-		if mpnet {
+		switch {
+		case mpnet:
 			bias = func(i, j, h int) float64 { return rel[refBucket(j-i)*nh+h] }
+		case jina:
+			sl := slopes(nh)
+			bias = func(i, j, h int) float64 { return -sl[h] * math.Abs(float64(j-i)) }
 		}
 		ctxs := refAttention(q, k, v, nh, bias, nil)
 		next := make([][]float64, n)
@@ -270,6 +302,24 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 				a[e] += x[i][e]
 			}
 			a = ln(a, w(p+names.AttnLN+".weight"), w(p+names.AttnLN+".bias"))
+			if jina && s.FeedForward != "original" { // JinaBertGLUMLP: LN(a + wo(act(z[:I]) · z[I:]))
+				I := s.Intermediate
+				z := dense(a, w(p+"mlp.gated_layers.weight"), nil, 2*I)
+				h := make([]float64, I)
+				for e := range I {
+					act := math.Max(z[e], 0) // reglu
+					if s.FeedForward == "geglu" {
+						act = refGELU(z[e])
+					}
+					h[e] = act * z[I+e]
+				}
+				o := dense(h, w(p+"mlp.wo.weight"), w(p+"mlp.wo.bias"), H)
+				for e := range H {
+					o[e] += a[e]
+				}
+				next[i] = ln(o, w(p+"mlp.layernorm.weight"), w(p+"mlp.layernorm.bias"))
+				continue
+			}
 			inter := dense(a, w(p+names.In+".weight"), w(p+names.In+".bias"), s.Intermediate)
 			for e, u := range inter {
 				inter[e] = refGELU(u)
@@ -696,6 +746,13 @@ func TestEncoderMatchesReference(t *testing.T) {
 		{name: "new plain mean, new. prefix, two token types (gte-large-en-v1.5's)",
 			spec: encodertest.Spec{ModelType: "new", Prefix: "new.", TypeVocab: 2},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "jina_bert sentence-transformers mean+normalize, 12 heads (jina-embeddings-v2-base-en's layout and slopes)",
+			spec:  encodertest.Spec{ModelType: "jina_bert", SentenceTransformers: true, Normalize: true, Hidden: 48, Heads: 12},
+			modes: []string{"mean"}, norm: true},
+		{name: "jina_bert plain mean, bert. prefix, reglu, 8 heads", spec: encodertest.Spec{ModelType: "jina_bert", Prefix: "bert.", FeedForward: "reglu", Hidden: 32, Heads: 8},
+			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "jina_bert plain cls, BERT's MLP (feed_forward_type original), 6 heads", spec: encodertest.Spec{ModelType: "jina_bert", FeedForward: "original", Hidden: 48, Heads: 6},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 		{name: "modernbert plain cls with biases, model. prefix, transformers 5 rope_parameters",
 			spec: encodertest.Spec{ModelType: "modernbert", Prefix: "model.", Layers: 4, GlobalEvery: 3, Window: 8,
 				Biases: true, RopeParameters: true},
@@ -938,6 +995,17 @@ func TestLoadErrors(t *testing.T) {
 		{"gte with absolute positions", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("position_embedding_type", "absolute"))
 		}, encoder.Options{Pooling: "cls"}, `config: position_embedding_type "absolute": only NewModel's rotary positions (rope) are supported`},
+		{"jina_bert with another feed-forward", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "jina_bert"}, setConfig("feed_forward_type", "glu"))
+		}, encoder.Options{Pooling: "mean"}, `config: feed_forward_type "glu" not supported (want geglu, reglu or original)`},
+		{"jina_bert's qk-post-norm variant (jina-embeddings-v2-base-code)", func(t *testing.T) string {
+			dir := t.TempDir()
+			tm, err := encodertest.Write(dir, encodertest.Spec{ModelType: "jina_bert"})
+			require.NoError(t, err)
+			tm.Weights["encoder.layer.0.mlp.up_gated_layer.weight"] = lmtest.Tensor{Shape: []int{128, 32}, Data: make([]float32, 128*32)}
+			require.NoError(t, lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), tm.Weights))
+			return dir
+		}, encoder.Options{Pooling: "mean"}, "encoder.layer.0.mlp.up_gated_layer.weight: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported"},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},
@@ -1262,6 +1330,31 @@ func TestParseConfigGTE(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{1, 0.01}, []float64{float64(inv[0]), float64(inv[1])}, 1e-7)
 }
 
+// TestParseConfigJinaBERT reads a config.json with jina-embeddings-v2-base-en's
+// fields: BERT's sizes, ALiBi, GEGLU, the remote code's auto_map not refused;
+// JinaBertConfig's default feed-forward where the file is silent.
+func TestParseConfigJinaBERT(t *testing.T) {
+	data := `{"_name_or_path": "jinaai/jina-bert-implementation", "architectures": ["JinaBertForMaskedLM"],
+	"attention_probs_dropout_prob": 0.0, "auto_map": {"AutoConfig": "jinaai/jina-bert-implementation--configuration_bert.JinaBertConfig",
+	"AutoModel": "jinaai/jina-bert-implementation--modeling_bert.JinaBertModel"}, "classifier_dropout": null, "emb_pooler": "mean",
+	"feed_forward_type": "geglu", "gradient_checkpointing": false, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+	"hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072, "layer_norm_eps": 1e-12,
+	"max_position_embeddings": 8192, "model_max_length": 8192, "model_type": "bert", "num_attention_heads": 12,
+	"num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "alibi", "torch_dtype": "float32",
+	"transformers_version": "4.26.0", "type_vocab_size": 2, "use_cache": true, "vocab_size": 30528}`
+	c, err := encoder.ParseConfig([]byte(data))
+	require.NoError(t, err)
+	assert.Equal(t, encoder.JinaBERTConfig{FeedForward: "geglu"}, c.JinaBERT)
+	assert.Equal(t, []int{768, 12, 12, 3072, 30528, 2, 8192}, []int{c.Hidden, c.Layers, c.Heads, c.Intermediate, c.VocabSize, c.TypeVocabSize, c.MaxTokens()})
+	c, err = encoder.ParseConfig([]byte(strings.Replace(data, `"feed_forward_type": "geglu", `, "", 1)))
+	require.NoError(t, err)
+	assert.Equal(t, "original", c.JinaBERT.FeedForward, "JinaBertConfig's default")
+	// 12 heads, not a power of two: 2^−1 … 2^−8, then every other slope of 16 heads'.
+	want := []float64{0.5, 0.25, 0.125, 0.0625, 1.0 / 32, 1.0 / 64, 1.0 / 128, 1.0 / 256,
+		math.Pow(2, -0.5), math.Pow(2, -1.5), math.Pow(2, -2.5), math.Pow(2, -3.5)}
+	assert.InDeltaSlice(t, want, encoder.AlibiSlopes(12), 1e-15)
+}
+
 // TestParseConfigDistilBERT reads distilbert-base-uncased's config.json, which names
 // the sizes its own way (dim, n_layers, n_heads, hidden_dim).
 func TestParseConfigDistilBERT(t *testing.T) {
@@ -1317,6 +1410,14 @@ func TestDescribe(t *testing.T) {
 	assert.Zero(t, info.Dim)
 	assert.Contains(t, info.String(), "pooling      not said (a plain folder: pass --pooling)")
 	assert.Contains(t, info.Positions, "rotary: θ 160000 in the global layers (every 2), 10000 in the others, which see ±8 tokens")
+
+	jinaV2 := t.TempDir()
+	tm, err = encodertest.Write(jinaV2, encodertest.Spec{ModelType: "jina_bert", SentenceTransformers: true})
+	require.NoError(t, err)
+	info, err = encoder.Describe(jinaV2)
+	require.NoError(t, err)
+	assert.Equal(t, count(tm.Weights), info.Parameters)
+	assert.Equal(t, "ALiBi, no position table; MLP geglu", info.Positions)
 
 	nomic := t.TempDir()
 	tm, err = encodertest.Write(nomic, encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true})

@@ -81,6 +81,8 @@ func Describe(dir string) (Info, error) {
 	case cfg.ModelType == "modernbert":
 		m := cfg.ModernBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g in the global layers (every %d), %g in the others, which see ±%d tokens", m.GlobalTheta, m.GlobalEvery, m.LocalTheta, m.Window/2)
+	case cfg.isJinaBERT():
+		info.Positions = fmt.Sprintf("ALiBi, no position table; MLP %s", cfg.JinaBERT.FeedForward)
 	case cfg.ModelType == gteType:
 		info.Positions = fmt.Sprintf("rotary: θ %g", cfg.GTE.RopeTheta)
 		if cfg.GTE.NTKFactor > 0 {

@@ -135,7 +135,9 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	}
 	H, I := cfg.Hidden, cfg.Intermediate
 	n.word = b.take("embeddings.word_embeddings.weight", cfg.VocabSize, H)
-	n.pos = b.take("embeddings.position_embeddings.weight", cfg.MaxPositions, H)
+	if !cfg.isJinaBERT() { // ALiBi: no position table
+		n.pos = b.take("embeddings.position_embeddings.weight", cfg.MaxPositions, H)
+	}
 	if cfg.TypeVocabSize > 0 {
 		n.typ = b.take("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, H)
 	}
@@ -145,18 +147,32 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	if cfg.RelativeBuckets > 0 {
 		n.rel = b.take("encoder.relative_attention_bias.weight", cfg.RelativeBuckets, cfg.Heads)
 	}
+	if cfg.isJinaBERT() {
+		for _, name := range []string{"encoder.layer.0.mlp.up_gated_layer.weight", "encoder.layer.0.attention.self.layer_norm_q.weight"} {
+			if _, ok := ws.Shape(prefix + name); ok {
+				return nil, fmt.Errorf("weights: %s: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported", name)
+			}
+		}
+	}
+	glu := cfg.JinaBERT.glu()
 	for i := range cfg.Layers {
 		p := fmt.Sprintf(names.layer, i)
-		n.layers = append(n.layers, encLayer{
+		l := encLayer{
 			q: b.take(p+names.q+".weight", H, H), qb: b.take(p+names.q+".bias", H),
 			k: b.take(p+names.k+".weight", H, H), kb: b.take(p+names.k+".bias", H),
 			v: b.take(p+names.v+".weight", H, H), vb: b.take(p+names.v+".bias", H),
 			o: b.take(p+names.o+".weight", H, H), ob: b.take(p+names.o+".bias", H),
 			attnLNw: b.take(p+names.attnLN+".weight", H), attnLNb: b.take(p+names.attnLN+".bias", H),
-			in: b.take(p+names.in+".weight", I, H), inB: b.take(p+names.in+".bias", I),
-			out: b.take(p+names.out+".weight", H, I), outB: b.take(p+names.out+".bias", H),
-			outLNw: b.take(p+names.outLN+".weight", H), outLNb: b.take(p+names.outLN+".bias", H),
-		})
+		}
+		if glu { // JinaBertGLUMLP: gated_layers [2I, H] without bias, wo, layernorm
+			l.in, l.out, l.outB = b.take(p+"mlp.gated_layers.weight", 2*I, H), b.take(p+"mlp.wo.weight", H, I), b.take(p+"mlp.wo.bias", H)
+			l.outLNw, l.outLNb = b.take(p+"mlp.layernorm.weight", H), b.take(p+"mlp.layernorm.bias", H)
+		} else {
+			l.in, l.inB = b.take(p+names.in+".weight", I, H), b.take(p+names.in+".bias", I)
+			l.out, l.outB = b.take(p+names.out+".weight", H, I), b.take(p+names.out+".bias", H)
+			l.outLNw, l.outLNb = b.take(p+names.outLN+".weight", H), b.take(p+names.outLN+".bias", H)
+		}
+		n.layers = append(n.layers, l)
 	}
 	if b.err != nil {
 		return nil, b.err
@@ -227,7 +243,10 @@ func (n *Network) Hidden(ids, positions, mask *graph.Node, task int) *graph.Node
 	case n.layersFlash != nil:
 		return toDType(n.flashHidden(ids, positions, real, task), dtypes.Float32)
 	}
-	x := graph.Add(gather(n.word, ids), gather(n.pos, positions))
+	x := gather(n.word, ids)
+	if n.pos != nil {
+		x = graph.Add(x, gather(n.pos, positions))
+	}
 	if n.typ != nil {
 		row := graph.Slice(n.weight(g, n.typ), graph.AxisElem(0)) // [1, H]: token type 0
 		x = graph.Add(x, graph.ExpandLeftToRank(row, 3))
@@ -249,13 +268,16 @@ func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
 	return graph.ConvertDType(x, dt)
 }
 
-// positionBias is MPNet's relative attention bias [1, Heads, t, t] for sequences of
-// t tokens: the bias table's row for the bucket of each key's position relative to
+// positionBias is JinaBERT's ALiBi bias (alibiBias), or MPNet's relative attention
+// bias [1, Heads, t, t] for sequences of t tokens: the bias table's row for the bucket of each key's position relative to
 // the query's (relativeBucket), the same for every layer and sequence; nil for the
 // architectures without one. Positions are those of the padded sequence, 0 … t−1, as
 // transformers' MPNetEncoder.compute_position_bias takes them; padding comes last, so
 // the real tokens' relative positions are their own.
 func (n *Network) positionBias(g *graph.Graph, t int) *graph.Node {
+	if n.cfg.isJinaBERT() {
+		return n.alibiBias(g, t)
+	}
 	if n.rel == nil {
 		return nil
 	}
@@ -307,7 +329,22 @@ func (n *Network) layer(l *encLayer, x, allowed, bias *graph.Node) *graph.Node {
 	}
 	ctx := attend(heads(l.q, l.qb), heads(l.k, l.kb), heads(l.v, l.vb), allowed, bias)
 	x = n.layerNorm(graph.Add(x, linear(ctx, n.weight(g, l.o), n.weight(g, l.ob))), l.attnLNw, l.attnLNb)
-	h := gelu(linear(x, n.weight(g, l.in), n.weight(g, l.inB)))
+	var h *graph.Node
+	switch ff := n.cfg.JinaBERT.FeedForward; ff {
+	case "geglu", "reglu": // JinaBertGLUMLP: act(first half) · second half
+		z := linear(x, n.weight(g, l.in), nil)
+		I := c.Intermediate
+		a := graph.Slice(z, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(0, I))
+		m := graph.Slice(z, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(I, 2*I))
+		if ff == "geglu" {
+			a = gelu(a)
+		} else {
+			a = graph.Max(a, graph.ScalarZero(g, a.DType()))
+		}
+		h = graph.Mul(a, m)
+	default:
+		h = gelu(linear(x, n.weight(g, l.in), n.weight(g, l.inB)))
+	}
 	return n.layerNorm(graph.Add(x, linear(h, n.weight(g, l.out), n.weight(g, l.outB))), l.outLNw, l.outLNb)
 }
 

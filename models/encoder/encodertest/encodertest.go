@@ -1,5 +1,5 @@
 // Package encodertest writes tiny random BERT / RoBERTa / XLM-RoBERTa / MPNet /
-// DistilBERT / ModernBERT / NomicBERT / jina-embeddings-v3 / gte-v1.5 folders in the
+// DistilBERT / ModernBERT / NomicBERT / jina-embeddings-v2 and v3 / gte-v1.5 folders in the
 // exact Hugging Face and sentence-transformers layouts (config.json,
 // model.safetensors, tokenizer.json, tokenizer_config.json; modules.json,
 // 1_Pooling/config.json, 2_Normalize, sentence_bert_config.json,
@@ -26,8 +26,9 @@ import (
 // Spec describes a tiny encoder folder.
 type Spec struct {
 	// ModelType: "bert" (default), "roberta", "xlm-roberta", "mpnet", "distilbert",
-	// "modernbert", "nomic_bert", "new" (gte-v1.5), or "jina": jina-embeddings-v3's
-	// XLM-RoBERTa (its config.json says model_type xlm-roberta; see writeJina).
+	// "modernbert", "nomic_bert", "new" (gte-v1.5), "jina": jina-embeddings-v3's
+	// XLM-RoBERTa (its config.json says model_type xlm-roberta; see writeJina), or
+	// "jina_bert": jina-embeddings-v2's JinaBertModel (model_type bert; writeJinaBERT).
 	ModelType    string
 	Layers       int    // default 2
 	Hidden       int    // default 32
@@ -60,6 +61,9 @@ type Spec struct {
 	// Activation is NomicBERT's activation_function (default "swiglu", as
 	// nomic-embed-text's); Biases gives it qkv_proj_bias, mlp_fc1_bias and mlp_fc2_bias.
 	Activation string
+	// FeedForward is JinaBERT's feed_forward_type (default "geglu", as
+	// jina-embeddings-v2's).
+	FeedForward string
 	// Dense are Dense modules after the Pooling module (sentence-transformers folders
 	// only), written as 2_Dense, 3_Dense, … with random weights.
 	Dense []DenseSpec
@@ -100,7 +104,7 @@ type Model struct {
 // Offset returns the position offset (0 for BERT, pad_token_id + 1 otherwise).
 func (m *Model) Offset() int {
 	switch m.Spec.ModelType {
-	case "bert", "distilbert", "modernbert", "nomic_bert", "jina", "new":
+	case "bert", "distilbert", "modernbert", "nomic_bert", "jina", "new", "jina_bert":
 		return 0
 	}
 	return m.PadID + 1
@@ -134,6 +138,12 @@ func (s Spec) withDefaults() Spec {
 		def(&s.TypeVocab, 1)
 	case "new": // TypeVocab 0 (gte-base-en-v1.5) is kept
 		def(&s.MaxPositions, 128)
+	case "jina_bert":
+		def(&s.MaxPositions, 128)
+		def(&s.TypeVocab, 2)
+		if s.FeedForward == "" {
+			s.FeedForward = "geglu"
+		}
 	case "nomic_bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
@@ -154,10 +164,11 @@ func (s Spec) withDefaults() Spec {
 // letters and digits as words and as "##" continuations, ASCII punctuation and a few
 // whole words, so that any lowercase ASCII text tokenises without [UNK].
 func vocabulary(modelType string) (vocab []string, pad, unk, cls, sep int) {
-	if modelType == "bert" || modelType == "distilbert" || modelType == "modernbert" || modelType == "nomic_bert" || modelType == "new" {
+	switch modelType {
+	case "bert", "distilbert", "modernbert", "nomic_bert", "new", "jina_bert":
 		vocab = []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
 		pad, unk, cls, sep = 0, 1, 2, 3
-	} else {
+	default:
 		vocab = []string{"<s>", "<pad>", "</s>", "<unk>", "<mask>"}
 		pad, unk, cls, sep = 1, 3, 0, 2
 	}
@@ -188,6 +199,8 @@ func Write(dir string, spec Spec) (*Model, error) {
 		return writeJina(dir, s)
 	case "new":
 		return writeGTE(dir, s)
+	case "jina_bert":
+		return writeJinaBERT(dir, s)
 	default:
 		return nil, fmt.Errorf("encodertest: model type %q", s.ModelType)
 	}
@@ -600,6 +613,64 @@ func writeGTE(dir string, s Spec) (*Model, error) {
 		"position_embedding_type": "rope", "rope_scaling": map[string]any{"factor": GTENTKFactor, "type": "ntk"},
 		"rope_theta": GTERopeTheta, "torch_dtype": "float32", "transformers_version": "4.39.1", "type_vocab_size": s.TypeVocab,
 		"unpad_inputs": false, "use_memory_efficient_attention": false, "vocab_size": V,
+	}
+	return m, writeFiles(dir, m, cfg, unk, cls, sep)
+}
+
+// writeJinaBERT writes a tiny random JinaBertModel folder (jina-embeddings-v2-base-en's
+// layout): BERT's embeddings without a position table, BERT's attention names, and
+// for a GLU Spec.FeedForward (default "geglu") JinaBertGLUMLP's mlp.gated_layers
+// (no bias), mlp.wo and mlp.layernorm, else BERT's intermediate/output; a config.json
+// with jina-embeddings-v2-base-en's fields (model_type bert, position_embedding_type
+// alibi, auto_map) and the spec's sizes.
+func writeJinaBERT(dir string, s Spec) (*Model, error) {
+	vocab, pad, unk, cls, sep := vocabulary(s.ModelType)
+	m := &Model{Spec: s, Vocab: vocab, PadID: pad, Weights: map[string]lmtest.Tensor{}}
+	rnd := randomizer(m, rand.New(rand.NewPCG(s.Seed, 50)))
+	H, I, V := s.Hidden, s.Intermediate, len(vocab)
+	norm := func(name string) {
+		rnd(name+".weight", 0.1, 1, H)
+		rnd(name+".bias", 0.1, 0, H)
+	}
+	lin := func(name string, out, in int, bias bool) {
+		rnd(name+".weight", 0.3, 0, out, in)
+		if bias {
+			rnd(name+".bias", 0.1, 0, out)
+		}
+	}
+	rnd("embeddings.word_embeddings.weight", 0.5, 0, V, H)
+	rnd("embeddings.token_type_embeddings.weight", 0.5, 0, s.TypeVocab, H)
+	norm("embeddings.LayerNorm")
+	names := LayerNames("bert")
+	for i := range s.Layers {
+		p := fmt.Sprintf(names.Layer, i)
+		for _, n := range []string{names.Q, names.K, names.V, names.O} {
+			lin(p+n, H, H, true)
+		}
+		norm(p + names.AttnLN)
+		if s.FeedForward == "original" {
+			lin(p+names.In, I, H, true)
+			lin(p+names.Out, H, I, true)
+			norm(p + names.OutLN)
+			continue
+		}
+		lin(p+"mlp.gated_layers", 2*I, H, false)
+		lin(p+"mlp.wo", H, I, true)
+		norm(p + "mlp.layernorm")
+	}
+	if err := writeWeights(dir, m); err != nil {
+		return nil, err
+	}
+	remote := "jinaai/jina-bert-implementation--"
+	cfg := map[string]any{
+		"architectures": []string{"JinaBertForMaskedLM"}, "model_type": "bert",
+		"auto_map": map[string]string{"AutoConfig": remote + "configuration_bert.JinaBertConfig",
+			"AutoModel": remote + "modeling_bert.JinaBertModel"},
+		"attention_probs_dropout_prob": 0.0, "classifier_dropout": nil, "emb_pooler": "mean", "feed_forward_type": s.FeedForward,
+		"gradient_checkpointing": false, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": H,
+		"initializer_range": 0.02, "intermediate_size": I, "layer_norm_eps": 1e-12, "max_position_embeddings": s.MaxPositions,
+		"num_attention_heads": s.Heads, "num_hidden_layers": s.Layers, "pad_token_id": pad, "position_embedding_type": "alibi",
+		"torch_dtype": "float32", "transformers_version": "4.26.0", "type_vocab_size": s.TypeVocab, "use_cache": true, "vocab_size": V,
 	}
 	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }

@@ -1,0 +1,99 @@
+package encoder
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/gomlx/gomlx/core/graph"
+)
+
+// JinaBERTConfig is what config.json says of a JinaBertModel (jina-embeddings-v2:
+// base-en, small-en and the bilingual ones; model_type "bert" with
+// position_embedding_type "alibi") beyond BERT's sizes. The model is Jina's own code
+// (config.json's auto_map: jinaai/jina-bert-implementation's JinaBertConfig and
+// JinaBertModel), which graphloom does not run: the layer is BERT's post-LN layer
+// (Network.layer) without a position table, with ALiBi biases on the attention
+// scores (alibiBias) and, for the GLU feed-forward types, JinaBertGLUMLP:
+// LayerNorm(x + wo(act(z₁) · z₂)) for [z₁; z₂] = gated_layers(x), no bias on
+// gated_layers. The qk-post-norm variant (jina-embeddings-v2-base-code:
+// layer_norm_q / layer_norm_k, up_gated_layer) is a different layer, refused by its
+// tensor names.
+type JinaBERTConfig struct {
+	// FeedForward is feed_forward_type: "geglu" (the released models'; exact GELU),
+	// "reglu" (ReLU), or "original", BERT's intermediate/output MLP.
+	FeedForward string `json:"feed_forward_type"`
+}
+
+// isJinaBERT reports whether the model is a JinaBertModel.
+func (c Config) isJinaBERT() bool { return c.JinaBERT.FeedForward != "" }
+
+// glu reports whether its feed-forward is JinaBertGLUMLP.
+func (c JinaBERTConfig) glu() bool { return c.FeedForward == "geglu" || c.FeedForward == "reglu" }
+
+// parseJinaBERT reads a JinaBertModel's config.json (data) into c: no position table
+// (ALiBi) and JinaBERTConfig.
+func parseJinaBERT(data []byte, c *Config) error {
+	var r struct {
+		FeedForward *string `json:"feed_forward_type"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	j := JinaBERTConfig{FeedForward: "original"} // JinaBertConfig's default
+	if r.FeedForward != nil {
+		j.FeedForward = *r.FeedForward
+	}
+	switch j.FeedForward {
+	case "geglu", "reglu", "original":
+	default:
+		return fmt.Errorf("config: feed_forward_type %q not supported (want geglu, reglu or original)", j.FeedForward)
+	}
+	c.JinaBERT = j
+	return nil
+}
+
+// alibiSlopes are ALiBi's per-head slopes as JinaBertSelfAttention's
+// _get_alibi_head_slopes computes them (Press et al., 2022): for n heads, a power of
+// two, 2^(−8(h+1)/n); otherwise those of the largest power of two p below n, then
+// every other slope of 2p's, the first n − p of them.
+func alibiSlopes(n int) []float64 {
+	pow2 := func(n int) []float64 {
+		s := make([]float64, n)
+		for h := range s {
+			s[h] = math.Pow(2, -8*float64(h+1)/float64(n))
+		}
+		return s
+	}
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	if p == n {
+		return pow2(n)
+	}
+	out := pow2(p)
+	for i, s := range alibiSlopes(2 * p) {
+		if i%2 == 0 && len(out) < n {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// alibiBias is JinaBertModel's ALiBi bias [1, Heads, t, t] for sequences of t tokens:
+// −slope_h · |key − query| in float32 (rebuild_alibi_tensor), the same for every layer
+// and sequence; padding comes last, so the real tokens' distances are their own.
+func (n *Network) alibiBias(g *graph.Graph, t int) *graph.Node {
+	slopes := alibiSlopes(n.cfg.Heads)
+	bias := make([]float32, len(slopes)*t*t)
+	for h, s := range slopes {
+		neg := -float32(s)
+		for q := range t {
+			for k := range t {
+				bias[(h*t+q)*t+k] = neg * float32(max(k-q, q-k))
+			}
+		}
+	}
+	return toDType(graph.Reshape(graph.Const(g, bias), 1, len(slopes), t, t), n.dtype)
+}
