@@ -269,9 +269,9 @@ func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
 }
 
 // positionBias is JinaBERT's ALiBi bias (alibiBias), or MPNet's relative attention
-// bias [1, Heads, t, t] for sequences of t tokens: the bias table's row for the bucket of each key's position relative to
-// the query's (relativeBucket), the same for every layer and sequence; nil for the
-// architectures without one. Positions are those of the padded sequence, 0 … t−1, as
+// bias [1, Heads, t, t] for sequences of t tokens: the bias table's row for the
+// bucket of each key's position relative to the query's (relativeBucket), the same
+// for every layer and sequence; nil for the architectures without one. Positions are those of the padded sequence, 0 … t−1, as
 // transformers' MPNetEncoder.compute_position_bias takes them; padding comes last, so
 // the real tokens' relative positions are their own.
 func (n *Network) positionBias(g *graph.Graph, t int) *graph.Node {
