@@ -957,6 +957,9 @@ func TestLoadErrors(t *testing.T) {
 		{"nomic_bert with experts (nomic-embed-text-v2-moe)", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("moe_every_n_layers", 2))
 		}, encoder.Options{Pooling: "mean"}, "config: moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
+		{"nomic_bert with a LayerNorm inside its MLP", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("norm_mlp", true))
+		}, encoder.Options{Pooling: "mean"}, "config: norm_mlp (a LayerNorm inside the gated MLP): only the post-norm NomicBERT"},
 		{"nomic_bert with another activation", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("activation_function", "relu"))
 		}, encoder.Options{Pooling: "mean"}, `config: activation_function "relu" not supported`},

@@ -65,6 +65,7 @@ type rawNomicBERT struct {
 	Causal         bool            `json:"causal"`
 	NumHeadsKV     *int            `json:"num_heads_kv"`
 	MoEEvery       int             `json:"moe_every_n_layers"`
+	NormMLP        bool            `json:"norm_mlp"`
 	NumExperts     int             `json:"num_experts"`
 }
 
@@ -149,6 +150,7 @@ func parseNomicBERT(data []byte, c *Config) error {
 		{r.Causal, "causal"},
 		{r.NumHeadsKV != nil && *r.NumHeadsKV != c.Heads, "num_heads_kv"},
 		{r.MoEEvery > 0 || r.NumExperts > 0, "moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
+		{r.NormMLP, "norm_mlp (a LayerNorm inside the gated MLP)"},
 	} {
 		if f.set {
 			return fmt.Errorf("config: %s: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 is supported", f.what)
