@@ -27,12 +27,14 @@
 // q, k and v from one projection, rotary positions (rotate_half; one base for the
 // global layers, one for the sliding ones), every GlobalEvery-th layer global and the
 // others attending within Window/2 positions, a GeGLU MLP and a final LayerNorm
-// (ModernBERTConfig, modernHidden). "nomic_bert" (nomic-embed-text-v1 and -v1.5) is
+// (ModernBERTConfig, modernHidden). "nomic_bert" (nomic-embed-text-v1, -v1.5, -v2-moe) is
 // Nomic's NomicBertModel, whose code lives in the model's remote code (auto_map) and is
 // never run: graphloom's own implementation of it (NomicBERTConfig, flashHidden) is
 // word + token type embeddings → LayerNorm → post-norm layers with q, k and v from one
 // projection, rotary positions (rotate_half) and a SwiGLU MLP, without biases unless
-// the config says so. jina-embeddings-v3 (model_type "xlm-roberta" with
+// the config says so; nomic-embed-text-v2-moe's mixture-of-experts layers (every
+// second one: a softmax router's top-k GELU experts) are computed densely, every
+// expert for every token. jina-embeddings-v3 (model_type "xlm-roberta" with
 // position_embedding_type "rotary", Jina's XLMRobertaLoRA, also remote code never run)
 // is the same post-norm layout under its own names (mixer.Wqkv, a GELU MLP with
 // biases) with one LoRA adapter per task on every linear layer and embedding table

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -459,6 +460,14 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 			}
 			x[i] = ln(o, p+norm1)
 			var y []float64
+			if moe := s.Experts > 0 && l%2 == 1; moe { // NomicMoELayer, every second layer
+				o = refExperts(m, p, x[i])
+				for e := range H {
+					o[e] += x[i][e]
+				}
+				x[i] = ln(o, p+norm2)
+				continue
+			}
 			switch {
 			case gte: // down_proj(act(gate) · up) for [up; gate] = up_gate_proj(x)
 				ug := lin(x[i], p+"mlp.up_gate_proj")
@@ -498,6 +507,44 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 		}
 	}
 	return x
+}
+
+// refExperts is NomicMoELayer (layer prefix p) on one token x, written from its
+// definition: router probabilities softmax(R·x), the TopK largest found by sorting,
+// each weighing its expert GELU(w1ₑ·x)ᵀ·w2ₑ (w1ₑ, w2ₑ the e-th [I, H] blocks), plus
+// the shared bias.
+func refExperts(m *encodertest.Model, p string, x []float64) []float64 {
+	s := m.Spec
+	H, E := s.Hidden, s.Experts
+	r, w1, w2 := refWeight(m, p+"mlp.router.layer.weight"), refWeight(m, p+"mlp.experts.mlp.w1"), refWeight(m, p+"mlp.experts.mlp.w2")
+	I := len(w1) / (E * H)
+	logits := refDense(x, r, nil, E)
+	probs := make([]float64, E)
+	var z float64
+	for e, v := range logits {
+		probs[e] = math.Exp(v)
+		z += probs[e]
+	}
+	order := make([]int, E)
+	for e := range order {
+		probs[e] /= z
+		order[e] = e
+	}
+	sort.Slice(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	out := refWeight(m, p+"mlp.experts.bias")
+	for _, e := range order[:s.TopK] {
+		for f := range I {
+			var h float64
+			for j := range H {
+				h += w1[(e*I+f)*H+j] * x[j]
+			}
+			h = refGELU(h) * probs[e]
+			for j := range H {
+				out[j] += h * w2[(e*I+f)*H+j]
+			}
+		}
+	}
+	return out
 }
 
 // referenceModernBERT is the last hidden states of ModernBertModel (transformers'
@@ -727,6 +774,12 @@ func TestEncoderMatchesReference(t *testing.T) {
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "nomic_bert plain mean, plain gelu MLP", spec: encodertest.Spec{ModelType: "nomic_bert", Activation: "gelu", Biases: true},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
+		{name: "nomic_bert sentence-transformers mean+normalize, 4 layers with experts in 1 and 3, top 2 of 4 (nomic-embed-text-v2-moe's layout)",
+			spec:  encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true, Layers: 4, Experts: 4, TopK: 2},
+			modes: []string{"mean"}, norm: true},
+		{name: "nomic_bert plain cls, experts in layer 1, top 1 of 3",
+			spec: encodertest.Spec{ModelType: "nomic_bert", Layers: 2, Experts: 3, TopK: 1},
+			opts: encoder.Options{Pooling: "cls", Normalize: &f}, modes: []string{"cls"}},
 		{name: "jina sentence-transformers mean+normalize: retrieval adapters, task_instructions as prompts (jina-embeddings-v3's layout)",
 			spec:  encodertest.Spec{ModelType: "jina", Prefix: "roberta.", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true, tasks: &[2]int{0, 1},
@@ -947,16 +1000,22 @@ func TestLoadErrors(t *testing.T) {
 		}, encoder.Options{Pooling: "mean"}, "tensor embeddings.norm.bias missing"},
 		{"nomic_bert pre-norm", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("prenorm", true))
-		}, encoder.Options{Pooling: "mean"}, "config: prenorm: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 is supported"},
+		}, encoder.Options{Pooling: "mean"}, "config: prenorm: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 / v2-moe is supported"},
 		{"nomic_bert with interleaved rotary pairs", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("rotary_emb_interleaved", true))
 		}, encoder.Options{Pooling: "mean"}, "config: rotary_emb_interleaved (GPT-J pairs): only the post-norm NomicBERT"},
 		{"nomic_bert rotating half of each head", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("rotary_emb_fraction", 0.5))
 		}, encoder.Options{Pooling: "mean"}, "config: rotary_emb_fraction 0.5: only NomicBERT with every head dimension rotated"},
-		{"nomic_bert with experts (nomic-embed-text-v2-moe)", func(t *testing.T) string {
+		{"nomic_bert with experts but no top k", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("moe_every_n_layers", 2))
-		}, encoder.Options{Pooling: "mean"}, "config: moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
+		}, encoder.Options{Pooling: "mean"}, "config: moe_every_n_layers 2 without moe_top_k"},
+		{"nomic_bert with gated experts", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("activation_function", "swiglu"))
+		}, encoder.Options{Pooling: "mean"}, `config: activation_function "swiglu" with experts: only GELU experts`},
+		{"nomic_bert with an expert-choice router", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("expert_choice_router", true))
+		}, encoder.Options{Pooling: "mean"}, "config: expert_choice_router: only the post-norm NomicBERT"},
 		{"nomic_bert with a LayerNorm inside its MLP", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert"}, setConfig("norm_mlp", true))
 		}, encoder.Options{Pooling: "mean"}, "config: norm_mlp (a LayerNorm inside the gated MLP): only the post-norm NomicBERT"},
@@ -1247,6 +1306,9 @@ func TestParseConfigNomicBERT(t *testing.T) {
 	// default is gelu_new.
 	assert.Equal(t, "gelu", edit(`"activation_function": "swiglu"`, `"activation_function": "gelu_new"`).NomicBERT.Activation)
 	assert.Equal(t, "gelu", edit(`"activation_function": "swiglu",`, ``).NomicBERT.Activation)
+	// nomic-embed-text-v2-moe's experts.
+	moe := edit(`"activation_function": "swiglu"`, `"activation_function": "gelu", "moe_every_n_layers": 2, "num_experts": 8, "moe_top_k": 2, "expert_choice_router": false, "num_shared_experts": 0`)
+	assert.Equal(t, []int{2, 8, 2, 3072}, []int{moe.NomicBERT.MoEEvery, moe.NomicBERT.Experts, moe.NomicBERT.TopK, moe.Intermediate})
 }
 
 // TestParseConfigJina reads a config.json with jina-embeddings-v3's fields: rotary

@@ -7,6 +7,8 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers/attention/pos"
 	"github.com/gomlx/gomlx/ml/model"
+
+	"github.com/graphloom/graphloom/models/lm"
 )
 
 // flashSpec is the layout of the rotary BERTs that remote code defines (each written
@@ -25,10 +27,11 @@ type flashSpec struct {
 	packedGate       bool   // gated through one projection [up; gate] (gte's up_gate_proj) rather than two
 	qkvBias          bool   // the attention's projections
 	fc1Bias, fc2Bias bool
-	inv              []float32 // RoPE's inverse frequencies
-	tasks            int       // LoRA adaptations (Jina); 0: none
-	rank             int       // their rank
-	scaling          float64   // lora_alpha / lora_rank
+	inv              []float32       // RoPE's inverse frequencies
+	moe              NomicBERTConfig // its MoEEvery, Experts, TopK: NomicBERT's experts
+	tasks            int             // LoRA adaptations (Jina); 0: none
+	rank             int             // their rank
+	scaling          float64         // lora_alpha / lora_rank
 }
 
 // flashSpecOf returns the layout of a NomicBERT, Jina XLM-R or gte-v1.5 config.
@@ -39,7 +42,7 @@ func flashSpecOf(cfg Config) flashSpec {
 		nc := cfg.NomicBERT
 		s := flashSpec{embLN: "emb_ln", layer: "encoder.layers.%d.", qkv: "attn.Wqkv", out: "attn.out_proj", norm1: "norm1", norm2: "norm2",
 			fc1: "mlp.fc1", fc2: "mlp.fc2", activation: nc.Activation, qkvBias: nc.QKVBias, fc1Bias: nc.FC1Bias, fc2Bias: nc.FC2Bias,
-			inv: invFreq(nc.RotaryBase, hd)}
+			inv: invFreq(nc.RotaryBase, hd), moe: nc}
 		if s.gated() {
 			s.fc1, s.fc12 = "mlp.fc11", "mlp.fc12"
 		}
@@ -79,6 +82,9 @@ type flashLayer struct {
 	fc2, fc2B             *model.Variable
 	norm2W, norm2B        *model.Variable
 	qkvL, oL, fc11L, fc2L lora
+	// A mixture-of-experts layer's router [Experts, H], experts' w1 and w2
+	// [Experts·I, H] and shared bias [H] (NomicMoELayer); nil in the others.
+	router, w1, w2, moeB *model.Variable
 }
 
 // adapted creates the variable of the weight name (…".weight") of the given dims and,
@@ -138,6 +144,15 @@ func (b *builder) takeFlash(cfg Config) {
 		l.o, l.oL = b.adapted(s, p+s.out+".weight", false, H, H)
 		l.oB = opt(s.qkvBias, p+s.out+".bias", H)
 		l.norm1W, l.norm1B = b.take(p+s.norm1+".weight", H), b.take(p+s.norm1+".bias", H)
+		l.norm2W, l.norm2B = b.take(p+s.norm2+".weight", H), b.take(p+s.norm2+".bias", H)
+		if s.moe.moe(i) {
+			E := s.moe.Experts
+			l.router = b.take(p+"mlp.router.layer.weight", E, H)
+			l.w1, l.w2 = b.take(p+"mlp.experts.mlp.w1", E*I, H), b.take(p+"mlp.experts.mlp.w2", E*I, H)
+			l.moeB = b.take(p+"mlp.experts.bias", H)
+			n.layersFlash = append(n.layersFlash, l)
+			continue
+		}
 		l.fc11, l.fc11L = b.adapted(s, p+s.fc1+".weight", false, first, H)
 		l.fc11B = opt(s.fc1Bias, p+s.fc1+".bias", first)
 		if s.fc12 != "" {
@@ -145,7 +160,6 @@ func (b *builder) takeFlash(cfg Config) {
 		}
 		l.fc2, l.fc2L = b.adapted(s, p+s.fc2+".weight", false, H, I)
 		l.fc2B = opt(s.fc2Bias, p+s.fc2+".bias", H)
-		l.norm2W, l.norm2B = b.take(p+s.norm2+".weight", H), b.take(p+s.norm2+".bias", H)
 		n.layersFlash = append(n.layersFlash, l)
 	}
 }
@@ -216,6 +230,10 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 		heads := func(y *graph.Node) *graph.Node { return graph.TransposeAllAxes(y, 0, 2, 1, 3) }
 		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), allowed, nil)
 		x = n.layerNorm(graph.Add(x, n.adaptedLinear(ctx, l.o, l.oB, l.oL, t)), l.norm1W, l.norm1B)
+		if l.router != nil {
+			x = n.layerNorm(graph.Add(x, n.experts(l, x)), l.norm2W, l.norm2B)
+			continue
+		}
 		y := n.adaptedLinear(x, l.fc11, l.fc11B, l.fc11L, t)
 		switch {
 		case s.packedGate: // [up; gate]
@@ -230,6 +248,34 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 		x = n.layerNorm(graph.Add(x, n.adaptedLinear(y, l.fc2, l.fc2B, l.fc2L, t)), l.norm2W, l.norm2B)
 	}
 	return x
+}
+
+// experts is NomicMoELayer on x [B, T, H]: router probabilities p = softmax(x·Rᵀ) in
+// float32 over the experts, the TopK largest kept (not renormalised; on a tie, every
+// expert at the k-th value), and Σₑ pₑ · GELU(x·w1ₑᵀ)·w2ₑ + bias, with w1ₑ and w2ₑ the
+// e-th [I, H] blocks of w1 and w2 (w2 applied untransposed, as the remote code's
+// act_out.matmul(expert_w2)). Every expert is computed for every token and the
+// unselected ones weigh 0: the same sums as routing tokens to their experts, at
+// Experts/TopK times the arithmetic.
+func (n *Network) experts(l *flashLayer, x *graph.Node) *graph.Node {
+	g := x.Graph()
+	mc := n.flash.moe
+	E, I := mc.Experts, n.cfg.Intermediate
+	dims := x.Shape().Dimensions
+	bsz, t, H := dims[0], dims[1], dims[2]
+	p := graph.Softmax(toDType(linear(x, n.weight(g, l.router), nil), dtypes.Float32), -1) // [B, T, E]
+	rest, keep := p, graph.Zeros(g, p.Shape())
+	for range mc.TopK { // the k largest, one at a time
+		top := graph.Equal(rest, graph.ReduceAndKeep(rest, graph.ReduceMax, -1))
+		keep = graph.Where(top, graph.OnesLike(p), keep)
+		rest = graph.Where(top, graph.Scalar(g, dtypes.Float32, -1), rest)
+	}
+	w := toDType(graph.Mul(p, keep), n.dtype)                                      // [B, T, E]
+	h := gelu(graph.Reshape(linear(x, n.weight(g, l.w1), nil), bsz, t, E, I))      // [B, T, E, I]
+	w2 := graph.Reshape(n.weight(g, l.w2), E, I, H)                                // [E, I, H]
+	out := lm.DotGeneral(h, []int{3}, []int{2}, w2, []int{1}, []int{0})            // [E, B, T, H]
+	out = graph.Mul(out, graph.InsertAxes(graph.TransposeAllAxes(w, 2, 0, 1), -1)) // weighted by pₑ
+	return graph.Add(graph.ReduceSum(out, 0), graph.ExpandLeftToRank(n.weight(g, l.moeB), 3))
 }
 
 // flashGate is the gated MLP's activation of its gate fc12(x): SiLU (swiglu), exact

@@ -93,6 +93,9 @@ func Describe(dir string) (Info, error) {
 	case cfg.ModelType == "nomic_bert":
 		m := cfg.NomicBERT
 		info.Positions = fmt.Sprintf("rotary: θ %g; MLP %s", m.RotaryBase, m.Activation)
+		if m.MoEEvery > 0 {
+			info.Positions += fmt.Sprintf(", %d experts (top %d) in every layer i with i mod %d = 1", m.Experts, m.TopK, m.MoEEvery)
+		}
 	case cfg.RelativeBuckets > 0:
 		info.Positions = fmt.Sprintf("absolute, from %d, and a relative attention bias (%d buckets)", cfg.PositionOffset, mpnetBuckets)
 	default:

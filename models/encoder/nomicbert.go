@@ -30,7 +30,19 @@ type NomicBERTConfig struct {
 	// rotary_emb_fraction must be 1: every dimension of a head is rotated, its halves
 	// as pairs (rotate_half, rotary_emb_interleaved false).
 	RotaryBase float64 `json:"rotary_base"`
+	// MoEEvery, Experts and TopK are nomic-embed-text-v2-moe's mixture of experts
+	// (moe_every_n_layers, num_experts, moe_top_k; 0 for none): layer i has, when
+	// i mod MoEEvery is 1, instead of its MLP a router (a linear layer without bias,
+	// softmax over the experts in float32) whose TopK largest probabilities, not
+	// renormalised, weigh their experts' GELU MLPs (w1, w2 without bias, n_inner
+	// wide), plus one bias shared by the layer's experts (NomicMoELayer).
+	MoEEvery int `json:"moe_every,omitempty"`
+	Experts  int `json:"experts,omitempty"`
+	TopK     int `json:"top_k,omitempty"`
 }
+
+// moe reports whether layer i is a mixture of experts.
+func (c NomicBERTConfig) moe(i int) bool { return c.MoEEvery > 0 && i%c.MoEEvery == 1 }
 
 // nomicGatedMultiple is what the gated MLP rounds its hidden size up to
 // (NomciBertGatedMLP's multiple_of).
@@ -65,6 +77,9 @@ type rawNomicBERT struct {
 	Causal         bool            `json:"causal"`
 	NumHeadsKV     *int            `json:"num_heads_kv"`
 	MoEEvery       int             `json:"moe_every_n_layers"`
+	TopK           *int            `json:"moe_top_k"`
+	ExpertChoice   bool            `json:"expert_choice_router"`
+	SharedExperts  int             `json:"num_shared_experts"`
 	NormMLP        bool            `json:"norm_mlp"`
 	NumExperts     int             `json:"num_experts"`
 }
@@ -149,11 +164,24 @@ func parseNomicBERT(data []byte, c *Config) error {
 		{r.RMSNorm, "use_rms_norm"},
 		{r.Causal, "causal"},
 		{r.NumHeadsKV != nil && *r.NumHeadsKV != c.Heads, "num_heads_kv"},
-		{r.MoEEvery > 0 || r.NumExperts > 0, "moe_every_n_layers / num_experts (nomic-embed-text-v2-moe)"},
 		{r.NormMLP, "norm_mlp (a LayerNorm inside the gated MLP)"},
+		{r.ExpertChoice, "expert_choice_router"},
+		{r.SharedExperts > 0, "num_shared_experts"},
 	} {
 		if f.set {
-			return fmt.Errorf("config: %s: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 is supported", f.what)
+			return fmt.Errorf("config: %s: only the post-norm NomicBERT of nomic-embed-text-v1 / v1.5 / v2-moe is supported", f.what)
+		}
+	}
+	if r.MoEEvery > 0 {
+		if r.TopK == nil {
+			return fmt.Errorf("config: moe_every_n_layers %d without moe_top_k", r.MoEEvery)
+		}
+		nc.MoEEvery, nc.Experts, nc.TopK = r.MoEEvery, r.NumExperts, *r.TopK
+		switch {
+		case nc.Activation != "gelu":
+			return fmt.Errorf("config: activation_function %q with experts: only GELU experts (nomic-embed-text-v2-moe's) are supported", nc.Activation)
+		case nc.Experts < 1 || nc.TopK < 1 || nc.TopK > nc.Experts:
+			return fmt.Errorf("config: num_experts %d, moe_top_k %d: want 1 ≤ moe_top_k ≤ num_experts", nc.Experts, nc.TopK)
 		}
 	}
 	c.NomicBERT = nc

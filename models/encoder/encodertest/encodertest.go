@@ -61,6 +61,9 @@ type Spec struct {
 	// Activation is NomicBERT's activation_function (default "swiglu", as
 	// nomic-embed-text's); Biases gives it qkv_proj_bias, mlp_fc1_bias and mlp_fc2_bias.
 	Activation string
+	// Experts and TopK give a NomicBERT mixture-of-experts layers (every second one,
+	// from layer 1; GELU experts, Activation "gelu"), as nomic-embed-text-v2-moe.
+	Experts, TopK int
 	// FeedForward is JinaBERT's feed_forward_type (default "geglu", as
 	// jina-embeddings-v2's).
 	FeedForward string
@@ -147,7 +150,10 @@ func (s Spec) withDefaults() Spec {
 	case "nomic_bert":
 		def(&s.MaxPositions, 128)
 		def(&s.TypeVocab, 2)
-		if s.Activation == "" {
+		switch {
+		case s.Experts > 0:
+			s.Activation = "gelu"
+		case s.Activation == "":
 			s.Activation = "swiglu"
 		}
 	default:
@@ -444,6 +450,14 @@ func writeNomicBERT(dir string, s Spec) (*Model, error) {
 		lin(p+"attn.Wqkv", 3*H, H)
 		lin(p+"attn.out_proj", H, H)
 		norm(p + "norm1")
+		norm(p + "norm2")
+		if s.Experts > 0 && i%2 == 1 { // NomicMoELayer
+			rnd(p+"mlp.router.layer.weight", 1, 0, s.Experts, H) // large enough that tokens choose different experts
+			rnd(p+"mlp.experts.mlp.w1", 0.3, 0, s.Experts*I, H)
+			rnd(p+"mlp.experts.mlp.w2", 0.3*math.Sqrt(32/float64(I)), 0, s.Experts*I, H)
+			rnd(p+"mlp.experts.bias", 0.1, 0, H)
+			continue
+		}
 		if gated {
 			lin(p+"mlp.fc11", I, H)
 			lin(p+"mlp.fc12", I, H)
@@ -451,7 +465,6 @@ func writeNomicBERT(dir string, s Spec) (*Model, error) {
 			lin(p+"mlp.fc1", I, H)
 		}
 		lin(p+"mlp.fc2", H, I)
-		norm(p + "norm2")
 	}
 	if err := writeWeights(dir, m); err != nil {
 		return nil, err
@@ -472,6 +485,10 @@ func writeNomicBERT(dir string, s Spec) (*Model, error) {
 		"summary_type": "cls_index", "summary_use_proj": true, "torch_dtype": "float32", "transformers_version": "4.37.2",
 		"type_vocab_size": s.TypeVocab, "use_cache": true, "use_flash_attn": true, "use_rms_norm": false, "use_xentropy": true,
 		"vocab_size": len(vocab),
+	}
+	if s.Experts > 0 {
+		cfg["moe_every_n_layers"], cfg["num_experts"], cfg["moe_top_k"] = 2, s.Experts, s.TopK
+		cfg["expert_choice_router"], cfg["num_shared_experts"] = false, 0
 	}
 	return m, writeFiles(dir, m, cfg, unk, cls, sep)
 }
