@@ -44,8 +44,8 @@
 // gte-multilingual-base) is Alibaba's NewModel, remote code too (GTEConfig): the same
 // post-norm layout under its names (qkv_proj, o_proj, attn_ln, mlp_ln), a GeGLU MLP
 // from one up_gate_proj, and rotary positions with fixed NTK scaling. "bert" with
-// position_embedding_type "alibi" (jina-embeddings-v2-base-en, -small-en and the
-// bilingual ones) is Jina's JinaBertModel, remote code too (JinaBERTConfig): BERT's
+// position_embedding_type "alibi" (jina-embeddings-v2-base-en, -small-en) is Jina's
+// JinaBertModel, remote code too (JinaBERTConfig): BERT's
 // post-LN layer without a position table, ALiBi biases on the attention scores
 // (alibiBias), and a GEGLU MLP (JinaBertGLUMLP). Anything else
 // (other model types, BERT's relative_key positions, other rotary encoders, RoPE

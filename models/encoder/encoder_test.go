@@ -1057,6 +1057,9 @@ func TestLoadErrors(t *testing.T) {
 		{"gte with absolute positions", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "new"}, setConfig("position_embedding_type", "absolute"))
 		}, encoder.Options{Pooling: "cls"}, `config: position_embedding_type "absolute": only NewModel's rotary positions (rope) are supported`},
+		{"another BERT with ALiBi (MosaicBERT's)", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "jina_bert"}, setConfig("architectures", []string{"BertForMaskedLM"}))
+		}, encoder.Options{Pooling: "mean"}, `position_embedding_type "alibi" (architectures [BertForMaskedLM]): only Jina's JinaBert models`},
 		{"jina_bert with another feed-forward", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "jina_bert"}, setConfig("feed_forward_type", "glu"))
 		}, encoder.Options{Pooling: "mean"}, `config: feed_forward_type "glu" not supported (want geglu, reglu or original)`},
@@ -1167,6 +1170,8 @@ func TestEncoderBFloat16(t *testing.T) {
 		{name: "modernbert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "modernbert", SentenceTransformers: true, Normalize: true, Layers: 3},
 			modes: []string{"mean"}, norm: true},
 		{name: "nomic_bert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true},
+			modes: []string{"mean"}, norm: true},
+		{name: "jina_bert sentence-transformers mean+normalize, 12 heads", spec: encodertest.Spec{ModelType: "jina_bert", SentenceTransformers: true, Normalize: true, Hidden: 48, Heads: 12},
 			modes: []string{"mean"}, norm: true},
 		{name: "jina plain mean, passages' adapters", spec: encodertest.Spec{ModelType: "jina"},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}, task: 1, prompt: encodertest.JinaInstructions["retrieval.passage"]},

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
+	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 )
 
 // JinaBERTConfig is what config.json says of a JinaBertModel (jina-embeddings-v2:
-// base-en, small-en and the bilingual ones; model_type "bert" with
-// position_embedding_type "alibi") beyond BERT's sizes. The model is Jina's own code
+// base-en, small-en; model_type "bert" with position_embedding_type "alibi",
+// architectures JinaBert…) beyond BERT's sizes. The model is Jina's own code
 // (config.json's auto_map: jinaai/jina-bert-implementation's JinaBertConfig and
 // JinaBertModel), which graphloom does not run: the layer is BERT's post-LN layer
 // (Network.layer) without a position table, with ALiBi biases on the attention
@@ -39,6 +42,15 @@ func parseJinaBERT(data []byte, c *Config) error {
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	// Other BERTs with ALiBi (MosaicBERT, DNABERT-2) are other remote code, with other
+	// layers: only Jina's is read.
+	jina := false
+	for _, a := range c.Architectures {
+		jina = jina || strings.HasPrefix(a, "JinaBert")
+	}
+	if !jina {
+		return fmt.Errorf("config: position_embedding_type \"alibi\" (architectures %v): only Jina's JinaBert models with ALiBi are supported", c.Architectures)
 	}
 	j := JinaBERTConfig{FeedForward: "original"} // JinaBertConfig's default
 	if r.FeedForward != nil {
@@ -83,17 +95,18 @@ func alibiSlopes(n int) []float64 {
 
 // alibiBias is JinaBertModel's ALiBi bias [1, Heads, t, t] for sequences of t tokens:
 // −slope_h · |key − query| in float32 (rebuild_alibi_tensor), the same for every layer
-// and sequence; padding comes last, so the real tokens' distances are their own.
+// and sequence; padding comes last, so the real tokens' distances are their own. The
+// distances are made in the graph (at 8,192 tokens a constant would be 3 GB for 12
+// heads), then cast to the compute dtype.
 func (n *Network) alibiBias(g *graph.Graph, t int) *graph.Node {
 	slopes := alibiSlopes(n.cfg.Heads)
-	bias := make([]float32, len(slopes)*t*t)
+	neg := make([]float32, len(slopes))
 	for h, s := range slopes {
-		neg := -float32(s)
-		for q := range t {
-			for k := range t {
-				bias[(h*t+q)*t+k] = neg * float32(max(k-q, q-k))
-			}
-		}
+		neg[h] = -float32(s)
 	}
-	return toDType(graph.Reshape(graph.Const(g, bias), 1, len(slopes), t, t), n.dtype)
+	q := graph.Iota(g, shapes.Make(dtypes.Float32, t, t), 0)
+	k := graph.Iota(g, shapes.Make(dtypes.Float32, t, t), 1)
+	dist := graph.InsertAxes(graph.Abs(graph.Sub(k, q)), 0)                     // [1, t, t]
+	bias := graph.Mul(graph.Reshape(graph.Const(g, neg), len(neg), 1, 1), dist) // [Heads, t, t]
+	return toDType(graph.InsertAxes(bias, 0), n.dtype)
 }

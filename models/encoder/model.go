@@ -271,9 +271,10 @@ func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
 // positionBias is JinaBERT's ALiBi bias (alibiBias), or MPNet's relative attention
 // bias [1, Heads, t, t] for sequences of t tokens: the bias table's row for the
 // bucket of each key's position relative to the query's (relativeBucket), the same
-// for every layer and sequence; nil for the architectures without one. Positions are those of the padded sequence, 0 … t−1, as
-// transformers' MPNetEncoder.compute_position_bias takes them; padding comes last, so
-// the real tokens' relative positions are their own.
+// for every layer and sequence; nil for the architectures without one. Positions
+// are those of the padded sequence, 0 … t−1, as transformers'
+// MPNetEncoder.compute_position_bias takes them; padding comes last, so the real
+// tokens' relative positions are their own.
 func (n *Network) positionBias(g *graph.Graph, t int) *graph.Node {
 	if n.cfg.isJinaBERT() {
 		return n.alibiBias(g, t)
@@ -315,8 +316,9 @@ func relativeBucket(rel int) int {
 	return bucket + exact + j
 }
 
-// layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)). bias,
-// when not nil, is added to every sequence's attention scores (MPNet).
+// layer is one post-LN encoder layer: LN(x + attn(x)), then LN(· + mlp(·)), the MLP
+// JinaBertGLUMLP's for a GLU JinaBERT. bias, when not nil, is added to every
+// sequence's attention scores (MPNet's relative bias, JinaBERT's ALiBi).
 func (n *Network) layer(l *encLayer, x, allowed, bias *graph.Node) *graph.Node {
 	g := x.Graph()
 	c := n.cfg
