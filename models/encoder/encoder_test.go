@@ -530,7 +530,7 @@ func refExperts(m *encodertest.Model, p string, x []float64) []float64 {
 		probs[e] /= z
 		order[e] = e
 	}
-	sort.Slice(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] }) // ties: the lower expert, as torch.topk
 	out := refWeight(m, p+"mlp.experts.bias")
 	for _, e := range order[:s.TopK] {
 		for f := range I {
@@ -775,7 +775,7 @@ func TestEncoderMatchesReference(t *testing.T) {
 		{name: "nomic_bert plain mean, plain gelu MLP", spec: encodertest.Spec{ModelType: "nomic_bert", Activation: "gelu", Biases: true},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}},
 		{name: "nomic_bert sentence-transformers mean+normalize, 4 layers with experts in 1 and 3, top 2 of 4 (nomic-embed-text-v2-moe's layout)",
-			spec:  encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true, Layers: 4, Experts: 4, TopK: 2},
+			spec:  encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true, Layers: 4, Experts: 4, TopK: 2, Biases: true, TypeVocab: 1},
 			modes: []string{"mean"}, norm: true},
 		{name: "nomic_bert plain cls, experts in layer 1, top 1 of 3",
 			spec: encodertest.Spec{ModelType: "nomic_bert", Layers: 2, Experts: 3, TopK: 1},
@@ -866,6 +866,34 @@ func TestEncoderMatchesReference(t *testing.T) {
 			// sequence lengths' buckets.
 			assert.LessOrEqual(t, st.Shapes, 2*len(buckets))
 		})
+	}
+}
+
+// TestExpertTies routes tokens whose router probabilities tie (every router row the
+// same): as torch.topk, the lower experts are chosen, exactly TopK of them, not every
+// expert at the maximum.
+func TestExpertTies(t *testing.T) {
+	eng := newEngine(t)
+	dir := t.TempDir()
+	tm, err := encodertest.Write(dir, encodertest.Spec{ModelType: "nomic_bert", Layers: 2, Experts: 3, TopK: 2})
+	require.NoError(t, err)
+	r := tm.Weights["encoder.layers.1.mlp.router.layer.weight"]
+	H := tm.Spec.Hidden
+	for e := 1; e < 3; e++ {
+		copy(r.Data[e*H:(e+1)*H], r.Data[:H])
+	}
+	require.NoError(t, lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), tm.Weights))
+	f := false
+	enc, err := encoder.Load(dir, encoder.Options{Pooling: "mean", Normalize: &f})
+	require.NoError(t, err)
+	got, err := enc.Embed(eng, texts[:2], false)
+	require.NoError(t, err)
+	tok, err := lm.LoadTokenizer(dir)
+	require.NoError(t, err)
+	for j, text := range texts[:2] {
+		ids, err := tok.Encode(text, true)
+		require.NoError(t, err)
+		assertClose(t, reference(tm, 1e-12, ids, 0, []string{"mean"}, false), got[j], text)
 	}
 }
 
@@ -1013,6 +1041,12 @@ func TestLoadErrors(t *testing.T) {
 		{"nomic_bert with gated experts", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("activation_function", "swiglu"))
 		}, encoder.Options{Pooling: "mean"}, `config: activation_function "swiglu" with experts: only GELU experts`},
+		{"nomic_bert with more experts chosen than it has", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("moe_top_k", 5))
+		}, encoder.Options{Pooling: "mean"}, "config: num_experts 4, moe_top_k 5: want 1 ≤ moe_top_k ≤ num_experts"},
+		{"nomic_bert with renormalised expert weights", func(t *testing.T) string {
+			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("moe_normalize_expert_weights", true))
+		}, encoder.Options{Pooling: "mean"}, "config: moe_normalize_expert_weights (renormalised top-k weights)"},
 		{"nomic_bert with an expert-choice router", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("expert_choice_router", true))
 		}, encoder.Options{Pooling: "mean"}, "config: expert_choice_router: only the post-norm NomicBERT"},
@@ -1172,6 +1206,8 @@ func TestEncoderBFloat16(t *testing.T) {
 		{name: "nomic_bert sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true},
 			modes: []string{"mean"}, norm: true},
 		{name: "jina_bert sentence-transformers mean+normalize, 12 heads", spec: encodertest.Spec{ModelType: "jina_bert", SentenceTransformers: true, Normalize: true, Hidden: 48, Heads: 12},
+			modes: []string{"mean"}, norm: true},
+		{name: "nomic_bert with experts, sentence-transformers mean+normalize", spec: encodertest.Spec{ModelType: "nomic_bert", SentenceTransformers: true, Normalize: true, Experts: 4, TopK: 2},
 			modes: []string{"mean"}, norm: true},
 		{name: "jina plain mean, passages' adapters", spec: encodertest.Spec{ModelType: "jina"},
 			opts: encoder.Options{Pooling: "mean", Normalize: &f}, modes: []string{"mean"}, task: 1, prompt: encodertest.JinaInstructions["retrieval.passage"]},

@@ -251,8 +251,8 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 }
 
 // experts is NomicMoELayer on x [B, T, H]: router probabilities p = softmax(x·Rᵀ) in
-// float32 over the experts, the TopK largest kept (not renormalised; on a tie, every
-// expert at the k-th value), and Σₑ pₑ · GELU(x·w1ₑᵀ)·w2ₑ + bias, with w1ₑ and w2ₑ the
+// float32 over the experts, the TopK largest kept (not renormalised; of equal ones,
+// the lower expert first, as torch.topk), and Σₑ pₑ · GELU(x·w1ₑᵀ)·w2ₑ + bias, with w1ₑ and w2ₑ the
 // e-th [I, H] blocks of w1 and w2 (w2 applied untransposed, as the remote code's
 // act_out.matmul(expert_w2)). Every expert is computed for every token and the
 // unselected ones weigh 0: the same sums as routing tokens to their experts, at
@@ -264,9 +264,12 @@ func (n *Network) experts(l *flashLayer, x *graph.Node) *graph.Node {
 	dims := x.Shape().Dimensions
 	bsz, t, H := dims[0], dims[1], dims[2]
 	p := graph.Softmax(toDType(linear(x, n.weight(g, l.router), nil), dtypes.Float32), -1) // [B, T, E]
+	idx := graph.Iota(g, p.Shape(), 2)
 	rest, keep := p, graph.Zeros(g, p.Shape())
-	for range mc.TopK { // the k largest, one at a time
-		top := graph.Equal(rest, graph.ReduceAndKeep(rest, graph.ReduceMax, -1))
+	for range mc.TopK { // the k largest, one at a time: the first expert at the maximum
+		atMax := graph.Equal(rest, graph.ReduceAndKeep(rest, graph.ReduceMax, -1))
+		first := graph.ReduceAndKeep(graph.Where(atMax, idx, graph.Scalar(g, dtypes.Float32, float64(E))), graph.ReduceMin, -1)
+		top := graph.Equal(idx, first)
 		keep = graph.Where(top, graph.OnesLike(p), keep)
 		rest = graph.Where(top, graph.Scalar(g, dtypes.Float32, -1), rest)
 	}

@@ -79,6 +79,8 @@ type rawNomicBERT struct {
 	MoEEvery       int             `json:"moe_every_n_layers"`
 	TopK           *int            `json:"moe_top_k"`
 	ExpertChoice   bool            `json:"expert_choice_router"`
+	NormalizeTopK  bool            `json:"moe_normalize_expert_weights"`
+	FFNDiv         *float64        `json:"ffn_div"`
 	SharedExperts  int             `json:"num_shared_experts"`
 	NormMLP        bool            `json:"norm_mlp"`
 	NumExperts     int             `json:"num_experts"`
@@ -166,6 +168,8 @@ func parseNomicBERT(data []byte, c *Config) error {
 		{r.NumHeadsKV != nil && *r.NumHeadsKV != c.Heads, "num_heads_kv"},
 		{r.NormMLP, "norm_mlp (a LayerNorm inside the gated MLP)"},
 		{r.ExpertChoice, "expert_choice_router"},
+		{r.NormalizeTopK, "moe_normalize_expert_weights (renormalised top-k weights)"},
+		{r.FFNDiv != nil && *r.FFNDiv != 1, "ffn_div (experts narrower than n_inner)"},
 		{r.SharedExperts > 0, "num_shared_experts"},
 	} {
 		if f.set {

@@ -452,7 +452,7 @@ func writeNomicBERT(dir string, s Spec) (*Model, error) {
 		norm(p + "norm1")
 		norm(p + "norm2")
 		if s.Experts > 0 && i%2 == 1 { // NomicMoELayer
-			rnd(p+"mlp.router.layer.weight", 1, 0, s.Experts, H) // large enough that tokens choose different experts
+			rnd(p+"mlp.router.layer.weight", 0.3, 0, s.Experts, H) // logits of std ≈ 1.7: tokens choose different experts, and the others weigh too
 			rnd(p+"mlp.experts.mlp.w1", 0.3, 0, s.Experts*I, H)
 			rnd(p+"mlp.experts.mlp.w2", 0.3*math.Sqrt(32/float64(I)), 0, s.Experts*I, H)
 			rnd(p+"mlp.experts.bias", 0.1, 0, H)
