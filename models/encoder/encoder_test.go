@@ -1045,7 +1045,7 @@ func TestLoadErrors(t *testing.T) {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("moe_top_k", 5))
 		}, encoder.Options{Pooling: "mean"}, "config: num_experts 4, moe_top_k 5: want 1 ≤ moe_top_k ≤ num_experts"},
 		{"nomic_bert with renormalised expert weights", func(t *testing.T) string {
-			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("moe_normalize_expert_weights", true))
+			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("moe_normalize_expert_weights", 1.0))
 		}, encoder.Options{Pooling: "mean"}, "config: moe_normalize_expert_weights (renormalised top-k weights)"},
 		{"nomic_bert with an expert-choice router", func(t *testing.T) string {
 			return write(t, encodertest.Spec{ModelType: "nomic_bert", Experts: 4, TopK: 2}, setConfig("expert_choice_router", true))

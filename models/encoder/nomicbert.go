@@ -3,6 +3,7 @@ package encoder
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // NomicBERTConfig is what config.json says of a NomicBertModel (nomic-embed-text-v1
@@ -79,7 +80,7 @@ type rawNomicBERT struct {
 	MoEEvery       int             `json:"moe_every_n_layers"`
 	TopK           *int            `json:"moe_top_k"`
 	ExpertChoice   bool            `json:"expert_choice_router"`
-	NormalizeTopK  bool            `json:"moe_normalize_expert_weights"`
+	NormalizeTopK  json.RawMessage `json:"moe_normalize_expert_weights"` // megablocks: a p-norm, or null / false
 	FFNDiv         *float64        `json:"ffn_div"`
 	SharedExperts  int             `json:"num_shared_experts"`
 	NormMLP        bool            `json:"norm_mlp"`
@@ -168,7 +169,7 @@ func parseNomicBERT(data []byte, c *Config) error {
 		{r.NumHeadsKV != nil && *r.NumHeadsKV != c.Heads, "num_heads_kv"},
 		{r.NormMLP, "norm_mlp (a LayerNorm inside the gated MLP)"},
 		{r.ExpertChoice, "expert_choice_router"},
-		{r.NormalizeTopK, "moe_normalize_expert_weights (renormalised top-k weights)"},
+		{len(r.NormalizeTopK) > 0 && !slices.Contains([]string{"null", "false"}, string(r.NormalizeTopK)), "moe_normalize_expert_weights (renormalised top-k weights)"},
 		{r.FFNDiv != nil && *r.FFNDiv != 1, "ffn_div (experts narrower than n_inner)"},
 		{r.SharedExperts > 0, "num_shared_experts"},
 	} {
