@@ -34,13 +34,11 @@ type rawGTE struct {
 		Factor float64  `json:"factor"`
 		MixedB *float64 `json:"mixed_b"`
 	} `json:"rope_scaling"`
-	TypeVocabSize *int     `json:"type_vocab_size"`
-	MaxPositions  *int     `json:"max_position_embeddings"`
-	LayerNormEps  *float64 `json:"layer_norm_eps"`
-	LayerNormType string   `json:"layer_norm_type"`
-	PackQKV       *bool    `json:"pack_qkv"`
-	LognScale     bool     `json:"logn_attention_scale"`
-	PositionType  string   `json:"position_embedding_type"`
+	silentSizes
+	LayerNormType string `json:"layer_norm_type"`
+	PackQKV       *bool  `json:"pack_qkv"`
+	LognScale     bool   `json:"logn_attention_scale"`
+	PositionType  string `json:"position_embedding_type"`
 }
 
 // parseGTE reads a NewModel's config.json (data) into c: NewConfig's defaults where
@@ -51,16 +49,7 @@ func parseGTE(data []byte, c *Config) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	c.TypeVocabSize, c.MaxPositions, c.LayerNormEps = 1, 2048, 1e-12
-	if r.TypeVocabSize != nil {
-		c.TypeVocabSize = *r.TypeVocabSize
-	}
-	if r.MaxPositions != nil {
-		c.MaxPositions = *r.MaxPositions
-	}
-	if r.LayerNormEps != nil {
-		c.LayerNormEps = *r.LayerNormEps
-	}
+	r.apply(c, 1e-12, 1, 2048)
 	g := GTEConfig{RopeTheta: 10_000}
 	if r.RopeTheta != nil {
 		g.RopeTheta = *r.RopeTheta

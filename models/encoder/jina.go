@@ -31,11 +31,9 @@ type JinaConfig struct {
 // rawJina is the part of jina-embeddings-v3's config.json only it has, and the fields
 // whose XLMRobertaFlashConfig defaults differ from BERT's.
 type rawJina struct {
-	ModelType      string            `json:"model_type"`
-	PositionType   string            `json:"position_embedding_type"`
-	LayerNormEps   *float64          `json:"layer_norm_eps"`
-	TypeVocabSize  *int              `json:"type_vocab_size"`
-	MaxPositions   *int              `json:"max_position_embeddings"`
+	ModelType    string `json:"model_type"`
+	PositionType string `json:"position_embedding_type"`
+	silentSizes
 	Interleaved    bool              `json:"rotary_emb_interleaved"`
 	RotaryScale    json.RawMessage   `json:"rotary_emb_scale_base"`
 	RotaryDim      *int              `json:"rotary_emb_dim"`
@@ -68,16 +66,7 @@ func parseJina(data []byte, c *Config) error {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	c.LayerNormEps, c.TypeVocabSize, c.MaxPositions = 1e-5, 1, 8194
-	if r.LayerNormEps != nil {
-		c.LayerNormEps = *r.LayerNormEps
-	}
-	if r.TypeVocabSize != nil {
-		c.TypeVocabSize = *r.TypeVocabSize
-	}
-	if r.MaxPositions != nil {
-		c.MaxPositions = *r.MaxPositions
-	}
+	r.apply(c, 1e-5, 1, 8194)
 	// create_mixer_cls reads these when present; the released model has none.
 	switch {
 	case r.Interleaved:
@@ -141,4 +130,28 @@ func (c Config) TaskIndex(task string) (int, error) {
 		return -1, fmt.Errorf("encoder: task %q: the model's adapters are %q", task, c.Jina.Tasks)
 	}
 	return i, nil
+}
+
+// silentSizes are the fields whose defaults differ between BERT's config and a remote
+// code's config class (XLMRobertaFlashConfig, NewConfig), for that class's defaults
+// to apply where config.json is silent.
+type silentSizes struct {
+	LayerNormEps  *float64 `json:"layer_norm_eps"`
+	TypeVocabSize *int     `json:"type_vocab_size"`
+	MaxPositions  *int     `json:"max_position_embeddings"`
+}
+
+// apply sets c's LayerNorm epsilon, token types and positions: the file's, else the
+// given defaults.
+func (s silentSizes) apply(c *Config, eps float64, types, positions int) {
+	c.LayerNormEps, c.TypeVocabSize, c.MaxPositions = eps, types, positions
+	if s.LayerNormEps != nil {
+		c.LayerNormEps = *s.LayerNormEps
+	}
+	if s.TypeVocabSize != nil {
+		c.TypeVocabSize = *s.TypeVocabSize
+	}
+	if s.MaxPositions != nil {
+		c.MaxPositions = *s.MaxPositions
+	}
 }
