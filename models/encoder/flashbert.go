@@ -107,7 +107,7 @@ func (b *builder) adapted(s flashSpec, name string, embedding bool, dims ...int)
 	return w, l
 }
 
-// flashProbe is the name of the word embedding table in a flash-attn BERT checkpoint.
+// flashProbe is the name of the word embedding table in a flashSpec model's checkpoint.
 func flashProbe(cfg Config) string {
 	if len(cfg.Jina.Tasks) > 0 {
 		return "embeddings.word_embeddings.parametrizations.weight.original"
@@ -115,8 +115,8 @@ func flashProbe(cfg Config) string {
 	return "embeddings.word_embeddings.weight"
 }
 
-// takeFlash creates a flash-attn BERT's variables: word and token type embeddings,
-// their LayerNorm (emb_ln) and the layers, with their task adapters.
+// takeFlash creates the variables of a flashSpec model: word and token type
+// embeddings, their LayerNorm and the layers, with their task adapters or experts.
 func (b *builder) takeFlash(cfg Config) {
 	n, s := b.n, flashSpecOf(cfg)
 	H, I := cfg.Hidden, cfg.Intermediate
@@ -252,9 +252,9 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 
 // experts is NomicMoELayer on x [B, T, H]: router probabilities p = softmax(x·Rᵀ) in
 // float32 over the experts, the TopK largest kept (not renormalised; of equal ones,
-// the lower expert first, as torch.topk), and Σₑ pₑ · GELU(x·w1ₑᵀ)·w2ₑ + bias, with w1ₑ and w2ₑ the
-// e-th [I, H] blocks of w1 and w2 (w2 applied untransposed, as the remote code's
-// act_out.matmul(expert_w2)). Every expert is computed for every token and the
+// the lower expert first, as torch.topk), and Σₑ pₑ · GELU(x·w1ₑᵀ)·w2ₑ + bias, with
+// w1ₑ and w2ₑ the e-th [I, H] blocks of w1 and w2 (w2 applied untransposed, as
+// act_out.matmul(expert_w2) in vLLM's port and megablocks). Every expert is computed for every token and the
 // unselected ones weigh 0: the same sums as routing tokens to their experts, at
 // Experts/TopK times the arithmetic.
 func (n *Network) experts(l *flashLayer, x *graph.Node) *graph.Node {
