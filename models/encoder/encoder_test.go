@@ -1567,3 +1567,39 @@ func TestDescribe(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, encoder.IsEncoderFolder(lmDir), "a decoder LM's folder")
 }
+
+// TestLongSequenceBlocks embeds texts longer than two attention blocks (1,024 tokens):
+// attention then takes 512 queries at a time, with the padding mask, ModernBERT's
+// sliding window, MPNet's relative bias and JinaBERT's ALiBi built per block; the
+// vectors still match the float64 reference, which attends whole sequences.
+func TestLongSequenceBlocks(t *testing.T) {
+	eng := newEngine(t)
+	long := []string{strings.Repeat("the of and in ", 300), strings.Repeat("and the in ", 280)} // ≈ 1,200 and 840 tokens
+	f := false
+	for _, spec := range []encodertest.Spec{
+		{ModelType: "modernbert", Layers: 2, MaxPositions: 1600},
+		{ModelType: "mpnet", Layers: 1, MaxPositions: 1602},
+		{ModelType: "jina_bert", Layers: 1, Hidden: 48, Heads: 6, MaxPositions: 1600},
+		{ModelType: "nomic_bert", Layers: 1, MaxPositions: 1600},
+	} {
+		t.Run(spec.ModelType, func(t *testing.T) {
+			dir := t.TempDir()
+			tm, err := encodertest.Write(dir, spec)
+			require.NoError(t, err)
+			enc, err := encoder.Load(dir, encoder.Options{Pooling: "mean", Normalize: &f, BatchSize: 2})
+			require.NoError(t, err)
+			got, err := enc.Embed(eng, long, false)
+			require.NoError(t, err)
+			tok, err := lm.LoadTokenizer(dir)
+			require.NoError(t, err)
+			for j, text := range long {
+				ids, err := tok.Encode(text, true)
+				require.NoError(t, err)
+				if j == 0 {
+					require.Greater(t, len(ids), 1024, "longer than two blocks")
+				}
+				assertClose(t, reference(tm, refEps(tm.Spec.ModelType), ids, 0, []string{"mean"}, false), got[j], spec.ModelType)
+			}
+		})
+	}
+}

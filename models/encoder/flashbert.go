@@ -218,7 +218,6 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 		x = graph.Add(x, row)
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
-	allowed := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, c.Heads, tl, tl)
 	cos, sin := rotary(positions, s.inv)
 	rope := pos.NewRoPEWithCosSin(toDType(cos, n.dtype), toDType(sin, n.dtype))
 	for i := range n.layersFlash {
@@ -228,7 +227,7 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 			return graph.Reshape(graph.Slice(qkv, graph.AxisRange(), graph.AxisRange(), graph.AxisElem(j)), bsz, tl, c.Heads, hd)
 		}
 		heads := func(y *graph.Node) *graph.Node { return graph.TransposeAllAxes(y, 0, 2, 1, 3) }
-		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), allowed, nil)
+		ctx := attend(heads(rope.Encode(part(0), 1)), heads(rope.Encode(part(1), 1)), heads(part(2)), real, 0, nil)
 		x = n.layerNorm(graph.Add(x, n.adaptedLinear(ctx, l.o, l.oB, l.oL, t)), l.norm1W, l.norm1B)
 		if l.router != nil {
 			x = n.layerNorm(graph.Add(x, n.experts(l, x)), l.norm2W, l.norm2B)

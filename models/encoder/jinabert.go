@@ -93,20 +93,20 @@ func alibiSlopes(n int) []float64 {
 	return out
 }
 
-// alibiBias is JinaBertModel's ALiBi bias [1, Heads, t, t] for sequences of t tokens:
-// −slope_h · |key − query| in float32 (rebuild_alibi_tensor), the same for every layer
-// and sequence; padding comes last, so the real tokens' distances are their own. The
-// distances are made in the graph (at 8,192 tokens a constant would be 3 GB for 12
-// heads), then cast to the compute dtype.
-func (n *Network) alibiBias(g *graph.Graph, t int) *graph.Node {
+// alibiBias is JinaBertModel's ALiBi bias [1, Heads, q1 − q0, t] for the queries
+// q0 … q1−1 of sequences of t tokens: −slope_h · |key − query| in float32
+// (rebuild_alibi_tensor), the same for every layer and sequence; padding comes last,
+// so the real tokens' distances are their own. The distances are made in the graph,
+// a block of queries at a time (attend), then cast to the compute dtype.
+func (n *Network) alibiBias(g *graph.Graph, q0, q1, t int) *graph.Node {
 	slopes := alibiSlopes(n.cfg.Heads)
 	neg := make([]float32, len(slopes))
 	for h, s := range slopes {
 		neg[h] = -float32(s)
 	}
-	q := graph.Iota(g, shapes.Make(dtypes.Float32, t, t), 0)
-	k := graph.Iota(g, shapes.Make(dtypes.Float32, t, t), 1)
-	dist := graph.InsertAxes(graph.Abs(graph.Sub(k, q)), 0)                     // [1, t, t]
-	bias := graph.Mul(graph.Reshape(graph.Const(g, neg), len(neg), 1, 1), dist) // [Heads, t, t]
+	q := graph.AddScalar(graph.Iota(g, shapes.Make(dtypes.Float32, q1-q0, t), 0), float64(q0))
+	k := graph.Iota(g, shapes.Make(dtypes.Float32, q1-q0, t), 1)
+	dist := graph.InsertAxes(graph.Abs(graph.Sub(k, q)), 0)                     // [1, q1−q0, t]
+	bias := graph.Mul(graph.Reshape(graph.Const(g, neg), len(neg), 1, 1), dist) // [Heads, q1−q0, t]
 	return toDType(graph.InsertAxes(bias, 0), n.dtype)
 }

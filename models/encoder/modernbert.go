@@ -193,15 +193,6 @@ func (n *Network) modernHidden(x, positions, real *graph.Node) *graph.Node {
 	dims := x.Shape().Dimensions
 	bsz, t := dims[0], dims[1]
 	hd := c.Hidden / c.Heads
-	keys := graph.BroadcastToDims(graph.InsertAxes(graph.InsertAxes(real, 1), 1), bsz, c.Heads, t, t)
-	near := make([]bool, t*t) // |query − key| ≤ Window/2
-	for q := range t {
-		for k := range t {
-			near[q*t+k] = max(q-k, k-q) <= mc.Window/2
-		}
-	}
-	window := graph.BroadcastToDims(graph.Reshape(graph.Const(g, near), 1, 1, t, t), bsz, c.Heads, t, t)
-	local := graph.LogicalAnd(keys, window)
 	ropes := map[float64]*pos.RoPEWithCosSin{}
 	rope := func(theta float64) *pos.RoPEWithCosSin { // built once per base
 		r, ok := ropes[theta]
@@ -223,13 +214,13 @@ func (n *Network) modernHidden(x, positions, real *graph.Node) *graph.Node {
 		part := func(j int) *graph.Node { // [B, T, Heads, hd]
 			return graph.Reshape(graph.Slice(qkv, graph.AxisRange(), graph.AxisRange(), graph.AxisElem(j)), bsz, t, c.Heads, hd)
 		}
-		r, allowed := rope(mc.GlobalTheta), keys
+		r, window := rope(mc.GlobalTheta), 0
 		if !mc.global(i) {
-			r, allowed = rope(mc.LocalTheta), local
+			r, window = rope(mc.LocalTheta), mc.Window
 		}
 		q, k := r.Encode(part(0), 1), r.Encode(part(1), 1)
 		heads := func(y *graph.Node) *graph.Node { return graph.TransposeAllAxes(y, 0, 2, 1, 3) }
-		ctx := attend(heads(q), heads(k), heads(part(2)), allowed, nil)
+		ctx := attend(heads(q), heads(k), heads(part(2)), real, window, nil)
 		x = graph.Add(x, linear(ctx, n.weight(g, l.o), n.opt(g, l.oB)))
 		y := linear(n.layerNorm(x, l.mlpNormW, l.mlpNormB), n.weight(g, l.wi), n.opt(g, l.wiB)) // [B, T, 2I]
 		a := graph.Slice(y, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(0, c.Intermediate))
