@@ -97,14 +97,19 @@ func alibiSlopes(n int) []float64 {
 // q0 … q1−1 of sequences of t tokens: −slope_h · |key − query| in float32
 // (rebuild_alibi_tensor), the same for every layer and sequence; padding comes last,
 // so the real tokens' distances are their own. The distances are made in the graph,
-// a block of queries at a time (attend), then cast to the compute dtype.
-func (n *Network) alibiBias(g *graph.Graph, q0, q1, t int) *graph.Node {
+// a block of queries at a time (attend; z, when not nil, the float32 zero the block's
+// bias depends on), then cast to the compute dtype.
+func (n *Network) alibiBias(g *graph.Graph, q0, q1, t int, z *graph.Node) *graph.Node {
 	slopes := alibiSlopes(n.cfg.Heads)
 	neg := make([]float32, len(slopes))
 	for h, s := range slopes {
 		neg[h] = -float32(s)
 	}
-	q := graph.AddScalar(graph.Iota(g, shapes.Make(dtypes.Float32, q1-q0, t), 0), float64(q0))
+	start := graph.Scalar(g, dtypes.Float32, float64(q0))
+	if z != nil {
+		start = graph.Add(start, z)
+	}
+	q := graph.Add(graph.Iota(g, shapes.Make(dtypes.Float32, q1-q0, t), 0), start)
 	k := graph.Iota(g, shapes.Make(dtypes.Float32, q1-q0, t), 1)
 	dist := graph.InsertAxes(graph.Abs(graph.Sub(k, q)), 0)                     // [1, q1−q0, t]
 	bias := graph.Mul(graph.Reshape(graph.Const(g, neg), len(neg), 1, 1), dist) // [Heads, q1−q0, t]

@@ -269,21 +269,25 @@ func toDType(x *graph.Node, dt dtypes.DType) *graph.Node {
 
 // positionBias is JinaBERT's ALiBi bias (alibiBias), or MPNet's relative attention
 // bias for sequences of t tokens, as a function of the queries [q0, q1) it is for,
-// [1, Heads, q1 − q0, t]; nil for the architectures without one. MPNet's is the bias
+// [1, Heads, q1 − q0, t] (z as attend gives it); nil for the architectures without
+// one. MPNet's is the bias
 // table's row for the bucket of each key's position relative to the query's
 // (relativeBucket), the same for every layer and sequence. Positions are those of the
 // padded sequence, 0 … t−1, as transformers' MPNetEncoder.compute_position_bias
 // takes them; padding comes last, so the real tokens' relative positions are their
 // own.
-func (n *Network) positionBias(g *graph.Graph, t int) func(q0, q1 int) *graph.Node {
+func (n *Network) positionBias(g *graph.Graph, t int) func(q0, q1 int, z *graph.Node) *graph.Node {
 	if n.cfg.isJinaBERT() {
-		return func(q0, q1 int) *graph.Node { return n.alibiBias(g, q0, q1, t) }
+		return func(q0, q1 int, z *graph.Node) *graph.Node { return n.alibiBias(g, q0, q1, t, z) }
 	}
 	if n.rel == nil {
 		return nil
 	}
-	full := n.mpnetBias(g, t)
-	return func(q0, q1 int) *graph.Node {
+	full := n.mpnetBias(g, t) // MPNet reads at most 514 positions: whole is small
+	return func(q0, q1 int, _ *graph.Node) *graph.Node {
+		if q0 == 0 && q1 == t {
+			return full
+		}
 		return graph.Slice(full, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(q0, q1), graph.AxisRange())
 	}
 }
@@ -328,7 +332,7 @@ func relativeBucket(rel int) int {
 // JinaBertGLUMLP's for a GLU JinaBERT, attending to the real keys ([B, T]). bias,
 // when not nil, gives what is added to every sequence's attention scores (MPNet's
 // relative bias, JinaBERT's ALiBi: positionBias).
-func (n *Network) layer(l *encLayer, x, real *graph.Node, bias func(q0, q1 int) *graph.Node) *graph.Node {
+func (n *Network) layer(l *encLayer, x, real *graph.Node, bias func(q0, q1 int, z *graph.Node) *graph.Node) *graph.Node {
 	g := x.Graph()
 	c := n.cfg
 	dims := x.Shape().Dimensions
@@ -363,19 +367,24 @@ func (n *Network) layer(l *encLayer, x, real *graph.Node, bias func(q0, q1 int) 
 // than 2·attnBlock: the scores of a block are Heads × attnBlock × T, where a whole
 // sequence's would be Heads × T × T (at 8,192 tokens and 12 heads, 3.2 GB a sequence
 // and layer, several of them alive at once). Each query's softmax is its own, so the
-// blocks give the same numbers. Four texts of 8,100 tokens through a 2-layer, 4-head
-// test model on the Go backend (AMD EPYC, 2 cores): peak memory 9.6 GB and 47 s
-// whole, 8.7 GB and 39 s in blocks run in any order, 0.85 GB and 13 s in blocks run
-// one after another (attend).
+// blocks give the same numbers. Four texts of 8,100 tokens through 4-layer, 12-head
+// test models on the Go backend (AMD EPYC, 2 cores, 23 GB): whole, ModernBERT and
+// JinaBERT reached 24.3 GB and died; in blocks run one after another, with each
+// block's mask and bias shared across layers, 5.7 and 5.6 GB; built for each block
+// alone (attend), 2.4 and 2.3 GB (76 and 88 s). A 2-layer, 4-head NomicBERT: 9.6 GB
+// and 47 s whole, 0.85 GB and 13 s in blocks.
 const attnBlock = 512
 
 // attend is the attention of q, k, v [B, Heads, T, hd] to the real keys (real
 // [B, T], bool), those within window/2 positions of the query only when window > 0
-// (ModernBERT's sliding layers), with bias(q0, q1) [1, Heads, q1 − q0, T] added to the
-// scores of queries q0 … q1−1 when bias is not nil; the heads joined again:
-// [B, T, Heads·hd]. Long sequences are attended attnBlock queries at a time, and the
-// masks and biases are built per block, never whole.
-func attend(q, k, v, real *graph.Node, window int, bias func(q0, q1 int) *graph.Node) *graph.Node {
+// (ModernBERT's sliding layers), with bias(q0, q1, z) [1, Heads, q1 − q0, T] added to
+// the scores of queries q0 … q1−1 when bias is not nil; the heads joined again:
+// [B, T, Heads·hd]. A sequence longer than 2·attnBlock is attended attnBlock queries
+// at a time, each block after the one before, its mask and bias built for it alone:
+// each depends on z, a float32 zero computed from the block's own queries, so that
+// the backend neither builds them ahead nor shares one across layers (it merges
+// identical nodes) and holds them all at once.
+func attend(q, k, v, real *graph.Node, window int, bias func(q0, q1 int, z *graph.Node) *graph.Node) *graph.Node {
 	g := q.Graph()
 	dims := q.Shape().Dimensions
 	bsz, nh, t, hd := dims[0], dims[1], dims[2], dims[3]
@@ -391,38 +400,71 @@ func attend(q, k, v, real *graph.Node, window int, bias func(q0, q1 int) *graph.
 	}
 	var seqs []*graph.Node
 	for b0 := 0; b0 < bsz; b0 += step {
-		b1 := b0 + step
-		rows := func(y *graph.Node) *graph.Node { return graph.Slice(y, graph.AxisRange(b0, b1)) }
-		kb, vb := rows(k), rows(v)
+		rows := func(y *graph.Node) *graph.Node {
+			if step == bsz {
+				return y
+			}
+			return graph.Slice(y, graph.AxisRange(b0, b0+step))
+		}
+		qs, kb, vb, keys := rows(q), rows(k), rows(v), graph.Reshape(rows(real), step, 1, 1, t)
 		var blocks []*graph.Node
 		for q0 := 0; q0 < t; q0 += block {
 			q1 := min(q0+block, t)
-			allowed := graph.BroadcastToDims(graph.Reshape(rows(real), step, 1, 1, t), step, nh, q1-q0, t)
-			if window > 0 { // |query − key| ≤ window/2
-				qi := graph.AddScalar(graph.Iota(g, shapes.Make(dtypes.Int32, q1-q0, t), 0), float64(q0))
-				ki := graph.Iota(g, shapes.Make(dtypes.Int32, q1-q0, t), 1)
-				near := graph.LessOrEqual(graph.Abs(graph.Sub(ki, qi)), graph.Scalar(g, dtypes.Int32, window/2))
-				allowed = graph.LogicalAnd(allowed, graph.BroadcastToDims(graph.Reshape(near, 1, 1, q1-q0, t), step, nh, q1-q0, t))
+			var qb, z *graph.Node
+			if block == t {
+				qb = qs
+			} else {
+				qb = graph.Slice(qs, graph.AxisRange(), graph.AxisRange(), graph.AxisRange(q0, q1))
+				if len(blocks) > 0 {
+					// After the block before: nothing else orders them, and an executor
+					// that ran every block's products first would hold every block's
+					// scores at once. The term added is exactly 0 (the previous
+					// block's output is finite: softmax weights times values).
+					prev := graph.ReduceAllSum(blocks[len(blocks)-1])
+					qb = graph.Add(qb, graph.MulScalar(graph.ConvertDType(prev, qb.DType()), 0))
+				}
+				z = graph.MulScalar(graph.ReduceAllSum(graph.ConvertDType(qb, dtypes.Float32)), 0)
 			}
-			var bb *graph.Node
-			if bias != nil {
-				bb = bias(q0, q1)
-			}
-			qb := graph.Slice(rows(q), graph.AxisRange(), graph.AxisRange(), graph.AxisRange(q0, q1))
-			if len(blocks) > 0 {
-				// A block after the one before it: nothing else orders them, and an
-				// executor that ran every block's products first would hold every
-				// block's scores at once. The term added is exactly 0 (the previous
-				// block's output is finite: softmax weights times values).
-				prev := graph.ReduceAllSum(blocks[len(blocks)-1])
-				qb = graph.Add(qb, graph.MulScalar(graph.ConvertDType(prev, qb.DType()), 0))
-			}
-			blocks = append(blocks, attention(qb, kb, vb, allowed, bb, hd))
+			blocks = append(blocks, attention(qb, kb, vb, blockMask(keys, nh, q0, q1, window, z), blockBias(bias, q0, q1, z), hd))
 		}
 		seqs = append(seqs, concat(blocks, 2))
 	}
 	ctx := concat(seqs, 0) // [B, Heads, T, hd]
 	return graph.Reshape(graph.TransposeAllAxes(ctx, 0, 2, 1, 3), bsz, t, nh*hd)
+}
+
+// blockMask is the (query, key) pairs [B, nh, q1 − q0, T] queries q0 … q1−1 may
+// attend to: the real keys (keys [B, 1, 1, T], bool) and, with window > 0, those
+// within window/2 positions. z, when not nil, is a float32 zero the mask is made to
+// depend on (attend).
+func blockMask(keys *graph.Node, nh, q0, q1, window int, z *graph.Node) *graph.Node {
+	g := keys.Graph()
+	dims := keys.Shape().Dimensions
+	b, t, n := dims[0], dims[3], q1-q0
+	if z != nil {
+		keys = graph.GreaterThan(graph.Add(graph.ConvertDType(keys, dtypes.Float32), z), graph.ScalarZero(g, dtypes.Float32))
+	}
+	allowed := graph.BroadcastToDims(keys, b, nh, n, t)
+	if window <= 0 {
+		return allowed
+	}
+	// |query − key| ≤ window/2, in float32: exact for positions below 2²⁴.
+	start := graph.Scalar(g, dtypes.Float32, float64(q0))
+	if z != nil {
+		start = graph.Add(start, z)
+	}
+	qi := graph.Add(graph.Iota(g, shapes.Make(dtypes.Float32, n, t), 0), start)
+	ki := graph.Iota(g, shapes.Make(dtypes.Float32, n, t), 1)
+	near := graph.LessOrEqual(graph.Abs(graph.Sub(ki, qi)), graph.Scalar(g, dtypes.Float32, float64(window/2)))
+	return graph.LogicalAnd(allowed, graph.BroadcastToDims(graph.Reshape(near, 1, 1, n, t), b, nh, n, t))
+}
+
+// blockBias is bias's for queries q0 … q1−1, nil without one; z as in blockMask.
+func blockBias(bias func(q0, q1 int, z *graph.Node) *graph.Node, q0, q1 int, z *graph.Node) *graph.Node {
+	if bias == nil {
+		return nil
+	}
+	return bias(q0, q1, z)
 }
 
 // concat is graph.Concatenate, or the one node.
@@ -457,7 +499,7 @@ func isGoBackend(b compute.Backend) bool {
 // q's dtype.
 func attention(q, k, v, allowed, bias *graph.Node, hd int) *graph.Node {
 	q = graph.MulScalar(q, 1/math.Sqrt(float64(hd)))                            // scaled before the product: T·hd products instead of T·S
-	scores := lm.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B, H, T, S]
+	scores := lm.DotGeneral(q, []int{3}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B, H, Q, S]
 	if bias != nil {
 		scores = graph.Add(scores, graph.BroadcastToDims(bias, scores.Shape().Dimensions...))
 	}
