@@ -1101,10 +1101,12 @@ func TestLoadErrors(t *testing.T) {
 			dir := t.TempDir()
 			tm, err := encodertest.Write(dir, encodertest.Spec{ModelType: "jina_bert"})
 			require.NoError(t, err)
-			tm.Weights["encoder.layer.0.mlp.up_gated_layer.weight"] = lmtest.Tensor{Shape: []int{128, 32}, Data: make([]float32, 128*32)}
+			tm.Weights["bert.encoder.layer.0.attention.self.layer_norm_q.weight"] = lmtest.Tensor{Shape: []int{32}, Data: make([]float32, 32)}
 			require.NoError(t, lmtest.WriteWeights(filepath.Join(dir, "model.safetensors"), tm.Weights))
+			_, err = encoder.Describe(dir)
+			require.ErrorContains(t, err, "the qk-post-norm JinaBERT", "lm info refuses it too")
 			return dir
-		}, encoder.Options{Pooling: "mean"}, "encoder.layer.0.mlp.up_gated_layer.weight: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported"},
+		}, encoder.Options{Pooling: "mean"}, "bert.encoder.layer.0.attention.self.layer_norm_q.weight: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported"},
 		{"compared by euclidean distance, not normalised", func(t *testing.T) string {
 			return write(t, encodertest.Spec{SentenceTransformers: true, Similarity: "euclidean"}, nil)
 		}, encoder.Options{}, `config_sentence_transformers.json: similarity_fn_name "euclidean": graphloom ranks by dot product; pass --normalize true`},

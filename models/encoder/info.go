@@ -111,6 +111,9 @@ func Describe(dir string) (Info, error) {
 		return Info{}, fmt.Errorf("encoder: %w", err)
 	}
 	defer release()
+	if err := checkJinaBERT(cfg, ws); err != nil {
+		return Info{}, fmt.Errorf("encoder: %s: %w", modelDir, err)
+	}
 	switch w := ws.(type) {
 	case *lm.Checkpoint:
 		info.Weights = "safetensors"

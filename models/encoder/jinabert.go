@@ -9,6 +9,8 @@ import (
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
+
+	"github.com/graphloom/graphloom/models/lm"
 )
 
 // JinaBERTConfig is what config.json says of a JinaBertModel (jina-embeddings-v2:
@@ -62,6 +64,23 @@ func parseJinaBERT(data []byte, c *Config) error {
 		return fmt.Errorf("config: feed_forward_type %q not supported (want geglu, reglu or original)", j.FeedForward)
 	}
 	c.JinaBERT = j
+	return nil
+}
+
+// checkJinaBERT refuses the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's
+// jina-bert-v2-qk-post-norm: LayerNorms on q and k, up_gated_layer), which shares
+// JinaBertModel's config and differs in its tensors, with or without a prefix.
+func checkJinaBERT(cfg Config, ws lm.WeightSource) error {
+	if !cfg.isJinaBERT() {
+		return nil
+	}
+	for _, p := range weightPrefixes {
+		for _, name := range []string{"encoder.layer.0.mlp.up_gated_layer.weight", "encoder.layer.0.attention.self.layer_norm_q.weight"} {
+			if _, ok := ws.Shape(p + name); ok {
+				return fmt.Errorf("weights: %s: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported", p+name)
+			}
+		}
+	}
 	return nil
 }
 

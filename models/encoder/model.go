@@ -148,12 +148,8 @@ func NewNetwork(store *model.Store, cfg Config, ws lm.WeightSource, scope string
 	if cfg.RelativeBuckets > 0 {
 		n.rel = b.take("encoder.relative_attention_bias.weight", cfg.RelativeBuckets, cfg.Heads)
 	}
-	if cfg.isJinaBERT() {
-		for _, name := range []string{"encoder.layer.0.mlp.up_gated_layer.weight", "encoder.layer.0.attention.self.layer_norm_q.weight"} {
-			if _, ok := ws.Shape(prefix + name); ok {
-				return nil, fmt.Errorf("weights: %s: the qk-post-norm JinaBERT (jina-embeddings-v2-base-code's jina-bert-v2-qk-post-norm) is not supported", name)
-			}
-		}
+	if err := checkJinaBERT(cfg, ws); err != nil {
+		return nil, err
 	}
 	glu := cfg.JinaBERT.glu()
 	for i := range cfg.Layers {
