@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/graphloom/graphloom/engine"
 	"github.com/graphloom/graphloom/graphio"
 	"github.com/graphloom/graphloom/llm"
+	"github.com/graphloom/graphloom/models/encoder"
 	"github.com/graphloom/graphloom/models/lm"
 	"github.com/graphloom/graphloom/retrieve"
 )
@@ -245,6 +247,10 @@ func (f *llmFlags) localEmbedder(dir string) (embed.Embedder, error) {
 		return nil, err
 	}
 	l, err := embed.NewLocal(cfg, eng)
+	var bad encoder.OptionError
+	if errors.As(err, &bad) { // --pooling or --query-task / --passage-task the folder cannot take
+		return nil, usageError{err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -210,8 +210,11 @@ func TestLMEmbedTaskAdapters(t *testing.T) {
 	assert.NotEqual(t, byDefault, otherSamePrompt, "the adapters alone change the vector")
 
 	r := run(t, nil, "lm", "embed", "--lm", jina, "--query", "--query-task", "retrieval", "x")
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 2, r.code, "a flag value the folder cannot take")
 	assert.Contains(t, r.stderr, `task "retrieval": the model's adapters are ["retrieval.query" "retrieval.passage" "separation" "classification" "text-matching"]`)
+	r = run(t, nil, "lm", "embed", "--lm", jina, "--pooling", "median", "x")
+	assert.Equal(t, 2, r.code, "so is an unknown pooling")
+	assert.Contains(t, r.stderr, `pooling "median" not supported`)
 	r = run(t, nil, "lm", "info", "--lm", jina)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "adapters     retrieval.query, retrieval.passage, separation, classification, text-matching; query retrieval.query, passage retrieval.passage")

@@ -286,6 +286,14 @@ func readPipeline(dir string, opts Options, needPooling bool) (Pipeline, string,
 	return p, modelDir, nil
 }
 
+// OptionError is an Options value the folder's model cannot take (an unknown pooling
+// mode, a task adapter it lacks): a mistake in the caller's settings, not in the
+// folder. Errors wrap it; errors.As finds it.
+type OptionError struct{ Err error }
+
+func (e OptionError) Error() string { return e.Err.Error() }
+func (e OptionError) Unwrap() error { return e.Err }
+
 // Tasks whose adapters embed queries and passages by default (jina-embeddings-v3's).
 const (
 	DefaultQueryTask   = "retrieval.query"
@@ -307,9 +315,9 @@ func (p *Pipeline) chooseTasks(modelDir string, stPrompts map[string]string, opt
 		if o != nil {
 			if *o != "" && !slices.Contains(tasks, *o) {
 				if len(tasks) == 0 {
-					return "", fmt.Errorf("encoder: %s: task %q: the model has no task adapters", modelDir, *o)
+					return "", OptionError{fmt.Errorf("encoder: %s: task %q: the model has no task adapters", modelDir, *o)}
 				}
-				return "", fmt.Errorf("encoder: %s: task %q: the model's adapters are %q", modelDir, *o, tasks)
+				return "", OptionError{fmt.Errorf("encoder: %s: task %q: the model's adapters are %q", modelDir, *o, tasks)}
 			}
 			return *o, nil
 		}
@@ -355,7 +363,7 @@ func ParsePooling(s string) ([]string, error) {
 			part = PoolCLS
 		}
 		if !slices.Contains(poolOrder, part) {
-			return nil, fmt.Errorf("encoder: pooling %q not supported (want %s, or several joined by +)", part, strings.Join(poolOrder, ", "))
+			return nil, OptionError{fmt.Errorf("encoder: pooling %q not supported (want %s, or several joined by +)", part, strings.Join(poolOrder, ", "))}
 		}
 		if !slices.Contains(modes, part) {
 			modes = append(modes, part)
