@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/shapes"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/ml/layers/attention/pos"
 	"github.com/gomlx/gomlx/ml/model"
@@ -213,8 +214,8 @@ func (n *Network) flashHidden(ids, positions, real *graph.Node, t int) *graph.No
 	bsz, tl := dims[0], dims[1]
 	hd := c.Hidden / c.Heads
 	x := n.adaptedRows(n.word, n.wordL, ids, t)
-	if n.typ != nil { // token type 0 for every token
-		row := n.adaptedRows(n.typ, n.typL, graph.Zeros(g, ids.Shape()), t)
+	if n.typ != nil { // token type 0 for every token: its one row [1, 1, H], adapted once
+		row := n.adaptedRows(n.typ, n.typL, graph.Zeros(g, shapes.Make(dtypes.Int32, 1, 1)), t)
 		x = graph.Add(x, row)
 	}
 	x = n.layerNorm(x, n.embLNw, n.embLNb)
