@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graphloom/graphloom/engine"
+	"github.com/graphloom/graphloom/kernels"
 	"github.com/graphloom/graphloom/models/encoder"
 	"github.com/graphloom/graphloom/models/encoder/encodertest"
 	"github.com/graphloom/graphloom/models/lm"
@@ -100,7 +101,7 @@ func referenceTask(m *encodertest.Model, eps float64, ids []int32, skip int, mod
 			case "", "torch.nn.modules.activation.Tanh":
 				out[j] = math.Tanh(u)
 			case "torch.nn.modules.activation.GELU":
-				out[j] = refGELU(u)
+				out[j] = kernels.GELURef(u)
 			case "torch.nn.modules.activation.ReLU":
 				out[j] = math.Max(u, 0)
 			case "torch.nn.modules.activation.Sigmoid":
@@ -142,25 +143,10 @@ func refWeight(m *encodertest.Model, name string) []float64 {
 	return out
 }
 
-// refLayerNorm is torch.nn.LayerNorm over x (b nil: no bias).
+// refLayerNorm is torch.nn.LayerNorm over x (b nil: no bias): kernels.LayerNormRef's
+// float64 reference on one row.
 func refLayerNorm(x, g, b []float64, eps float64) []float64 {
-	var mean, v float64
-	for _, a := range x {
-		mean += a
-	}
-	mean /= float64(len(x))
-	for _, a := range x {
-		v += (a - mean) * (a - mean)
-	}
-	v /= float64(len(x))
-	out := make([]float64, len(x))
-	for i, a := range x {
-		out[i] = (a - mean) / math.Sqrt(v+eps) * g[i]
-		if b != nil {
-			out[i] += b[i]
-		}
-	}
-	return out
+	return kernels.LayerNormRef([][]float64{x}, g, b, eps)[0]
 }
 
 // refDense is x·wtᵀ + b for wt [out, in] (b nil: no bias).
@@ -178,9 +164,6 @@ func refDense(x, wt, b []float64, out int) []float64 {
 	}
 	return y
 }
-
-// refGELU is the exact GELU.
-func refGELU(u float64) float64 { return u / 2 * (1 + math.Erf(u/math.Sqrt2)) }
 
 // refAttention is softmax(q·kᵀ/√hd + bias) · v per head over the keys a query may
 // see, for q, k, v [n][nh·hd]; bias and see may be nil (none, every key).
@@ -310,7 +293,7 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 				for e := range I {
 					act := math.Max(z[e], 0) // reglu
 					if s.FeedForward == "geglu" {
-						act = refGELU(z[e])
+						act = kernels.GELURef(z[e])
 					}
 					h[e] = act * z[I+e]
 				}
@@ -323,7 +306,7 @@ func referenceBERT(m *encodertest.Model, eps float64, ids []int32) [][]float64 {
 			}
 			inter := dense(a, w(p+names.In+".weight"), w(p+names.In+".bias"), s.Intermediate)
 			for e, u := range inter {
-				inter[e] = refGELU(u)
+				inter[e] = kernels.GELURef(u)
 			}
 			o := dense(inter, w(p+names.Out+".weight"), w(p+names.Out+".bias"), H)
 			for e := range H {
@@ -474,12 +457,12 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 				I := len(ug) / 2
 				y = make([]float64, I)
 				for e := range I {
-					y[e] = ug[e] * refGELU(ug[I+e])
+					y[e] = ug[e] * kernels.GELURef(ug[I+e])
 				}
 			case jina || s.Activation == "gelu":
 				y = lin(x[i], p+"mlp.fc1")
 				for e := range y {
-					y[e] = refGELU(y[e])
+					y[e] = kernels.GELURef(y[e])
 				}
 			default:
 				y = lin(x[i], p+"mlp.fc11")
@@ -489,7 +472,7 @@ func referenceFlash(m *encodertest.Model, ids []int32, task int) [][]float64 {
 					case "swiglu":
 						y[e] *= u / (1 + math.Exp(-u))
 					case "geglu":
-						y[e] *= refGELU(u)
+						y[e] *= kernels.GELURef(u)
 					case "glu":
 						y[e] *= 1 / (1 + math.Exp(-u))
 					}
@@ -538,7 +521,7 @@ func refExperts(m *encodertest.Model, p string, x []float64) []float64 {
 			for j := range H {
 				h += w1[(e*I+f)*H+j] * x[j]
 			}
-			h = refGELU(h) * probs[e]
+			h = kernels.GELURef(h) * probs[e]
 			for j := range H {
 				out[j] += h * w2[(e*I+f)*H+j]
 			}
@@ -595,7 +578,7 @@ func referenceModernBERT(m *encodertest.Model, ids []int32) [][]float64 {
 			y := lin(ln(x[i], p+"mlp_norm"), p+"mlp.Wi", 2*I)
 			act := make([]float64, I)
 			for e := range I {
-				act[e] = refGELU(y[e]) * y[I+e]
+				act[e] = kernels.GELURef(y[e]) * y[I+e]
 			}
 			o = lin(act, p+"mlp.Wo", H)
 			for e := range H {
